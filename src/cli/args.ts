@@ -1,0 +1,47 @@
+import { InvalidArgumentError } from 'commander';
+import { parseDurationMs, parseSizeBytes } from '../core/index.js';
+
+/** Commander value parsers: a bad value becomes a one-line usage error (exit 2). */
+export function intArg(min = 0) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer >= ${min}`);
+    return n;
+  };
+}
+
+export function numberArg(min = 0) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < min) throw new InvalidArgumentError(`expected a number >= ${min}`);
+    return n;
+  };
+}
+
+export function durationArg(value: string): number {
+  try {
+    return parseDurationMs(value);
+  } catch {
+    throw new InvalidArgumentError('expected a duration such as 250ms, 20s or 1m');
+  }
+}
+
+export function sizeArg(value: string): number {
+  try {
+    return parseSizeBytes(value);
+  } catch {
+    throw new InvalidArgumentError('expected a size such as 512KiB or 4MiB');
+  }
+}
+
+/** Accumulates a repeatable option into a list. */
+export function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+export function choiceArg<T extends string>(choices: readonly T[]) {
+  return (value: string): T => {
+    if (!(choices as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${choices.join(', ')}`);
+    return value as T;
+  };
+}

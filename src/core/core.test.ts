@@ -1,0 +1,58 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { VirtualClock, createRng, parseDurationMs, parseSizeBytes, TailgateError, countTokens } from './index.js';
+
+test('virtual clock fires timers in time order, then insertion order, and honours cancel', () => {
+  const clock = new VirtualClock();
+  const seen: string[] = [];
+  clock.setTimer(10, () => seen.push(`b@${clock.now()}`));
+  clock.setTimer(5, () => seen.push(`a@${clock.now()}`));
+  clock.setTimer(10, () => seen.push(`c@${clock.now()}`));
+  const t = clock.setTimer(7, () => seen.push('cancelled'));
+  t.cancel();
+  clock.setTimer(5, () => clock.setTimer(clock.now() + 1, () => seen.push(`nested@${clock.now()}`)));
+  assert.equal(clock.pending, 4);
+  clock.run();
+  assert.deepEqual(seen, ['a@5', 'nested@6', 'b@10', 'c@10']);
+  assert.equal(clock.pending, 0);
+});
+
+test('virtual clock runUntil stops at the bound and advances time', () => {
+  const clock = new VirtualClock();
+  let fired = 0;
+  clock.setTimer(100, () => fired++);
+  clock.runUntil(50);
+  assert.equal(fired, 0);
+  assert.equal(clock.now(), 50);
+  clock.runUntil(100);
+  assert.equal(fired, 1);
+});
+
+test('the same seed gives the same sequence; forks are independent but reproducible', () => {
+  const a = createRng(100);
+  const b = createRng(100);
+  const xs = Array.from({ length: 20 }, () => a.next());
+  assert.deepEqual(xs, Array.from({ length: 20 }, () => b.next()));
+  assert.ok(xs.every((x) => x >= 0 && x < 1));
+  assert.notDeepEqual(xs, Array.from({ length: 20 }, () => createRng(101).next()));
+  const ints = Array.from({ length: 1000 }, () => a.int(1, 6));
+  assert.ok(ints.every((i) => i >= 1 && i <= 6));
+  assert.equal(new Set(ints).size, 6);
+  assert.equal(createRng(7).fork().next(), createRng(7).fork().next());
+});
+
+test('durations and sizes parse with units and reject garbage with a stable code', () => {
+  assert.equal(parseDurationMs('250ms'), 250);
+  assert.equal(parseDurationMs('20s'), 20_000);
+  assert.equal(parseDurationMs('1m'), 60_000);
+  assert.equal(parseDurationMs('15'), 15);
+  assert.equal(parseSizeBytes('64KiB'), 65_536);
+  assert.equal(parseSizeBytes('4MiB'), 4 * 1024 * 1024);
+  assert.throws(() => parseDurationMs('soon'), (e: unknown) => e instanceof TailgateError && e.code === 'CONFIG_INVALID');
+  assert.throws(() => parseSizeBytes('12 parsecs'), TailgateError);
+});
+
+test('the shared token rule counts whitespace-separated words', () => {
+  assert.equal(countTokens(''), 0);
+  assert.equal(countTokens(' the fleet\nkeeps  its tail '), 5);
+});

@@ -1,0 +1,32 @@
+/** How a request ended. Expected outcomes are values, not exceptions. */
+export type Outcome = 'ok' | 'http_error' | 'timeout' | 'aborted' | 'protocol_error' | 'connection_error';
+
+/** A token count from both sides: the client's tokenizer and the server's `usage` (null when absent). */
+export interface TokenCount {
+  client: number;
+  server: number | null;
+}
+
+/**
+ * The one record every path produces (live bench, simulator) and every consumer reads
+ * (`stats/`, `gate/`, `report/`). Times are milliseconds from the run's origin.
+ */
+export interface RequestRecord {
+  id: string;
+  phase: 'warmup' | 'profiling';
+  /** The worker that served it (`host:port`), from `x-tailgate-worker` or the simulator. */
+  worker: string | null;
+  startMs: number;
+  /** First non-empty content chunk; null when none arrived. */
+  firstTokenMs: number | null;
+  /** Arrival time of every content-bearing SSE message. */
+  chunkMs: number[];
+  endMs: number;
+  inputTokens: TokenCount;
+  outputTokens: TokenCount;
+  outcome: Outcome;
+  status: number | null;
+  error: string | null;
+  redispatched: boolean;
+  migrated: boolean;
+}

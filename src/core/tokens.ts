@@ -1,0 +1,40 @@
+/**
+ * The project's deterministic tokenizer rule, shared by `workload/` (to build prompts of exact
+ * length), `engine/`/`fleet/` (to count prompt tokens) and `bench/` (to count output tokens):
+ * one token per whitespace-separated word. A chat prompt counts the words of every message's
+ * content (no template overhead). The simulated model emits one word, with its leading space,
+ * per token, so client and server counts agree exactly.
+ */
+export function countTokens(text: string): number {
+  let n = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const space = c === 32 || c === 10 || c === 9 || c === 13;
+    if (!space && !inWord) n++;
+    inWord = !space;
+  }
+  return n;
+}
+
+const VOCAB = [
+  'the', 'fleet', 'keeps', 'its', 'tail', 'inside', 'gate', 'when', 'one', 'worker', 'stalls',
+  'queue', 'token', 'stream', 'router', 'latency', 'model', 'batch', 'prefill', 'decode',
+  'cache', 'block', 'request', 'answer', 'signal', 'metric', 'node', 'chart', 'trial', 'knee',
+  'steady', 'quiet',
+];
+
+/** The word the simulated model emits as output token `index` (deterministic, one token each). */
+export function vocabWord(index: number): string {
+  return VOCAB[index % VOCAB.length]!;
+}
+
+/** A stable 32-bit id for a word under the shared rule (FNV-1a), so equal text means equal tokens. */
+export function tokenId(word: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < word.length; i++) {
+    h ^= word.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
