@@ -45,7 +45,7 @@ class Xoroshiro implements Rng {
   }
 
   fork(): Rng {
-    return new Xoroshiro(xoroshiro128plus(uniformInt(this.#g, 0, 0x7fffffff)));
+    return createRng(uniformInt(this.#g, 0, 0x7fffffff));
   }
 }
 
@@ -57,5 +57,16 @@ class Xoroshiro implements Rng {
  * rng.int(1, 6); // the same value on every run
  */
 export function createRng(seed: number): Rng {
-  return new Xoroshiro(xoroshiro128plus(seed | 0));
+  const g = xoroshiro128plus(mix32(seed));
+  // xoroshiro128+ seeded from 32 bits starts from a sparse state: discard its first outputs.
+  for (let i = 0; i < 16; i++) g.next();
+  return new Xoroshiro(g);
+}
+
+/** MurmurHash3's finaliser: spreads nearby seeds (0, 1, 2, ...) over the whole 32-bit space. */
+function mix32(seed: number): number {
+  let h = (seed | 0) ^ 0x9e3779b9;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) | 0;
 }

@@ -1,0 +1,151 @@
+// Measures the bench client against `tailgate fleet`, side by side in one run:
+//   1. client CPU microseconds per SSE message: tailgate bench (one thread) vs a plain undici
+//      `request()` client that only counts "\n\n" in the body stream;
+//   2. stamping error: client first-token stamp minus the fleet's own send time of that chunk
+//      (`x-tailgate-timing: 1` makes the fleet add "tailgate_sent_ns"; both read CLOCK_MONOTONIC).
+// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--osl 64]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Pool, request } from 'undici';
+import { percentile } from '../src/stats/index.js';
+import { runBench, type BenchOptions, type CallResult } from '../src/bench/index.js';
+
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+const MODEL = 'Qwen/Qwen3-8B';
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
+}
+
+const STREAMS = arg('streams', '256,512,1024,2048').split(',').map(Number);
+const CPU_STREAMS = Number(arg('cpu-streams', '256'));
+const OSL = Number(arg('osl', '64'));
+const WORKERS = Number(arg('workers', '8'));
+const ROUNDS = Number(arg('rounds', '2'));
+
+async function startFleet(): Promise<{ urls: string[]; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-waiting', '4096'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const urls: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`fleet exited with ${code}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.startsWith('{')) urls.push((JSON.parse(line) as { url: string }).url);
+      if (line === 'ready') resolve();
+    });
+  });
+  return { urls, child };
+}
+
+function body(prompt: string): string {
+  return JSON.stringify({ messages: [{ role: 'user', content: prompt }], model: MODEL, stream: true, stream_options: { include_usage: true }, max_tokens: OSL });
+}
+
+/** The plain client: undici `request()` per stream, reading the body stream and counting "\n\n". */
+async function plainClient(urls: string[], streams: number, total: number): Promise<{ messages: number }> {
+  const pools = urls.map((u) => new Pool(u, { connections: streams, pipelining: 1 }));
+  const payload = body(Array.from({ length: 128 }, (_, i) => `w${i}`).join(' '));
+  let messages = 0;
+  let issued = 0;
+  const slot = async (): Promise<void> => {
+    while (issued < total) {
+      const i = issued++;
+      const res = await request(`${urls[i % urls.length]}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: payload,
+        dispatcher: pools[i % pools.length]!,
+      });
+      let lastLf = false;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        if (lastLf && chunk[0] === 10) messages++;
+        let at = chunk.indexOf('\n\n');
+        while (at >= 0) {
+          messages++;
+          at = chunk.indexOf('\n\n', at + 2);
+        }
+        lastLf = chunk[chunk.length - 1] === 10;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: streams }, slot));
+  await Promise.all(pools.map((p) => p.close()));
+  return { messages };
+}
+
+function cpuUs<T>(fn: () => Promise<T>): Promise<{ value: T; us: number; wallMs: number }> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  return fn().then((value) => {
+    const c = process.cpuUsage(c0);
+    return { value, us: c.user + c.system, wallMs: performance.now() - t0 };
+  });
+}
+
+function benchOpts(urls: string[], streams: number, total: number, extra: Partial<BenchOptions> = {}): BenchOptions {
+  return { url: urls, model: MODEL, streaming: true, concurrency: streams, requestCount: total, inputTokensMean: 128, outputTokensMean: OSL, randomSeed: 100, ...extra };
+}
+
+async function main(): Promise<void> {
+  const { urls, child } = await startFleet();
+  try {
+    // Warm both code paths and the fleet's connections once, unmeasured.
+    await plainClient(urls, 32, 64);
+    await runBench(benchOpts(urls, 32, 64));
+
+    const total = CPU_STREAMS * 2;
+    await runBench(benchOpts(urls, 32, 64, { transport: 'socket' }));
+    const perMsg = { plain: [] as number[], undici: [] as number[], socket: [] as number[] };
+    let msgs = 0;
+    // Interleaved rounds, so a noisy neighbour hits all three clients alike.
+    for (let round = 0; round < ROUNDS; round++) {
+      const plain = await cpuUs(() => plainClient(urls, CPU_STREAMS, total));
+      perMsg.plain.push(plain.us / plain.value.messages);
+      msgs = plain.value.messages;
+      for (const transport of ['undici', 'socket'] as const) {
+        let benchMsgs = 0;
+        const bench = await cpuUs(() => runBench(benchOpts(urls, CPU_STREAMS, total, { transport, onCall: () => (benchMsgs += OSL + 3) })));
+        perMsg[transport].push(bench.us / benchMsgs);
+      }
+    }
+    const avg = (a: number[]): number => a.reduce((s, x) => s + x, 0) / a.length;
+    const plainUs = avg(perMsg.plain);
+    console.log(`\nCPU per SSE message (${CPU_STREAMS} streams, ${total} requests x ${OSL} tokens, ${msgs} messages per run, ${ROUNDS} rounds, fleet of ${WORKERS} 'small' workers in another process)`);
+    console.log('| client | us/message | ratio |');
+    console.log('|---|---:|---:|');
+    console.log(`| plain undici request() counting \\n\\n | ${plainUs.toFixed(2)} | 1.00 |`);
+    for (const transport of ['undici', 'socket'] as const) {
+      const us = avg(perMsg[transport]);
+      console.log(`| tailgate bench, 1 thread, --transport ${transport} | ${us.toFixed(2)} | ${(us / plainUs).toFixed(2)} |`);
+    }
+
+    // Both processes read CLOCK_MONOTONIC: map this process's performance.now() onto hrtime ns.
+    const offsetNs = Number(process.hrtime.bigint()) - performance.now() * 1e6;
+    console.log(`\nStamping error: client first-token stamp - fleet send time of that chunk (ms)`);
+    console.log('| transport | streams | requests | p50 | p90 | p99 | max | client CPU % | loop delay p99 ms |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const streams of STREAMS) for (const transport of ['undici', 'socket'] as const) {
+      const errors: number[] = [];
+      const onCall = (r: CallResult): void => {
+        if (r.firstData === null || r.record.firstTokenMs === null) return;
+        const sent = /"tailgate_sent_ns":"(\d+)"/.exec(r.firstData)?.[1];
+        if (!sent) return;
+        errors.push(r.record.firstTokenMs + stampOriginMs - Number(sent) / 1e6 + offsetNs / 1e6);
+      };
+      const stampOriginMs = performance.now();
+      const r = await runBench(
+        benchOpts(urls, streams, streams, { transport, originMs: stampOriginMs, headers: { 'x-tailgate-timing': '1' }, keepFirstData: true, onCall, warmupRequestCount: 0 }),
+      );
+      const s = Float64Array.from(errors).sort();
+      const f = (p: number): string => percentile(s, p).toFixed(2);
+      console.log(`| ${transport} | ${streams} | ${errors.length} | ${f(50)} | ${f(90)} | ${f(99)} | ${s.length ? s[s.length - 1]!.toFixed(2) : 'n/a'} | ${r.selfCheck.cpuPercent.toFixed(0)} | ${r.selfCheck.eventLoopDelayP99Ms.toFixed(1)} |`);
+    }
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+await main();

@@ -1,0 +1,80 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeAiperfExports } from '../report/index.js';
+import { timeSeries } from '../stats/index.js';
+import { aiperfInputConfig } from './options.js';
+import { requestPayload } from './payload.js';
+import type { BenchResult } from './run-bench.js';
+
+/** Options of {@link writeBenchArtifacts}. */
+export interface BenchArtifactOptions {
+  /** AIPerf `--export-level`. @default 'records' */
+  exportLevel?: 'summary' | 'records' | 'raw';
+  /** tailgate's version for the export header. */
+  version?: string;
+  /** More fields for the `tailgate` block of the JSON export. */
+  extra?: Record<string, unknown>;
+}
+
+/** File name of the request payloads, as AIPerf writes it. */
+export const INPUTS_FILE = 'inputs.json';
+
+/**
+ * AIPerf's `inputs.json`: one session per dataset entry, each with the exact payload sent.
+ * Session ids are derived from the seed, so the same seed gives the same file byte for byte.
+ */
+export function inputsJson(result: BenchResult): { data: Array<{ session_id: string; payloads: Record<string, unknown>[] }> } {
+  const o = result.options;
+  return {
+    data: result.dataset.map((entry) => ({
+      session_id: `tailgate-${o.randomSeed}-${entry.index}`,
+      payloads: [
+        requestPayload(entry, {
+          model: o.model,
+          endpointType: o.endpointType,
+          streaming: o.streaming,
+          sendMaxTokens: o.outputTokensMean !== null,
+          extraInputs: o.extraInputs,
+        }),
+      ],
+    })),
+  };
+}
+
+/**
+ * Writes `inputs.json`, `profile_export_aiperf.json`/`.csv` and (export level records or raw)
+ * `profile_export.jsonl` into `dir`. Self-checks, warnings and a per-second time series go under
+ * the JSON export's `tailgate` key.
+ *
+ * @example
+ * await writeBenchArtifacts('artifacts/run1', await runBench(opts));
+ */
+export async function writeBenchArtifacts(dir: string, result: BenchResult, opts: BenchArtifactOptions = {}): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, INPUTS_FILE), `${JSON.stringify(inputsJson(result), null, 2)}\n`);
+  const s = result.selfCheck;
+  const prof = result.records.filter((r) => r.phase === 'profiling');
+  await writeAiperfExports(dir, {
+    summary: result.summary,
+    records: result.records,
+    inputConfig: aiperfInputConfig(result.options),
+    exportLevel: opts.exportLevel ?? 'records',
+    startTime: result.startTime,
+    endTime: result.endTime,
+    originEpochMs: result.originEpochMs,
+    wasCancelled: result.cancelled,
+    ...(opts.version === undefined ? {} : { version: opts.version }),
+    extra: {
+      random_seed: result.options.randomSeed,
+      self_check: {
+        event_loop_delay_p99_ms: s.eventLoopDelayP99Ms,
+        schedule_lag_p99_ms: s.scheduleLagP99Ms,
+        client_cpu_percent: s.cpuPercent,
+        client_bound: s.clientBound,
+      },
+      warnings: result.warnings,
+      time_series: prof.length > 0 ? timeSeries(prof, { bucketMs: 1000 }) : null,
+      ...opts.extra,
+    },
+  });
+}

@@ -1,0 +1,69 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { buildDataset } from '../workload/index.js';
+import { aiperfInputConfig, judge, parseBaseUrl, parseExtraInputs, parseGoodput, parseHeaders, requestPayload, resolveBenchOptions } from './index.js';
+
+test('extra inputs: JSON values are parsed, other values stay strings, JSON objects merge', () => {
+  assert.deepEqual(parseExtraInputs(['temperature:0', 'ignore_eos:true', 'stop:end', 'min_tokens:128', 'url:http://x:1']), {
+    temperature: 0, ignore_eos: true, stop: 'end', min_tokens: 128, url: 'http://x:1',
+  });
+  assert.deepEqual(parseExtraInputs(['{"top_p": 0.9, "n": 1}', 'top_p:0.5']), { top_p: 0.5, n: 1 });
+  assert.throws(() => parseExtraInputs(['temperature']), { code: 'CONFIG_INVALID', message: /KEY:VALUE/ });
+  assert.throws(() => parseExtraInputs(['{bad json']), { code: 'CONFIG_INVALID' });
+});
+
+test('headers: Name:Value with spaces, JSON objects, bad names rejected', () => {
+  assert.deepEqual(parseHeaders(['Authorization: Bearer NOT USED', 'Accept:text/event-stream']), {
+    Authorization: 'Bearer NOT USED', Accept: 'text/event-stream',
+  });
+  assert.deepEqual(parseHeaders(['{"X-A": 1}']), { 'X-A': '1' });
+  assert.throws(() => parseHeaders(['bad name:x']), { code: 'CONFIG_INVALID' });
+});
+
+test('goodput: space-separated SLOs in one or several arguments', () => {
+  assert.deepEqual(parseGoodput(['time_to_first_token:2000 inter_token_latency:10', 'request_latency:250']), {
+    time_to_first_token: 2000, inter_token_latency: 10, request_latency: 250,
+  });
+  assert.throws(() => parseGoodput(['time_to_first_token:fast']), { code: 'CONFIG_INVALID' });
+});
+
+test('base URLs: scheme assumed, path prefix kept, only http(s)', () => {
+  assert.deepEqual(parseBaseUrl('localhost:8000'), { url: 'http://localhost:8000', origin: 'http://localhost:8000', basePath: '' });
+  assert.equal(parseBaseUrl('https://h/api/').basePath, '/api');
+  assert.throws(() => parseBaseUrl('ftp://h'), { code: 'CONFIG_INVALID' });
+  const o = resolveBenchOptions({ url: ['a:1', 'http://b:2/p'], model: 'm', endpointType: 'completions' });
+  assert.deepEqual(o.targets.map((t) => t.path), ['/v1/completions', '/p/v1/completions']);
+});
+
+test('defaults follow AIPerf: streaming off, request count max(10, 2 x concurrency), poisson', () => {
+  const o = resolveBenchOptions({ url: 'h:1', model: 'm', concurrency: 64 });
+  assert.equal(o.streaming, false);
+  assert.equal(o.requestCount, 128);
+  assert.equal(o.requestRateMode, 'poisson');
+  assert.equal(o.maxConcurrency, null);
+  assert.equal(resolveBenchOptions({ url: 'h:1', model: 'm' }).requestCount, 10);
+  assert.equal(resolveBenchOptions({ url: 'h:1', model: 'm', benchmarkDurationMs: 1000 }).requestCount, null);
+  assert.equal(resolveBenchOptions({ url: 'h:1', model: 'm', requestRate: 5, concurrency: 3 }).maxConcurrency, 3);
+  assert.throws(() => resolveBenchOptions({ url: 'h:1', model: 'm', goodput: { ttft: 1 } }), { message: /unknown --goodput metric "ttft"/ });
+  assert.throws(() => resolveBenchOptions({ url: 'h:1', model: '' }), { code: 'CONFIG_INVALID' });
+  const cfg = aiperfInputConfig(resolveBenchOptions({ url: 'h:1', model: 'm', randomSeed: 100 })) as { endpoint: { model_names: string[] }; input: { random_seed: number } };
+  assert.deepEqual(cfg.endpoint.model_names, ['m']);
+  assert.equal(cfg.input.random_seed, 100);
+});
+
+test('payloads: chat message or completions prompt, max_tokens, usage asked for when streaming, extra inputs last', () => {
+  const [entry] = buildDataset({ seed: 1, entries: 1, inputTokensMean: 5, inputTokensStddev: 0, outputTokensMean: 7, outputTokensStddev: 0 });
+  const chat = requestPayload(entry!, { model: 'm', endpointType: 'chat', streaming: true, extraInputs: { temperature: 0, max_tokens: 9 } });
+  assert.deepEqual(chat, {
+    messages: [{ role: 'user', content: entry!.prompt }], model: 'm', stream: true, stream_options: { include_usage: true }, max_tokens: 9, temperature: 0,
+  });
+  const comp = requestPayload(entry!, { model: 'm', endpointType: 'completions', streaming: false, sendMaxTokens: false, extraInputs: {} });
+  assert.deepEqual(comp, { prompt: entry!.prompt, model: 'm', stream: false });
+});
+
+test('client-bound only when a saturated core and a starved loop (or late schedule) agree', () => {
+  assert.equal(judge(80, null, 99).clientBound, true);
+  assert.equal(judge(80, null, 40).clientBound, false, 'a slow loop on an idle CPU is not the client');
+  assert.equal(judge(5, null, 99).clientBound, false, 'a busy CPU with a healthy loop is fine');
+  assert.equal(judge(5, 120, 95).clientBound, true);
+});

@@ -1,0 +1,85 @@
+import { TailgateError } from '../core/index.js';
+
+function bad(message: string): TailgateError {
+  return new TailgateError('CONFIG_INVALID', message);
+}
+
+function parseJsonObject(flag: string, text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw bad(`${flag}: "${text}" is not valid JSON`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad(`${flag}: expected a JSON object, got ${text}`);
+  return v as Record<string, unknown>;
+}
+
+function splitPair(flag: string, item: string, example: string): [string, string] {
+  const i = item.indexOf(':');
+  if (i <= 0) throw bad(`${flag}: expected KEY:VALUE (e.g. ${example}), got "${item}"`);
+  return [item.slice(0, i).trim(), item.slice(i + 1).trim()];
+}
+
+/**
+ * AIPerf `--extra-inputs`: `key:value` items (a value that parses as JSON is used as such:
+ * `temperature:0` is the number 0, `ignore_eos:true` a boolean) or a JSON object.
+ *
+ * @example
+ * parseExtraInputs(['temperature:0', 'stop:end']); // { temperature: 0, stop: 'end' }
+ */
+export function parseExtraInputs(items: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const item of items) {
+    if (item.trim().startsWith('{')) {
+      Object.assign(out, parseJsonObject('--extra-inputs', item));
+      continue;
+    }
+    const [k, raw] = splitPair('--extra-inputs', item, 'temperature:0');
+    let value: unknown = raw;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      // a plain string value
+    }
+    out[k] = value;
+  }
+  return out;
+}
+
+/**
+ * AIPerf `-H/--header`: `Name:Value` items or a JSON object of names to values.
+ *
+ * @example
+ * parseHeaders(['X-Team: perf']); // { 'X-Team': 'perf' }
+ */
+export function parseHeaders(items: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of items) {
+    if (item.trim().startsWith('{')) {
+      for (const [k, v] of Object.entries(parseJsonObject('--header', item))) out[k] = String(v);
+      continue;
+    }
+    const [k, v] = splitPair('--header', item, 'X-Team:perf');
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k)) throw bad(`--header: "${k}" is not a valid header name`);
+    out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * AIPerf `--goodput`: space-separated `metric:threshold` SLOs, in one argument or several.
+ *
+ * @example
+ * parseGoodput(['time_to_first_token:2000 inter_token_latency:10']); // { time_to_first_token: 2000, inter_token_latency: 10 }
+ */
+export function parseGoodput(items: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const item of items.flatMap((s) => s.split(/\s+/)).filter(Boolean)) {
+    const [k, raw] = splitPair('--goodput', item, 'time_to_first_token:2000');
+    const v = Number(raw);
+    if (raw === '' || !Number.isFinite(v) || v < 0) throw bad(`--goodput: threshold for ${k} must be a number >= 0, got "${raw}"`);
+    out[k] = v;
+  }
+  return out;
+}

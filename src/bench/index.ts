@@ -1,0 +1,16 @@
+export type { BenchOptions, BenchProgress, ResolvedBenchOptions } from './options.js';
+export { resolveBenchOptions, parseBaseUrl, aiperfInputConfig } from './options.js';
+export type { BenchResult } from './run-bench.js';
+export { runBench } from './run-bench.js';
+export type { BenchArtifactOptions } from './artifacts.js';
+export { writeBenchArtifacts, inputsJson, INPUTS_FILE } from './artifacts.js';
+export type { SelfCheck } from './self-check.js';
+export { CLIENT_BOUND, judge } from './self-check.js';
+export type { EndpointType, PayloadOptions } from './payload.js';
+export { ENDPOINT_PATHS, requestPayload } from './payload.js';
+export type { PreparedRequest, CallOptions, CallResult } from './request-call.js';
+export { CallGroup, callOnce } from './request-call.js';
+export { parseExtraInputs, parseHeaders, parseGoodput } from './flag-values.js';
+export { formatBenchReport, formatProgress } from './console.js';
+export type { BenchDispatcher } from './socket-pool.js';
+export { SocketPool } from './socket-pool.js';

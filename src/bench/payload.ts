@@ -1,0 +1,39 @@
+import type { DatasetEntry } from '../workload/index.js';
+
+export type EndpointType = 'chat' | 'completions';
+
+/** The default path AIPerf appends to the base URL for each endpoint type. */
+export const ENDPOINT_PATHS: Readonly<Record<EndpointType, string>> = {
+  chat: '/v1/chat/completions',
+  completions: '/v1/completions',
+};
+
+export interface PayloadOptions {
+  model: string;
+  endpointType: EndpointType;
+  streaming: boolean;
+  /** Send `max_tokens` from the entry (false when no output length was asked for). @default true */
+  sendMaxTokens?: boolean;
+  /** AIPerf `--extra-inputs`: merged last, so they override the defaults (e.g. `max_tokens`). */
+  extraInputs: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The request body for one dataset entry, as AIPerf builds it: the prompt as one user message (chat)
+ * or as `prompt` (completions), `max_tokens` from the entry, `stream`, and the extra inputs. Streaming
+ * requests ask for `usage` too, so server counts can be kept next to the client's.
+ *
+ * @example
+ * requestPayload(entry, { model: 'm', endpointType: 'chat', streaming: true, extraInputs: { temperature: 0 } });
+ */
+export function requestPayload(entry: DatasetEntry, opts: PayloadOptions): Record<string, unknown> {
+  const body: Record<string, unknown> =
+    opts.endpointType === 'chat'
+      ? { messages: [{ role: 'user', content: entry.prompt }], model: opts.model }
+      : { prompt: entry.prompt, model: opts.model };
+  body['stream'] = opts.streaming;
+  if (opts.streaming) body['stream_options'] = { include_usage: true };
+  if (opts.sendMaxTokens ?? true) body['max_tokens'] = entry.maxTokens;
+  for (const [k, v] of Object.entries(opts.extraInputs)) body[k] = v;
+  return body;
+}

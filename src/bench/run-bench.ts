@@ -1,0 +1,274 @@
+import { connect } from 'node:net';
+import { Pool } from 'undici';
+import { TailgateError, type RequestRecord } from '../core/index.js';
+import { summarize, type Summary } from '../stats/index.js';
+import { arrivals, buildDataset, type DatasetEntry } from '../workload/index.js';
+import { CallGroup, callOnce, type PreparedRequest } from './request-call.js';
+import { requestPayload } from './payload.js';
+import { resolveBenchOptions, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
+import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
+import { SocketPool, type BenchDispatcher } from './socket-pool.js';
+
+/** What one run measured. Times in records are milliseconds from `originMs`. */
+export interface BenchResult {
+  /** Warm-up and profiling records, in completion order (stats and exports keep only profiling). */
+  records: RequestRecord[];
+  summary: Summary;
+  /** Wall clock at the start and end of the profiling phase. */
+  startTime: Date;
+  /** Wall-clock epoch ms of record time 0 (`originMs`). */
+  originEpochMs: number;
+  endTime: Date;
+  selfCheck: SelfCheck;
+  /** Interrupted (Ctrl-C, SIGTERM, or the caller's signal): records hold what was measured so far. */
+  cancelled: boolean;
+  options: ResolvedBenchOptions;
+  dataset: DatasetEntry[];
+  /** One-line notes for people (e.g. client and server token counts disagree). */
+  warnings: string[];
+}
+
+const PROBE_TIMEOUT_MS = 5000;
+const PROGRESS_EVERY_MS = 250;
+
+/**
+ * Runs a benchmark against an OpenAI-compatible endpoint: probe, warm-up (excluded from every
+ * metric), then the profiling phase as a closed loop at `concurrency` or an open loop at
+ * `requestRate`. Never prints; request failures are counted, not thrown. Throws TailgateError for
+ * bad options (CONFIG_INVALID) and an unreachable endpoint (ENDPOINT_UNREACHABLE).
+ *
+ * @example
+ * const r = await runBench({ url: 'http://127.0.0.1:8000', model: 'm', streaming: true, concurrency: 8, requestCount: 64 });
+ * r.summary.metrics['time_to_first_token'];
+ */
+export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promise<BenchResult> {
+  const o = resolveBenchOptions(opts);
+  const originMs = opts.originMs ?? performance.now();
+  const now = (): number => performance.now() - originMs;
+  const originEpochMs = Date.now() - now();
+  const dataset = buildDataset({
+    seed: o.randomSeed,
+    entries: o.numDatasetEntries,
+    inputTokensMean: o.inputTokensMean,
+    inputTokensStddev: o.inputTokensStddev,
+    outputTokensMean: o.outputTokensMean ?? 1,
+    outputTokensStddev: o.outputTokensStddev,
+    tokenizer: o.tokenizer,
+  });
+  if (opts.probe ?? true) for (const t of o.targets) await probe(t.url, t.origin);
+  // One pool per target, each able to hold the whole concurrency (round-robin may bunch up).
+  const connections = o.requestRate === null ? o.concurrency : o.maxConcurrency;
+  const pools: BenchDispatcher[] = o.targets.map((t) =>
+    o.transport === 'socket'
+      ? new SocketPool(t.origin, { connections })
+      : new Pool(t.origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 }),
+  );
+  const prepared = o.targets.map((t) => prepareRequests(o, dataset, t.path));
+  const stop = new AbortController();
+  const calls = new CallGroup();
+  stop.signal.addEventListener('abort', () => calls.abortAll(), { once: true });
+  const onAbort = (): void => stop.abort();
+  if (signal?.aborted) stop.abort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+
+  const records: RequestRecord[] = [];
+  const monitor = new SelfCheckMonitor();
+  let seq = 0;
+  let inflight = 0;
+  let selfCheck: SelfCheck | undefined;
+  let startTime: Date;
+  let endTime: Date;
+  try {
+    const runPhase = async (phase: RequestRecord['phase'], count: number | null, durationMs: number | null): Promise<void> => {
+      const phaseStart = now();
+      let completed = 0;
+      let errors = 0;
+      const report = (): void =>
+        opts.onProgress?.({ phase, completed, total: count, inflight, errors, elapsedMs: now() - phaseStart, durationMs } satisfies BenchProgress);
+      const ticker = opts.onProgress ? setInterval(report, PROGRESS_EVERY_MS) : null;
+      ticker?.unref();
+      const one = async (): Promise<void> => {
+        const i = seq++;
+        const target = i % pools.length;
+        const req = prepared[target]![i % dataset.length]!;
+        inflight++;
+        const result = await callOnce(pools[target]!, req, {
+          id: `${phase}-${i}`,
+          phase,
+          now,
+          tokenizer: o.tokenizer,
+          workerHeader: o.workerHeader,
+          timeoutMs: o.requestTimeoutMs,
+          group: calls,
+          keepFirstData: opts.keepFirstData ?? false,
+        });
+        const { record } = result;
+        opts.onCall?.(result);
+        inflight--;
+        completed++;
+        if (record.outcome !== 'ok') errors++;
+        records.push(record);
+      };
+      const deadline = durationMs === null ? Number.POSITIVE_INFINITY : phaseStart + durationMs;
+      const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + o.benchmarkGracePeriodMs, stop);
+      try {
+        if (o.requestRate === null) await closedLoop(o.concurrency, count, deadline, now, stop.signal, one);
+        else await openLoop(o, count, durationMs, phaseStart, now, stop.signal, one, phase === 'profiling' ? monitor : null, () => inflight);
+      } finally {
+        if (graceTimer) clearTimeout(graceTimer);
+        if (ticker) clearInterval(ticker);
+        report();
+      }
+    };
+
+    if (o.warmupRequestCount > 0 && !stop.signal.aborted) await runPhase('warmup', o.warmupRequestCount, null);
+    monitor.start();
+    startTime = new Date();
+    if (!stop.signal.aborted) await runPhase('profiling', o.requestCount, o.benchmarkDurationMs);
+    endTime = new Date();
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    selfCheck = monitor.stop();
+    // Cancelled runs do not wait for in-flight sockets; completed ones close politely.
+    await Promise.all(pools.map((p) => (signal?.aborted ? p.destroy() : p.close())));
+  }
+  const summary = summarize(records, { goodput: o.goodput });
+  const warnings: string[] = [];
+  const dis = summary.tokenSources.disagreementPct;
+  if (dis !== null && dis > 5) {
+    warnings.push(`client (${o.tokenizer.name}) and server usage token counts disagree by ${dis.toFixed(1)}%; metrics use the client count, as AIPerf`);
+  }
+  if (selfCheck.clientBound) {
+    warnings.push(
+      `client-bound: event-loop delay p99 ${selfCheck.eventLoopDelayP99Ms.toFixed(1)} ms at ${selfCheck.cpuPercent.toFixed(0)}% CPU; latencies include the generator's own delay`,
+    );
+  }
+  return { records, summary, startTime, originEpochMs, endTime, selfCheck: selfCheck!, cancelled: signal?.aborted ?? false, options: o, dataset, warnings };
+}
+
+/** Serializes every dataset entry's request once; the hot loop only picks one. */
+function prepareRequests(o: ResolvedBenchOptions, dataset: DatasetEntry[], path: string): PreparedRequest[] {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: o.streaming ? 'text/event-stream' : 'application/json',
+  };
+  if (o.apiKey !== null) headers['authorization'] = `Bearer ${o.apiKey}`;
+  for (const [k, v] of Object.entries(o.headers)) headers[k.toLowerCase()] = v;
+  return dataset.map((entry) => ({
+    path,
+    body: JSON.stringify(
+      requestPayload(entry, {
+        model: o.model,
+        endpointType: o.endpointType,
+        streaming: o.streaming,
+        sendMaxTokens: o.outputTokensMean !== null,
+        extraInputs: o.extraInputs,
+      }),
+    ),
+    headers,
+    streaming: o.streaming,
+    inputTokens: entry.inputTokens,
+  }));
+}
+
+/** Every slot starts its first request in the same tick (a real burst), then refills as each ends. */
+async function closedLoop(
+  concurrency: number,
+  count: number | null,
+  deadline: number,
+  now: () => number,
+  stopped: AbortSignal,
+  one: () => Promise<void>,
+): Promise<void> {
+  let issued = 0;
+  const limit = count ?? Number.POSITIVE_INFINITY;
+  const slot = async (): Promise<void> => {
+    while (!stopped.aborted && issued < limit && now() < deadline) {
+      issued++;
+      await one();
+    }
+  };
+  const slots: Promise<void>[] = [];
+  for (let i = 0; i < Math.min(concurrency, limit); i++) slots.push(slot());
+  await Promise.all(slots);
+}
+
+/** Starts requests on the arrival schedule; lateness against the schedule is the schedule lag. */
+async function openLoop(
+  o: ResolvedBenchOptions,
+  count: number | null,
+  durationMs: number | null,
+  phaseStart: number,
+  now: () => number,
+  stopped: AbortSignal,
+  one: () => Promise<void>,
+  monitor: SelfCheckMonitor | null,
+  inflight: () => number,
+): Promise<void> {
+  const running = new Set<Promise<void>>();
+  const ceiling = o.maxConcurrency ?? Number.POSITIVE_INFINITY;
+  const schedule = arrivals({
+    ratePerS: o.requestRate!,
+    mode: o.requestRateMode,
+    seed: o.randomSeed,
+    startMs: phaseStart,
+    ...(count === null ? {} : { count }),
+    ...(durationMs === null ? {} : { durationMs }),
+  });
+  for (const due of schedule) {
+    if (stopped.aborted) break;
+    const wait = due - now();
+    if (wait > 1) await sleep(wait, stopped);
+    let readyAt = due;
+    while (inflight() >= ceiling && !stopped.aborted) {
+      await Promise.race(running);
+      readyAt = Math.max(due, now());
+    }
+    if (stopped.aborted) break;
+    monitor?.addScheduleLag(Math.max(0, now() - readyAt));
+    const p = one().finally(() => running.delete(p));
+    running.add(p);
+  }
+  await Promise.all(running);
+}
+
+function sleep(ms: number, stopped: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      stopped.removeEventListener('abort', done);
+      resolve();
+    }
+    stopped.addEventListener('abort', done, { once: true });
+  });
+}
+
+function startGraceTimer(ms: number, stop: AbortController): NodeJS.Timeout {
+  const t = setTimeout(() => stop.abort(), Math.max(0, ms));
+  t.unref();
+  return t;
+}
+
+/** A TCP connect to the endpoint, so an unreachable URL is one clear line instead of N request errors. */
+function probe(url: string, origin: string): Promise<void> {
+  const u = new URL(origin);
+  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port });
+    const fail = (why: string): void => {
+      socket.destroy();
+      reject(new TailgateError('ENDPOINT_UNREACHABLE', `cannot reach URL: ${url} (${why})`));
+    };
+    socket.setTimeout(PROBE_TIMEOUT_MS, () => fail(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`));
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve();
+    });
+    socket.once('error', (e: NodeJS.ErrnoException) => {
+      const why = e.code === 'ECONNREFUSED' ? 'connection refused' : e.code === 'ENOTFOUND' ? 'host not found' : (e.code ?? e.message);
+      fail(why);
+    });
+  });
+}

@@ -1,0 +1,76 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { createRng } from '../core/index.js';
+import { defaultTokenizer } from '../workload/index.js';
+import { SocketPool, callOnce, type PreparedRequest } from './index.js';
+
+const WORDS = [' the', ' fleet', ' naïve', ' 日本', ' 🚀', ' tail'];
+
+function chunkedSse(): Buffer {
+  const frames = WORDS.map((w, i) => `data: {"choices":[{"index":0,"delta":{"content":${JSON.stringify(w)}},"finish_reason":${i === WORDS.length - 1 ? '"length"' : 'null'}}]}\n\n`);
+  frames.push('data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":6,"total_tokens":9}}\n\n', 'data: [DONE]\n\n');
+  let body = '';
+  for (const f of frames) body += `${Buffer.byteLength(f).toString(16)}\r\n${f}\r\n`;
+  body += '0\r\n\r\n';
+  return Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\nx-tailgate-worker: w1\r\ntransfer-encoding: chunked\r\n\r\n${body}`);
+}
+
+test('the raw-socket client decodes a chunked SSE response split at any bytes, over one kept-alive connection', async (t) => {
+  const response = chunkedSse();
+  const rng = createRng(7);
+  const splits: number[][] = [];
+  for (let i = 0; i < 40; i++) splits.push([rng.int(1, response.length - 2), rng.int(1, response.length - 2)].sort((a, b) => a - b));
+  splits.push([1, 2], [response.length - 2, response.length - 1]);
+  let connections = 0;
+  let served = 0;
+  const server = createServer((socket: Socket) => {
+    connections++;
+    let pending = '';
+    socket.on('data', (d: Buffer) => {
+      pending += d.toString('latin1');
+      const end = pending.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const len = Number(/content-length: (\d+)/i.exec(pending)![1]);
+      if (pending.length < end + 4 + len) return;
+      pending = '';
+      const [a, b] = splits[served++ % splits.length]!;
+      socket.write(response.subarray(0, a));
+      setTimeout(() => socket.write(response.subarray(a, b)), 2);
+      setTimeout(() => socket.write(response.subarray(b)), 4);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  const pool = new SocketPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
+  t.after(() => pool.close());
+  const req: PreparedRequest = { path: '/v1/chat/completions', body: '{"x":1}', headers: { 'content-type': 'application/json' }, streaming: true, inputTokens: 3 };
+  let now = 0;
+  for (let i = 0; i < splits.length; i++) {
+    const { record } = await callOnce(pool, req, { id: `r${i}`, phase: 'profiling', now: () => ++now, tokenizer: defaultTokenizer, workerHeader: 'x-tailgate-worker', timeoutMs: 5000 });
+    assert.equal(record.outcome, 'ok', `split ${splits[i]!.join(',')}: ${record.error}`);
+    assert.equal(record.worker, 'w1');
+    assert.equal(record.chunkMs.length, WORDS.length);
+    assert.equal(record.outputTokens.client, 6);
+    assert.equal(record.outputTokens.server, 6);
+  }
+  assert.equal(connections, 1, 'keep-alive reused the connection');
+});
+
+test('the raw-socket client reports refused connections and early closes as connection errors', async (t) => {
+  const server = createServer((socket) => socket.end('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n5\r\ndata:'));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  const opts = { id: 'x', phase: 'profiling' as const, now: () => performance.now(), tokenizer: defaultTokenizer, workerHeader: 'x-tailgate-worker', timeoutMs: 2000 };
+  const req: PreparedRequest = { path: '/', body: '{}', headers: {}, streaming: true, inputTokens: 1 };
+  const closing = new SocketPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 2 });
+  const cut = await callOnce(closing, req, opts);
+  assert.equal(cut.record.outcome, 'connection_error');
+  await closing.close();
+  const refused = new SocketPool('http://127.0.0.1:1', { connections: 2 });
+  const r = await callOnce(refused, req, opts);
+  assert.equal(r.record.outcome, 'connection_error');
+  assert.match(r.record.error ?? '', /ECONNREFUSED/);
+  await refused.close();
+});

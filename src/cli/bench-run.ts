@@ -1,0 +1,99 @@
+import { TailgateError } from '../core/index.js';
+import {
+  formatBenchReport,
+  formatProgress,
+  parseExtraInputs,
+  parseGoodput,
+  parseHeaders,
+  resolveBenchOptions,
+  runBench,
+  writeBenchArtifacts,
+  type BenchOptions,
+} from '../bench/index.js';
+import { checkUnsupported } from './bench.js';
+import { VERSION } from './program.js';
+
+/** What the CLI flags ask for: the library options plus where and how much to export. */
+export interface BenchInvocation {
+  options: BenchOptions;
+  artifactDir: string;
+  exportLevel: 'summary' | 'records' | 'raw';
+  /** One-line notes to print before the run. */
+  notes: string[];
+}
+
+/** Turns merged flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */
+export function benchInvocation(flags: Record<string, unknown>): BenchInvocation {
+  checkUnsupported(flags);
+  const model = flags['model'] as string | undefined;
+  if (!model) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
+  const notes: string[] = [];
+  const tok = flags['tokenizer'] as string | undefined;
+  if (tok !== undefined && tok !== 'builtin') {
+    notes.push(`warning: --tokenizer ${tok}: Hugging Face tokenizers are not loaded yet; counting tokens with the built-in word rule`);
+  }
+  const opts: BenchOptions = {
+    url: (flags['url'] as string[] | undefined) ?? ['http://localhost:8000'],
+    model: model.split(',')[0]!.trim(),
+    endpointType: flags['endpointType'] as 'chat' | 'completions',
+    streaming: flags['streaming'] === true,
+    extraInputs: parseExtraInputs((flags['extraInputs'] as string[] | undefined) ?? []),
+    headers: parseHeaders((flags['header'] as string[] | undefined) ?? []),
+    goodput: parseGoodput((flags['goodput'] as string[] | undefined) ?? []),
+  };
+  const set = <K extends keyof BenchOptions>(k: K, v: unknown, map: (x: never) => BenchOptions[K] = (x) => x): void => {
+    if (v !== undefined) opts[k] = map(v as never);
+  };
+  set('endpointPath', flags['endpoint']);
+  set('concurrency', flags['concurrency']);
+  set('requestRate', flags['requestRate']);
+  set('requestRateMode', flags['requestRateMode']);
+  set('requestCount', flags['requestCount']);
+  set('warmupRequestCount', flags['warmupRequestCount']);
+  set('benchmarkDurationMs', flags['benchmarkDuration'], (s: number) => s * 1000);
+  set('benchmarkGracePeriodMs', flags['benchmarkGracePeriod'], (s: number) => s * 1000);
+  set('inputTokensMean', flags['isl']);
+  set('inputTokensStddev', flags['islStddev']);
+  set('outputTokensMean', flags['osl']);
+  set('outputTokensStddev', flags['oslStddev']);
+  set('numDatasetEntries', flags['numDatasetEntries']);
+  set('randomSeed', flags['randomSeed']);
+  set('apiKey', flags['apiKey']);
+  set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
+  set('workerHeader', flags['workerHeader']);
+  return { options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes };
+}
+
+/** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
+export async function runBenchCommand(flags: Record<string, unknown>): Promise<number> {
+  const { options: opts, artifactDir: dir, exportLevel, notes } = benchInvocation(flags);
+  resolveBenchOptions(opts);
+  for (const n of notes) process.stderr.write(`tailgate: ${n}\n`);
+  const showProgress = process.stderr.isTTY === true && !process.env['CI'];
+  if (showProgress) opts.onProgress = (p) => process.stderr.write(`\r\x1b[2K${formatProgress(p)}`);
+
+  const ctl = new AbortController();
+  const onSignal = (): void => {
+    if (!ctl.signal.aborted) process.stderr.write('\ntailgate: interrupted; writing what was measured\n');
+    ctl.abort();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const result = await runBench(opts, ctl.signal);
+    if (showProgress) process.stderr.write('\n');
+    await writeBenchArtifacts(dir, result, { exportLevel, version: VERSION });
+    process.stdout.write(formatBenchReport(result));
+    process.stdout.write(`artifacts: ${dir}\n`);
+    const s = result.summary;
+    if (s.profilingCount > 0 && s.okCount === 0 && !result.cancelled) {
+      const top = s.errorSummary[0];
+      process.stderr.write(`tailgate: every request failed (${s.errorCount}): ${top ? `${top.kind}: ${top.message}` : 'no response'}\n`);
+      return 1;
+    }
+    return result.cancelled ? 1 : 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}

@@ -1,0 +1,142 @@
+import { existsSync } from 'node:fs';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { TailgateError } from '../core/index.js';
+import { choiceArg, intArg, numberArg } from './args.js';
+
+type Parser = (value: string, previous: unknown) => unknown;
+
+/** One flag, declared once: the AIPerf name, its aliases (hidden in help), how to parse it. */
+interface FlagSpec {
+  key: string;
+  flags: string;
+  aliases?: string[];
+  description: string;
+  parse?: Parser;
+  variadic?: boolean;
+  defaultValue?: unknown;
+}
+
+const positiveNumber = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number > 0');
+  return n;
+};
+
+const collectAll = (value: string, previous: unknown): string[] => [...((previous as string[] | undefined) ?? []), value];
+
+/** Every flag of `tailgate bench`, with every alias AIPerf accepts. */
+export const BENCH_FLAGS: readonly FlagSpec[] = [
+  { key: 'url', flags: '-u, --url <url...>', description: 'base URL of the OpenAI-compatible server; several are used round-robin (default http://localhost:8000)', parse: collectAll, variadic: true },
+  { key: 'model', flags: '-m, --model <name>', aliases: ['--model-names'], description: 'model name to request' },
+  { key: 'endpointType', flags: '--endpoint-type <type>', description: 'chat or completions', parse: choiceArg(['chat', 'completions'] as const), defaultValue: 'chat' },
+  { key: 'endpoint', flags: '--endpoint <path>', aliases: ['--custom-endpoint'], description: 'endpoint path (default /v1/chat/completions or /v1/completions)' },
+  { key: 'streaming', flags: '--streaming', description: 'stream responses (SSE); off unless given, as in AIPerf' },
+  { key: 'concurrency', flags: '--concurrency <n>', description: 'closed loop: requests kept in flight (with --request-rate: the ceiling)', parse: intArg(1) },
+  { key: 'requestRate', flags: '--request-rate <perS>', description: 'open loop: requests started per second', parse: positiveNumber },
+  { key: 'requestRateMode', flags: '--request-rate-mode <mode>', aliases: ['--arrival-pattern'], description: 'constant or poisson (default poisson)', parse: choiceArg(['constant', 'poisson'] as const) },
+  { key: 'requestCount', flags: '--request-count <n>', aliases: ['--num-requests'], description: 'profiling requests (default max(10, 2 x concurrency))', parse: intArg(1) },
+  { key: 'warmupRequestCount', flags: '--warmup-request-count <n>', aliases: ['--num-warmup-requests'], description: 'warm-up requests, excluded from every metric', parse: intArg(0) },
+  { key: 'benchmarkDuration', flags: '--benchmark-duration <s>', description: 'profile for this many seconds instead of a request count', parse: positiveNumber },
+  { key: 'benchmarkGracePeriod', flags: '--benchmark-grace-period <s>', description: 'seconds to wait for in-flight responses after the duration (default 30)', parse: numberArg(0) },
+  { key: 'isl', flags: '--synthetic-input-tokens-mean <n>', aliases: ['--prompt-input-tokens-mean', '--isl'], description: 'mean prompt length in tokens (default 550)', parse: intArg(1) },
+  { key: 'islStddev', flags: '--synthetic-input-tokens-stddev <n>', aliases: ['--prompt-input-tokens-stddev', '--isl-stddev'], description: 'prompt length standard deviation', parse: numberArg(0) },
+  { key: 'osl', flags: '--output-tokens-mean <n>', aliases: ['--prompt-output-tokens-mean', '--osl'], description: 'requested output tokens (max_tokens)', parse: intArg(1) },
+  { key: 'oslStddev', flags: '--output-tokens-stddev <n>', aliases: ['--prompt-output-tokens-stddev', '--osl-stddev'], description: 'output length standard deviation', parse: numberArg(0) },
+  { key: 'numDatasetEntries', flags: '--num-dataset-entries <n>', aliases: ['--num-prompts'], description: 'distinct prompts (default 100)', parse: intArg(1) },
+  { key: 'randomSeed', flags: '--random-seed <n>', description: 'seed for prompts and arrivals (default 0)', parse: intArg(0) },
+  { key: 'extraInputs', flags: '--extra-inputs <kv...>', description: 'extra body fields, key:value (JSON values parsed) or a JSON object; repeatable', parse: collectAll, variadic: true },
+  { key: 'header', flags: '-H, --header <h...>', description: 'extra HTTP headers, Name:Value or a JSON object; repeatable', parse: collectAll, variadic: true },
+  { key: 'apiKey', flags: '--api-key <key>', description: 'sent as Authorization: Bearer <key>' },
+  { key: 'requestTimeoutSeconds', flags: '--request-timeout-seconds <s>', description: 'bound on each whole request (default 600)', parse: positiveNumber },
+  { key: 'artifactDir', flags: '--artifact-dir <dir>', aliases: ['--output-artifact-dir'], description: 'where the exports go', defaultValue: 'artifacts' },
+  { key: 'exportLevel', flags: '--export-level <level>', aliases: ['--profile-export-level'], description: 'summary, records or raw', parse: choiceArg(['summary', 'records', 'raw'] as const), defaultValue: 'records' },
+  { key: 'goodput', flags: '--goodput <slo...>', description: 'SLOs as metric:threshold, e.g. "time_to_first_token:2000 inter_token_latency:10"', parse: collectAll, variadic: true },
+  { key: 'workerHeader', flags: '--worker-header <name>', description: 'response header naming the worker (default x-tailgate-worker)' },
+  { key: 'tokenizer', flags: '--tokenizer <name>', description: 'tokenizer for client token counts (only the built-in word rule this release)' },
+  { key: 'threads', flags: '--threads <n>', description: 'worker threads driving the load (only 1 this release)', parse: intArg(1) },
+  { key: 'ui', flags: '--ui <type>', aliases: ['--ui-type'], description: 'accepted for AIPerf compatibility; ignored' },
+];
+
+function attr(flag: string): string {
+  return `__alias_${flag.replace(/^-+/, '').replace(/-/g, '_')}`;
+}
+
+/** Adds the flags (primary visible, aliases hidden) to a command. */
+function declare(cmd: Command): void {
+  for (const f of BENCH_FLAGS) {
+    const o = new Option(f.flags, f.aliases ? `${f.description} (alias: ${f.aliases.join(', ')})` : f.description);
+    if (f.parse) o.argParser(f.parse);
+    if (f.defaultValue !== undefined) o.default(f.defaultValue);
+    cmd.addOption(o);
+    for (const a of f.aliases ?? []) {
+      const ao = new Option(`${a} ${f.flags.slice(f.flags.indexOf('<')) || ''}`.trim(), f.description).hideHelp();
+      if (f.parse) ao.argParser(f.parse);
+      ao.attributeName = () => attr(a);
+      cmd.addOption(ao);
+    }
+  }
+}
+
+/** Merges alias values into their primary key (the alias wins only where the primary is unset or default). */
+export function mergeAliases(raw: Record<string, unknown>, cmd?: Command): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...raw };
+  for (const f of BENCH_FLAGS) {
+    const primary = optionKey(f);
+    let value = out[primary];
+    const fromDefault = cmd ? cmd.getOptionValueSource(primary) === 'default' : false;
+    for (const a of f.aliases ?? []) {
+      const v = out[attr(a)];
+      delete out[attr(a)];
+      if (v === undefined) continue;
+      if (f.variadic) value = [...((value as unknown[] | undefined) ?? []), ...(v as unknown[])];
+      else if (value === undefined || fromDefault) value = v;
+    }
+    delete out[primary];
+    if (value !== undefined) out[f.key] = value;
+  }
+  return out;
+}
+
+function optionKey(f: FlagSpec): string {
+  const long = /--([a-z0-9-]+)/.exec(f.flags)![1]!;
+  return long.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+}
+
+/**
+ * `tailgate bench`: an AIPerf-compatible load generator. An AIPerf command line runs unchanged with
+ * `tailgate bench` in place of `aiperf profile`.
+ */
+export function registerBench(program: Command): void {
+  const cmd = program
+    .command('bench')
+    .description('benchmark an OpenAI-compatible endpoint (AIPerf flags in, AIPerf files out)');
+  declare(cmd);
+  cmd.action(async (raw: Record<string, unknown>, command: Command) => {
+    const flags = mergeAliases(raw, command);
+    const { runBenchCommand } = await import('./bench-run.js');
+    process.exitCode = await runBenchCommand(flags);
+  });
+}
+
+/**
+ * Parses `tailgate bench` arguments (after the command name) into merged flags without running
+ * anything: what the command's action sees. Throws CommanderError on unknown flags or bad values.
+ */
+export function parseBenchFlags(argv: readonly string[]): Record<string, unknown> {
+  const cmd = new Command('bench').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  declare(cmd);
+  cmd.parse([...argv], { from: 'user' });
+  return mergeAliases(cmd.opts(), cmd);
+}
+
+/** Rejects what this release cannot do, in one line, before anything is sent. */
+export function checkUnsupported(flags: Record<string, unknown>): void {
+  const threads = flags['threads'] as number | undefined;
+  if (threads !== undefined && threads > 1) {
+    throw new TailgateError('CLI_USAGE', '--threads > 1 is not supported yet; run one process per core (e.g. split --concurrency over several tailgate bench runs)');
+  }
+  const tok = flags['tokenizer'] as string | undefined;
+  if (tok !== undefined && tok !== 'builtin' && existsSync(tok)) {
+    throw new TailgateError('CLI_USAGE', `--tokenizer ${tok}: loading a tokenizer from disk is not supported yet; omit it to count tokens with the built-in word rule`);
+  }
+}

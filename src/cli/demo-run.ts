@@ -1,0 +1,306 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { request } from 'undici';
+import { TailgateError, formatMs } from '../core/index.js';
+import { runBench, writeBenchArtifacts, type BenchResult } from '../bench/index.js';
+import { classifyTrial, judgeGates, metricValue, type Gate, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
+import { renderHtmlReport, type Chart, type ReportSection } from '../report/index.js';
+import type { PolicyName } from '../routing/index.js';
+import { Collector, parsePrometheusText, sumSamples, type CollectorSeries } from '../scrape/index.js';
+import { timeSeries, type Summary } from '../stats/index.js';
+import { spawnTailgate, type TailgateChild } from './child.js';
+import { VERSION } from './program.js';
+
+/** The size of one demo run: the fleet, the load, and the stall that hits one worker. */
+export interface DemoPlan {
+  name: 'default' | 'quick' | 'full';
+  workers: number;
+  profile: string;
+  tokensPerChunk: number;
+  concurrency: number;
+  requestCount: number;
+  warmupRequestCount: number;
+  inputTokens: number;
+  outputTokens: number;
+  stallWorker: number;
+  /** From the start of the bench (warm-up included), so every policy meets the stall at the same moment. */
+  stallAtMs: number;
+  stallForMs: number;
+}
+
+/** Sized so the default run fits in about a minute on two cores; `full` is the seed's scale. */
+export const DEMO_PLANS: Readonly<Record<DemoPlan['name'], DemoPlan>> = {
+  default: {
+    name: 'default', workers: 8, profile: 'small', tokensPerChunk: 1, concurrency: 128, requestCount: 960,
+    warmupRequestCount: 128, inputTokens: 128, outputTokens: 64, stallWorker: 3, stallAtMs: 4000, stallForMs: 6000,
+  },
+  quick: {
+    name: 'quick', workers: 8, profile: 'small', tokensPerChunk: 1, concurrency: 64, requestCount: 400,
+    warmupRequestCount: 64, inputTokens: 128, outputTokens: 48, stallWorker: 3, stallAtMs: 2500, stallForMs: 4000,
+  },
+  full: {
+    name: 'full', workers: 8, profile: 'h100-qwen3-8b', tokensPerChunk: 4, concurrency: 2048, requestCount: 16384,
+    warmupRequestCount: 2048, inputTokens: 128, outputTokens: 128, stallWorker: 3, stallAtMs: 15_000, stallForMs: 20_000,
+  },
+};
+
+export const DEMO_POLICIES: readonly PolicyName[] = ['round-robin', 'least-loaded', 'p2c', 'adaptive'];
+
+/** One run of the demo (the healthy baseline or one policy under the stall), judged. */
+export interface DemoRun {
+  name: string;
+  policy: PolicyName;
+  stalled: boolean;
+  summary: Summary;
+  outputTokensPerS: number;
+  ttftP50Ms: number;
+  ttftP99Ms: number;
+  requestLatencyP99Ms: number;
+  /** The busiest worker's share of all in-flight (time-averaged from the router's gauges). */
+  maxWorkerShare: number;
+  gates: GateResult[];
+  verdict: 'pass' | 'fail';
+  shape: ShapeVerdict;
+  charts: Chart[];
+}
+
+export interface DemoResult {
+  plan: DemoPlan;
+  seed: number;
+  gates: Gate[];
+  runs: DemoRun[];
+  wallMs: number;
+  outDir: string;
+  cancelled: boolean;
+}
+
+export interface DemoOptions {
+  plan: DemoPlan;
+  seed: number;
+  outDir: string;
+  policies?: readonly PolicyName[];
+  /** One line per step for people; the progress line on a TTY goes through `onProgress`. */
+  onLine?: (line: string) => void;
+  onProgress?: (text: string) => void;
+  signal?: AbortSignal;
+}
+
+const MODEL = 'Qwen/Qwen3-8B';
+
+/**
+ * Gates a team would set from its healthy baseline: a throughput floor at 90% of healthy and a
+ * TTFT p99 ceiling at 2.5x healthy (at least +250 ms), with the reference's 0.9 / 1.1 tolerances.
+ */
+export function gatesFromBaseline(healthy: Summary): Gate[] {
+  const tput = metricValue(healthy, 'output_token_throughput', 'avg') ?? 0;
+  const ttftP99 = metricValue(healthy, 'time_to_first_token', 'p99') ?? 0;
+  return [
+    { metric: 'output_token_throughput', stat: 'avg', op: '>=', threshold: Math.round(tput * 0.9), tolerance: 0.9 },
+    { metric: 'time_to_first_token', stat: 'p99', op: '<=', threshold: Math.round(Math.max(ttftP99 * 2.5, ttftP99 + 250)), tolerance: 1.1 },
+  ];
+}
+
+/** Time-averaged in-flight per worker from the router's gauges, and the busiest worker's share. */
+function workerSeriesOf(series: CollectorSeries, fromMs: number, toMs: number): { perWorker: Record<string, WorkerSeries>; maxShare: number } {
+  const router = series.targets['router'];
+  const perWorker: Record<string, WorkerSeries> = {};
+  if (!router) return { perWorker, maxShare: 0 };
+  const keep = router.tMs.map((t, i) => [t, i] as const).filter(([t]) => t >= fromMs && t <= toMs);
+  const means: number[] = [];
+  for (const [key, values] of Object.entries(router.values)) {
+    if (!key.startsWith('inflight:')) continue;
+    const points = keep.map(([, i]) => (Number.isNaN(values[i]) ? 0 : values[i]!));
+    perWorker[key.slice('inflight:'.length)] = { tMs: keep.map(([t]) => t), inflight: points };
+    means.push(points.reduce((a, b) => a + b, 0) / Math.max(1, points.length));
+  }
+  const total = means.reduce((a, b) => a + b, 0);
+  return { perWorker, maxShare: total > 0 ? Math.max(...means) / total : 0 };
+}
+
+function chartsOf(name: string, result: BenchResult, perWorker: Record<string, WorkerSeries>, markers: { x: number; label: string }[]): Chart[] {
+  const toS = (ms: number) => Math.round(ms) / 1000;
+  const ts = timeSeries(result.records, { bucketMs: 500 });
+  const ttftPoints: [number, number][] = [];
+  ts.tMs.forEach((t, i) => {
+    const v = ts.ttftP99Ms[i];
+    if (v !== null && v !== undefined) ttftPoints.push([toS(t), Math.round(v)]);
+  });
+  const sMarkers = markers.map((m) => ({ x: toS(m.x), label: m.label }));
+  return [
+    {
+      id: `${name}-inflight`, title: `${name}: in-flight per worker (router gauge)`, xLabel: 'time (s)', yLabel: 'requests in flight', kind: 'step',
+      series: Object.entries(perWorker).map(([w, s]) => ({ name: w, points: s.tMs.map((t, i): [number, number] => [toS(t), s.inflight[i]!]) })),
+      markers: sMarkers,
+    },
+    { id: `${name}-ttft`, title: `${name}: TTFT p99 by request start`, xLabel: 'time (s)', yLabel: 'TTFT p99 (ms)', kind: 'line', series: [{ name: 'TTFT p99', points: ttftPoints }], markers: sMarkers },
+    {
+      id: `${name}-throughput`, title: `${name}: output throughput`, xLabel: 'time (s)', yLabel: 'output tok/s', kind: 'line',
+      series: [{ name: 'output tok/s', points: ts.tMs.map((t, i): [number, number] => [toS(t), Math.round(ts.outputTokensPerS[i]!)]) }], markers: sMarkers,
+    },
+  ];
+}
+
+/** Waits until no worker has a request running or waiting, so every run starts from an idle fleet. */
+async function waitIdle(urls: readonly string[], timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    let busy = 0;
+    for (const url of urls) {
+      try {
+        const res = await request(`${url}/metrics`);
+        const samples = parsePrometheusText(await res.body.text());
+        busy += sumSamples(samples, 'vllm:num_requests_running') + sumSamples(samples, 'vllm:num_requests_waiting');
+      } catch {
+        busy++;
+      }
+    }
+    if (busy === 0) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function addStall(workerUrl: string, plan: DemoPlan): Promise<void> {
+  const res = await request(`${workerUrl}/admin/faults`, {
+    method: 'POST',
+    body: `worker=${plan.stallWorker},kind=stall,at=${plan.stallAtMs}ms,for=${plan.stallForMs}ms`,
+  });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) throw new TailgateError('INTERNAL', `the fleet refused the stall fault: ${text}`);
+}
+
+function metricsOf(summary: Summary) {
+  const v = (m: string, s: 'avg' | 'p50' | 'p99') => metricValue(summary, m, s) ?? Number.NaN;
+  return {
+    outputTokensPerS: v('output_token_throughput', 'avg'),
+    ttftP50Ms: v('time_to_first_token', 'p50'),
+    ttftP99Ms: v('time_to_first_token', 'p99'),
+    requestLatencyP99Ms: v('request_latency', 'p99'),
+  };
+}
+
+/**
+ * The demo: a live 8-worker fleet, a healthy baseline behind round-robin, then each policy under
+ * the same stall of one worker at the same moment. Gates come from the baseline.
+ */
+export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
+  const { plan, seed } = opts;
+  const say = opts.onLine ?? (() => undefined);
+  const began = performance.now();
+  const policies = opts.policies ?? DEMO_POLICIES;
+  await mkdir(opts.outDir, { recursive: true });
+  say(`starting ${plan.workers} simulated vLLM workers (profile ${plan.profile})`);
+  const fleet = await spawnTailgate([
+    'fleet', '--workers', String(plan.workers), '--port', '0', '--profile', plan.profile, '--model', MODEL,
+    '--tokens-per-chunk', String(plan.tokensPerChunk),
+  ]);
+  const workerUrls = fleet.announced.map((w) => String(w['url']));
+  const runs: DemoRun[] = [];
+  let gates: Gate[] = [];
+  let router: TailgateChild | null = null;
+  try {
+    const steps: { name: string; policy: PolicyName; stalled: boolean }[] = [
+      { name: 'healthy', policy: 'round-robin', stalled: false },
+      ...policies.map((p) => ({ name: p, policy: p, stalled: true })),
+    ];
+    for (const step of steps) {
+      if (opts.signal?.aborted) break;
+      await waitIdle(workerUrls, 30_000);
+      router = await spawnTailgate(['route', '--port', '0', '--policy', step.policy, '--seed', String(seed), ...workerUrls.flatMap((u) => ['--backend', u])]);
+      const routerUrl = String(router.announced.find((a) => typeof a['url'] === 'string')?.['url']);
+      say(`${step.name}: ${plan.concurrency} streams through ${step.policy}${step.stalled ? `, worker ${plan.stallWorker} stalls at ${formatMs(plan.stallAtMs)} for ${formatMs(plan.stallForMs)}` : ''}`);
+      const originMs = performance.now();
+      const collector = new Collector({ targets: [{ id: 'router', url: `${routerUrl}/metrics` }], intervalMs: 250, originMs });
+      collector.start();
+      if (step.stalled) await addStall(workerUrls[0]!, plan);
+      const result = await runBench(
+        {
+          url: routerUrl, model: MODEL, endpointType: 'chat', streaming: true, concurrency: plan.concurrency,
+          requestCount: plan.requestCount, warmupRequestCount: plan.warmupRequestCount,
+          inputTokensMean: plan.inputTokens, outputTokensMean: plan.outputTokens, randomSeed: seed,
+          extraInputs: { temperature: 0, ignore_eos: true }, requestTimeoutMs: 120_000, originMs,
+          ...(opts.onProgress && { onProgress: (p) => opts.onProgress!(`${step.name}: ${p.phase} ${p.completed}/${p.total ?? '?'} requests, ${p.inflight} in flight`) }),
+        },
+        opts.signal,
+      );
+      const series = await collector.stop();
+      await router.stop();
+      router = null;
+      const { perWorker, maxShare } = workerSeriesOf(series, result.summary.startMs, result.summary.endMs);
+      if (step.name === 'healthy') gates = gatesFromBaseline(result.summary);
+      const judged = judgeGates(result.summary, gates);
+      const shape = classifyTrial({
+        summary: result.summary, gates: judged, expectedWorkers: plan.workers, workerSeries: perWorker,
+        client: { eventLoopDelayP99Ms: result.selfCheck.eventLoopDelayP99Ms, cpuPercent: result.selfCheck.cpuPercent },
+      });
+      const markers = step.stalled ? [{ x: plan.stallAtMs, label: 'stall' }, { x: plan.stallAtMs + plan.stallForMs, label: 'stall ends' }] : [];
+      const run: DemoRun = {
+        name: step.name, policy: step.policy, stalled: step.stalled, summary: result.summary, ...metricsOf(result.summary),
+        maxWorkerShare: maxShare, gates: judged, verdict: judged.every((g) => g.pass) ? 'pass' : 'fail', shape,
+        charts: chartsOf(step.name, result, perWorker, markers),
+      };
+      runs.push(run);
+      await writeBenchArtifacts(join(opts.outDir, step.name), result, { version: VERSION, extra: { demo_run: step.name, policy: step.policy, stalled: step.stalled } });
+      say(`${step.name}: ${Math.round(run.outputTokensPerS)} tok/s, TTFT p99 ${formatMs(run.ttftP99Ms)} -> ${run.verdict}${run.verdict === 'fail' ? ` (${shape.shape})` : ''}`);
+      if (result.cancelled) break;
+    }
+  } finally {
+    await router?.stop();
+    await fleet.stop();
+  }
+  const result: DemoResult = { plan, seed, gates, runs, wallMs: performance.now() - began, outDir: opts.outDir, cancelled: opts.signal?.aborted ?? false };
+  await writeDemoReport(result);
+  return result;
+}
+
+const pct = (x: number) => `${Math.round(x * 100)}%`;
+
+/** The side-by-side table, as rows of strings (the terminal and the HTML report share it). */
+export function demoTable(result: DemoResult): { columns: string[]; rows: string[][] } {
+  return {
+    columns: ['run', 'output tok/s', 'TTFT p50', 'TTFT p99', 'latency p99', 'max worker share', 'gate', 'shape'],
+    rows: result.runs.map((r) => [
+      r.name, String(Math.round(r.outputTokensPerS)), formatMs(r.ttftP50Ms), formatMs(r.ttftP99Ms), formatMs(r.requestLatencyP99Ms),
+      pct(r.maxWorkerShare), r.verdict.toUpperCase(), r.shape.shape,
+    ]),
+  };
+}
+
+/** Formats rows as an aligned plain-text table. */
+export function formatTable(t: { columns: string[]; rows: string[][] }): string {
+  const widths = t.columns.map((c, i) => Math.max(c.length, ...t.rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(t.columns), line(widths.map((w) => '-'.repeat(w))), ...t.rows.map(line)].join('\n');
+}
+
+async function writeDemoReport(result: DemoResult): Promise<void> {
+  const table = demoTable(result);
+  const gateText = result.gates.map((g) => `${g.metric}.${g.stat} ${g.op} ${g.threshold} (x${g.tolerance})`).join('; ');
+  const sections: ReportSection[] = [
+    {
+      title: 'Side by side',
+      text: `Gates from the healthy baseline: ${gateText}.\n\nEvery policy ran the same seeded closed-loop load while worker ${result.plan.stallWorker} stalled at the same moment.`,
+      table,
+    },
+    ...result.runs.map((r) => ({ title: `${r.name}: ${r.verdict} (${r.shape.shape})`, text: r.shape.explanation, charts: r.charts })),
+  ];
+  await writeFile(
+    join(result.outDir, 'report.html'),
+    renderHtmlReport({
+      title: 'tailgate demo: one stalled worker, four routing policies',
+      subtitle: `${result.plan.workers} simulated vLLM workers, ${result.plan.concurrency} streams, ${result.plan.inputTokens}/${result.plan.outputTokens} tokens`,
+      meta: { seed: String(result.seed), plan: result.plan.name, version: VERSION, wall: formatMs(result.wallMs) },
+      sections,
+    }),
+  );
+  const json = {
+    version: VERSION, seed: result.seed, plan: result.plan, gates: result.gates, wallMs: Math.round(result.wallMs), cancelled: result.cancelled,
+    runs: result.runs.map((r) => ({
+      name: r.name, policy: r.policy, stalled: r.stalled, outputTokensPerS: r.outputTokensPerS, ttftP50Ms: r.ttftP50Ms, ttftP99Ms: r.ttftP99Ms,
+      requestLatencyP99Ms: r.requestLatencyP99Ms, maxWorkerShare: r.maxWorkerShare, verdict: r.verdict, shape: r.shape.shape,
+      worker: r.shape.worker, explanation: r.shape.explanation, gates: r.gates.map((g) => ({ ...g.gate, value: g.value, limit: g.limit, pass: g.pass })),
+    })),
+  };
+  await writeFile(join(result.outDir, 'demo.json'), `${JSON.stringify(json, null, 2)}\n`);
+}
+

@@ -1,0 +1,65 @@
+import type { Command } from 'commander';
+import { collect, intArg, sizeArg } from './args.js';
+
+interface FleetFlags {
+  workers: number;
+  port: number;
+  host: string;
+  profile: string;
+  model: string;
+  maxNumSeqs?: number;
+  maxWaiting?: number;
+  tokensPerChunk: number;
+  fault?: string[];
+  burstyStalls?: number;
+  maxBody?: number;
+}
+
+/** `tailgate fleet`: N simulated vLLM workers on loopback, with injectable faults. */
+export function registerFleet(program: Command): void {
+  program
+    .command('fleet')
+    .description('start N simulated vLLM workers in one process (worker i on port+i), with injectable stalls and faults')
+    .option('--workers <n>', 'number of workers', intArg(1), 8)
+    .option('--port <port>', 'port of worker 0 (worker i gets port+i); 0 picks free ports', intArg(0), 8100)
+    .option('--host <addr>', 'bind address', '127.0.0.1')
+    .option('--profile <name>', 'engine profile (h100-qwen3-8b, small)', 'h100-qwen3-8b')
+    .option('--model <name>', 'served model name', 'Qwen/Qwen3-8B')
+    .option('--max-num-seqs <n>', "cap on running sequences per worker (default: the profile's)", intArg(1))
+    .option('--max-waiting <n>', "waiting-queue bound per worker, beyond it 429 (default: the profile's)", intArg(0))
+    .option('--tokens-per-chunk <k>', 'tokens per SSE message', intArg(1), 1)
+    .option('--fault <spec>', 'fault window, repeatable: worker=2,kind=stall,at=20s,for=15s (kinds: stall, slow [factor=10], error [rate=0.5], reset, refuse, unhealthy)', collect)
+    .option('--bursty-stalls <seed>', 'add seeded bursty stalls (quiet/active windows, a random worker stalls in each active window)', intArg(0))
+    .option('--max-body <size>', 'request body limit (e.g. 64KiB, 4MiB), beyond it 413', sizeArg)
+    .addHelpText('after', '\nPrints one JSON line per worker, then "ready". Faults count from "ready". POST /admin/faults (loopback) adds one at run time, at= counted from then.')
+    .action(async (flags: FleetFlags) => {
+      const [{ startFleet }, { parseFault }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js')]);
+      const faults = (flags.fault ?? []).map((t) => parseFault(t));
+      const fleet = await startFleet({
+        workers: flags.workers,
+        port: flags.port,
+        host: flags.host,
+        profile: flags.profile,
+        model: flags.model,
+        tokensPerChunk: flags.tokensPerChunk,
+        faults,
+        ...(flags.maxNumSeqs !== undefined && { maxNumSeqs: flags.maxNumSeqs }),
+        ...(flags.maxWaiting !== undefined && { maxWaiting: flags.maxWaiting }),
+        ...(flags.burstyStalls !== undefined && { burstySeed: flags.burstyStalls }),
+        ...(flags.maxBody !== undefined && { maxBodyBytes: flags.maxBody }),
+      });
+      let out = '';
+      for (const w of fleet.workers) out += `${JSON.stringify({ worker: w.index, id: w.id, url: w.url })}\n`;
+      process.stdout.write(`${out}ready\n`);
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          process.off('SIGTERM', stop);
+          process.off('SIGINT', stop);
+          fleet.close().then(resolve, resolve);
+        };
+        process.on('SIGTERM', stop);
+        process.on('SIGINT', stop);
+      });
+      process.exitCode = 0;
+    });
+}

@@ -1,0 +1,138 @@
+import { readFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
+import { InvalidArgumentError, type Command } from 'commander';
+import { TailgateError, parseDurationMs } from '../core/index.js';
+import { POLICY_NAMES, type DeadlineSetting, type PolicyName } from '../routing/index.js';
+import { choiceArg, collect, durationArg, intArg, numberArg, sizeArg } from './args.js';
+
+interface RouteFlags {
+  port: number;
+  host: string;
+  backend?: string[];
+  backendsFile?: string;
+  policy: PolicyName;
+  seed: number;
+  maxInflightPerWorker?: number;
+  maxQueue: number;
+  queueTimeout: number;
+  ttftDeadline?: DeadlineSetting;
+  stallDeadline?: DeadlineSetting;
+  deadlineFloor: number;
+  maxResendShare: number;
+  maxBody: number;
+  maxRetries: number;
+  ca?: string;
+  accessLog?: string | boolean;
+  procs: number;
+  drainTimeout: number;
+}
+
+/** `auto`, `off` or a duration. */
+export function deadlineArg(value: string): DeadlineSetting {
+  if (value === 'auto' || value === 'off') return value;
+  try {
+    return parseDurationMs(value);
+  } catch {
+    throw new InvalidArgumentError('expected auto, off or a duration such as 800ms');
+  }
+}
+
+/** Backend URLs from a file: one per line (blank lines and # comments skipped) or a JSON array. */
+export function readBackendsFile(path: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `cannot read backends file ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  if (text.trimStart().startsWith('[')) {
+    let list: unknown;
+    try {
+      list = JSON.parse(text);
+    } catch (e) {
+      throw new TailgateError('CONFIG_INVALID', `backends file ${path} is not valid JSON: ${(e as Error).message}`, { cause: e });
+    }
+    if (!Array.isArray(list) || !list.every((u) => typeof u === 'string')) throw new TailgateError('CONFIG_INVALID', `backends file ${path} must be a JSON array of URLs`);
+    return list as string[];
+  }
+  return text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter((l) => l.length > 0);
+}
+
+/** `tailgate route`: the load-aware OpenAI-compatible router. */
+export function registerRoute(program: Command): void {
+  program
+    .command('route')
+    .description('load-aware OpenAI-compatible router in front of vLLM/SGLang/Dynamo workers')
+    .option('--port <port>', 'listen port (0 picks a free one)', intArg(0), 8000)
+    .option('--host <addr>', 'bind address', '127.0.0.1')
+    .option('--backend <url>', 'worker base URL, repeatable (http://host:port)', collect)
+    .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array)')
+    .option('--policy <name>', `routing policy (${POLICY_NAMES.join(', ')})`, choiceArg(POLICY_NAMES), 'adaptive')
+    .option('--seed <n>', 'seed of every random choice', intArg(0), 1)
+    .option('--max-inflight-per-worker <n>', 'per-worker in-flight cap; more wait in the router (default: 256 for adaptive, none otherwise)', intArg(1))
+    .option('--max-queue <n>', 'requests that may wait in the router; beyond it 429', intArg(0), 4096)
+    .option('--queue-timeout <dur>', 'a request waiting longer in the router gets 503', durationArg, 60_000)
+    .option('--ttft-deadline <auto|dur|off>', 're-dispatch a stream with no first token by then (default: auto for adaptive, off otherwise)', deadlineArg)
+    .option('--stall-deadline <auto|dur|off>', 'migrate a stream silent this long mid-way (default: auto for adaptive, off otherwise)', deadlineArg)
+    .option('--deadline-floor <dur>', 'floor of the auto deadlines', durationArg, 1000)
+    .option('--max-resend-share <x>', 'long-run share of requests that may be sent twice', numberArg(0), 0.1)
+    .option('--max-body <size>', 'request body limit, beyond it 413', sizeArg, 4 * 1024 * 1024)
+    .option('--max-retries <n>', 'retries elsewhere after a failure before any byte reached the client', intArg(0), 2)
+    .option('--ca <file>', 'PEM CA bundle for https backends')
+    .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
+    .option('--procs <n>', 'processes sharing the port (node:cluster); only 1 is supported so far', intArg(1), 1)
+    .option('--drain-timeout <dur>', 'on SIGTERM, wait this long for streams to finish', durationArg, 30_000)
+    .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /metrics, /health, /ready.')
+    .action(async (flags: RouteFlags) => {
+      const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
+      if (backends.length === 0) throw new TailgateError('CLI_USAGE', 'no backend given (use --backend URL or --backends-file FILE)');
+      if (flags.procs !== 1) throw new TailgateError('CLI_USAGE', '--procs other than 1 is not supported yet; run several routers behind a Service instead');
+      let ca: Buffer | undefined;
+      if (flags.ca) {
+        try {
+          ca = readFileSync(flags.ca);
+        } catch (e) {
+          throw new TailgateError('CONFIG_INVALID', `cannot read CA file ${flags.ca}: ${(e as Error).message}`, { cause: e });
+        }
+      }
+      let accessLog: ((line: string) => void) | undefined;
+      let logStream: ReturnType<typeof createWriteStream> | undefined;
+      if (flags.accessLog === true) accessLog = (line) => process.stdout.write(`${line}\n`);
+      else if (typeof flags.accessLog === 'string') {
+        const s = (logStream = createWriteStream(flags.accessLog, { flags: 'a' }));
+        accessLog = (line) => s.write(`${line}\n`);
+      }
+      const { startRouter } = await import('../router/index.js');
+      const router = await startRouter({
+        backends,
+        port: flags.port,
+        host: flags.host,
+        policy: flags.policy,
+        seed: flags.seed,
+        maxQueue: flags.maxQueue,
+        queueTimeoutMs: flags.queueTimeout,
+        deadlineFloorMs: flags.deadlineFloor,
+        maxResendShare: flags.maxResendShare,
+        maxBodyBytes: flags.maxBody,
+        maxRetries: flags.maxRetries,
+        drainTimeoutMs: flags.drainTimeout,
+        ...(flags.maxInflightPerWorker !== undefined && { maxInflightPerWorker: flags.maxInflightPerWorker }),
+        ...(flags.ttftDeadline !== undefined && { ttftDeadline: flags.ttftDeadline }),
+        ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),
+        ...(ca !== undefined && { ca }),
+        ...(accessLog !== undefined && { accessLog }),
+      });
+      process.stdout.write(`${JSON.stringify({ url: router.url })}\nready\n`);
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          process.off('SIGTERM', stop);
+          process.off('SIGINT', stop);
+          router.close().then(resolve, resolve);
+        };
+        process.on('SIGTERM', stop);
+        process.on('SIGINT', stop);
+      });
+      logStream?.end();
+      process.exitCode = 0;
+    });
+}

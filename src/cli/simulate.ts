@@ -1,0 +1,80 @@
+import type { Command } from 'commander';
+import { TailgateError } from '../core/index.js';
+import { intArg } from './args.js';
+
+interface SimulateFlags {
+  scenario?: string[];
+  preset?: string[];
+  policies: string;
+  trials: number;
+  seed: number;
+  json?: string;
+  html?: string;
+}
+
+const collectList = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
+/**
+ * `tailgate simulate`: the same engines and policies in virtual time; a Monte Carlo of the gate
+ * per policy. Exit 0 when it ran (the verdicts are data), 2 for bad input.
+ */
+export function registerSimulate(program: Command): void {
+  program
+    .command('simulate')
+    .description('what-if in virtual time: the same engines and routing policies, many seeded trials, gate fail probability per policy')
+    .option('--scenario <file>', 'scenario YAML file (repeatable)', collectList)
+    .option('--preset <name>', 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-bursty, aicr-h100-slow (repeatable)', collectList)
+    .option('--policies <list>', 'comma-separated routing policies', 'round-robin,least-loaded,p2c,adaptive')
+    .option('--trials <n>', 'seeded trials per policy and scenario', intArg(1), 200)
+    .option('--seed <n>', 'seed of the first trial (trial t uses seed + t)', intArg(0), 1)
+    .option('--json <file>', 'write the results as JSON')
+    .option('--html <file>', 'write a self-contained HTML report')
+    .action(async (flags: SimulateFlags) => {
+      const sim = await import('../sim/index.js');
+      const { POLICY_NAMES } = await import('../routing/index.js');
+      const policies = flags.policies.split(',').map((p) => p.trim()).filter((p) => p !== '');
+      if (policies.length === 0) throw new TailgateError('CLI_USAGE', '--policies: give at least one policy');
+      for (const p of policies) {
+        if (!(POLICY_NAMES as readonly string[]).includes(p)) throw new TailgateError('CLI_USAGE', `--policies: unknown policy "${p}" (known: ${POLICY_NAMES.join(', ')})`);
+      }
+      const scenarios = [];
+      for (const name of flags.preset ?? []) {
+        const s = sim.PRESETS[name];
+        if (!s) throw new TailgateError('CLI_USAGE', `--preset: unknown preset "${name}" (known: ${sim.PRESET_NAMES.join(', ')})`);
+        scenarios.push(s);
+      }
+      for (const file of flags.scenario ?? []) scenarios.push(await sim.loadScenario(file));
+      if (scenarios.length === 0) throw new TailgateError('CLI_USAGE', 'give --scenario FILE or --preset NAME (known presets: ' + sim.PRESET_NAMES.join(', ') + ')');
+
+      const tty = process.stderr.isTTY;
+      const t0 = performance.now();
+      const results = scenarios.map((scenario) =>
+        ({
+          scenario,
+          result: sim.runMonteCarlo({
+            scenario,
+            policies: policies as (typeof POLICY_NAMES)[number][],
+            trials: flags.trials,
+            seed: flags.seed,
+            onTrial: tty ? (p, t) => process.stderr.write(`\r${scenario.name} ${p}: trial ${t + 1}/${flags.trials}   `) : undefined,
+          }),
+        }));
+      if (tty) process.stderr.write('\r\x1b[K');
+      const run = { scenarios: results, policies: policies as (typeof POLICY_NAMES)[number][], trials: flags.trials, seed: flags.seed, wallMs: performance.now() - t0 };
+      process.stdout.write(sim.formatSimulate(run));
+      const { writeFile } = await import('node:fs/promises');
+      const write = async (file: string, text: string): Promise<void> => {
+        try {
+          await writeFile(file, text);
+        } catch (e) {
+          throw new TailgateError('CONFIG_INVALID', `cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+        }
+      };
+      if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(sim.simulateJson(run), null, 2)}\n`);
+      if (flags.html !== undefined) {
+        const { renderHtmlReport } = await import('../report/index.js');
+        await write(flags.html, renderHtmlReport(sim.simulateReportDoc(run)));
+      }
+      process.exitCode = 0;
+    });
+}

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Command } from 'commander';
+import { givenFlags, registerValidate } from './validate.js';
+
+/** Parses argv for `validate` without running it; returns the flags given on the command line. */
+function parse(argv: string[]): Record<string, unknown> {
+  const program = new Command('tailgate').exitOverride();
+  registerValidate(program);
+  const cmd = program.commands.find((c) => c.name() === 'validate')!;
+  cmd.exitOverride().configureOutput({ writeErr: () => {} });
+  let out: Record<string, unknown> = {};
+  cmd.action((_o: unknown, c: Command) => {
+    out = givenFlags(c);
+  });
+  program.parse(['node', 'tailgate', 'validate', ...argv]);
+  return out;
+}
+
+test('only flags given on the command line override the recipe; AIPerf aliases land on the primary field', () => {
+  assert.deepEqual(parse(['--url', 'http://h:1', '--gpus', '8']), { url: 'http://h:1', gpus: 8 });
+  assert.deepEqual(parse(['--isl', '64', '--osl', '32', '--num-requests', '100']), { syntheticInputTokensMean: 64, outputTokensMean: 32, requestCount: 100 });
+  assert.deepEqual(parse(['--no-streaming']), { streaming: false });
+  assert.deepEqual(parse(['--sweep', '64,16,32', '--gate', 'a:p99:<=:1', '--gate', 'b:avg:>=:2']), { sweep: [16, 32, 64], gate: ['a:p99:<=:1', 'b:avg:>=:2'] });
+  assert.deepEqual(parse(['--ready-timeout', '10m', '--worker-url', 'http://w:1', '--worker-url', 'http://w:2']), { readyTimeout: 600_000, workerUrl: ['http://w:1', 'http://w:2'] });
+  assert.deepEqual(parse(['--recipe', 'r.yaml']), {});
+});
+
+test('bad flag values are usage errors before anything runs', () => {
+  for (const argv of [['--gpus', '0'], ['--sweep', '16,x'], ['--pass-rule', 'sometimes'], ['--ready-timeout', 'soon'], ['--max-ttft-p99', '-1']]) {
+    assert.throws(() => parse(argv), (e: unknown) => (e as { code?: string }).code === 'commander.invalidArgument', argv.join(' '));
+  }
+});

@@ -1,0 +1,126 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { choiceArg, collect, durationArg, intArg, numberArg } from './args.js';
+
+type Parser = (value: string, previous: unknown) => unknown;
+
+/** One flag of `tailgate validate`, declared once: its attribute is the `ValidateInput` field. */
+interface ValidateFlag {
+  flags: string;
+  description: string;
+  parse?: Parser;
+  /** AIPerf's other names for it, accepted and hidden in help. */
+  aliases?: string[];
+}
+
+const positive = (value: string): number => {
+  const n = numberArg(0)(value);
+  if (n <= 0) throw new InvalidArgumentError('expected a number > 0');
+  return n;
+};
+
+const sweepArg = (value: string): number[] => {
+  const levels = value.split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
+  if (levels.length === 0 || levels.some((n) => !Number.isInteger(n) || n < 1)) throw new InvalidArgumentError('expected concurrency levels per GPU such as 16,32,64,128');
+  return [...new Set(levels)].sort((a, b) => a - b);
+};
+
+/** Every flag; each has a recipe field of the same name without the dashes. */
+export const VALIDATE_FLAGS: readonly ValidateFlag[] = [
+  { flags: '-u, --url <url>', description: 'base URL of the target (a tailgate router, or any OpenAI-compatible server)' },
+  { flags: '-m, --model <name>', description: 'model name to request', aliases: ['--model-names'] },
+  { flags: '--gpus <n>', description: 'GPUs (workers) behind the target (default 1)', parse: intArg(1) },
+  { flags: '--concurrency-per-gpu <n>', description: 'closed-loop streams per GPU; concurrency C = gpus x this (default 256)', parse: intArg(1) },
+  { flags: '--min-throughput <tokPerS>', description: 'output-throughput floor for the whole target (tokens/s)', parse: numberArg(0) },
+  { flags: '--min-throughput-per-gpu <tokPerS>', description: 'output-throughput floor per GPU (times --gpus)', parse: numberArg(0) },
+  { flags: '--max-ttft-p99 <ms>', description: 'TTFT p99 ceiling in ms', parse: positive },
+  { flags: '--gate <spec>', description: 'another gate, metric:stat:op:threshold[:tolerance], e.g. request_latency:p99:<=:30000; repeatable', parse: collect as Parser },
+  { flags: '--floor-tolerance <x>', description: 'floors pass at threshold x this (default 0.9)', parse: positive },
+  { flags: '--ceiling-tolerance <x>', description: 'ceilings pass at threshold x this (default 1.1)', parse: positive },
+  { flags: '--trials <n>', description: 'trials to run (default 3)', parse: intArg(1) },
+  { flags: '--pass-rule <rule>', description: 'all, majority or median (default all)', parse: choiceArg(['all', 'majority', 'median'] as const) },
+  { flags: '--out <dir>', description: 'output folder (default tailgate-validate)', aliases: ['--artifact-dir'] },
+  { flags: '--expected-workers <n>', description: 'workers that must be ready before measuring (default --gpus)', parse: intArg(1) },
+  { flags: '--worker-url <url>', description: 'a worker base URL (its /health and /metrics are used) when the target is not a tailgate router; repeatable', parse: collect as Parser },
+  { flags: '--ready-timeout <duration>', description: 'how long to wait for the workers (default 10m)', parse: durationArg },
+  { flags: '--probe-timeout <duration>', description: 'bound on the serve probe, a cold first request can be slow (default 2m)', parse: durationArg },
+  { flags: '--trial-timeout <duration>', description: 'a trial still running after this is stopped and judged (default 30m)', parse: durationArg },
+  { flags: '--scrape-interval <duration>', description: 'metrics scrape cadence during trials (default 250ms)', parse: durationArg },
+  { flags: '--sweep <levels>', description: 'concurrency levels per GPU, e.g. 16,32,64,128,256,512: one run each, knee and recommended point', parse: sweepArg },
+  { flags: '--endpoint-type <type>', description: 'chat or completions (default chat)', parse: choiceArg(['chat', 'completions'] as const) },
+  { flags: '--streaming', description: 'stream responses (the default)' },
+  { flags: '--no-streaming', description: 'do not stream (TTFT is then the whole response)' },
+  { flags: '--synthetic-input-tokens-mean <n>', description: 'prompt length in tokens (default 128)', parse: intArg(1), aliases: ['--isl', '--prompt-input-tokens-mean'] },
+  { flags: '--synthetic-input-tokens-stddev <n>', description: 'prompt length standard deviation (default 0)', parse: numberArg(0), aliases: ['--isl-stddev', '--prompt-input-tokens-stddev'] },
+  { flags: '--output-tokens-mean <n>', description: 'output tokens per request, max_tokens (default 128)', parse: intArg(1), aliases: ['--osl', '--prompt-output-tokens-mean'] },
+  { flags: '--output-tokens-stddev <n>', description: 'output length standard deviation (default 0)', parse: numberArg(0), aliases: ['--osl-stddev', '--prompt-output-tokens-stddev'] },
+  { flags: '--request-count <n>', description: 'profiling requests per trial (default max(1000, 8 x C))', parse: intArg(1), aliases: ['--num-requests'] },
+  { flags: '--warmup-request-count <n>', description: 'warm-up requests per trial, excluded from metrics (default C)', parse: intArg(0), aliases: ['--num-warmup-requests'] },
+  { flags: '--random-seed <n>', description: 'seed of the prompts (default 100)', parse: intArg(0) },
+  { flags: '--num-dataset-entries <n>', description: 'distinct prompts (default 100)', parse: intArg(1), aliases: ['--num-prompts'] },
+  { flags: '--request-timeout-seconds <s>', description: 'bound on each request (default 600)', parse: positive },
+  { flags: '--extra-inputs <kv>', description: 'extra body fields key:value (e.g. temperature:0); repeatable', parse: collect as Parser },
+  { flags: '-H, --header <h>', description: 'extra HTTP header Name:Value; repeatable', parse: collect as Parser },
+  { flags: '--api-key <key>', description: 'sent as Authorization: Bearer <key>' },
+];
+
+function attributeOf(flags: string): string {
+  const long = /--(?:no-)?([a-z0-9-]+)/.exec(flags)![1]!;
+  return long.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+}
+
+/** The flags given on the command line (not defaults), as `ValidateInput` fields. */
+export function givenFlags(cmd: Command): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(cmd.opts())) {
+    if (k === 'recipe' || v === undefined) continue;
+    if (cmd.getOptionValueSource(k) === 'cli') out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * `tailgate validate`: a repeatable performance gate. Readiness, N trials, a verdict with the
+ * named shape of each failure, reports. Exit 0 pass, 1 fail or flaky, 2 bad input.
+ */
+export function registerValidate(program: Command): void {
+  const cmd = program
+    .command('validate')
+    .description('gate an inference fleet: wait for readiness, run trials, name the failure shape, write verdict.json/junit.xml/report.html')
+    .addOption(new Option('--recipe <file>', 'YAML recipe: one field per flag (e.g. concurrency-per-gpu: 256); flags override it'));
+  for (const f of VALIDATE_FLAGS) {
+    const o = new Option(f.flags, f.aliases ? `${f.description} (alias: ${f.aliases.join(', ')})` : f.description);
+    if (f.parse) o.argParser(f.parse);
+    cmd.addOption(o);
+    const attr = attributeOf(f.flags);
+    for (const a of f.aliases ?? []) {
+      const ao = new Option(`${a} ${f.flags.slice(f.flags.indexOf('<'))}`.trim(), f.description).hideHelp();
+      if (f.parse) ao.argParser(f.parse);
+      ao.attributeName = () => attr;
+      cmd.addOption(ao);
+    }
+  }
+  cmd.action(async (_opts: Record<string, unknown>, command: Command) => {
+    const { loadRecipe, runValidate } = await import('../validate/index.js');
+    const recipePath = command.opts()['recipe'] as string | undefined;
+    const recipe = recipePath === undefined ? {} : await loadRecipe(recipePath);
+    const input = { ...recipe, ...givenFlags(command) };
+    const stop = new AbortController();
+    let signals = 0;
+    const onSignal = (): void => {
+      signals++;
+      if (signals > 1) process.exit(130);
+      process.stderr.write('tailgate: stopping; judging and writing what was measured (again to quit now)\n');
+      stop.abort();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      const r = await runValidate({ ...input, onEvent: (line) => process.stderr.write(`${line}\n`), signal: stop.signal });
+      process.stdout.write(r.summaryText);
+      process.exitCode = r.exitCode;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  });
+}

@@ -1,0 +1,24 @@
+/**
+ * Hashes each FULL block of prompt token ids, each hash chained to its parent's (as vLLM's prefix
+ * cache does), so two prompts share block hashes exactly as far as they share a block-aligned
+ * prefix. A trailing partial block gets no hash. 32-bit FNV-1a; collisions are acceptable for a model.
+ *
+ * @example
+ * blockHashes([1, 2, 3, 4, 5], 2).length; // 2
+ */
+export function blockHashes(tokenIds: ArrayLike<number>, blockSize: number): number[] {
+  const full = Math.floor(tokenIds.length / blockSize);
+  const out = new Array<number>(full);
+  let parent = 0x811c9dc5;
+  for (let b = 0; b < full; b++) {
+    let h = parent;
+    for (let i = b * blockSize; i < (b + 1) * blockSize; i++) {
+      const t = tokenIds[i]!;
+      h = Math.imul(h ^ (t & 0xffff), 0x01000193);
+      h = Math.imul(h ^ (t >>> 16), 0x01000193);
+    }
+    out[b] = h >>> 0;
+    parent = h;
+  }
+  return out;
+}

@@ -1,0 +1,221 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { VirtualClock, createRng } from '../core/index.js';
+import { Engine, type EngineRequest } from './engine.js';
+import { getProfile, PROFILES, type EngineProfile } from './profile.js';
+import { FaultSchedule } from './fault-schedule.js';
+import { parseFault } from './fault.js';
+
+interface Tally {
+  tokens: number;
+  finished: 'length' | 'abort' | null;
+  firstMs: number | null;
+}
+
+function request(id: string, promptTokens: number, maxTokens: number, tally: Tally, onFinish?: () => void): EngineRequest {
+  return {
+    id,
+    promptTokens,
+    maxTokens,
+    onToken: (n, t) => {
+      tally.tokens += n;
+      tally.firstMs ??= t;
+    },
+    onFinish: (reason) => {
+      tally.finished = reason;
+      onFinish?.();
+    },
+  };
+}
+
+/** A closed loop of `concurrency` clients of `promptTokens`/`maxTokens`; returns output tokens per window. */
+function closedLoop(engine: Engine, clock: VirtualClock, concurrency: number, len: number, fromMs: number, toMs: number) {
+  let tokens = 0;
+  let n = 0;
+  const ttftMs: number[] = [];
+  const go = () => {
+    const id = `c${n++}`;
+    const startMs = clock.now();
+    let first = true;
+    engine.submit({
+      id,
+      promptTokens: len,
+      maxTokens: len,
+      onToken: (c, t) => {
+        if (t >= fromMs && t < toMs) tokens += c;
+        if (first && startMs >= fromMs && t < toMs) ttftMs.push(t - startMs);
+        first = false;
+      },
+      onFinish: () => go(),
+    });
+  };
+  for (let i = 0; i < concurrency; i++) go();
+  clock.runUntil(toMs);
+  ttftMs.sort((a, b) => a - b);
+  return { tokPerS: tokens / ((toMs - fromMs) / 1000), ttftP99Ms: ttftMs[Math.floor(0.99 * (ttftMs.length - 1))] ?? NaN };
+}
+
+test('h100-qwen3-8b yields 15k-18k output tok/s per worker at 256 sequences of 128-in/128-out', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('h100-qwen3-8b') });
+  const { tokPerS, ttftP99Ms } = closedLoop(engine, clock, 256, 128, 10_000, 60_000);
+  assert.ok(tokPerS >= 15_000 && tokPerS <= 18_000, `got ${tokPerS.toFixed(0)} tok/s`);
+  assert.equal(engine.running, 256);
+  // Healthy TTFT p99 in REFERENCE §1 is 0.23-0.97 s; here it comes from prefill waves alone.
+  assert.ok(ttftP99Ms >= 100 && ttftP99Ms <= 1000, `TTFT p99 ${ttftP99Ms.toFixed(0)} ms`);
+});
+
+test('small profile serves ~1-3k tok/s per worker at 48 streams', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('small') });
+  const { tokPerS } = closedLoop(engine, clock, 48, 128, 5_000, 30_000);
+  assert.ok(tokPerS >= 1_000 && tokPerS <= 3_000, `got ${tokPerS.toFixed(0)} tok/s`);
+});
+
+test('a stalled engine makes no tokens while its in-flight grows, then drains', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('h100-qwen3-8b') });
+  const schedule = new FaultSchedule(clock, [parseFault('worker=0,kind=stall,at=2s,for=3s')], 0);
+  schedule.bindEngines([engine]);
+  const tallies: Tally[] = [];
+  // Open-loop arrivals: 100 requests per second for 6 s.
+  for (let i = 0; i < 600; i++) {
+    clock.setTimer(i * 10, () => {
+      const t: Tally = { tokens: 0, finished: null, firstMs: null };
+      tallies.push(t);
+      assert.equal(engine.submit(request(`r${i}`, 128, 64, t)).ok, true);
+    });
+  }
+  clock.runUntil(2_100); // the step in flight at 2 s has ended
+  const tokensAtStall = engine.stats().generationTokensTotal;
+  const inflightAtStall = engine.running + engine.waiting;
+  clock.runUntil(4_900);
+  assert.equal(engine.stats().generationTokensTotal, tokensAtStall, 'no tokens during the stall');
+  assert.ok(engine.running + engine.waiting >= inflightAtStall + 250, `in-flight grew from ${inflightAtStall} to ${engine.running + engine.waiting}`);
+  clock.runUntil(30_000);
+  assert.equal(engine.running + engine.waiting, 0, 'drained');
+  assert.equal(tallies.length, 600);
+  assert.ok(tallies.every((t) => t.tokens === 64 && t.finished === 'length'));
+  assert.ok(engine.stats().generationTokensTotal > tokensAtStall);
+});
+
+test('a slow engine takes factor times longer per step', () => {
+  const time = (factor: number) => {
+    const clock = new VirtualClock();
+    const engine = new Engine({ clock, profile: getProfile('small') });
+    engine.setFault({ slowFactor: factor });
+    const t: Tally = { tokens: 0, finished: null, firstMs: null };
+    engine.submit(request('a', 16, 10, t));
+    clock.run();
+    return clock.now();
+  };
+  const p = getProfile('small');
+  assert.ok(Math.abs(time(4) - p.frontendOverheadMs - 4 * (time(1) - p.frontendOverheadMs)) < 1e-6);
+});
+
+test('abort frees the slot and the KV blocks at once', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('small'), maxNumSeqs: 1 });
+  const a: Tally = { tokens: 0, finished: null, firstMs: null };
+  const b: Tally = { tokens: 0, finished: null, firstMs: null };
+  engine.submit(request('a', 100, 1000, a));
+  engine.submit(request('b', 100, 5, b));
+  clock.runUntil(500);
+  assert.equal(engine.running, 1);
+  assert.equal(engine.waiting, 1);
+  assert.ok(engine.kvUsage > 0);
+  assert.ok(a.tokens > 0);
+  assert.equal(engine.abort('a'), true);
+  assert.equal(a.finished, 'abort');
+  assert.equal(engine.running, 0, 'slot free at once');
+  assert.equal(engine.kvUsage, 0, 'blocks free at once');
+  assert.equal(engine.abort('a'), false, 'second abort is a no-op');
+  const tokensOfA = a.tokens;
+  clock.run();
+  assert.equal(a.tokens, tokensOfA, 'no tokens after the abort');
+  assert.equal(b.tokens, 5);
+  assert.equal(b.finished, 'length');
+  assert.equal(engine.kvUsage, 0);
+  assert.equal(engine.stats().requestAbortTotal, 1);
+});
+
+test('abort of a waiting request and of one still in the frontend', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('small'), maxNumSeqs: 1 });
+  const t: Tally[] = [0, 1, 2].map(() => ({ tokens: 0, finished: null, firstMs: null }));
+  engine.submit(request('x0', 10, 50, t[0]!));
+  engine.submit(request('x1', 10, 50, t[1]!));
+  assert.equal(engine.abort('x1'), true); // still in the frontend
+  clock.runUntil(100);
+  engine.submit(request('x2', 10, 50, t[2]!));
+  clock.runUntil(200);
+  assert.equal(engine.waiting, 1);
+  assert.equal(engine.abort('x2'), true); // waiting
+  assert.equal(engine.waiting, 0);
+  clock.run();
+  assert.deepEqual(t.map((x) => [x.tokens, x.finished]), [[50, 'length'], [0, 'abort'], [0, 'abort']]);
+});
+
+test('the waiting queue is bounded: overflow is a queue_full value', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('small'), maxNumSeqs: 1, maxWaiting: 2 });
+  const t = (): Tally => ({ tokens: 0, finished: null, firstMs: null });
+  assert.deepEqual(engine.submit(request('q0', 8, 100, t())), { ok: true });
+  clock.runUntil(50);
+  assert.equal(engine.running, 1);
+  assert.deepEqual(engine.submit(request('q1', 8, 100, t())), { ok: true });
+  assert.deepEqual(engine.submit(request('q2', 8, 100, t())), { ok: true });
+  assert.deepEqual(engine.submit(request('q3', 8, 100, t())), { ok: false, reason: 'queue_full' });
+  assert.deepEqual(engine.submit(request('q4', 8, getProfile('small').maxModelLen, t())), { ok: false, reason: 'too_long' });
+});
+
+test('token accounting is exact under chunked prefill, preemption and aborts (seeded)', () => {
+  const tiny: EngineProfile = { ...PROFILES['small']!, name: 'tiny', kvBlocks: 64, maxNumBatchedTokens: 96, maxNumSeqs: 8, maxWaiting: 1000 };
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: tiny });
+  const rng = createRng(42);
+  const tallies = new Map<string, { t: Tally; max: number }>();
+  for (let i = 0; i < 200; i++) {
+    const id = `s${i}`;
+    const max = rng.int(1, 100);
+    const t: Tally = { tokens: 0, finished: null, firstMs: null };
+    tallies.set(id, { t, max });
+    clock.setTimer(rng.int(0, 20_000), () => {
+      assert.equal(engine.submit(request(id, rng.int(1, 300), max, t)).ok, true);
+      if (rng.next() < 0.1) clock.setTimer(clock.now() + rng.int(0, 3000), () => engine.abort(id));
+    });
+  }
+  clock.run();
+  let ok = 0;
+  for (const { t, max } of tallies.values()) {
+    if (t.finished === 'length') {
+      assert.equal(t.tokens, max);
+      ok++;
+    } else {
+      assert.equal(t.finished, 'abort');
+      assert.ok(t.tokens < max);
+    }
+  }
+  const s = engine.stats();
+  assert.equal(s.requestSuccessTotal, ok);
+  assert.ok(ok >= 150);
+  assert.ok(s.preemptionsTotal > 0, 'the tiny KV cache forced preemptions');
+  assert.equal(engine.kvUsage, 0);
+  assert.equal(engine.running + engine.waiting, 0);
+});
+
+test('KV admission stops when the cache is full', () => {
+  const tiny: EngineProfile = { ...PROFILES['small']!, name: 'tiny', kvBlocks: 10, blockSize: 16, maxNumBatchedTokens: 4096 };
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: tiny });
+  const t = (): Tally => ({ tokens: 0, finished: null, firstMs: null });
+  for (let i = 0; i < 4; i++) engine.submit(request(`k${i}`, 64, 1000, t())); // 4 blocks each
+  clock.runUntil(10);
+  assert.equal(engine.running, 2);
+  assert.equal(engine.waiting, 2);
+});
+
+test('getProfile rejects an unknown name and lists the known ones', () => {
+  assert.throws(() => getProfile('a100'), (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && /h100-qwen3-8b/.test(e.message) && /small/.test(e.message));
+  assert.throws(() => getProfile('toString'), /unknown engine profile/);
+});

@@ -1,0 +1,11 @@
+export type { EngineProfile } from './profile.js';
+export { PROFILES, DEFAULT_PROFILE, getProfile } from './profile.js';
+export type { EngineRequest, EngineStats, EngineFault, EngineOptions, SubmitResult } from './engine.js';
+export { Engine } from './engine.js';
+export { blockHashes } from './block-hash.js';
+export type { FaultKind, FaultSpec } from './fault.js';
+export { FAULT_KINDS, parseFault, formatFault } from './fault.js';
+export type { BurstyStallOptions } from './bursty.js';
+export { burstyStalls } from './bursty.js';
+export type { ActiveFaults, FaultTarget } from './fault-schedule.js';
+export { FaultSchedule } from './fault-schedule.js';

@@ -1,0 +1,157 @@
+import { RealClock, TailgateError, createRng, type Clock } from '../core/index.js';
+import { DEFAULT_PROFILE, Engine, FaultSchedule, burstyStalls, getProfile, parseFault, type EngineProfile, type FaultSpec } from '../engine/index.js';
+import { FleetWorker } from './worker.js';
+
+export interface FleetOptions {
+  /** Number of workers. @default 8 */
+  workers?: number;
+  /** Worker i listens on port + i; 0 lets each pick a free port. @default 8100 */
+  port?: number;
+  /** Bind address. @default '127.0.0.1' */
+  host?: string;
+  /** Engine profile name or object. @default 'h100-qwen3-8b' */
+  profile?: string | EngineProfile;
+  /** The served model name. @default 'Qwen/Qwen3-8B' */
+  model?: string;
+  /** Overrides the profile's maxNumSeqs. */
+  maxNumSeqs?: number;
+  /** Overrides the profile's waiting-queue bound (over it: 429). */
+  maxWaiting?: number;
+  /** Tokens per SSE message. @default 1 */
+  tokensPerChunk?: number;
+  /** Fault windows, `atMs` counted from the moment the fleet is ready. */
+  faults?: readonly FaultSpec[];
+  /** Adds seeded bursty stalls (see `burstyStalls`) over `burstyDurationMs`. */
+  burstySeed?: number;
+  /** @default 3600000 (one hour) */
+  burstyDurationMs?: number;
+  /** Request bodies over this get 413. @default 4 MiB */
+  maxBodyBytes?: number;
+  /** Output length when a request sets no max_tokens (the model never stops by itself). @default 256 */
+  defaultMaxTokens?: number;
+  /** Seed for the `error` fault's coin flips. @default 1 */
+  seed?: number;
+  /** @default a RealClock started now */
+  clock?: Clock;
+}
+
+/** A started worker, as other commands see it. */
+export interface FleetWorkerInfo {
+  index: number;
+  /** `host:port` */
+  id: string;
+  url: string;
+  engine: Engine;
+}
+
+export interface Fleet {
+  workers: FleetWorkerInfo[];
+  /** Clock time at which the fleet became ready: fault `atMs` counts from here. */
+  readonly originMs: number;
+  readonly clock: Clock;
+  /** Every fault scheduled so far. */
+  readonly faults: readonly FaultSpec[];
+  /** Adds a fault window (`atMs` from `originMs`; a window already begun starts now). */
+  addFault(f: FaultSpec): void;
+  close(): Promise<void>;
+}
+
+function checkFault(f: FaultSpec, workers: number): void {
+  if (!Number.isInteger(f.worker) || f.worker < 0 || f.worker >= workers) {
+    throw new TailgateError('CONFIG_INVALID', `fault on worker ${f.worker}, but the fleet has workers 0..${workers - 1}`);
+  }
+}
+
+/**
+ * Starts N simulated vLLM workers in this process, worker i on `port + i`, and resolves once all
+ * listen. Faults are applied on the fleet's clock from that moment.
+ *
+ * @example
+ * const fleet = await startFleet({ workers: 2, port: 0, profile: 'small' });
+ * console.log(fleet.workers.map((w) => w.url));
+ * await fleet.close();
+ */
+export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
+  const n = opts.workers ?? 8;
+  if (!Number.isInteger(n) || n < 1) throw new TailgateError('CONFIG_INVALID', `--workers must be a positive integer, got ${n}`);
+  const basePort = opts.port ?? 8100;
+  if (!Number.isInteger(basePort) || basePort < 0 || (basePort > 0 && basePort + n - 1 > 65535)) {
+    throw new TailgateError('CONFIG_INVALID', `--port ${basePort} with ${n} workers runs past port 65535`);
+  }
+  const profile = typeof opts.profile === 'object' ? opts.profile : getProfile(opts.profile ?? DEFAULT_PROFILE);
+  const tokensPerChunk = opts.tokensPerChunk ?? 1;
+  if (!Number.isInteger(tokensPerChunk) || tokensPerChunk < 1) throw new TailgateError('CONFIG_INVALID', `--tokens-per-chunk must be a positive integer, got ${tokensPerChunk}`);
+  const faults = [...(opts.faults ?? [])];
+  if (opts.burstySeed !== undefined) faults.push(...burstyStalls({ seed: opts.burstySeed, workers: n, durationMs: opts.burstyDurationMs ?? 3_600_000 }));
+  for (const f of faults) checkFault(f, n);
+  const clock = opts.clock ?? new RealClock();
+  const host = opts.host ?? '127.0.0.1';
+  const model = opts.model ?? 'Qwen/Qwen3-8B';
+  const rng = createRng(opts.seed ?? 1);
+  rng.next(); // the first draw of a small-seeded xoroshiro128+ is ~1.0
+
+  let schedule: FaultSchedule | null = null;
+  let originMs = 0;
+  const workers: FleetWorker[] = [];
+  const addFaultText = (text: string): FaultSpec => {
+    const f = parseFault(text);
+    checkFault(f, n);
+    const spec = { ...f, atMs: f.atMs + (clock.now() - originMs) };
+    schedule!.add(spec);
+    return spec;
+  };
+  const none = { stalled: false, slowFactor: 1, errorRate: 0, reset: false, refuse: false, unhealthy: false };
+  for (let i = 0; i < n; i++) {
+    const engine = new Engine({ clock, profile, ...(opts.maxNumSeqs !== undefined && { maxNumSeqs: opts.maxNumSeqs }), ...(opts.maxWaiting !== undefined && { maxWaiting: opts.maxWaiting }) });
+    workers.push(
+      new FleetWorker({
+        index: i,
+        host,
+        port: basePort === 0 ? 0 : basePort + i,
+        model,
+        engine,
+        clock,
+        rng: rng.fork(),
+        tokensPerChunk,
+        maxBodyBytes: opts.maxBodyBytes ?? 4 * 1024 * 1024,
+        defaultMaxTokens: opts.defaultMaxTokens ?? 256,
+        faults: () => schedule?.activeFor(i) ?? none,
+        addFault: addFaultText,
+        listFaults: () => schedule?.faults ?? [],
+      }),
+    );
+  }
+  try {
+    for (const w of workers) await w.listen();
+  } catch (e) {
+    await Promise.all(workers.map((w) => w.close()));
+    throw e;
+  }
+  originMs = clock.now();
+  const s = new FaultSchedule(clock, [], originMs);
+  schedule = s;
+  s.bindEngines(workers.map((w) => w.engine));
+  s.onChange((i) => workers[i]?.applyFaults());
+  for (const f of faults) s.add(f);
+
+  let closing: Promise<void> | null = null;
+  return {
+    workers: workers.map((w) => ({ index: w.index, id: w.id, url: w.url, engine: w.engine })),
+    originMs,
+    clock,
+    get faults() {
+      return s.faults;
+    },
+    addFault(f: FaultSpec) {
+      checkFault(f, n);
+      s.add(f);
+    },
+    close() {
+      closing ??= (async () => {
+        s.close();
+        await Promise.all(workers.map((w) => w.close()));
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,199 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { countTokens, vocabWord, type Clock } from '../core/index.js';
+import type { Engine } from '../engine/index.js';
+import {
+  ChatStreamEncoder,
+  CompletionStreamEncoder,
+  DONE_FRAME,
+  chatResponseBody,
+  completionResponseBody,
+  errorBody,
+  type NormalizedRequest,
+} from '../openai/index.js';
+import type { WorkerMetrics } from './metrics.js';
+
+/** What a generation handler needs from its worker. */
+export interface GenerateContext {
+  clock: Clock;
+  engine: Engine;
+  metrics: WorkerMetrics;
+  model: string;
+  workerId: string;
+  tokensPerChunk: number;
+  defaultMaxTokens: number;
+  nextId: () => string;
+  /** Sends a JSON error response (status, body) with the worker header. */
+  sendError: (res: ServerResponse, status: number, body: object) => void;
+}
+
+const SPACED: string[] = [];
+const QUOTED: string[] = [];
+
+/** JSON string literal of output token i's text (cached: the vocabulary is small). */
+function quotedToken(i: number): string {
+  let q = QUOTED[i];
+  if (q === undefined) {
+    q = JSON.stringify(` ${vocabWord(i)}`);
+    if (i < 4096) QUOTED[i] = q;
+  }
+  return q;
+}
+
+/** The output text of tokens [from, to): `vocabWord(i)` each with a leading space. */
+function outputText(from: number, to: number): string {
+  let s = '';
+  for (let i = from; i < to; i++) {
+    let w = SPACED[i];
+    if (w === undefined && i < 4096) w = SPACED[i] = ` ${vocabWord(i)}`;
+    s += w ?? ` ${vocabWord(i)}`;
+  }
+  return s;
+}
+
+/** Appends `"tailgate_sent_ns":"<now>"` to a frame's top-level JSON object (frames end in `}\n\n`). */
+function stamp(frame: string): string {
+  return `${frame.slice(0, -3)},"tailgate_sent_ns":"${process.hrtime.bigint()}"}\n\n`;
+}
+
+/**
+ * Serves one validated chat or completions request from the engine: streaming in vLLM's SSE
+ * framing (role chunk with the first token, K tokens per message, the last token with
+ * finish_reason, usage when asked, [DONE]) or one JSON body. A slow reader gets its pending
+ * tokens merged into one message on 'drain' rather than buffered frame by frame; a client that
+ * goes away aborts the request in the engine.
+ */
+export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse): void {
+  const { clock, engine, metrics } = ctx;
+  const arrivalMs = clock.now();
+  const promptTokens = countTokens(v.promptText);
+  const maxTokens = v.maxTokens ?? Math.max(1, Math.min(ctx.defaultMaxTokens, engine.profile.maxModelLen - promptTokens));
+  const rawId = ctx.nextId();
+  const id = v.kind === 'chat' ? `chatcmpl-${rawId}` : `cmpl-${rawId}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = v.model === '' ? ctx.model : v.model;
+  const K = ctx.tokensPerChunk;
+  const timing = req.headers['x-tailgate-timing'] === '1';
+  const enc = v.kind === 'chat'
+    ? new ChatStreamEncoder({ id, model, created, includeUsage: v.includeUsage })
+    : new CompletionStreamEncoder({ id, model, created, includeUsage: v.includeUsage });
+  let generated = 0;
+  let sent = 0;
+  let firstMs = -1;
+  let lastMs = 0;
+  let admitMs = arrivalMs;
+  let done = false;
+  let blocked = false;
+  let headPending = true;
+
+  // Once the head is on the socket, frames go straight to it in HTTP/1.1 chunked framing: one
+  // string, one write, none of OutgoingMessage's per-write machinery (the fleet's hot path).
+  let socket: Socket | null = null;
+  const onSocketDrain = () => onDrain();
+  const write = (frame: string) => {
+    const ok = socket ? socket.write(`${Buffer.byteLength(frame).toString(16)}\r\n${frame}\r\n`) : res.write(frame);
+    if (!ok) blocked = true;
+  };
+  // The encoder's content frame split around its text, so a frame is three concatenations; when
+  // it is all ASCII its length is its byte length (the output words are ASCII; the model name may not be).
+  const probe = enc.content('\u0001');
+  const cut = probe.indexOf('"\\u0001"');
+  const pre = probe.slice(0, cut);
+  const post = probe.slice(cut + 8);
+  const ascii = Buffer.byteLength(probe) === probe.length;
+  const writeContent = (from: number, to: number) => {
+    let f = pre + (to - from === 1 ? quotedToken(from) : JSON.stringify(outputText(from, to))) + post;
+    if (timing) f = stamp(f);
+    if (headPending) {
+      headPending = false;
+      f = enc.role() + f;
+    }
+    if (socket && ascii) {
+      if (!socket.write(`${f.length.toString(16)}\r\n${f}\r\n`)) blocked = true;
+    } else write(f);
+  };
+  const onDrain = () => {
+    blocked = false;
+    if (!done) flushContent();
+  };
+  const flushContent = () => {
+    if (generated > sent && generated < maxTokens) {
+      writeContent(sent, generated);
+      sent = generated;
+    }
+  };
+
+  const result = engine.submit({
+    id,
+    promptTokens,
+    maxTokens,
+    onAdmit: (now) => {
+      admitMs = now;
+      metrics.queue.observe((now - arrivalMs) / 1000);
+    },
+    onToken: (count, now) => {
+      if (firstMs < 0) {
+        firstMs = now;
+        metrics.ttft.observe((now - arrivalMs) / 1000);
+        metrics.prefill.observe((now - admitMs) / 1000);
+      } else {
+        metrics.itl.observe((now - lastMs) / 1000);
+      }
+      lastMs = now;
+      generated += count;
+      if (!v.stream || done || blocked || generated >= maxTokens) return;
+      if (generated - sent >= K) flushContent();
+    },
+    onFinish: (reason, now) => {
+      if (reason === 'abort') {
+        metrics.finished.abort++;
+        return;
+      }
+      metrics.finished.length++;
+      metrics.e2e.observe((now - arrivalMs) / 1000);
+      metrics.decode.observe((now - (firstMs < 0 ? now : firstMs)) / 1000);
+      done = true;
+      const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
+      if (v.stream) {
+        let f = enc.finish(outputText(sent, generated), 'length');
+        if (timing) f = stamp(f);
+        if (headPending) f = enc.role() + f;
+        res.end(f + enc.usage(usage) + DONE_FRAME);
+      } else {
+        const o = { id, model, created, text: outputText(0, generated), finishReason: 'length' as const, usage };
+        const body = v.kind === 'chat' ? chatResponseBody(o) : completionResponseBody(o);
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-tailgate-worker': ctx.workerId });
+        res.end(body);
+      }
+    },
+  });
+
+  if (!result.ok) {
+    done = true;
+    if (result.reason === 'queue_full') {
+      ctx.sendError(res, 429, errorBody(429, `The waiting queue of worker ${ctx.workerId} is full (${engine.waiting} waiting); retry later or send to another worker.`));
+    } else {
+      ctx.sendError(res, 400, errorBody(400, `This model's maximum context length is ${engine.profile.maxModelLen} tokens; the request asks for ${promptTokens} + ${maxTokens}.`, { param: 'max_tokens' }));
+    }
+    return;
+  }
+  res.on('close', () => {
+    if (!done) {
+      done = true;
+      engine.abort(id);
+    }
+  });
+  if (v.stream) {
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-tailgate-worker': ctx.workerId });
+    res.flushHeaders();
+    const s = res.socket;
+    // A pipelined response has no socket yet (or output still queued): it keeps to res.write.
+    if (s && res.writableLength === 0 && !s.destroyed && (res as unknown as { chunkedEncoding?: boolean }).chunkedEncoding === true) {
+      socket = s;
+      s.on('drain', onSocketDrain);
+      res.once('close', () => s.off('drain', onSocketDrain));
+    } else {
+      res.on('drain', onSocketDrain);
+    }
+  }
+}

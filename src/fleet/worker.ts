@@ -1,0 +1,275 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { TailgateError, isTailgateError, type Clock, type Rng } from '../core/index.js';
+import type { ActiveFaults, Engine, FaultSpec } from '../engine/index.js';
+import { errorBody, malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
+import { readBody } from './body.js';
+import { serveGeneration, type GenerateContext } from './generate.js';
+import { WorkerMetrics } from './metrics.js';
+
+export interface WorkerOptions {
+  index: number;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  model: string;
+  engine: Engine;
+  clock: Clock;
+  rng: Rng;
+  tokensPerChunk: number;
+  maxBodyBytes: number;
+  defaultMaxTokens: number;
+  /** The worker's current faults (as the fleet's schedule says). */
+  faults: () => ActiveFaults;
+  /** Adds a fault from `--fault` grammar, `at` counted from now; throws TailgateError if bad. */
+  addFault: (text: string) => FaultSpec;
+  listFaults: () => readonly FaultSpec[];
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+const METRICS_TYPE = 'text/plain; version=1.0.0; charset=utf-8';
+
+/**
+ * One simulated vLLM worker: a node:http server in front of an Engine, with vLLM's routes
+ * (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/health`, `/metrics`) plus
+ * `/admin/faults`, and the HTTP-level faults (error, reset, refuse, unhealthy).
+ */
+export class FleetWorker {
+  readonly index: number;
+  readonly engine: Engine;
+  readonly metrics: WorkerMetrics;
+  #id = '';
+  #url = '';
+  #port: number;
+  readonly #opts: WorkerOptions;
+  readonly #sockets = new Set<Socket>();
+  readonly #ctx: GenerateContext;
+  #server: Server | null = null;
+  #refusing = false;
+  #closed = false;
+  #seq = 0;
+  #modelsBody = '';
+
+  constructor(opts: WorkerOptions) {
+    this.#opts = opts;
+    this.index = opts.index;
+    this.engine = opts.engine;
+    this.#port = opts.port;
+    this.metrics = new WorkerMetrics(opts.model);
+    const sendError = (res: ServerResponse, status: number, body: object) => this.#json(res, status, JSON.stringify(body));
+    this.#ctx = {
+      clock: opts.clock,
+      engine: opts.engine,
+      metrics: this.metrics,
+      model: opts.model,
+      workerId: '',
+      tokensPerChunk: opts.tokensPerChunk,
+      defaultMaxTokens: opts.defaultMaxTokens,
+      nextId: () => `${this.index.toString(16).padStart(4, '0')}${(this.#seq++).toString(16).padStart(12, '0')}`,
+      sendError,
+    };
+  }
+
+  /** `host:port`, the worker's id everywhere in the project. */
+  get id(): string {
+    return this.#id;
+  }
+
+  get url(): string {
+    return this.#url;
+  }
+
+  async listen(): Promise<void> {
+    await this.#listen();
+    const port = this.#port;
+    const host = this.#opts.host;
+    this.#id = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    this.#url = `http://${this.#id}`;
+    this.#ctx.workerId = this.#id;
+    const created = Math.floor(Date.now() / 1000);
+    this.#modelsBody = JSON.stringify({
+      object: 'list',
+      data: [{
+        id: this.#opts.model, object: 'model', created, owned_by: 'vllm', root: this.#opts.model, parent: null,
+        max_model_len: this.engine.profile.maxModelLen,
+        permission: [{
+          id: `modelperm-${this.#ctx.nextId()}`, object: 'model_permission', created, allow_create_engine: false, allow_sampling: true,
+          allow_logprobs: true, allow_search_indices: false, allow_view: true, allow_fine_tuning: false, organization: '*', group: null, is_blocking: false,
+        }],
+      }],
+    });
+  }
+
+  /** Applies the HTTP-level faults now in force (called when a window opens or closes). */
+  applyFaults(): void {
+    if (this.#closed) return;
+    const a = this.#opts.faults();
+    if (a.reset) for (const s of this.#sockets) s.destroy();
+    if (a.refuse && !this.#refusing) {
+      this.#refusing = true;
+      this.#server?.close();
+      this.#server = null;
+    } else if (!a.refuse && this.#refusing) {
+      this.#refusing = false;
+      this.#listen().catch((e: unknown) => process.stderr.write(`tailgate fleet: worker ${this.index} could not listen again: ${String(e)}\n`));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.engine.close();
+    const server = this.#server;
+    this.#server = null;
+    for (const s of this.#sockets) s.destroy();
+    if (server) await new Promise<void>((done) => server.close(() => done()));
+  }
+
+  #listen(): Promise<void> {
+    const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.#handle(req, res));
+    server.on('connection', (s: Socket) => {
+      this.#sockets.add(s);
+      s.setNoDelay(true);
+      s.on('close', () => this.#sockets.delete(s));
+    });
+    server.on('clientError', (_err, socket) => socket.destroy());
+    return new Promise((resolve, reject) => {
+      server.once('error', (e: NodeJS.ErrnoException) => {
+        const why = e.code === 'EADDRINUSE' ? `port ${this.#port} is in use; choose another --port` : e.message;
+        reject(new TailgateError('CONFIG_INVALID', `worker ${this.index} cannot listen on ${this.#opts.host}:${this.#port}: ${why}`, { cause: e }));
+      });
+      server.listen(this.#port, this.#opts.host, () => {
+        const addr = server.address();
+        if (addr && typeof addr === 'object') this.#port = addr.port;
+        this.#server = server;
+        resolve();
+      });
+    });
+  }
+
+  #json(res: ServerResponse, status: number, body: string, extra?: Record<string, string>): void {
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-tailgate-worker': this.#id, ...extra });
+    res.end(body);
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    if (this.#closed) {
+      req.socket.destroy();
+      return;
+    }
+    const faults = this.#opts.faults();
+    if (faults.reset || (faults.refuse && !this.#isAdmin(req))) {
+      req.socket.destroy();
+      return;
+    }
+    const q = req.url?.indexOf('?') ?? -1;
+    const path = q >= 0 ? req.url!.slice(0, q) : (req.url ?? '/');
+    const method = req.method ?? 'GET';
+    if (method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
+      if (faults.errorRate > 0 && this.#opts.rng.next() < faults.errorRate) {
+        req.resume();
+        this.#json(res, 500, JSON.stringify(errorBody(500, 'simulated engine error (fault kind=error)', { type: 'InternalServerError' })));
+        return;
+      }
+      this.#generate(path === '/v1/chat/completions' ? 'chat' : 'completions', req, res).catch((e: unknown) => this.#internal(res, e));
+      return;
+    }
+    if (method === 'GET' && path === '/health') {
+      res.writeHead(faults.unhealthy ? 503 : 200, { 'content-length': 0, 'x-tailgate-worker': this.#id });
+      res.end();
+      return;
+    }
+    if (method === 'GET' && path === '/metrics') {
+      const body = this.metrics.render(this.engine.stats());
+      res.writeHead(200, { 'content-type': METRICS_TYPE, 'content-length': Buffer.byteLength(body), 'x-tailgate-worker': this.#id });
+      res.end(body);
+      return;
+    }
+    if (method === 'GET' && path === '/v1/models') {
+      this.#json(res, 200, this.#modelsBody);
+      return;
+    }
+    if (path === '/admin/faults' && (method === 'POST' || method === 'GET')) {
+      this.#admin(method, req, res).catch((e: unknown) => this.#internal(res, e));
+      return;
+    }
+    req.resume();
+    const known = ['/v1/chat/completions', '/v1/completions', '/health', '/metrics', '/v1/models', '/admin/faults'].includes(path);
+    if (known) this.#json(res, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
+    else this.#json(res, 404, JSON.stringify({ detail: 'Not Found' }));
+  }
+
+  #isAdmin(req: IncomingMessage): boolean {
+    return (req.url ?? '').startsWith('/admin/') && LOOPBACK.has(req.socket.remoteAddress ?? '');
+  }
+
+  async #generate(kind: EndpointKind, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req, this.#opts.maxBodyBytes);
+    if (!body.ok) {
+      if (body.tooLarge) {
+        this.#json(res, 413, JSON.stringify(errorBody(413, `Request body of ${body.bytes} bytes is over this worker's limit of ${this.#opts.maxBodyBytes} bytes.`)));
+      }
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.text);
+    } catch (e) {
+      this.#json(res, 400, JSON.stringify(malformedJson(e instanceof Error ? e.message : String(e))));
+      return;
+    }
+    const model = (parsed as { model?: unknown } | null)?.model;
+    if (typeof model === 'string' && model !== '' && model !== this.#opts.model) {
+      this.#json(res, 404, JSON.stringify(modelNotFound(model)));
+      return;
+    }
+    const v = validateRequest(kind, parsed, { maxModelLen: this.engine.profile.maxModelLen });
+    if (!v.ok) {
+      this.#json(res, v.status, JSON.stringify(v.error));
+      return;
+    }
+    if (res.destroyed) return;
+    serveGeneration(this.#ctx, v.value, req, res);
+  }
+
+  async #admin(method: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!LOOPBACK.has(req.socket.remoteAddress ?? '')) {
+      req.resume();
+      this.#json(res, 403, JSON.stringify(errorBody(403, '/admin/faults answers loopback clients only.')));
+      return;
+    }
+    if (method === 'GET') {
+      req.resume();
+      this.#json(res, 200, JSON.stringify({ faults: this.#opts.listFaults() }));
+      return;
+    }
+    const body = await readBody(req, 64 * 1024);
+    if (!body.ok) {
+      if (body.tooLarge) this.#json(res, 413, JSON.stringify(errorBody(413, 'fault text too large')));
+      return;
+    }
+    let text = body.text.trim();
+    if (text.startsWith('{')) {
+      try {
+        const j = JSON.parse(text) as { fault?: unknown };
+        text = typeof j.fault === 'string' ? j.fault : '';
+      } catch {
+        text = '';
+      }
+    }
+    try {
+      const spec = this.#opts.addFault(text);
+      this.#json(res, 200, JSON.stringify({ ok: true, fault: spec }));
+    } catch (e) {
+      if (!isTailgateError(e)) throw e;
+      this.#json(res, 400, JSON.stringify(errorBody(400, e.message, { param: 'fault' })));
+    }
+  }
+
+  #internal(res: ServerResponse, e: unknown): void {
+    this.#json(res, 500, JSON.stringify(errorBody(500, `internal error: ${e instanceof Error ? e.message : String(e)}`, { type: 'InternalServerError' })));
+  }
+}

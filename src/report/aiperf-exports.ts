@@ -1,0 +1,186 @@
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { RequestRecord } from '../core/index.js';
+import { METRIC_CATALOG, isMetricBlock, recordMetrics, type Summary } from '../stats/index.js';
+
+/** Version of `profile_export_aiperf.json` we write: 1.1 = blocks carry `count` and `sum`. */
+export const AIPERF_SCHEMA_VERSION = '1.1';
+
+/** File names, exactly as AIPerf writes them. */
+export const AIPERF_FILES = {
+  json: 'profile_export_aiperf.json',
+  csv: 'profile_export_aiperf.csv',
+  jsonl: 'profile_export.jsonl',
+} as const;
+
+/** Input of {@link writeAiperfExports}. */
+export interface AiperfExportInput {
+  summary: Summary;
+  records: readonly RequestRecord[];
+  /** The resolved configuration (AIPerf flag names where they exist); written as `input_config`. */
+  inputConfig: Record<string, unknown>;
+  /** `summary`: JSON + CSV; `records` and `raw`: also the per-request JSONL. */
+  exportLevel: 'summary' | 'records' | 'raw';
+  startTime: Date;
+  endTime: Date;
+  /** Wall-clock epoch ms of the records' time origin (record ms 0). @default startTime */
+  originEpochMs?: number;
+  /** The run was interrupted (Ctrl-C, SIGTERM, stuck trial). */
+  wasCancelled?: boolean;
+  /** Our own fields (self-checks, seed, per-worker...): written under the `tailgate` key. */
+  extra?: Record<string, unknown>;
+  /** tailgate's version, written as `aiperf_version: "tailgate-<v>"`. @default '0.1.0' */
+  version?: string;
+}
+
+/**
+ * The `profile_export_aiperf.json` document: AIPerf's top-level fields, one block per metric
+ * tag (record metrics full, run-level metrics `{unit, avg}`), our own fields under `tailgate`.
+ */
+export function aiperfJson(input: AiperfExportInput): Record<string, unknown> {
+  const { summary } = input;
+  const wasCancelled = input.wasCancelled ?? input.extra?.was_cancelled === true;
+  const doc: Record<string, unknown> = {
+    schema_version: AIPERF_SCHEMA_VERSION,
+    aiperf_version: `tailgate-${input.version ?? '0.1.0'}`,
+    benchmark_id: randomUUID(),
+    start_time: input.startTime.toISOString(),
+    end_time: input.endTime.toISOString(),
+    was_cancelled: wasCancelled,
+    input_config: input.inputConfig,
+    error_summary: summary.errorSummary.map((g) => ({
+      error_details: { code: g.status, type: g.kind, message: g.message },
+      count: g.count,
+    })),
+  };
+  for (const info of METRIC_CATALOG) {
+    const m = summary.metrics[info.tag];
+    if (m) doc[info.tag] = m;
+  }
+  for (const [tag, m] of Object.entries(summary.metrics)) if (!(tag in doc)) doc[tag] = m;
+  doc.tailgate = {
+    per_worker: summary.perWorker,
+    token_sources: summary.tokenSources,
+    profiling_count: summary.profilingCount,
+    ...input.extra,
+  };
+  return doc;
+}
+
+function csvNumber(v: number): string {
+  return Number.isFinite(v) ? v.toFixed(2) : '';
+}
+
+/** AIPerf's human name with its unit, e.g. `Time to First Token (ms)`; counts carry no unit. */
+export function metricLabel(tag: string, unit: string): string {
+  const info = METRIC_CATALOG.find((m) => m.tag === tag);
+  const name = info?.header ?? tag.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join(' ');
+  return unit === 'requests' ? name : `${name} (${unit})`;
+}
+
+/** The `profile_export_aiperf.csv` text: distributions, a blank line, then `Metric,Value` scalars. */
+export function aiperfCsv(summary: Summary): string {
+  const stats = ['avg', 'min', 'max', 'p1', 'p5', 'p10', 'p25', 'p50', 'p75', 'p90', 'p95', 'p99', 'std'] as const;
+  const dist: string[] = [`Metric,${stats.join(',')}`];
+  const scalars: string[] = ['Metric,Value'];
+  const tags = [...METRIC_CATALOG.map((m) => m.tag), ...Object.keys(summary.metrics).filter((t) => !METRIC_CATALOG.some((m) => m.tag === t))];
+  for (const tag of tags) {
+    const m = summary.metrics[tag];
+    if (!m) continue;
+    const label = metricLabel(tag, m.unit);
+    if (isMetricBlock(m)) dist.push([label, ...stats.map((s) => csvNumber(m[s]))].join(','));
+    else scalars.push(`${label},${csvNumber(m.avg)}`);
+  }
+  return `${dist.join('\n')}\n\n${scalars.join('\n')}\n`;
+}
+
+function epochNs(originEpochMs: number, ms: number): string {
+  return (BigInt(Math.round(originEpochMs)) * 1_000_000n + BigInt(Math.round(ms * 1e6))).toString();
+}
+
+/** One `profile_export.jsonl` line (no newline) in AIPerf's record shape, ns as exact integers. */
+export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: number): string {
+  const start = epochNs(originEpochMs, r.startMs);
+  const end = epochNs(originEpochMs, r.endMs);
+  const cancelled = r.outcome === 'aborted';
+  // Nanosecond epochs exceed 2^53, so they are spliced in as integer text rather than numbers.
+  const metadata = `{"session_num":${index},"x_request_id":${JSON.stringify(r.id)},"x_correlation_id":${JSON.stringify(r.id)},`
+    + `"conversation_id":null,"turn_index":0,"request_start_ns":${start},"request_ack_ns":null,"request_end_ns":${end},`
+    + `"worker_id":"tailgate_bench","record_processor_id":"tailgate_stats","benchmark_phase":"${r.phase}",`
+    + `"was_cancelled":${cancelled},"cancellation_time_ns":${cancelled ? end : 'null'},`
+    + `"tailgate_worker":${JSON.stringify(r.worker)},"tailgate_redispatched":${r.redispatched},"tailgate_migrated":${r.migrated}}`;
+  const metrics: Record<string, { value: number | number[]; unit: string }> = {};
+  let error: { code: number | null; type: string; message: string } | null = null;
+  if (r.outcome === 'ok') {
+    const m = recordMetrics(r);
+    metrics.input_sequence_length = { value: m.isl, unit: 'tokens' };
+    if (m.ttftMs !== null) metrics.time_to_first_token = { value: m.ttftMs, unit: 'ms' };
+    if (m.ttstMs !== null) metrics.time_to_second_token = { value: m.ttstMs, unit: 'ms' };
+    metrics.request_latency = { value: m.requestLatencyMs, unit: 'ms' };
+    metrics.output_token_count = { value: m.osl, unit: 'tokens' };
+    if (r.chunkMs.length > 1) {
+      const gaps = new Array<number>(r.chunkMs.length - 1);
+      for (let k = 1; k < r.chunkMs.length; k++) gaps[k - 1] = r.chunkMs[k]! - r.chunkMs[k - 1]!;
+      metrics.inter_chunk_latency = { value: gaps, unit: 'ms' };
+    }
+    metrics.output_sequence_length = { value: m.osl, unit: 'tokens' };
+    if (m.itlMs !== null) metrics.inter_token_latency = { value: m.itlMs, unit: 'ms' };
+    if (m.outputTokensPerSPerUser !== null) metrics.output_token_throughput_per_user = { value: m.outputTokensPerSPerUser, unit: 'tokens/sec/user' };
+    if (r.inputTokens.server !== null) metrics.usage_prompt_tokens = { value: r.inputTokens.server, unit: 'tokens' };
+    if (r.outputTokens.server !== null) metrics.usage_completion_tokens = { value: r.outputTokens.server, unit: 'tokens' };
+  } else {
+    metrics.error_isl = { value: r.inputTokens.client, unit: 'tokens' };
+    error = { code: r.status, type: r.outcome, message: r.error ?? r.outcome };
+  }
+  return `{"metadata":${metadata},"metrics":${JSON.stringify(metrics)},"error":${JSON.stringify(error)}}`;
+}
+
+/**
+ * Writes AIPerf-compatible exports into `dir` (created if missing): `profile_export_aiperf.json`,
+ * `profile_export_aiperf.csv`, and for export level `records`/`raw` `profile_export.jsonl` with
+ * one line per profiling request (our worker in `metadata.tailgate_worker`).
+ *
+ * @example
+ * await writeAiperfExports('artifacts/run1', { summary, records, inputConfig, exportLevel: 'records',
+ *   startTime, endTime });
+ */
+export async function writeAiperfExports(dir: string, input: AiperfExportInput): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, AIPERF_FILES.json), `${JSON.stringify(aiperfJson(input), null, 2)}\n`);
+  await writeFile(join(dir, AIPERF_FILES.csv), aiperfCsv(input.summary));
+  if (input.exportLevel === 'summary') return;
+  const origin = input.originEpochMs ?? input.startTime.getTime();
+  await writeJsonl(join(dir, AIPERF_FILES.jsonl), input.records, origin);
+}
+
+/** Streams the JSONL in slices with backpressure: 260k records never become one giant string. */
+async function writeJsonl(path: string, records: readonly RequestRecord[], originEpochMs: number): Promise<void> {
+  const out = createWriteStream(path);
+  const finished = new Promise<void>((resolve, reject) => {
+    out.once('finish', resolve);
+    out.once('error', reject);
+  });
+  try {
+    const SLICE = 1000;
+    let lines: string[] = [];
+    let i = 0;
+    for (const r of records) {
+      if (r.phase !== 'profiling') continue;
+      lines.push(aiperfJsonlLine(r, i++, originEpochMs));
+      if (lines.length < SLICE) continue;
+      // once() rejects if the stream errors while we wait, and removes its listeners either way.
+      if (!out.write(`${lines.join('\n')}\n`)) await once(out, 'drain');
+      lines = [];
+    }
+    if (lines.length > 0) out.write(`${lines.join('\n')}\n`);
+    out.end();
+  } catch (e) {
+    out.destroy();
+    finished.catch(() => undefined);
+    throw e;
+  }
+  await finished;
+}

@@ -1,0 +1,91 @@
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { errorBody } from '../openai/index.js';
+
+/** Headers that describe one hop and must not be forwarded. */
+const HOP_BY_HOP = new Set([
+  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'trailers',
+  'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
+]);
+
+/** Sends a JSON body (compact) with the given status. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: OutgoingHttpHeaders = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Sends an OpenAI-style error body. */
+export function sendError(res: ServerResponse, status: number, message: string, headers: OutgoingHttpHeaders = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  sendJson(res, status, errorBody(status, message), headers);
+}
+
+/** The request body, or `too-large` once it passes `limitBytes` (the rest is not buffered). */
+export function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer | 'too-large' | 'aborted'> {
+  return new Promise((resolve) => {
+    const declared = Number(req.headers['content-length']);
+    if (declared > limitBytes) {
+      req.resume();
+      resolve('too-large');
+      return;
+    }
+    const parts: Buffer[] = [];
+    let total = 0;
+    let settled = false;
+    req.on('data', (c: Buffer) => {
+      if (settled) return;
+      total += c.length;
+      if (total > limitBytes) {
+        settled = true;
+        resolve('too-large');
+        return;
+      }
+      parts.push(c);
+    });
+    req.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+    });
+    req.on('error', () => {
+      if (settled) return;
+      settled = true;
+      resolve('aborted');
+    });
+    req.on('close', () => {
+      if (settled) return;
+      settled = true;
+      resolve('aborted');
+    });
+  });
+}
+
+/** Client request headers as they go upstream: hop-by-hop dropped, body length set. */
+export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k in h) {
+    if (HOP_BY_HOP.has(k)) continue;
+    const v = h[k];
+    if (v === undefined) continue;
+    out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  out['content-length'] = String(bodyBytes);
+  if (!out['content-type']) out['content-type'] = 'application/json';
+  return out;
+}
+
+/** Upstream response headers as they go to the client: hop-by-hop dropped, our worker header set. */
+export function clientHeaders(h: Record<string, string | string[] | undefined>, workerId: string, keepLength: boolean): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const k in h) {
+    if (k === 'x-tailgate-worker') continue;
+    if (HOP_BY_HOP.has(k) && !(keepLength && k === 'content-length')) continue;
+    const v = h[k];
+    if (v !== undefined) out[k] = v;
+  }
+  out['x-tailgate-worker'] = workerId;
+  return out;
+}

@@ -1,0 +1,5 @@
+export type { Router, RouterOptions, WorkerStatus } from './options.js';
+export { startRouter } from './router.js';
+export type { HealthOptions } from './health.js';
+export type { FakeBehaviour, FakeRequestLog, FakeUpstream } from './fake-upstream.js';
+export { startFakeUpstream } from './fake-upstream.js';

@@ -1,0 +1,70 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Dispatcher } from '../routing/index.js';
+import type { Backend } from './backend.js';
+
+const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const ITL_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12];
+const OVERHEAD_BUCKETS_S = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1];
+
+/** The router's Prometheus families, in a registry of its own (several routers may share a process). */
+export class RouterMetrics {
+  readonly registry = new Registry();
+  readonly dispatched: Counter<'worker'>;
+  readonly completed: Counter<'worker'>;
+  readonly failed: Counter<'worker'>;
+  readonly clientAborted: Counter<'worker'>;
+  readonly redispatched: Counter<'worker'>;
+  readonly migrated: Counter<'worker'>;
+  readonly retried: Counter<'worker'>;
+  readonly ejected: Counter<'worker'>;
+  readonly rejected: Counter<'reason'>;
+  readonly ttft: Histogram<'worker'>;
+  readonly itl: Histogram<'worker'>;
+  readonly overhead: Histogram;
+
+  constructor(dispatcher: Dispatcher, backends: readonly Backend[]) {
+    const registers = [this.registry];
+    const counter = (name: string, help: string) => new Counter({ name, help, labelNames: ['worker'] as const, registers });
+    new Gauge({
+      name: 'tailgate_router_worker_inflight',
+      help: 'Requests assigned to the worker and not yet finished, counted by this router at pick time.',
+      labelNames: ['worker'] as const,
+      registers,
+      collect() {
+        for (const b of backends) this.set({ worker: b.id }, dispatcher.inflight(b.id));
+      },
+    });
+    new Gauge({
+      name: 'tailgate_router_worker_healthy',
+      help: '1 when the worker is routable (last probe passed, not ejected), else 0.',
+      labelNames: ['worker'] as const,
+      registers,
+      collect() {
+        for (const b of backends) this.set({ worker: b.id }, b.routable ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'tailgate_router_queue_length',
+      help: 'Requests waiting in the router for a worker with room.',
+      registers,
+      collect() {
+        this.set(dispatcher.queueLength);
+      },
+    });
+    this.dispatched = counter('tailgate_router_requests_dispatched_total', 'Attempts sent to the worker (first sends, retries, re-dispatches, migrations).');
+    this.completed = counter('tailgate_router_requests_completed_total', 'Requests the worker finished for the client.');
+    this.failed = counter('tailgate_router_requests_failed_total', 'Attempts on the worker that failed (refused, reset, 5xx, truncated, stalled).');
+    this.clientAborted = counter('tailgate_router_requests_client_aborted_total', 'Requests the client abandoned while on the worker.');
+    this.redispatched = counter('tailgate_router_requests_redispatched_total', 'Requests taken from the worker for lack of a first token by the deadline.');
+    this.migrated = counter('tailgate_router_requests_migrated_total', 'Streams moved off the worker after it stopped producing tokens.');
+    this.retried = counter('tailgate_router_requests_retried_total', 'Requests retried elsewhere after the worker failed before any byte reached the client.');
+    this.ejected = counter('tailgate_router_worker_ejections_total', 'Times the worker was ejected by passive failures.');
+    this.rejected = new Counter({ name: 'tailgate_router_requests_rejected_total', help: 'Requests answered by the router itself with an error.', labelNames: ['reason'] as const, registers });
+    this.ttft = new Histogram({ name: 'tailgate_router_ttft_seconds', help: 'Time from sending to the worker to its first content token.', labelNames: ['worker'] as const, buckets: LATENCY_BUCKETS_S, registers });
+    this.itl = new Histogram({ name: 'tailgate_router_itl_seconds', help: 'Time between content messages of a stream (per-token latency).', labelNames: ['worker'] as const, buckets: ITL_BUCKETS_S, registers });
+    this.overhead = new Histogram({ name: 'tailgate_router_overhead_seconds', help: "Router's own time from a complete request to the upstream send (excludes queue wait).", buckets: OVERHEAD_BUCKETS_S, registers });
+    for (const b of backends) {
+      for (const c of [this.dispatched, this.completed, this.failed, this.clientAborted, this.redispatched, this.migrated, this.retried, this.ejected]) c.inc({ worker: b.id }, 0);
+    }
+  }
+}

@@ -1,0 +1,65 @@
+import type { DeadlineSetting, PolicyName } from '../routing/index.js';
+import type { HealthOptions } from './health.js';
+
+/** Options of {@link startRouter}; every default is documented. */
+export interface RouterOptions {
+  /** Worker base URLs (`http://host:port`), at least one. */
+  backends: readonly string[];
+  /** @default 8000 (0 picks a free port) */
+  port?: number;
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** @default 'adaptive' */
+  policy?: PolicyName;
+  /** Seed of every random choice the router makes. @default 1 */
+  seed?: number;
+  /** Requests one worker may hold; more wait in the router. @default 256 for adaptive, unlimited otherwise */
+  maxInflightPerWorker?: number;
+  /** Requests that may wait in the router; more get 429. @default 4096 */
+  maxQueue?: number;
+  /** A request waiting longer than this in the router gets 503. @default 60000 */
+  queueTimeoutMs?: number;
+  /** Re-dispatch a stream with no first content token by then. @default 'auto' for adaptive, 'off' otherwise */
+  ttftDeadline?: DeadlineSetting;
+  /** Migrate a stream silent for this long mid-way. @default 'auto' for adaptive, 'off' otherwise */
+  stallDeadline?: DeadlineSetting;
+  /** Migrate a stream whose worker fails or stalls mid-way to another worker. @default true for adaptive, false otherwise */
+  migrate?: boolean;
+  /** Floor of the `auto` deadlines (ms). @default 1000 */
+  deadlineFloorMs?: number;
+  /** Long-run share of requests that may be sent twice. @default 0.1 */
+  maxResendShare?: number;
+  /** @default 4 MiB */
+  maxBodyBytes?: number;
+  /** Retries on another worker after a failure before any byte reached the client. @default 2 */
+  maxRetries?: number;
+  health?: HealthOptions;
+  /** PEM CA for https backends. */
+  ca?: string | Buffer;
+  /** Connections per backend. @default 4096 */
+  connectionsPerBackend?: number;
+  /** Receives one JSON line per finished request. */
+  accessLog?: (line: string) => void;
+  /** `close()` waits this long for streams to finish, then cuts them. @default 30000 */
+  drainTimeoutMs?: number;
+}
+
+/** One worker as `GET /workers` and `Router.workers()` report it. */
+export interface WorkerStatus {
+  id: string;
+  url: string;
+  healthy: boolean;
+  ejected: boolean;
+  inflight: number;
+}
+
+/** A running router. */
+export interface Router {
+  url: string;
+  port: number;
+  workers(): WorkerStatus[];
+  /** The Prometheus text of `/metrics`. */
+  metrics(): Promise<string>;
+  /** Stops accepting, lets streams finish (up to `drainTimeoutMs`), closes every connection. */
+  close(): Promise<void>;
+}

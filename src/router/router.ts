@@ -1,0 +1,199 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RealClock, TailgateError, createRng } from '../core/index.js';
+import { malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
+import { Dispatcher, createPolicy, type DeadlineSetting } from '../routing/index.js';
+import { Backend } from './backend.js';
+import { HealthTracker } from './health.js';
+import { readBody, sendError, sendJson } from './http-util.js';
+import { RouterMetrics } from './metrics.js';
+import type { Router, RouterOptions, WorkerStatus } from './options.js';
+import { ProxyCall, type CallContext } from './proxy-call.js';
+
+const ENDPOINTS: Record<string, EndpointKind> = { '/v1/chat/completions': 'chat', '/v1/completions': 'completions' };
+const SWEEP_MS = 50;
+
+/**
+ * Starts the load-aware OpenAI-compatible router and resolves once it listens and has probed
+ * every worker once.
+ *
+ * @example
+ * const router = await startRouter({ backends: ['http://127.0.0.1:8001', 'http://127.0.0.1:8002'], port: 0 });
+ * console.log(router.url); // http://127.0.0.1:PORT
+ * await router.close();
+ */
+export async function startRouter(opts: RouterOptions): Promise<Router> {
+  if (opts.backends.length === 0) throw new TailgateError('ROUTER_NO_BACKEND', 'no backend given (use --backend URL or --backends-file FILE)');
+  const policyName = opts.policy ?? 'adaptive';
+  const adaptive = policyName === 'adaptive';
+  const clock = new RealClock();
+  const backends = dedupe(opts.backends).map((u) => new Backend(u, { ...(opts.ca !== undefined ? { ca: opts.ca } : {}), ...(opts.connectionsPerBackend !== undefined ? { connections: opts.connectionsPerBackend } : {}) }));
+  const byId = new Map(backends.map((b) => [b.id, b]));
+  const off: DeadlineSetting = 'off';
+  const floor = opts.deadlineFloorMs ?? 1000;
+  const dispatcher = new Dispatcher({
+    policy: createPolicy(policyName, { now: () => clock.now() }),
+    rng: createRng(opts.seed ?? 1),
+    now: () => clock.now(),
+    maxInflightPerWorker: opts.maxInflightPerWorker ?? (adaptive ? 256 : Number.POSITIVE_INFINITY),
+    maxQueue: opts.maxQueue ?? 4096,
+    ttftDeadline: opts.ttftDeadline ?? (adaptive ? 'auto' : off),
+    stallDeadline: opts.stallDeadline ?? (adaptive ? 'auto' : off),
+    ttftDeadlineFloorMs: floor,
+    stallDeadlineFloorMs: floor,
+    maxResendShare: opts.maxResendShare ?? 0.1,
+  });
+  for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
+  const metrics = new RouterMetrics(dispatcher, backends);
+  const syncWorker = (b: Backend) => {
+    dispatcher.setModels(b.id, b.models);
+    dispatcher.setHealthy(b.id, b.routable);
+  };
+  const health = new HealthTracker(backends, clock, opts.health ?? {}, syncWorker, (b) => metrics.ejected.inc({ worker: b.id }));
+  const active = new Set<ProxyCall>();
+  const ctx: CallContext = {
+    dispatcher,
+    clock,
+    metrics,
+    health,
+    backends: byId,
+    active,
+    maxRetries: opts.maxRetries ?? 2,
+    queueTimeoutMs: opts.queueTimeoutMs ?? 60_000,
+    migrate: opts.migrate ?? adaptive,
+    accessLog: opts.accessLog,
+  };
+  const maxBodyBytes = opts.maxBodyBytes ?? 4 * 1024 * 1024;
+  let draining = false;
+
+  const server = createServer({ noDelay: true, keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (!res.headersSent) sendError(res, 500, `router error: ${e instanceof Error ? e.message : String(e)}`);
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const pathname = q < 0 ? url : url.slice(0, q);
+    const kind = ENDPOINTS[pathname];
+    if (kind !== undefined) {
+      if (req.method !== 'POST') return sendError(res, 405, `use POST for ${pathname}`);
+      return proxy(req, res, kind, url);
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 405, `method ${req.method} not allowed on ${pathname}`);
+    switch (pathname) {
+      case '/v1/models':
+        return sendJson(res, 200, { object: 'list', data: modelCards(backends) });
+      case '/health':
+        return sendJson(res, backends.some((b) => b.routable) ? 200 : 503, { healthy: backends.filter((b) => b.routable).length, workers: backends.length });
+      case '/ready':
+        return sendJson(res, !draining && backends.some((b) => b.routable) ? 200 : 503, { ready: !draining });
+      case '/workers':
+        return sendJson(res, 200, workers());
+      case '/metrics': {
+        const text = await metrics.registry.metrics();
+        res.writeHead(200, { 'content-type': metrics.registry.contentType });
+        res.end(text);
+        return;
+      }
+      default:
+        return sendError(res, 404, `no route for ${pathname}`);
+    }
+  }
+
+  async function proxy(req: IncomingMessage, res: ServerResponse, kind: EndpointKind, path: string): Promise<void> {
+    if (draining) return sendError(res, 503, 'the router is shutting down', { connection: 'close' });
+    const raw = await readBody(req, maxBodyBytes);
+    if (raw === 'aborted') return;
+    if (raw === 'too-large') {
+      metrics.rejected.inc({ reason: 'body_too_large' });
+      return sendError(res, 413, `request body is larger than ${maxBodyBytes} bytes`, { connection: 'close' });
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch (e) {
+      metrics.rejected.inc({ reason: 'malformed_json' });
+      return sendJson(res, 400, malformedJson(e instanceof Error ? e.message : 'invalid JSON'));
+    }
+    const v = validateRequest(kind, body);
+    if (!v.ok) {
+      metrics.rejected.inc({ reason: 'invalid_request' });
+      return sendJson(res, v.status, v.error);
+    }
+    const norm = v.value;
+    let model = norm.model;
+    if (model === '') model = dispatcher.models()[0] ?? '';
+    if (!dispatcher.models().includes(model) && !backends.some((b) => b.models === undefined)) {
+      metrics.rejected.inc({ reason: 'model_not_found' });
+      return sendJson(res, 404, modelNotFound(norm.model));
+    }
+    new ProxyCall(ctx, req, res, path, norm, raw, model).dispatch();
+  }
+
+  function workers(): WorkerStatus[] {
+    return backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id) }));
+  }
+
+  const sweep = setInterval(() => {
+    if (active.size === 0) return;
+    const now = clock.now();
+    const stall = dispatcher.stallDeadlineMs();
+    const ttftByPrompt = new Map<number, number>();
+    for (const call of active) {
+      const p = call.routeReq.promptTokens;
+      let ttft = ttftByPrompt.get(p);
+      if (ttft === undefined) ttftByPrompt.set(p, (ttft = dispatcher.ttftDeadlineMs(p)));
+      call.checkDeadlines(now, ttft, stall);
+    }
+  }, SWEEP_MS);
+  sweep.unref();
+
+  await health.start();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e) => reject(new TailgateError('CONFIG_INVALID', `cannot listen on ${opts.host ?? '127.0.0.1'}:${opts.port ?? 8000}: ${e.message}`, { cause: e })));
+    server.listen(opts.port ?? 8000, opts.host ?? '127.0.0.1', () => resolve());
+  }).catch(async (e: unknown) => {
+    clearInterval(sweep);
+    health.stop();
+    await Promise.all(backends.map((b) => b.pool.close()));
+    throw e;
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+
+  let closing: Promise<void> | undefined;
+  async function close(): Promise<void> {
+    draining = true;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const deadline = clock.now() + (opts.drainTimeoutMs ?? 30_000);
+    while (active.size > 0 && clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    for (const call of [...active]) call.res.destroy();
+    server.closeAllConnections();
+    await closed;
+    clearInterval(sweep);
+    health.stop();
+    await Promise.all(backends.map((b) => b.pool.destroy()));
+  }
+
+  return {
+    url: `http://${host}:${addr.port}`,
+    port: addr.port,
+    workers,
+    metrics: () => metrics.registry.metrics(),
+    close: () => (closing ??= close()),
+  };
+}
+
+function dedupe(urls: readonly string[]): string[] {
+  return [...new Set(urls.map((u) => u.trim()).filter((u) => u.length > 0))];
+}
+
+function modelCards(backends: readonly Backend[]): Record<string, unknown>[] {
+  const seen = new Map<string, Record<string, unknown>>();
+  for (const b of backends) for (const c of b.modelCards ?? []) if (!seen.has(String(c['id']))) seen.set(String(c['id']), c);
+  return [...seen.values()];
+}

@@ -1,0 +1,52 @@
+import type { Rng } from '../core/index.js';
+import { eligible, minBy, twoDistinct } from './candidates.js';
+import type { AdaptiveOptions, RouteRequest, RoutingPolicy, WorkerView } from './policy.js';
+import { fleetLatency, relativeLatency, type FleetLatency } from './worker-stats.js';
+
+/**
+ * Two random choices compared on `(inflight + 1) x rel^w`, where `rel` is the worker's recent
+ * latency relative to the fleet's median (the larger of the TTFT and per-token ratios). A worker
+ * with requests in flight that has sent no token for longer than its usual per-token latency
+ * is scored with that silence as its per-token latency, so a stall repels new work at once.
+ * An idle worker's bad record fades toward typical (half-life `recoveryHalfLifeMs`), so a
+ * worker that recovered is tried again.
+ */
+export class AdaptivePolicy implements RoutingPolicy {
+  readonly name = 'adaptive' as const;
+  readonly #weight: number;
+  readonly #now: (() => number) | undefined;
+  readonly #lo: number;
+  readonly #hi: number;
+  readonly #halfLifeMs: number;
+
+  constructor(opts: AdaptiveOptions = {}) {
+    this.#weight = opts.latencyWeight ?? 1;
+    this.#now = opts.now;
+    [this.#lo, this.#hi] = opts.relClamp ?? [0.2, 1000];
+    this.#halfLifeMs = opts.recoveryHalfLifeMs ?? 20_000;
+  }
+
+  pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined {
+    const c = eligible(workers, req);
+    if (c.length <= 1) return c[0];
+    const fleet = fleetLatency(c);
+    const nowMs = this.#now?.();
+    return minBy(twoDistinct(c, rng), (w) => this.score(w, fleet, nowMs), rng);
+  }
+
+  /** The score the policy minimises (exposed for tests and the simulator's charts). */
+  score(w: WorkerView, fleet: FleetLatency, nowMs?: number): number {
+    let itl = w.itlMsEwma;
+    if (nowMs !== undefined && w.inflight > 0 && Number.isFinite(w.lastProgressMs)) {
+      const silentMs = nowMs - w.lastProgressMs;
+      if (!(itl >= silentMs)) itl = silentMs;
+    }
+    let rel = relativeLatency(w.ttftMsEwma, itl, fleet);
+    if (nowMs !== undefined && w.inflight === 0 && rel > 1) {
+      // no request on it means no new measurement: let an old bad record fade so it gets probed
+      rel = 1 + (rel - 1) * 2 ** (-Math.max(0, nowMs - w.lastProgressMs) / this.#halfLifeMs);
+    }
+    rel = Math.min(this.#hi, Math.max(this.#lo, rel));
+    return (w.inflight + 1) * (this.#weight === 1 ? rel : rel ** this.#weight);
+  }
+}

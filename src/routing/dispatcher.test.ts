@@ -1,0 +1,126 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRng } from '../core/index.js';
+import { Dispatcher, createPolicy, type PolicyName, type WorkerView } from './index.js';
+
+const M = 'm';
+
+function fleet(name: PolicyName, cap: number, maxQueue = 100, ids = ['a', 'b', 'c']): Dispatcher {
+  const d = new Dispatcher({ policy: createPolicy(name), rng: createRng(1), maxInflightPerWorker: cap, maxQueue });
+  for (const id of ids) d.addWorker(id, { models: [M] });
+  return d;
+}
+
+test('dispatcher: cap, FIFO queue, rejection when full, and release that hands room to the oldest waiter', () => {
+  const d = fleet('least-loaded', 2, 2);
+  const assigned: string[] = [];
+  const results = Array.from({ length: 9 }, (_, i) => d.submit({ model: M, promptTokens: i }, (w) => assigned.push(`${i}@${w.id}`)));
+  assert.deepEqual(results, ['assigned', 'assigned', 'assigned', 'assigned', 'assigned', 'assigned', 'queued', 'queued', 'rejected']);
+  assert.equal(d.queueLength, 2);
+  for (const id of ['a', 'b', 'c']) assert.equal(d.inflight(id), 2);
+  d.release('b');
+  assert.equal(assigned.at(-1), '6@b');
+  assert.equal(d.inflight('b'), 2);
+  d.release('a');
+  assert.equal(assigned.at(-1), '7@a');
+  assert.equal(d.queueLength, 0);
+  assert.equal(d.totalInflight, 6);
+});
+
+test('dispatcher: release is exactly once — a second release of an idle worker changes nothing', () => {
+  const d = fleet('p2c', 4);
+  let got: WorkerView | undefined;
+  d.submit({ model: M, promptTokens: 1 }, (w) => (got = w));
+  assert.equal(got?.inflight, 1);
+  assert.equal(d.release(got!.id), true);
+  assert.equal(d.release(got!.id), false);
+  assert.equal(d.totalInflight, 0);
+});
+
+test('dispatcher: a stalled worker never holds more than its cap, whatever the policy', () => {
+  for (const name of ['round-robin', 'random', 'least-loaded', 'p2c', 'adaptive'] as const) {
+    const d = fleet(name, 8, 10_000, ['a', 'b', 'c', 'd']);
+    const live: string[] = [];
+    for (let i = 0; i < 2000; i++) {
+      d.submit({ model: M, promptTokens: 10 }, (w) => live.push(w.id));
+      // every worker but 'd' finishes its oldest request; 'd' is stalled and never releases
+      const j = live.findIndex((id) => id !== 'd');
+      if (j >= 0 && i % 2 === 1) d.release(live.splice(j, 1)[0]!);
+      assert.ok(d.inflight('d') <= 8, `${name}: stalled worker holds ${d.inflight('d')}`);
+    }
+    assert.equal(d.inflight('d'), 8);
+  }
+});
+
+test('dispatcher: cancel removes a queued request; exclusions are honoured from the queue too', () => {
+  const d = fleet('least-loaded', 1, 10, ['a', 'b']);
+  const log: string[] = [];
+  d.submit({ model: M, promptTokens: 1 }, (w) => log.push(`1@${w.id}`));
+  d.submit({ model: M, promptTokens: 1 }, (w) => log.push(`2@${w.id}`));
+  const r3 = { model: M, promptTokens: 1 };
+  const r4 = { model: M, promptTokens: 1 };
+  assert.equal(d.submit(r3, (w) => log.push(`3@${w.id}`)), 'queued');
+  assert.equal(d.submit(r4, (w) => log.push(`4@${w.id}`), { exclude: new Set(['a']) }), 'queued');
+  assert.equal(d.cancel(r3), true);
+  assert.equal(d.cancel(r3), false);
+  d.release('a'); // r4 may not go to a
+  assert.equal(log.length, 2);
+  assert.equal(d.inflight('a'), 0);
+  d.release('b');
+  assert.equal(log.at(-1), '4@b');
+});
+
+test('dispatcher: an unhealthy worker gets nothing; becoming healthy drains the queue', () => {
+  const d = fleet('p2c', 1, 10, ['a', 'b']);
+  d.setHealthy('a', false);
+  d.setHealthy('b', false);
+  assert.equal(d.canServe(M), false);
+  const log: string[] = [];
+  assert.equal(d.submit({ model: M, promptTokens: 1 }, (w) => log.push(w.id)), 'queued');
+  d.setHealthy('b', true);
+  assert.deepEqual(log, ['b']);
+});
+
+test('dispatcher: requests go only to workers serving their model; models() lists them', () => {
+  const d = new Dispatcher({ policy: createPolicy('round-robin'), rng: createRng(3) });
+  d.addWorker('a', { models: ['x'] });
+  d.addWorker('b', { models: ['y', 'z'] });
+  const log: string[] = [];
+  for (let i = 0; i < 10; i++) d.submit({ model: 'y', promptTokens: 1 }, (w) => log.push(w.id));
+  assert.deepEqual(new Set(log), new Set(['b']));
+  assert.deepEqual(d.models().sort(), ['x', 'y', 'z']);
+  assert.equal(d.canServe('q'), false);
+});
+
+test('dispatcher: auto deadlines follow fleet latency with floors; fixed and off settings', () => {
+  const d = new Dispatcher({ policy: createPolicy('adaptive'), rng: createRng(1), ttftDeadlineFloorMs: 100, stallDeadlineFloorMs: 50 });
+  d.addWorker('a');
+  d.addWorker('b');
+  assert.equal(d.ttftDeadlineMs(100), 10_000); // no data yet
+  d.submit({ model: 'x', promptTokens: 100 }, () => {});
+  d.recordTtft('a', 200);
+  d.recordTtft('b', 200);
+  d.recordItl('a', 10);
+  d.recordItl('b', 10);
+  assert.equal(d.ttftDeadlineMs(100), 600);
+  assert.equal(d.ttftDeadlineMs(400), 2400); // 4x the usual prompt
+  assert.equal(d.stallDeadlineMs(), 200);
+  d.recordTtft('a', 1);
+  d.recordTtft('b', 1);
+  assert.ok(d.ttftDeadlineMs(1) >= 100);
+  const fixed = new Dispatcher({ policy: createPolicy('p2c'), rng: createRng(1), ttftDeadline: 800, stallDeadline: 'off' });
+  assert.equal(fixed.ttftDeadlineMs(5), 800);
+  assert.equal(fixed.stallDeadlineMs(), Number.POSITIVE_INFINITY);
+});
+
+test('dispatcher: the re-send budget caps the share of re-sent requests', () => {
+  const d = new Dispatcher({ policy: createPolicy('p2c'), rng: createRng(1), maxResendShare: 0.1, resendBurst: 5 });
+  d.addWorker('a');
+  let resent = 0;
+  for (let i = 0; i < 1000; i++) {
+    d.submit({ model: 'x', promptTokens: 1 }, (w) => d.release(w.id));
+    if (d.tryResend()) resent++;
+  }
+  assert.ok(resent <= 0.1 * 1000 + 5, `resent ${resent}`);
+  assert.ok(resent >= 0.1 * 1000 - 1, `resent ${resent}`);
+});

@@ -1,0 +1,13 @@
+export type { AdaptiveOptions, PolicyName, RouteRequest, RoutingPolicy, WorkerView } from './policy.js';
+export { POLICY_NAMES } from './policy.js';
+export { createPolicy } from './create-policy.js';
+export { AdaptivePolicy } from './adaptive.js';
+export { LeastLoadedPolicy } from './least-loaded.js';
+export { P2cPolicy } from './p2c.js';
+export { RandomPolicy } from './random-policy.js';
+export { RoundRobinPolicy } from './round-robin.js';
+export type { FleetLatency, WorkerStatsOptions } from './worker-stats.js';
+export { WorkerStats, fleetLatency, relativeLatency } from './worker-stats.js';
+export type { DeadlineSetting, DispatcherOptions, SubmitOptions, SubmitResult } from './dispatcher.js';
+export { Dispatcher } from './dispatcher.js';
+export { ResendBudget } from './resend-budget.js';

@@ -1,0 +1,72 @@
+import type { Rng } from '../core/index.js';
+
+/**
+ * A read-only snapshot of one worker, as a policy sees it. The router and the simulator build
+ * these from their own counts; a policy never mutates them.
+ */
+export interface WorkerView {
+  /** `host:port` of the worker. */
+  readonly id: string;
+  /** Requests the router has assigned to it and not yet released (counted at pick time). */
+  readonly inflight: number;
+  /** Routable: probed healthy and not ejected. */
+  readonly healthy: boolean;
+  /** Recent time to first token on this worker (EWMA, ms); NaN when unknown. */
+  readonly ttftMsEwma: number;
+  /** Recent time between tokens on this worker (EWMA, ms); NaN when unknown. */
+  readonly itlMsEwma: number;
+  /** The model this view of the worker serves. */
+  readonly model: string;
+  /**
+   * Last time a token arrived from it, or it went from idle to busy if that is later (ms on the
+   * runtime's clock); -Infinity when neither happened. Silence is measured from here.
+   */
+  readonly lastProgressMs: number;
+}
+
+/** What a policy needs to know about the request it places. */
+export interface RouteRequest {
+  model: string;
+  promptTokens: number;
+}
+
+/** The routing policies, by the name the CLI accepts. */
+export type PolicyName = 'round-robin' | 'random' | 'least-loaded' | 'p2c' | 'adaptive';
+
+/** Every policy name, in the order `--help` lists them. */
+export const POLICY_NAMES: readonly PolicyName[] = ['adaptive', 'p2c', 'least-loaded', 'round-robin', 'random'];
+
+/**
+ * A pure choice over a snapshot: returns a healthy worker serving `req.model`, or undefined when
+ * there is none. Ties are broken with `rng`, never by position.
+ */
+export interface RoutingPolicy {
+  readonly name: PolicyName;
+  pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined;
+}
+
+/** Tuning of the `adaptive` policy. */
+export interface AdaptiveOptions {
+  /**
+   * How strongly relative latency weighs against in-flight: score = (inflight + 1) x rel^weight.
+   * @default 1
+   */
+  latencyWeight?: number;
+  /**
+   * The runtime's clock reading. When given, a worker with requests in flight and no token for
+   * longer than its recent per-token latency is scored as if that gap were its per-token latency.
+   */
+  now?: () => number;
+  /**
+   * Bounds of the relative latency factor, so one outlier sample cannot make a worker
+   * unreachable forever nor infinitely attractive.
+   * @default [0.2, 1000]
+   */
+  relClamp?: readonly [number, number];
+  /**
+   * With `now`: an idle worker's bad latency record fades toward typical with this half-life
+   * (counted from its last token), so a worker that recovered gets traffic again.
+   * @default 20000
+   */
+  recoveryHalfLifeMs?: number;
+}

@@ -1,0 +1,12 @@
+export type { BurstySpec, RouterSpec, Scenario } from './scenario.js';
+export { loadScenario, parseScenario, scenarioFromObject } from './scenario.js';
+export { PRESETS, PRESET_NAMES } from './presets.js';
+export type { SimOptions, SimResult } from './run-scenario.js';
+export { runScenario, simWorkerId } from './run-scenario.js';
+export type { FrontendSettings } from './frontend.js';
+export { routerDefaults } from './frontend.js';
+export type { MonteCarloOptions, MonteCarloResult, PolicyOutcome, Spread } from './monte-carlo.js';
+export { runMonteCarlo } from './monte-carlo.js';
+export { wilsonInterval } from './wilson.js';
+export type { SimulateRun } from './sim-output.js';
+export { formatSimulate, simulateJson, simulateReportDoc } from './sim-output.js';

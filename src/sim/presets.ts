@@ -1,0 +1,51 @@
+import { seedGates } from '../gate/index.js';
+import type { Scenario } from './scenario.js';
+
+/** The seed's setup (REFERENCE §1): 8 H100 workers, AIPerf at concurrency 2048, 128/128, its gates. */
+const AICR_H100: Scenario = {
+  name: 'aicr-h100',
+  description: '8 x h100-qwen3-8b behind one router, closed loop at 2048 streams, 16384 requests after 2048 warm-up, 128 in / 128 out (the seed setup, healthy)',
+  workers: 8,
+  profile: 'h100-qwen3-8b',
+  model: 'Qwen/Qwen3-8B',
+  load: { kind: 'closed', concurrency: 2048 },
+  requestCount: 16_384,
+  warmupRequestCount: 2048,
+  inputTokens: { mean: 128, stddev: 0 },
+  outputTokens: { mean: 128, stddev: 0 },
+  datasetEntries: 100,
+  datasetSeed: 100,
+  router: { replicas: 1, replicaPick: 'round-robin' },
+  faults: [],
+  bursty: null,
+  gates: seedGates({ gpus: 8 }),
+};
+
+/**
+ * Built-in scenarios by name. Warm-up ends near t = 2 s and a healthy profiling window lasts
+ * about 16 s, so the stall (t = 6 s for 15 s) sits in the middle of the measured window.
+ */
+export const PRESETS: Readonly<Record<string, Scenario>> = Object.freeze({
+  'aicr-h100': AICR_H100,
+  'aicr-h100-stall': {
+    ...AICR_H100,
+    name: 'aicr-h100-stall',
+    description: 'the seed setup with worker 3 stalled from t=6s for 15s, in the middle of the measured window (the single-worker backup)',
+    faults: [{ worker: 3, kind: 'stall', atMs: 6000, forMs: 15_000 }],
+  },
+  'aicr-h100-bursty': {
+    ...AICR_H100,
+    name: 'aicr-h100-bursty',
+    description: 'the seed setup under the seeded bursty process: quiet windows (mean 20s) alternate with active ones (mean 10s) in which one random worker stalls (mean 5s), re-drawn per trial',
+    bursty: { quietMs: 20_000, activeMs: 10_000, meanStallMs: 5000 },
+  },
+  'aicr-h100-slow': {
+    ...AICR_H100,
+    name: 'aicr-h100-slow',
+    description: 'the seed setup with every worker 1.6x slower for the whole run (broad degradation: nothing to route around)',
+    faults: Array.from({ length: 8 }, (_, worker) => ({ worker, kind: 'slow' as const, atMs: 0, forMs: 3_600_000, factor: 1.6 })),
+  },
+});
+
+/** Names of the built-in scenarios. */
+export const PRESET_NAMES: readonly string[] = Object.keys(PRESETS);

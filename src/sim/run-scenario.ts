@@ -1,0 +1,423 @@
+import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
+import { Engine, FaultSchedule, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
+import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
+import type { PolicyName, WorkerStats, WorkerView } from '../routing/index.js';
+import { summarize, type Summary } from '../stats/index.js';
+import { arrivals, buildDataset } from '../workload/index.js';
+import { Frontend, routerDefaults } from './frontend.js';
+import type { Scenario } from './scenario.js';
+import { StreamingSummary } from './streaming-summary.js';
+
+/** Options of {@link runScenario}. */
+export interface SimOptions {
+  /**
+   * Keep every chunk time of every record. Off: `chunkMs` holds only the first and last chunk
+   * (TTFT, request latency and ITL stay exact; inter-chunk gaps do not). @default true
+   */
+  keepChunks?: boolean;
+  /**
+   * `records`: every RequestRecord is kept and summarised by stats/. `histogram`: records are
+   * folded into histograms as they end (fleet scale: hundreds of thousands of streams). @default 'records'
+   */
+  recordMode?: 'records' | 'histogram';
+  /** Period of the per-worker in-flight samples (ms). @default 100 */
+  sampleMs?: number;
+  /** Stop simulating after this much virtual time (ms), whatever is left. @default 3_600_000 */
+  maxSimulatedMs?: number;
+}
+
+/** One simulated trial: the same records, summary, gates and shape as a live run. */
+export interface SimResult {
+  scenario: string;
+  policy: PolicyName;
+  seed: number;
+  /** Every request (warm-up and profiling); empty in `histogram` mode. */
+  records: RequestRecord[];
+  summary: Summary;
+  gates: GateResult[];
+  pass: boolean;
+  shape: ShapeVerdict;
+  /** Virtual time from the first request to the last response. */
+  simulatedMs: number;
+  /** Per worker, sampled every `sampleMs`: router in-flight (all replicas), engine running and waiting. */
+  perWorkerInflight: Record<string, WorkerSeries>;
+  /** The fault windows this trial applied (fixed ones plus the bursty draw). */
+  faults: FaultSpec[];
+  redispatched: number;
+  migrated: number;
+  /** Requests the router queue refused (429). */
+  rejected: number;
+  /** Virtual-clock events fired. */
+  events: number;
+}
+
+interface Req {
+  index: number;
+  phase: RequestRecord['phase'];
+  promptTokens: number;
+  maxTokens: number;
+  startMs: number;
+  firstTokenMs: number | null;
+  lastTokenMs: number;
+  chunks: number[] | null;
+  tokens: number;
+  resent: boolean;
+  redispatched: boolean;
+  migrated: boolean;
+  feIndex: number;
+  attempts: number;
+}
+
+interface Attempt {
+  req: Req;
+  worker: number;
+  workerId: string;
+  stats: WorkerStats;
+  engineId: string;
+  promptTokens: number;
+  startMs: number;
+  tokens: number;
+  lastMs: number;
+  live: boolean;
+}
+
+/** The id of simulated worker `i`, shaped like every worker id in the project (`host:port`). */
+export function simWorkerId(i: number): string {
+  return `sim-${i}:8000`;
+}
+
+/**
+ * Runs one scenario under one policy with one seed, in virtual time: `workers` engines from
+ * engine/ (with the profile and the faults), router replicas each with their own Dispatcher from
+ * routing/ (cap, queue, deadlines, re-dispatch, migration, as the live router), and AIPerf-like
+ * clients (warm-up, then profiling). Deterministic: the same arguments give the same result.
+ *
+ * @example
+ * const r = runScenario(PRESETS['aicr-h100-stall']!, 'round-robin', 1);
+ * r.summary.metrics['time_to_first_token']; r.shape.shape; // 'single-worker-backup'
+ */
+export function runScenario(scenario: Scenario, policy: PolicyName, seed: number, opts: SimOptions = {}): SimResult {
+  const keepChunks = opts.keepChunks ?? true;
+  const histogramMode = opts.recordMode === 'histogram';
+  const sampleMs = opts.sampleMs ?? 100;
+  const maxSimulatedMs = opts.maxSimulatedMs ?? 3_600_000;
+  const clock = new VirtualClock();
+  const rng = createRng(seed);
+  const profile = getProfile(scenario.profile);
+  const n = scenario.workers;
+  const ids = Array.from({ length: n }, (_, i) => simWorkerId(i));
+  const engines = ids.map((id) => new Engine({ clock, profile, id, ...(scenario.maxNumSeqs !== undefined ? { maxNumSeqs: scenario.maxNumSeqs } : {}) }));
+  const workerIndex = new Map(ids.map((id, i) => [id, i]));
+
+  const faults = [...scenario.faults];
+  const burstySeed = rng.int(0, 0x7fffffff);
+  if (scenario.bursty) {
+    faults.push(...burstyStalls({ seed: burstySeed, workers: n, durationMs: maxSimulatedMs, ...scenario.bursty }));
+  }
+  const schedule = new FaultSchedule(clock, faults, 0);
+  schedule.bindEngines(engines);
+
+  const settings = routerDefaults(policy, scenario.router);
+  const frontends = Array.from({ length: scenario.router.replicas }, () => new Frontend(clock, policy, rng.fork(), ids, settings));
+  const replicaRng = rng.fork();
+  let replicaCursor = 0;
+
+  const dataset = buildDataset({
+    seed: scenario.datasetSeed,
+    entries: scenario.datasetEntries,
+    inputTokensMean: scenario.inputTokens.mean,
+    inputTokensStddev: scenario.inputTokens.stddev,
+    outputTokensMean: scenario.outputTokens.mean,
+    outputTokensStddev: scenario.outputTokens.stddev,
+  });
+
+  const records: RequestRecord[] = [];
+  const streaming = histogramMode ? new StreamingSummary() : null;
+  let redispatched = 0;
+  let migrated = 0;
+  let rejected = 0;
+  let seq = 0;
+  let lastEndMs = 0;
+
+  // ---- the request path: replica -> dispatcher -> engine, and back ----
+
+  const finishRequest = (req: Req, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
+    if (nowMs > lastEndMs) lastEndMs = nowMs;
+    let chunkMs: number[];
+    if (req.chunks) chunkMs = req.chunks;
+    else if (req.firstTokenMs === null) chunkMs = [];
+    else chunkMs = req.tokens > 1 ? [req.firstTokenMs, req.lastTokenMs] : [req.firstTokenMs];
+    const rec: RequestRecord = {
+      id: `${req.phase}-${req.index}`,
+      phase: req.phase,
+      worker,
+      startMs: req.startMs,
+      firstTokenMs: req.firstTokenMs,
+      chunkMs,
+      endMs: nowMs,
+      inputTokens: { client: req.promptTokens, server: req.promptTokens },
+      outputTokens: { client: req.tokens, server: req.tokens },
+      outcome,
+      status,
+      error,
+      redispatched: req.redispatched,
+      migrated: req.migrated,
+    };
+    if (streaming) streaming.add(rec);
+    else records.push(rec);
+    phaseDone(req.phase);
+  };
+
+  const onToken = (a: Attempt, count: number, nowMs: number): void => {
+    if (!a.live) return;
+    const req = a.req;
+    if (a.tokens === 0) a.stats.recordTtft(nowMs - a.startMs);
+    else a.stats.recordItl(nowMs - a.lastMs);
+    a.stats.progress(nowMs);
+    a.tokens += count;
+    a.lastMs = nowMs;
+    if (req.firstTokenMs === null) req.firstTokenMs = nowMs;
+    req.tokens += count;
+    req.lastTokenMs = nowMs;
+    req.chunks?.push(nowMs);
+  };
+
+  const active: Set<Attempt>[] = frontends.map(() => new Set());
+
+  const onFinish = (a: Attempt, reason: 'length' | 'abort', nowMs: number): void => {
+    if (!a.live) return;
+    a.live = false;
+    const fe = frontends[a.req.feIndex]!;
+    active[a.req.feIndex]!.delete(a);
+    fe.dispatcher.release(a.workerId);
+    if (reason === 'length') {
+      fe.success(a.workerId);
+      finishRequest(a.req, nowMs, a.workerId, 'ok', 200, null);
+    } else {
+      finishRequest(a.req, nowMs, a.workerId, 'aborted', null, 'aborted by the engine');
+    }
+  };
+
+  const startAttempt = (req: Req, feIndex: number, w: WorkerView): void => {
+    const fe = frontends[feIndex]!;
+    const wi = workerIndex.get(w.id)!;
+    const a: Attempt = {
+      req,
+      worker: wi,
+      workerId: w.id,
+      stats: fe.dispatcher.stats(w.id)!,
+      engineId: `${req.phase}-${req.index}#${req.attempts++}`,
+      promptTokens: req.promptTokens + req.tokens,
+      startMs: clock.now(),
+      tokens: 0,
+      lastMs: clock.now(),
+      live: true,
+    };
+    const r = engines[wi]!.submit({
+      id: a.engineId,
+      promptTokens: a.promptTokens,
+      maxTokens: req.maxTokens - req.tokens,
+      onToken: (count, nowMs) => onToken(a, count, nowMs),
+      onFinish: (reason, nowMs) => onFinish(a, reason, nowMs),
+    });
+    if (!r.ok) {
+      a.live = false;
+      fe.dispatcher.release(w.id);
+      finishRequest(req, clock.now(), w.id, 'http_error', r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full' ? 'worker queue full' : 'prompt too long');
+      return;
+    }
+    if (fe.deadlinesOn) active[feIndex]!.add(a);
+  };
+
+  const dispatch = (req: Req, feIndex: number, exclude?: ReadonlySet<string>): void => {
+    const fe = frontends[feIndex]!;
+    const r = fe.dispatcher.submit(
+      { model: scenario.model, promptTokens: req.promptTokens + req.tokens },
+      (w) => startAttempt(req, feIndex, w),
+      exclude ? { exclude, resend: true } : {},
+    );
+    if (r === 'rejected') {
+      rejected++;
+      finishRequest(req, clock.now(), null, 'http_error', 429, 'router queue full');
+    }
+  };
+
+  /** Cancels an attempt that hit a deadline and sends the request elsewhere (once per request). */
+  const resend = (a: Attempt, feIndex: number, kind: 'redispatch' | 'migrate'): void => {
+    const fe = frontends[feIndex]!;
+    const req = a.req;
+    a.live = false;
+    active[feIndex]!.delete(a);
+    req.resent = true;
+    if (kind === 'redispatch') {
+      req.redispatched = true;
+      redispatched++;
+    } else {
+      req.migrated = true;
+      migrated++;
+    }
+    fe.failure(a.workerId);
+    engines[a.worker]!.abort(a.engineId);
+    fe.dispatcher.release(a.workerId);
+    dispatch(req, feIndex, new Set([a.workerId]));
+  };
+
+  // The router's periodic deadline sweep (src/router/router.ts: every 50 ms).
+  const SWEEP_MS = 50;
+  const sweep = (feIndex: number): void => {
+    const fe = frontends[feIndex]!;
+    const d = fe.dispatcher;
+    const now = clock.now();
+    const stallMs = d.stallDeadlineMs();
+    const ttftByPrompt = new Map<number, number>();
+    const due: [Attempt, 'redispatch' | 'migrate'][] = [];
+    for (const a of active[feIndex]!) {
+      if (a.req.resent) continue;
+      if (a.tokens === 0) {
+        let t = ttftByPrompt.get(a.req.promptTokens);
+        if (t === undefined) ttftByPrompt.set(a.req.promptTokens, (t = d.ttftDeadlineMs(a.req.promptTokens)));
+        if (now - a.startMs >= t) due.push([a, 'redispatch']);
+      } else if (now - a.lastMs >= stallMs) due.push([a, 'migrate']);
+    }
+    for (const [a, kind] of due) {
+      if (!a.live) continue;
+      if (!d.canServe(scenario.model, new Set([a.workerId]))) continue;
+      if (!d.tryResend()) break;
+      resend(a, feIndex, kind);
+    }
+  };
+
+  // ---- clients: warm-up, then profiling, as bench/ does ----
+
+  const phaseCounts = { warmup: { issued: 0, done: 0, total: scenario.warmupRequestCount }, profiling: { issued: 0, done: 0, total: scenario.requestCount } };
+  let currentPhase: RequestRecord['phase'] = scenario.warmupRequestCount > 0 ? 'warmup' : 'profiling';
+  let finished = false;
+
+  const issue = (phase: RequestRecord['phase']): void => {
+    const pc = phaseCounts[phase];
+    pc.issued++;
+    const i = seq++;
+    const entry = dataset[i % dataset.length]!;
+    const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
+    const req: Req = {
+      index: i,
+      phase,
+      promptTokens: entry.inputTokens,
+      maxTokens: entry.maxTokens,
+      startMs: clock.now(),
+      firstTokenMs: null,
+      lastTokenMs: 0,
+      chunks: keepChunks ? [] : null,
+      tokens: 0,
+      resent: false,
+      redispatched: false,
+      migrated: false,
+      feIndex,
+      attempts: 0,
+    };
+    dispatch(req, feIndex);
+  };
+
+  const closed = scenario.load.kind === 'closed';
+  const startPhase = (phase: RequestRecord['phase']): void => {
+    currentPhase = phase;
+    const pc = phaseCounts[phase];
+    if (pc.total === 0) {
+      phaseDone(phase);
+      return;
+    }
+    if (scenario.load.kind === 'closed') {
+      const burst = Math.min(scenario.load.concurrency, pc.total);
+      for (let k = 0; k < burst; k++) issue(phase);
+      return;
+    }
+    const times = arrivals({ ratePerS: scenario.load.ratePerS, mode: scenario.load.mode, seed: rng.int(0, 0x7fffffff), startMs: clock.now(), count: pc.total });
+    const next = (): void => {
+      const t = times.next();
+      if (t.done) return;
+      clock.setTimer(t.value, () => {
+        issue(phase);
+        next();
+      });
+    };
+    next();
+  };
+
+  function phaseDone(phase: RequestRecord['phase']): void {
+    const pc = phaseCounts[phase];
+    if (pc.total > 0) pc.done++;
+    if (closed && pc.issued < pc.total) issue(phase);
+    if (pc.done < pc.total) return;
+    if (phase === 'warmup' && currentPhase === 'warmup') startPhase('profiling');
+    else if (phase === 'profiling') finished = true;
+  }
+
+  // ---- periodic work: deadline sweeps and in-flight samples ----
+
+  const timers: Timer[] = [];
+  const every = (periodMs: number, fn: () => void): void => {
+    const tick = (): void => {
+      if (finished) return;
+      fn();
+      timers[slot] = clock.setTimer(clock.now() + periodMs, tick);
+    };
+    const slot = timers.length;
+    timers.push(clock.setTimer(clock.now() + periodMs, tick));
+  };
+  frontends.forEach((fe, i) => {
+    if (fe.deadlinesOn) every(SWEEP_MS, () => sweep(i));
+  });
+  const tMs: number[] = [];
+  const inflight = ids.map(() => [] as number[]);
+  const running = ids.map(() => [] as number[]);
+  const waiting = ids.map(() => [] as number[]);
+  const sample = (): void => {
+    tMs.push(clock.now());
+    for (let w = 0; w < n; w++) {
+      let c = 0;
+      for (const fe of frontends) c += fe.dispatcher.inflight(ids[w]!);
+      inflight[w]!.push(c);
+      running[w]!.push(engines[w]!.running);
+      waiting[w]!.push(engines[w]!.waiting);
+    }
+  };
+  sample();
+  every(sampleMs, sample);
+
+  startPhase(currentPhase);
+  let events = 0;
+  while (!finished) {
+    const fired = clock.run(50_000);
+    events += fired;
+    if (fired === 0 || clock.now() > maxSimulatedMs) break;
+  }
+  if (!finished) sample();
+  for (const t of timers) t.cancel();
+  schedule.close();
+  for (const e of engines) e.close();
+
+  const perWorkerInflight: Record<string, WorkerSeries> = {};
+  ids.forEach((id, w) => {
+    perWorkerInflight[id] = { tMs, inflight: inflight[w]!, running: running[w]!, waiting: waiting[w]! };
+  });
+  const summary = streaming ? streaming.summary(perWorkerInflight) : summarize(records);
+  const gates = judgeGates(summary, scenario.gates);
+  const shape = classifyTrial({ summary, gates, expectedWorkers: n, workerSeries: perWorkerInflight });
+  return {
+    scenario: scenario.name,
+    policy,
+    seed,
+    records,
+    summary,
+    gates,
+    pass: gates.every((g) => g.pass),
+    shape,
+    simulatedMs: lastEndMs,
+    perWorkerInflight,
+    faults: schedule.faults.filter((f) => f.atMs < lastEndMs),
+    redispatched,
+    migrated,
+    rejected,
+    events,
+  };
+}

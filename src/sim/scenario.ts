@@ -1,0 +1,244 @@
+import { LineCounter, parseDocument, isNode } from 'yaml';
+import { z } from 'zod';
+import { TailgateError, parseDurationMs } from '../core/index.js';
+import { getProfile, parseFault, type FaultSpec } from '../engine/index.js';
+import { parseGate, type Gate } from '../gate/index.js';
+import type { DeadlineSetting } from '../routing/index.js';
+
+/** The seeded bursty stall process of the seed report (see `burstyStalls` in engine/). */
+export interface BurstySpec {
+  quietMs: number;
+  activeMs: number;
+  meanStallMs: number;
+}
+
+/** How the router replicas are set up; unset fields take the live router's defaults. */
+export interface RouterSpec {
+  /** Router processes (replicas), each with its own counts and policy instance. @default 1 */
+  replicas: number;
+  /** How a client picks a replica. @default 'round-robin' */
+  replicaPick: 'round-robin' | 'random';
+  /** @default 256 for adaptive, unlimited otherwise (the router's defaults) */
+  maxInflightPerWorker?: number;
+  /** @default 4096 */
+  maxQueue?: number;
+  /** @default 'auto' for adaptive, 'off' otherwise */
+  ttftDeadline?: DeadlineSetting;
+  /** @default 'auto' for adaptive, 'off' otherwise */
+  stallDeadline?: DeadlineSetting;
+}
+
+/** One what-if: the fleet, the load, the faults and the gates. Times are ms from the run start. */
+export interface Scenario {
+  name: string;
+  description: string;
+  workers: number;
+  profile: string;
+  maxNumSeqs?: number;
+  model: string;
+  /** Closed loop at `concurrency`, or open loop at `ratePerS`. */
+  load: { kind: 'closed'; concurrency: number } | { kind: 'rate'; ratePerS: number; mode: 'constant' | 'poisson' };
+  requestCount: number;
+  warmupRequestCount: number;
+  inputTokens: { mean: number; stddev: number };
+  outputTokens: { mean: number; stddev: number };
+  datasetEntries: number;
+  /** Seed of the prompts (AIPerf `--random-seed`; pinned, as in the seed report). @default 100 */
+  datasetSeed: number;
+  router: RouterSpec;
+  /** Fixed fault windows; `atMs` counts from the start of the run (warm-up included). */
+  faults: FaultSpec[];
+  /** The bursty process, re-drawn from each trial's seed. */
+  bursty: BurstySpec | null;
+  gates: Gate[];
+}
+
+const duration = z.union([z.number().nonnegative(), z.string()]).transform((v, ctx) => {
+  if (typeof v === 'number') return v;
+  try {
+    return parseDurationMs(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `"${v}" is not a duration such as 500ms, 20s or 1m` });
+    return z.NEVER;
+  }
+});
+
+const deadline = z.union([z.literal('auto'), z.literal('off'), z.number().positive(), z.string()]).transform((v, ctx): DeadlineSetting => {
+  if (v === 'auto' || v === 'off' || typeof v === 'number') return v;
+  try {
+    return parseDurationMs(v);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `"${v}" is not auto, off or a duration such as 800ms` });
+    return z.NEVER;
+  }
+});
+
+const lengths = z.strictObject({ mean: z.number().int().min(1), stddev: z.number().min(0).default(0) });
+
+const SCHEMA = z.strictObject({
+  name: z.string().min(1).optional(),
+  description: z.string().optional(),
+  workers: z.number().int().min(1).max(100_000),
+  profile: z.string().default('h100-qwen3-8b'),
+  maxNumSeqs: z.number().int().min(1).optional(),
+  model: z.string().min(1).default('Qwen/Qwen3-8B'),
+  concurrency: z.number().int().min(1).optional(),
+  rate: z.number().positive().optional(),
+  rateMode: z.enum(['constant', 'poisson']).default('poisson'),
+  requestCount: z.number().int().min(1),
+  warmupRequestCount: z.number().int().min(0).default(0),
+  inputTokens: lengths.default({ mean: 128, stddev: 0 }),
+  outputTokens: lengths.default({ mean: 128, stddev: 0 }),
+  datasetEntries: z.number().int().min(1).default(100),
+  datasetSeed: z.number().int().min(0).default(100),
+  router: z
+    .strictObject({
+      replicas: z.number().int().min(1).max(1000).default(1),
+      replicaPick: z.enum(['round-robin', 'random']).default('round-robin'),
+      maxInflightPerWorker: z.number().int().min(1).optional(),
+      maxQueue: z.number().int().min(0).optional(),
+      ttftDeadline: deadline.optional(),
+      stallDeadline: deadline.optional(),
+    })
+    .default({ replicas: 1, replicaPick: 'round-robin' }),
+  faults: z.array(z.string()).default([]),
+  bursty: z
+    .strictObject({ quiet: duration.default(60_000), active: duration.default(30_000), meanStall: duration.default(10_000) })
+    .nullable()
+    .default(null),
+  gates: z.array(z.string()).default([]),
+});
+
+type Raw = z.infer<typeof SCHEMA>;
+
+function where(path: readonly PropertyKey[], lineOf: ((path: readonly PropertyKey[]) => number | null) | undefined): string {
+  const field = path.length > 0 ? path.map(String).join('.') : '(top level)';
+  const line = lineOf?.(path) ?? null;
+  return line === null ? field : `${field} (line ${line})`;
+}
+
+/**
+ * Validates a plain object as a scenario (the YAML file's content). Errors name the field, and
+ * the line when `lineOf` can tell it.
+ *
+ * @throws TailgateError CONFIG_INVALID
+ */
+export function scenarioFromObject(input: unknown, source: string, lineOf?: (path: readonly PropertyKey[]) => number | null): Scenario {
+  const r = SCHEMA.safeParse(input);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    let path = issue.path;
+    let message = issue.message;
+    if (issue.code === 'unrecognized_keys') {
+      path = [...issue.path, issue.keys[0]!];
+      message = 'unknown field';
+    }
+    throw new TailgateError('CONFIG_INVALID', `${source}: ${where(path, lineOf)}: ${message}`);
+  }
+  const raw: Raw = r.data;
+  const fail = (path: PropertyKey[], message: string): never => {
+    throw new TailgateError('CONFIG_INVALID', `${source}: ${where(path, lineOf)}: ${message}`);
+  };
+  if ((raw.concurrency === undefined) === (raw.rate === undefined)) fail(['concurrency'], 'give exactly one of concurrency (closed loop) or rate (requests per second)');
+  try {
+    getProfile(raw.profile);
+  } catch (e) {
+    fail(['profile'], (e as Error).message);
+  }
+  const faults: FaultSpec[] = raw.faults.map((text, i) => {
+    let f: FaultSpec;
+    try {
+      f = parseFault(text);
+    } catch (e) {
+      return fail(['faults', i], (e as Error).message);
+    }
+    if (f.kind !== 'stall' && f.kind !== 'slow') fail(['faults', i], `kind=${f.kind} is an HTTP-level fault; the simulator models stall and slow`);
+    if (f.worker >= raw.workers) fail(['faults', i], `worker=${f.worker} does not exist (workers: ${raw.workers}, counted from 0)`);
+    return f;
+  });
+  const gates: Gate[] = raw.gates.map((text, i) => {
+    try {
+      return parseGate(text);
+    } catch (e) {
+      return fail(['gates', i], (e as Error).message);
+    }
+  });
+  const router: RouterSpec = { replicas: raw.router.replicas, replicaPick: raw.router.replicaPick };
+  if (raw.router.maxInflightPerWorker !== undefined) router.maxInflightPerWorker = raw.router.maxInflightPerWorker;
+  if (raw.router.maxQueue !== undefined) router.maxQueue = raw.router.maxQueue;
+  if (raw.router.ttftDeadline !== undefined) router.ttftDeadline = raw.router.ttftDeadline;
+  if (raw.router.stallDeadline !== undefined) router.stallDeadline = raw.router.stallDeadline;
+  const s: Scenario = {
+    name: raw.name ?? source,
+    description: raw.description ?? '',
+    workers: raw.workers,
+    profile: raw.profile,
+    model: raw.model,
+    load: raw.concurrency !== undefined ? { kind: 'closed', concurrency: raw.concurrency } : { kind: 'rate', ratePerS: raw.rate!, mode: raw.rateMode },
+    requestCount: raw.requestCount,
+    warmupRequestCount: raw.warmupRequestCount,
+    inputTokens: raw.inputTokens,
+    outputTokens: raw.outputTokens,
+    datasetEntries: raw.datasetEntries,
+    datasetSeed: raw.datasetSeed,
+    router,
+    faults,
+    bursty: raw.bursty === null ? null : { quietMs: raw.bursty.quiet, activeMs: raw.bursty.active, meanStallMs: raw.bursty.meanStall },
+    gates,
+  };
+  if (raw.maxNumSeqs !== undefined) s.maxNumSeqs = raw.maxNumSeqs;
+  return s;
+}
+
+/**
+ * Parses scenario YAML text; `source` names it in error messages (a file path).
+ *
+ * @example
+ * parseScenario('workers: 8\nconcurrency: 2048\nrequestCount: 16384\n', 'mine.yaml').workers; // 8
+ * @throws TailgateError CONFIG_INVALID naming the field and its line
+ */
+export function parseScenario(text: string, source: string): Scenario {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  const yamlError = doc.errors[0];
+  if (yamlError) {
+    const at = yamlError.linePos?.[0];
+    throw new TailgateError('CONFIG_INVALID', `${source}${at ? ` (line ${at.line})` : ''}: not valid YAML: ${yamlError.message.split('\n')[0]}`);
+  }
+  const value: unknown = doc.toJS();
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new TailgateError('CONFIG_INVALID', `${source}: a scenario is a YAML mapping (e.g. "workers: 8")`);
+  }
+  const lineOf = (path: readonly PropertyKey[]): number | null => {
+    // The deepest node that exists on the path (a missing field points at its parent).
+    for (let n = path.length; n >= 1; n--) {
+      const parent = n === 1 ? doc.contents : doc.getIn(path.slice(0, n - 1) as unknown[], true);
+      const node = doc.getIn(path.slice(0, n) as unknown[], true);
+      const target = isNode(node) ? node : isNode(parent) ? parent : null;
+      if (target?.range) {
+        // Point at the key when the map knows it: find the pair whose value is this node.
+        return lineCounter.linePos(target.range[0]).line;
+      }
+    }
+    return null;
+  };
+  return scenarioFromObject(value, source, lineOf);
+}
+
+/**
+ * Reads and validates a scenario file.
+ *
+ * @example
+ * const s = await loadScenario('scenarios/stall.yaml');
+ * @throws TailgateError CONFIG_INVALID (unreadable file, bad YAML, bad field)
+ */
+export async function loadScenario(path: string): Promise<Scenario> {
+  const { readFile } = await import('node:fs/promises');
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `cannot read scenario ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+  }
+  return parseScenario(text, path);
+}

@@ -1,0 +1,192 @@
+import { describeGate } from '../gate/index.js';
+import type { Chart, ReportDoc, ReportSection } from '../report/index.js';
+import type { PolicyName } from '../routing/index.js';
+import { timeSeries } from '../stats/index.js';
+import type { MonteCarloResult, PolicyOutcome } from './monte-carlo.js';
+import type { Scenario } from './scenario.js';
+
+/** One `tailgate simulate` run: every scenario's Monte Carlo and the totals. */
+export interface SimulateRun {
+  scenarios: { scenario: Scenario; result: MonteCarloResult }[];
+  policies: readonly PolicyName[];
+  trials: number;
+  seed: number;
+  wallMs: number;
+}
+
+function totals(run: SimulateRun): { simulatedSeconds: number; wallSeconds: number; speedup: number } {
+  const simulatedSeconds = run.scenarios.reduce((n, s) => n + s.result.simulatedMs, 0) / 1000;
+  const wallSeconds = run.wallMs / 1000;
+  return { simulatedSeconds, wallSeconds, speedup: wallSeconds > 0 ? simulatedSeconds / wallSeconds : 0 };
+}
+
+const r1 = (v: number): number => Math.round(v * 10) / 10;
+const pct = (v: number): string => `${(v * 100).toFixed(1)}%`;
+
+function policyJson(o: PolicyOutcome): Record<string, unknown> {
+  return {
+    trials: o.trials,
+    failures: o.failures,
+    failProbability: o.failProbability,
+    failInterval95: o.failInterval95,
+    ttftP99Ms: o.ttftP99Ms,
+    requestLatencyP99Ms: o.requestLatencyP99Ms,
+    outputTokensPerS: o.outputTokensPerS,
+    shapes: o.shapes,
+    redispatchedPerTrial: o.redispatchedPerTrial,
+    migratedPerTrial: o.migratedPerTrial,
+    simulatedSeconds: o.simulatedMs / 1000,
+  };
+}
+
+/**
+ * The `--json` document: totals, the first scenario's policies at the top level (the documented
+ * shape), and every scenario under `scenarios`.
+ */
+export function simulateJson(run: SimulateRun): Record<string, unknown> {
+  const t = totals(run);
+  const per = (r: MonteCarloResult): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const p of run.policies) {
+      const o = r.policies[p];
+      if (o) out[p] = policyJson(o);
+    }
+    return out;
+  };
+  return {
+    simulatedSeconds: t.simulatedSeconds,
+    wallSeconds: t.wallSeconds,
+    speedup: t.speedup,
+    seed: run.seed,
+    trials: run.trials,
+    scenario: run.scenarios[0]?.scenario.name ?? null,
+    policies: run.scenarios[0] ? per(run.scenarios[0].result) : {},
+    scenarios: run.scenarios.map(({ scenario, result }) => ({
+      name: scenario.name,
+      description: scenario.description,
+      workers: scenario.workers,
+      gates: scenario.gates.map(describeGate),
+      simulatedSeconds: result.simulatedMs / 1000,
+      policies: per(result),
+    })),
+  };
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r, k) => {
+    const line = r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+    return k === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line;
+  }).join('\n');
+}
+
+function policyRows(run: SimulateRun, r: MonteCarloResult): string[][] {
+  const rows = [['policy', 'fail prob', '95% interval', 'TTFT p99 p10/p50/p90 (ms)', 'tok/s p10/p50/p90', 'req lat p99 p50 (ms)', 'shapes']];
+  for (const p of run.policies) {
+    const o = r.policies[p];
+    if (!o) continue;
+    const shapes = Object.entries(o.shapes).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ');
+    rows.push([
+      p,
+      pct(o.failProbability),
+      `${pct(o.failInterval95.low)}-${pct(o.failInterval95.high)}`,
+      `${Math.round(o.ttftP99Ms.p10)}/${Math.round(o.ttftP99Ms.p50)}/${Math.round(o.ttftP99Ms.p90)}`,
+      `${Math.round(o.outputTokensPerS.p10)}/${Math.round(o.outputTokensPerS.p50)}/${Math.round(o.outputTokensPerS.p90)}`,
+      `${Math.round(o.requestLatencyP99Ms.p50)}`,
+      shapes,
+    ]);
+  }
+  return rows;
+}
+
+function matrixRows(run: SimulateRun): string[][] {
+  const rows = [['policy \\ scenario', ...run.scenarios.map((s) => s.scenario.name)]];
+  for (const p of run.policies) rows.push([p, ...run.scenarios.map((s) => { const o = s.result.policies[p]; return o ? `${pct(o.failProbability)} fail` : '-'; })]);
+  return rows;
+}
+
+/** The console text: one table per scenario, the policy x scenario table, and the time figures. */
+export function formatSimulate(run: SimulateRun): string {
+  const out: string[] = [];
+  for (const { scenario, result } of run.scenarios) {
+    out.push(`scenario ${scenario.name}: ${scenario.description || `${scenario.workers} workers`}`);
+    out.push(`gates: ${scenario.gates.map(describeGate).join('; ') || '(none)'}; ${run.trials} trials per policy, seeds ${run.seed}..${run.seed + run.trials - 1}`);
+    out.push(table(policyRows(run, result)), '');
+  }
+  if (run.scenarios.length > 1) out.push(table(matrixRows(run)), '');
+  const t = totals(run);
+  out.push(`simulated ${r1(t.simulatedSeconds)} s of fleet time in ${r1(t.wallSeconds * 100) / 100} s wall: ${Math.round(t.speedup)}x real time`);
+  return `${out.join('\n')}\n`;
+}
+
+/** The HTML report: per scenario the policy table, each policy's per-worker in-flight and TTFT over time (first trial). */
+export function simulateReportDoc(run: SimulateRun): ReportDoc {
+  const t = totals(run);
+  const sections: ReportSection[] = [];
+  const columns = ['policy', 'fail probability', 'Wilson 95% low', 'Wilson 95% high', 'TTFT p99 p50 (ms)', 'TTFT p99 p90 (ms)', 'tok/s p10', 'tok/s p50', 'tok/s p90', 'shapes'];
+  for (const { scenario, result } of run.scenarios) {
+    const rows: (string | number)[][] = [];
+    for (const p of run.policies) {
+      const o = result.policies[p];
+      if (!o) continue;
+      rows.push([p, pct(o.failProbability), pct(o.failInterval95.low), pct(o.failInterval95.high), Math.round(o.ttftP99Ms.p50), Math.round(o.ttftP99Ms.p90),
+        Math.round(o.outputTokensPerS.p10), Math.round(o.outputTokensPerS.p50), Math.round(o.outputTokensPerS.p90),
+        Object.entries(o.shapes).map(([k, v]) => `${k} ${v}`).join(', ')]);
+    }
+    sections.push({
+      title: `Scenario ${scenario.name}`,
+      text: `${scenario.description}\n\nGates: ${scenario.gates.map(describeGate).join('; ') || 'none'}. ${run.trials} trials per policy (seeds ${run.seed}..${run.seed + run.trials - 1}, the same seeds for every policy).`,
+      table: { columns, rows },
+    });
+    for (const p of run.policies) {
+      const rep = result.representative[p];
+      if (!rep) continue;
+      const inflight: Chart = {
+        id: `${scenario.name}-${p}-inflight`,
+        title: `${p}: router in-flight per worker (trial seed ${rep.seed})`,
+        xLabel: 'time (s)',
+        yLabel: 'in-flight',
+        kind: 'step',
+        series: Object.entries(rep.perWorkerInflight).map(([id, s]) => ({ name: id, points: s.tMs.map((x, i): [number, number] => [x / 1000, s.inflight[i]!]) })),
+        markers: rep.faults.flatMap((f) => [{ x: f.atMs / 1000, label: `w${f.worker} ${f.kind}` }, { x: (f.atMs + f.forMs) / 1000, label: 'ends' }]).filter((m) => m.x <= rep.simulatedMs / 1000),
+      };
+      const charts: Chart[] = [inflight];
+      if (rep.records.length > 0) {
+        const ts = timeSeries(rep.records, { bucketMs: 500, fromMs: 0 });
+        charts.push({
+          id: `${scenario.name}-${p}-ttft`,
+          title: `${p}: TTFT p99 of requests started in each 0.5 s, and output tokens/s`,
+          xLabel: 'time (s)',
+          yLabel: 'TTFT p99 (ms)',
+          kind: 'line',
+          yLog: true,
+          series: [{ name: 'TTFT p99 (ms)', points: ts.tMs.flatMap((x, i): [number, number][] => (ts.ttftP99Ms[i] === null ? [] : [[x / 1000, ts.ttftP99Ms[i]!]])) }],
+        }, {
+          id: `${scenario.name}-${p}-throughput`,
+          title: `${p}: output tokens/s`,
+          xLabel: 'time (s)',
+          yLabel: 'tokens/s',
+          kind: 'line',
+          series: [{ name: 'output tokens/s', points: ts.tMs.map((x, i): [number, number] => [x / 1000, ts.outputTokensPerS[i]!]) }],
+        });
+      }
+      sections.push({ title: `${scenario.name} / ${p}: ${rep.shape.shape}`, text: rep.shape.explanation, charts });
+    }
+  }
+  if (run.scenarios.length > 1) {
+    const m = matrixRows(run);
+    sections.push({ title: 'Gate fail probability, policy x scenario', table: { columns: m[0]!, rows: m.slice(1) } });
+  }
+  return {
+    title: 'tailgate simulate',
+    subtitle: `${run.scenarios.map((s) => s.scenario.name).join(', ')}: ${run.policies.join(', ')}`,
+    meta: {
+      seed: String(run.seed),
+      trials: String(run.trials),
+      'simulated seconds': r1(t.simulatedSeconds).toString(),
+      'wall seconds': (Math.round(t.wallSeconds * 100) / 100).toString(),
+      'simulated / wall': `${Math.round(t.speedup)}x`,
+    },
+    sections,
+  };
+}

@@ -1,0 +1,16 @@
+export { PERCENTILES, percentile } from './percentile.js';
+export type { Percentile } from './percentile.js';
+export { describe, isMetricBlock } from './metric-block.js';
+export type { MetricBlock, ScalarMetric } from './metric-block.js';
+export { LogHistogram } from './log-histogram.js';
+export { METRIC_CATALOG, GOODPUT_TAGS, metricInfo } from './metric-catalog.js';
+export type { MetricInfo } from './metric-catalog.js';
+export type { ErrorGroup, Summary, WorkerSummary } from './summary.js';
+export { summarize, recordMetrics } from './summarize.js';
+export type { SummarizeOptions, RecordMetrics } from './summarize.js';
+export { peakInflight, inflightEvents } from './inflight.js';
+export type { InflightPeak } from './inflight.js';
+export { timeSeries } from './time-series.js';
+export type { TimeSeries, TimeSeriesOptions } from './time-series.js';
+export { syntheticRecord, syntheticError } from './synthetic.js';
+export type { SyntheticRequest } from './synthetic.js';

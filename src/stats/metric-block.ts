@@ -1,0 +1,71 @@
+import { PERCENTILES, percentile } from './percentile.js';
+
+/** A run-level value with no distribution (AIPerf's derived/aggregate metrics: `{unit, avg}`). */
+export interface ScalarMetric {
+  unit: string;
+  avg: number;
+}
+
+/** A distribution over records, exactly the fields AIPerf writes for a record metric. */
+export interface MetricBlock extends ScalarMetric {
+  min: number;
+  max: number;
+  p1: number;
+  p5: number;
+  p10: number;
+  p25: number;
+  p50: number;
+  p75: number;
+  p90: number;
+  p95: number;
+  p99: number;
+  /** Population standard deviation (numpy's `np.std`, as AIPerf). */
+  std: number;
+  count: number;
+  sum: number;
+}
+
+/** True when the metric carries a distribution (percentiles), not just `avg`. */
+export function isMetricBlock(m: ScalarMetric | MetricBlock | undefined): m is MetricBlock {
+  return m !== undefined && 'p50' in m;
+}
+
+/**
+ * Summarises values into a block; sorts `values` in place (pass a copy if you need the order).
+ * Returns null for no values: AIPerf omits a metric it has no observations for.
+ *
+ * @example
+ * describe(Float64Array.from([3, 1, 2]), 'ms')?.p50; // 2
+ */
+export function describe(values: Float64Array, unit: string): MetricBlock | null {
+  const n = values.length;
+  if (n === 0) return null;
+  values.sort();
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += values[i]!;
+  const avg = sum / n;
+  let m2 = 0;
+  for (let i = 0; i < n; i++) {
+    const d = values[i]! - avg;
+    m2 += d * d;
+  }
+  const p = PERCENTILES.map((q) => percentile(values, q));
+  return {
+    unit,
+    avg,
+    min: values[0]!,
+    max: values[n - 1]!,
+    p1: p[0]!,
+    p5: p[1]!,
+    p10: p[2]!,
+    p25: p[3]!,
+    p50: p[4]!,
+    p75: p[5]!,
+    p90: p[6]!,
+    p95: p[7]!,
+    p99: p[8]!,
+    std: Math.sqrt(m2 / n),
+    count: n,
+    sum,
+  };
+}

@@ -1,0 +1,280 @@
+import { TailgateError, type RequestRecord } from '../core/index.js';
+import { describe, type MetricBlock, type ScalarMetric } from './metric-block.js';
+import { LogHistogram } from './log-histogram.js';
+import { GOODPUT_TAGS, METRIC_CATALOG, metricInfo } from './metric-catalog.js';
+import { peakInflight } from './inflight.js';
+import { percentile } from './percentile.js';
+import type { ErrorGroup, Summary, WorkerSummary } from './summary.js';
+
+/** Options of {@link summarize}. */
+export interface SummarizeOptions {
+  /** AIPerf `--goodput` SLOs: tag -> threshold (ms for latencies, tokens/sec/user for per-user throughput). */
+  goodput?: Record<string, number>;
+  /**
+   * Above this many inter-chunk gaps, `inter_chunk_latency` percentiles come from a 0.1%
+   * histogram instead of exact storage (AIPerf bounds memory for this list metric too).
+   * @default 4_000_000
+   */
+  exactChunkGapLimit?: number;
+}
+
+/** Per-request values of one record, as AIPerf defines them; null where not applicable. */
+export interface RecordMetrics {
+  ttftMs: number | null;
+  ttstMs: number | null;
+  requestLatencyMs: number;
+  itlMs: number | null;
+  outputTokensPerSPerUser: number | null;
+  osl: number;
+  isl: number;
+}
+
+/**
+ * The per-request metrics of one ok record (REFERENCE §3): request latency ends at the last
+ * content chunk (or the response end when nothing streamed); ITL only when OSL >= 2 and the
+ * response streamed at least two chunks (a non-streaming response has no inter-token timing).
+ */
+export function recordMetrics(r: RequestRecord): RecordMetrics {
+  const n = r.chunkMs.length;
+  const lastMs = n > 0 ? r.chunkMs[n - 1]! : r.endMs;
+  const requestLatencyMs = lastMs - r.startMs;
+  const ttftMs = r.firstTokenMs === null ? null : r.firstTokenMs - r.startMs;
+  const ttstMs = n >= 2 ? r.chunkMs[1]! - r.chunkMs[0]! : null;
+  const osl = r.outputTokens.client;
+  const itlMs = ttftMs !== null && osl >= 2 && n >= 2 ? (requestLatencyMs - ttftMs) / (osl - 1) : null;
+  const outputTokensPerSPerUser = itlMs !== null && itlMs > 0 ? 1000 / itlMs : null;
+  return { ttftMs, ttstMs, requestLatencyMs, itlMs, outputTokensPerSPerUser, osl, isl: r.inputTokens.client };
+}
+
+function goodValue(m: RecordMetrics, tag: string): number | null {
+  switch (tag) {
+    case 'time_to_first_token':
+      return m.ttftMs;
+    case 'time_to_second_token':
+      return m.ttstMs;
+    case 'inter_token_latency':
+      return m.itlMs;
+    case 'request_latency':
+      return m.requestLatencyMs;
+    case 'output_token_throughput_per_user':
+      return m.outputTokensPerSPerUser;
+    default:
+      return null;
+  }
+}
+
+/** Validates goodput SLO tags up front so a typo is a clear user error, not a silent zero. */
+function checkGoodput(goodput: Record<string, number>): void {
+  for (const [tag, v] of Object.entries(goodput)) {
+    if (!GOODPUT_TAGS.includes(tag)) {
+      throw new TailgateError('CONFIG_INVALID', `unknown goodput metric "${tag}" (use one of: ${GOODPUT_TAGS.join(', ')})`);
+    }
+    if (!Number.isFinite(v) || v < 0) throw new TailgateError('CONFIG_INVALID', `goodput threshold for ${tag} must be a non-negative number, got ${v}`);
+  }
+}
+
+class Column {
+  private data = new Float64Array(1024);
+  length = 0;
+  push(v: number): void {
+    if (this.length === this.data.length) {
+      const next = new Float64Array(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = v;
+  }
+  values(): Float64Array {
+    return this.data.subarray(0, this.length);
+  }
+}
+
+function sortedCopy(values: number[]): Float64Array {
+  return Float64Array.from(values).sort();
+}
+
+function p(sorted: Float64Array, q: number): number | null {
+  return sorted.length === 0 ? null : percentile(sorted, q);
+}
+
+/** Messages that carry ids would make one group per request: keep the largest, fold the rest. */
+const MAX_ERROR_GROUPS = 20;
+function capGroups(groups: ErrorGroup[]): ErrorGroup[] {
+  if (groups.length <= MAX_ERROR_GROUPS) return groups;
+  const rest = groups.slice(MAX_ERROR_GROUPS - 1);
+  const other = rest.reduce((n, g) => n + g.count, 0);
+  const kinds = [...new Set(rest.map((g) => g.kind))];
+  return [
+    ...groups.slice(0, MAX_ERROR_GROUPS - 1),
+    { kind: rest[0]!.kind, status: null, message: `${rest.length} other distinct errors (${kinds.join(', ')})`, count: other },
+  ];
+}
+
+/**
+ * Turns one run's records into AIPerf-named metrics over the PROFILING phase only (warm-up
+ * excluded), plus error groups, a per-worker breakdown and token-source agreement.
+ *
+ * @example
+ * const s = summarize(records, { goodput: { time_to_first_token: 2000 } });
+ * s.metrics.time_to_first_token; // { unit: 'ms', avg, min, max, p1..p99, std, count, sum }
+ */
+export function summarize(records: readonly RequestRecord[], opts: SummarizeOptions = {}): Summary {
+  if (opts.goodput) checkGoodput(opts.goodput);
+  const goodTags = opts.goodput ? Object.entries(opts.goodput) : [];
+  const gapLimit = opts.exactChunkGapLimit ?? 4_000_000;
+
+  const prof: RequestRecord[] = [];
+  for (const r of records) if (r.phase === 'profiling') prof.push(r);
+
+  const cols = {
+    time_to_first_token: new Column(),
+    time_to_second_token: new Column(),
+    request_latency: new Column(),
+    inter_token_latency: new Column(),
+    output_token_throughput_per_user: new Column(),
+    output_sequence_length: new Column(),
+    input_sequence_length: new Column(),
+    usage_prompt_tokens: new Column(),
+    usage_completion_tokens: new Column(),
+  };
+  let gapCount = 0;
+  for (const r of prof) if (r.outcome === 'ok' && r.chunkMs.length > 1) gapCount += r.chunkMs.length - 1;
+  const exactGaps = gapCount <= gapLimit ? new Float64Array(gapCount) : null;
+  const gapHist = exactGaps ? null : new LogHistogram();
+  let gi = 0;
+
+  let startMs = Number.POSITIVE_INFINITY;
+  let endMs = Number.NEGATIVE_INFINITY;
+  let okCount = 0;
+  let outputTokens = 0;
+  let goodCount = 0;
+  let clientIn = 0;
+  let serverIn = 0;
+  let clientOut = 0;
+  let serverOut = 0;
+  let withUsage = 0;
+  const errors = new Map<string, ErrorGroup>();
+  const perWorkerTtft = new Map<string, number[]>();
+  const perWorkerLatency = new Map<string, number[]>();
+  const perWorker: Record<string, WorkerSummary> = {};
+  let namedRequests = 0;
+
+  for (const r of prof) {
+    if (r.startMs < startMs) startMs = r.startMs;
+    if (r.endMs > endMs) endMs = r.endMs;
+    const w = r.worker;
+    let ws: WorkerSummary | undefined;
+    if (w !== null) {
+      namedRequests++;
+      ws = perWorker[w] ??= {
+        requests: 0, ok: 0, shareOfRequests: 0, outputTokens: 0,
+        ttftP50Ms: null, ttftP99Ms: null, requestLatencyP99Ms: null, peakInflight: 0, peakAtMs: null,
+      };
+      ws.requests++;
+    }
+    if (r.outcome !== 'ok') {
+      const message = (r.error ?? r.outcome).slice(0, 300);
+      const key = `${r.outcome}\u0000${r.status ?? ''}\u0000${message}`;
+      const g = errors.get(key);
+      if (g) g.count++;
+      else errors.set(key, { kind: r.outcome, status: r.status, message, count: 1 });
+      continue;
+    }
+    okCount++;
+    const m = recordMetrics(r);
+    outputTokens += m.osl;
+    if (m.ttftMs !== null) cols.time_to_first_token.push(m.ttftMs);
+    if (m.ttstMs !== null) cols.time_to_second_token.push(m.ttstMs);
+    cols.request_latency.push(m.requestLatencyMs);
+    if (m.itlMs !== null) cols.inter_token_latency.push(m.itlMs);
+    if (m.outputTokensPerSPerUser !== null) cols.output_token_throughput_per_user.push(m.outputTokensPerSPerUser);
+    cols.output_sequence_length.push(m.osl);
+    cols.input_sequence_length.push(m.isl);
+    if (r.inputTokens.server !== null) cols.usage_prompt_tokens.push(r.inputTokens.server);
+    if (r.outputTokens.server !== null) cols.usage_completion_tokens.push(r.outputTokens.server);
+    if (r.inputTokens.server !== null || r.outputTokens.server !== null) {
+      withUsage++;
+      clientIn += r.inputTokens.client;
+      serverIn += r.inputTokens.server ?? r.inputTokens.client;
+      clientOut += r.outputTokens.client;
+      serverOut += r.outputTokens.server ?? r.outputTokens.client;
+    }
+    for (let k = 1; k < r.chunkMs.length; k++) {
+      const gap = r.chunkMs[k]! - r.chunkMs[k - 1]!;
+      if (exactGaps) exactGaps[gi++] = gap;
+      else gapHist!.add(gap);
+    }
+    if (goodTags.length > 0) {
+      let good = true;
+      for (const [tag, limit] of goodTags) {
+        const v = goodValue(m, tag);
+        const higher = metricInfo(tag)?.higherIsBetter === true;
+        if (v === null || (higher ? v < limit : v > limit)) {
+          good = false;
+          break;
+        }
+      }
+      if (good) goodCount++;
+    }
+    if (w !== null && ws) {
+      ws.ok++;
+      ws.outputTokens += m.osl;
+      if (m.ttftMs !== null) (perWorkerTtft.get(w) ?? perWorkerTtft.set(w, []).get(w)!).push(m.ttftMs);
+      (perWorkerLatency.get(w) ?? perWorkerLatency.set(w, []).get(w)!).push(m.requestLatencyMs);
+    }
+  }
+
+  if (prof.length === 0) {
+    startMs = 0;
+    endMs = 0;
+  }
+  const durationMs = Math.max(0, endMs - startMs);
+  const durationS = durationMs / 1000;
+  const metrics: Record<string, MetricBlock | ScalarMetric> = {};
+  for (const info of METRIC_CATALOG) {
+    if (info.kind !== 'record') continue;
+    if (info.tag === 'inter_chunk_latency') {
+      const block = exactGaps ? describe(exactGaps, info.unit) : gapHist!.toBlock(info.unit);
+      if (block) metrics[info.tag] = block;
+      continue;
+    }
+    const col = cols[info.tag as keyof typeof cols];
+    const block = describe(col.values(), info.unit);
+    if (block) metrics[info.tag] = block;
+  }
+  const rate = (n: number): number => (durationS > 0 ? n / durationS : 0);
+  metrics.output_token_throughput = { unit: 'tokens/sec', avg: rate(outputTokens) };
+  metrics.request_throughput = { unit: 'requests/sec', avg: rate(okCount) };
+  if (goodTags.length > 0) metrics.goodput = { unit: 'requests/sec', avg: rate(goodCount) };
+  metrics.request_count = { unit: 'requests', avg: okCount };
+  metrics.error_request_count = { unit: 'requests', avg: prof.length - okCount };
+  metrics.benchmark_duration = { unit: 'sec', avg: durationS };
+
+  const peaks = peakInflight(records).byWorker;
+  for (const [w, ws] of Object.entries(perWorker)) {
+    ws.shareOfRequests = namedRequests > 0 ? ws.requests / namedRequests : 0;
+    const ttft = sortedCopy(perWorkerTtft.get(w) ?? []);
+    const lat = sortedCopy(perWorkerLatency.get(w) ?? []);
+    ws.ttftP50Ms = p(ttft, 50);
+    ws.ttftP99Ms = p(ttft, 99);
+    ws.requestLatencyP99Ms = p(lat, 99);
+    ws.peakInflight = peaks[w]?.peak ?? 0;
+    ws.peakAtMs = peaks[w]?.atMs ?? null;
+  }
+
+  const gapPct = (client: number, server: number): number => (client > 0 ? (Math.abs(server - client) / client) * 100 : server > 0 ? 100 : 0);
+  const disagreementPct = withUsage > 0 ? Math.max(gapPct(clientIn, serverIn), gapPct(clientOut, serverOut)) : null;
+
+  return {
+    metrics,
+    startMs,
+    endMs,
+    durationMs,
+    profilingCount: prof.length,
+    okCount,
+    errorCount: prof.length - okCount,
+    errorSummary: capGroups([...errors.values()].sort((a, b) => b.count - a.count)),
+    perWorker,
+    tokenSources: { input: 'client', output: 'client', disagreementPct },
+  };
+}

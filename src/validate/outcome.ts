@@ -1,0 +1,46 @@
+import type { KneeResult, TrialsAggregate } from '../gate/index.js';
+import type { Readiness } from './readiness.js';
+import type { TrialOutcome } from './trial.js';
+
+/** Top-level verdict of a validation run. */
+export type Verdict = 'pass' | 'fail' | 'flaky';
+
+/** One point of a concurrency sweep, with per-GPU figures so one recipe serves any node size. */
+export interface SweepPointOutcome {
+  concurrencyPerGpu: number;
+  concurrency: number;
+  throughput: number;
+  throughputPerGpu: number;
+  ttftP99Ms: number;
+  verdict: 'pass' | 'fail';
+  shape: string;
+}
+
+/** The sweep's curve, knee and recommended operating point. */
+export interface SweepOutcome {
+  points: SweepPointOutcome[];
+  knee: KneeResult;
+  kneeConcurrencyPerGpu: number | null;
+  recommendedConcurrencyPerGpu: number | null;
+}
+
+/** What `runValidate` found; the same facts as `verdict.json`. */
+export interface ValidateResult {
+  verdict: Verdict;
+  /** 0 pass, 1 fail or flaky. */
+  exitCode: 0 | 1;
+  /** One sentence: why this verdict. */
+  reason: string;
+  readiness: Readiness;
+  trials: TrialOutcome[];
+  aggregate: TrialsAggregate | null;
+  sweep: SweepOutcome | null;
+  interrupted: boolean;
+  outDir: string;
+  /** Paths of verdict.json, junit.xml, summary.md, report.html. */
+  files: { verdict: string; junit: string; summary: string; report: string };
+  /** The verdict.json document. */
+  doc: Record<string, unknown>;
+  /** The terminal summary (a few lines a person reads in five seconds). */
+  summaryText: string;
+}

@@ -1,0 +1,161 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeBenchArtifacts } from '../bench/index.js';
+import { aggregateTrials, findKnee, metricValue, type TrialsAggregate } from '../gate/index.js';
+import { junitXml, renderHtmlReport } from '../report/index.js';
+import type { ValidateInput } from './input.js';
+import { resolveValidateOptions, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
+import type { SweepOutcome, ValidateResult, Verdict } from './outcome.js';
+import { serveProbe, waitForWorkers, type Readiness } from './readiness.js';
+import { validateReportDoc } from './report-doc.js';
+import { consoleSummary, summaryMarkdown, type SummaryInput } from './summary-text.js';
+import { runTrial, type TrialOutcome } from './trial.js';
+import { TAILGATE_VERSION, junitSuites, trialJson, verdictJson } from './verdict-doc.js';
+
+/** Options of {@link runValidate}: the flags/recipe fields, plus where progress goes and a stop signal. */
+export interface ValidateOptions extends ValidateInput {
+  /** Progress lines (readiness, trials). @default none */
+  onEvent?: ValidateEvent;
+  /** Stops the run; what was measured is still judged and written. */
+  signal?: AbortSignal;
+}
+
+function reasonFor(verdict: Verdict, trials: readonly TrialOutcome[], o: ResolvedValidateOptions, agg: TrialsAggregate | null, interrupted: boolean): string {
+  const passed = trials.filter((t) => t.pass).length;
+  const firstFail = trials.find((t) => !t.pass);
+  const failText = firstFail ? `${firstFail.label}: ${firstFail.shape.shape}${firstFail.shape.worker ? ` (worker ${firstFail.shape.worker})` : ''}: ${firstFail.shape.explanation}` : '';
+  const stop = interrupted ? ` Interrupted after ${trials.length} of ${o.trials} trials.` : '';
+  if (verdict === 'pass') {
+    const a = agg?.stats['output_token_throughput.avg'];
+    const b = agg?.stats['time_to_first_token.p99'];
+    const figures = a && b ? `: throughput median ${Math.round(a.median).toLocaleString('en-US')} tok/s, TTFT p99 median ${Math.round(b.median).toLocaleString('en-US')} ms` : '';
+    return `${passed} of ${trials.length} trials passed under rule ${o.passRule}${figures}.${failText ? ` Failed: ${failText}` : ''}`;
+  }
+  if (trials.length === 0) return `No trial ran.${stop}`;
+  if (verdict === 'flaky') return `Flaky: ${passed} of ${trials.length} trials passed, which rule ${o.passRule} does not accept. ${failText}${stop}`;
+  return `${trials.length - passed} of ${trials.length} trials failed. ${failText}${stop}`;
+}
+
+function sweepOutcome(o: ResolvedValidateOptions, trials: readonly TrialOutcome[]): SweepOutcome {
+  const points = trials.map((t) => {
+    const throughput = metricValue(t.summary, 'output_token_throughput', 'avg') ?? 0;
+    return {
+      concurrencyPerGpu: t.concurrencyPerGpu,
+      concurrency: t.concurrency,
+      throughput,
+      throughputPerGpu: throughput / o.gpus,
+      ttftP99Ms: metricValue(t.summary, 'time_to_first_token', 'p99') ?? Number.NaN,
+      verdict: (t.pass ? 'pass' : 'fail') as 'pass' | 'fail',
+      shape: t.shape.shape,
+    };
+  });
+  const ceiling = o.gates.find((g) => g.metric === 'time_to_first_token' && g.op === '<=' && g.stat === 'p99');
+  const knee = findKnee(
+    points.map((p) => ({ concurrency: p.concurrencyPerGpu, throughput: p.throughputPerGpu, ttftP99Ms: p.ttftP99Ms })),
+    ceiling ? { ttftCeilingMs: ceiling.threshold } : {},
+  );
+  return { points, knee, kneeConcurrencyPerGpu: knee.kneeConcurrency, recommendedConcurrencyPerGpu: knee.recommendedConcurrency };
+}
+
+async function writeOutputs(
+  o: ResolvedValidateOptions,
+  s: SummaryInput,
+  extra: { interrupted: boolean; startedAt: Date },
+): Promise<{ files: ValidateResult['files']; doc: Record<string, unknown>; summaryText: string }> {
+  await mkdir(o.outDir, { recursive: true });
+  const files = {
+    verdict: join(o.outDir, 'verdict.json'),
+    junit: join(o.outDir, 'junit.xml'),
+    summary: join(o.outDir, 'summary.md'),
+    report: join(o.outDir, 'report.html'),
+  };
+  const doc = verdictJson({ ...s, ...extra });
+  await writeFile(files.verdict, `${JSON.stringify(doc, null, 2)}\n`);
+  await writeFile(files.junit, junitXml(junitSuites(s.readiness, s.trials)));
+  await writeFile(files.summary, summaryMarkdown(s));
+  await writeFile(files.report, renderHtmlReport(validateReportDoc(s)));
+  return { files, doc, summaryText: consoleSummary(s) };
+}
+
+/**
+ * `tailgate validate` as a library: readiness (every expected worker, then one chat request that
+ * must return content), N trials (or one per `--sweep` level), each judged against the gates and
+ * given a shape with its evidence, then the verdict across trials under the pass rule. Writes
+ * `verdict.json`, `junit.xml`, `summary.md`, `report.html` and each trial's AIPerf exports under
+ * `outDir`. Never prints: progress goes to `onEvent`, the summary is in the result.
+ *
+ * @example
+ * const r = await runValidate({ url: 'http://127.0.0.1:8000', model: 'm', gpus: 8, concurrencyPerGpu: 256,
+ *   minThroughput: 50_000, maxTtftP99: 2000, trials: 3, out: 'out' });
+ * process.exitCode = r.exitCode;
+ * @throws TailgateError CONFIG_INVALID for bad options (before anything is sent)
+ */
+export async function runValidate(opts: ValidateOptions): Promise<ValidateResult> {
+  const o = resolveValidateOptions(opts);
+  const onEvent = opts.onEvent ?? ((): void => {});
+  const signal = opts.signal;
+  const startedAt = new Date();
+  await mkdir(o.outDir, { recursive: true });
+
+  const trials: TrialOutcome[] = [];
+  let readiness: Readiness = await waitForWorkers(o, onEvent, signal);
+  let notReadyReason: string | null = null;
+  if (!readiness.ok) {
+    notReadyReason = `Not ready, nothing measured: ${readiness.message}.`;
+  } else {
+    onEvent(`serve probe: one ${o.endpointType} request to ${o.url} (timeout ${Math.round(o.probeTimeoutMs / 1000)} s)`);
+    const probe = await serveProbe(o, signal);
+    readiness = { ...readiness, probe };
+    if (!probe.ok) {
+      readiness = { ...readiness, ok: false, message: `${readiness.message}, but the serve probe failed: ${probe.error ?? 'no content'}` };
+      notReadyReason = `Not ready, nothing measured: the serve probe failed (${probe.error ?? 'no content'}).`;
+    } else {
+      onEvent(`serve probe: answered in ${Math.round(probe.latencyMs)} ms`);
+    }
+  }
+
+  const levels = o.sweep.length > 0 ? o.sweep : Array.from({ length: o.trials }, () => o.concurrencyPerGpu);
+  if (notReadyReason === null) {
+    for (let i = 0; i < levels.length && signal?.aborted !== true; i++) {
+      const perGpu = levels[i]!;
+      const label = o.sweep.length > 0 ? `sweep-${perGpu}` : `trial-${i + 1}`;
+      onEvent(`${label}: concurrency ${perGpu * o.gpus} (${perGpu} per GPU), ${o.sweep.length > 0 ? `level ${i + 1} of ${levels.length}` : `trial ${i + 1} of ${levels.length}`}`);
+      const t = await runTrial(o, { index: i + 1, label, concurrencyPerGpu: perGpu, readiness }, onEvent, signal);
+      trials.push(t);
+      if (t.bench) {
+        await writeBenchArtifacts(join(o.outDir, label), t.bench, {
+          version: TAILGATE_VERSION,
+          extra: { validate: trialJson(t), scrape: t.series, host_pressure: t.host },
+        });
+      }
+      const tp = metricValue(t.summary, 'output_token_throughput', 'avg');
+      const p99 = metricValue(t.summary, 'time_to_first_token', 'p99');
+      onEvent(`${label}: ${t.pass ? 'PASS' : 'FAIL'} ${t.shape.shape}${t.shape.worker ? ` (worker ${t.shape.worker})` : ''}, ${tp === null ? '-' : Math.round(tp)} tok/s, TTFT p99 ${p99 === null ? '-' : Math.round(p99)} ms`);
+    }
+  }
+  const interrupted = signal?.aborted === true;
+
+  let verdict: Verdict;
+  let reason: string;
+  let aggregate: TrialsAggregate | null = null;
+  let sweep: SweepOutcome | null = null;
+  if (notReadyReason !== null) {
+    verdict = 'fail';
+    reason = notReadyReason;
+  } else if (o.sweep.length > 0) {
+    sweep = sweepOutcome(o, trials);
+    const rec = sweep.recommendedConcurrencyPerGpu === null ? undefined : trials.find((t) => t.concurrencyPerGpu === sweep!.recommendedConcurrencyPerGpu);
+    verdict = rec?.pass === true && !interrupted ? 'pass' : 'fail';
+    reason = `${sweep.knee.explanation} ${rec ? `The recommended point (${rec.concurrencyPerGpu} per GPU) ${rec.pass ? 'passes' : 'fails'} the gates.` : 'No recommended operating point.'}${interrupted ? ' Interrupted.' : ''}`
+      .replace(/concurrency (\d+)/g, 'concurrency $1 per GPU');
+  } else {
+    aggregate = aggregateTrials(trials.map((t) => ({ pass: t.pass, summary: t.summary })), o.passRule, o.gates);
+    verdict = interrupted && trials.length < o.trials ? (aggregate.passed > 0 ? 'flaky' : 'fail') : aggregate.verdict;
+    // The median rule judges medians of gated figures; a trial that measured the wrong fleet still fails it.
+    if (verdict === 'pass' && o.passRule === 'median' && trials.filter((t) => !t.pass && ['errors', 'under-provisioned'].includes(t.shape.shape)).length * 2 >= trials.length) verdict = 'fail';
+    reason = reasonFor(verdict, trials, o, aggregate, interrupted);
+  }
+  const s: SummaryInput = { o, verdict, reason, readiness, trials, aggregate, sweep, outDir: o.outDir };
+  const { files, doc, summaryText } = await writeOutputs(o, s, { interrupted, startedAt });
+  return { verdict, exitCode: verdict === 'pass' ? 0 : 1, reason, readiness, trials, aggregate, sweep, interrupted, outDir: o.outDir, files, doc, summaryText };
+}

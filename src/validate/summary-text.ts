@@ -1,0 +1,110 @@
+import { describeGate, type Gate } from '../gate/index.js';
+import { metricValue } from '../gate/index.js';
+import type { ResolvedValidateOptions } from './options.js';
+import type { SweepOutcome, Verdict } from './outcome.js';
+import type { Readiness } from './readiness.js';
+import type { TrialOutcome } from './trial.js';
+import type { TrialsAggregate } from '../gate/index.js';
+
+/** What the summaries read. */
+export interface SummaryInput {
+  o: ResolvedValidateOptions;
+  verdict: Verdict;
+  reason: string;
+  readiness: Readiness;
+  trials: readonly TrialOutcome[];
+  aggregate: TrialsAggregate | null;
+  sweep: SweepOutcome | null;
+  outDir: string;
+}
+
+const int = (v: number | null): string => (v === null ? '-' : Math.round(v).toLocaleString('en-US'));
+const pct = (v: number): string => `${(v * 100).toFixed(1)}%`;
+
+function tput(t: TrialOutcome): number | null {
+  return metricValue(t.summary, 'output_token_throughput', 'avg');
+}
+
+function ttft(t: TrialOutcome): number | null {
+  return metricValue(t.summary, 'time_to_first_token', 'p99');
+}
+
+function gatesLine(gates: readonly Gate[]): string {
+  return gates.length === 0 ? 'none (only errors and readiness are judged)' : gates.map(describeGate).join('; ');
+}
+
+/**
+ * The terminal summary: verdict first, one line per trial (verdict, shape, throughput, TTFT p99,
+ * the implicated worker), the spread, why, and where the files are.
+ */
+export function consoleSummary(s: SummaryInput): string {
+  const passed = s.trials.filter((t) => t.pass).length;
+  const head = s.sweep
+    ? `tailgate validate: ${s.verdict.toUpperCase()} (sweep of ${s.trials.length} levels)`
+    : `tailgate validate: ${s.verdict.toUpperCase()} (${passed} of ${s.trials.length} trials passed; rule ${s.o.passRule})`;
+  const lines = [head, `  gates: ${gatesLine(s.o.gates)}`];
+  if (!s.readiness.ok || s.readiness.probe?.ok === false) lines.push(`  readiness: ${s.readiness.message}`);
+  const shapeW = Math.max(5, ...s.trials.map((t) => t.shape.shape.length));
+  for (const t of s.trials) {
+    const worker = t.shape.worker ? `  worker ${t.shape.worker}` : '';
+    lines.push(
+      `  ${t.label.padEnd(10)} ${(t.pass ? 'PASS' : 'FAIL').padEnd(4)}  ${t.shape.shape.padEnd(shapeW)}  ${int(tput(t)).padStart(9)} tok/s  TTFT p99 ${int(ttft(t)).padStart(7)} ms${worker}`,
+    );
+  }
+  const st = s.aggregate?.stats;
+  if (st && s.trials.length > 1) {
+    const a = st['output_token_throughput.avg'];
+    const b = st['time_to_first_token.p99'];
+    if (a && b) lines.push(`  across trials: throughput median ${int(a.median)} tok/s (cv ${pct(a.cv)}), TTFT p99 median ${int(b.median)} ms (cv ${pct(b.cv)})`);
+  }
+  if (s.sweep) {
+    const k = s.sweep;
+    lines.push(`  knee: ${k.kneeConcurrencyPerGpu === null ? 'none found' : `${k.kneeConcurrencyPerGpu} per GPU`}; recommended: ${k.recommendedConcurrencyPerGpu === null ? 'none' : `${k.recommendedConcurrencyPerGpu} per GPU (${k.recommendedConcurrencyPerGpu * s.o.gpus} total)`}`);
+  }
+  lines.push(`  why: ${s.reason}`);
+  lines.push(`  files: ${s.outDir}/ (verdict.json, junit.xml, summary.md, report.html${s.trials.length > 0 ? `, ${s.trials[0]!.label}/...` : ''})`);
+  return `${lines.join('\n')}\n`;
+}
+
+const md = (v: string): string => v.replace(/\|/g, '\\|');
+
+/** `summary.md`: the same facts as the terminal summary, as Markdown tables (CI job summaries render it). */
+export function summaryMarkdown(s: SummaryInput): string {
+  const out = [
+    `# tailgate validate: ${s.verdict.toUpperCase()}`,
+    '',
+    `${s.reason}`,
+    '',
+    `- target: ${s.o.url} (model ${s.o.model}), ${s.o.gpus} GPU(s), ${s.o.expectedWorkers} expected worker(s)`,
+    `- gates: ${md(gatesLine(s.o.gates))}`,
+    `- readiness: ${md(s.readiness.message)}${s.readiness.probe ? `; serve probe ${s.readiness.probe.ok ? `ok in ${Math.round(s.readiness.probe.latencyMs)} ms` : `failed: ${md(s.readiness.probe.error ?? '')}`}` : ''}`,
+    `- seed ${s.o.randomSeed}; input ${s.o.inputTokensMean} / output ${s.o.outputTokensMean} tokens; streaming ${s.o.streaming ? 'on' : 'off'}; pass rule ${s.o.passRule}`,
+    '',
+  ];
+  if (s.trials.length > 0) {
+    out.push('| trial | concurrency | verdict | shape | worker | output tok/s | tok/s per GPU | TTFT p99 ms | errors |', '|---|---:|---|---|---|---:|---:|---:|---:|');
+    for (const t of s.trials) {
+      const tp = tput(t);
+      out.push(`| ${t.label} | ${t.concurrency} | ${t.pass ? 'pass' : 'fail'} | ${t.shape.shape} | ${t.shape.worker ?? ''} | ${int(tp)} | ${int(tp === null ? null : tp / s.o.gpus)} | ${int(ttft(t))} | ${t.summary.errorCount} |`);
+    }
+    out.push('', '## Why each trial got its shape', '');
+    for (const t of s.trials) out.push(`- **${t.label}** (${t.shape.shape}): ${md(t.shape.explanation)}`);
+    out.push('');
+  }
+  const st = s.aggregate?.stats;
+  if (st && s.trials.length > 1) {
+    out.push('## Across trials', '', '| figure | median | min | max | CV |', '|---|---:|---:|---:|---:|');
+    const keys = ['output_token_throughput.avg', 'time_to_first_token.p99', ...s.o.gates.map((g) => `${g.metric}.${g.stat}`)];
+    for (const k of [...new Set(keys)]) {
+      const v = st[k];
+      if (v) out.push(`| ${k} | ${int(v.median)} | ${int(v.min)} | ${int(v.max)} | ${pct(v.cv)} |`);
+    }
+    out.push('');
+  }
+  if (s.sweep) {
+    out.push('## Sweep', '', '| per GPU | total | output tok/s | tok/s per GPU | TTFT p99 ms | verdict |', '|---:|---:|---:|---:|---:|---|');
+    for (const p of s.sweep.points) out.push(`| ${p.concurrencyPerGpu} | ${p.concurrency} | ${int(p.throughput)} | ${int(p.throughputPerGpu)} | ${int(p.ttftP99Ms)} | ${p.verdict} |`);
+    out.push('', md(s.sweep.knee.explanation), '');
+  }
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,64 @@
+import { TailgateError, createRng } from '../core/index.js';
+
+/** How an open loop spaces its arrivals. */
+export type ArrivalMode = 'constant' | 'poisson';
+
+/**
+ * The load a run applies: a closed loop that keeps `concurrency` requests in flight, or an open loop
+ * that starts requests at `ratePerS` (optionally never more than `maxConcurrency` at once).
+ * Shared by `bench/` (live) and the simulator (virtual time).
+ */
+export type LoadSchedule =
+  | { kind: 'closed'; concurrency: number }
+  | { kind: 'rate'; ratePerS: number; mode: ArrivalMode; seed: number; maxConcurrency?: number };
+
+export interface ArrivalOptions {
+  ratePerS: number;
+  mode: ArrivalMode;
+  /** Seeds the Poisson gaps; ignored for `constant`. */
+  seed: number;
+  /** Time of the first arrival. @default 0 */
+  startMs?: number;
+  /** Stop after this many arrivals. */
+  count?: number;
+  /** Stop before this time (exclusive, from `startMs`). */
+  durationMs?: number;
+}
+
+/**
+ * Arrival times in milliseconds, lazily: the first at `startMs`, then gaps of `1000 / ratePerS`
+ * (constant) or exponential gaps with that mean (Poisson, from the seed). Unbounded unless `count`
+ * or `durationMs` is given.
+ *
+ * @example
+ * [...arrivals({ ratePerS: 4, mode: 'constant', seed: 1, count: 3 })]; // [0, 250, 500]
+ */
+export function* arrivals(opts: ArrivalOptions): Generator<number, void, undefined> {
+  if (!Number.isFinite(opts.ratePerS) || opts.ratePerS <= 0) {
+    throw new TailgateError('CONFIG_INVALID', `request rate must be a number > 0 (got ${opts.ratePerS})`);
+  }
+  const start = opts.startMs ?? 0;
+  const meanGapMs = 1000 / opts.ratePerS;
+  const rng = createRng(opts.seed);
+  const end = opts.durationMs === undefined ? Number.POSITIVE_INFINITY : start + opts.durationMs;
+  const count = opts.count ?? Number.POSITIVE_INFINITY;
+  let t = start;
+  for (let i = 0; i < count; i++) {
+    if (i > 0) t = opts.mode === 'constant' ? start + i * meanGapMs : t + rng.exponential(meanGapMs);
+    if (t >= end) return;
+    yield t;
+  }
+}
+
+/**
+ * All arrival times as an array; needs `count` or `durationMs`.
+ *
+ * @example
+ * arrivalTimesMs({ ratePerS: 10, mode: 'poisson', seed: 100, count: 1000 }).length; // 1000
+ */
+export function arrivalTimesMs(opts: ArrivalOptions): number[] {
+  if (opts.count === undefined && opts.durationMs === undefined) {
+    throw new TailgateError('CONFIG_INVALID', 'arrivalTimesMs needs a count or a duration');
+  }
+  return [...arrivals(opts)];
+}

@@ -1,0 +1,324 @@
+// `tailgate bench` against a small node:http fake that streams vLLM-shaped frames on a known
+// schedule: the measured TTFT, ITL, latency and throughput must match what the fake did.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { vocabWord } from '../src/core/index.js';
+import { runBench, writeBenchArtifacts, type BenchOptions } from '../src/bench/index.js';
+import { spawn } from 'node:child_process';
+import { CLI, runCli } from './helpers.js';
+
+const MODEL = 'Qwen/Qwen3-8B';
+const TTFT_MS = 80;
+const ITL_MS = 15;
+
+interface Fake {
+  url: string;
+  requests: number;
+  bodies: Record<string, unknown>[];
+}
+
+type Mode = 'ok' | 'json-instead-of-sse' | 'hang' | 'every-third-500';
+
+/** A vLLM-like chat server: role chunk at once, first token after TTFT_MS, then one token every ITL_MS. */
+async function startFake(t: TestContext, mode: Mode = 'ok'): Promise<Fake> {
+  const fake: Fake = { url: '', requests: 0, bodies: [] };
+  const sockets = new Set<import('node:net').Socket>();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    req.on('data', (d: Buffer) => (raw += d.toString()));
+    req.on('end', () => {
+      const n = ++fake.requests;
+      const body = JSON.parse(raw) as Record<string, unknown>;
+      fake.bodies.push(body);
+      if (body['model'] !== MODEL) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `The model \`${String(body['model'])}\` does not exist.`, type: 'NotFoundError', param: 'model', code: 404 } }));
+        return;
+      }
+      if (mode === 'hang') return;
+      if (mode === 'every-third-500' && n % 3 === 0) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'engine hiccup', type: 'InternalServerError', param: null, code: 500 } }));
+        return;
+      }
+      if (mode === 'json-instead-of-sse') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}');
+        return;
+      }
+      const maxTokens = Number(body['max_tokens']);
+      const prompt = (body['messages'] as Array<{ content: string }>)[0]!.content;
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-tailgate-worker': `fake:${n % 2}` });
+      const frame = (delta: Record<string, unknown>, finish: string | null): string =>
+        `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: MODEL, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
+      res.write(frame({ role: 'assistant', content: '' }, null));
+      const t0 = performance.now();
+      let i = 0;
+      const tick = (): void => {
+        if (res.destroyed) return;
+        const last = i === maxTokens - 1;
+        res.write(frame({ content: ` ${vocabWord(i)}` }, last ? 'length' : null));
+        i++;
+        if (last) {
+          res.write(`data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: MODEL, choices: [], usage: { prompt_tokens: prompt.split(' ').length, total_tokens: prompt.split(' ').length + maxTokens, completion_tokens: maxTokens } })}\n\n`);
+          res.end('data: [DONE]\n\n');
+          return;
+        }
+        // Schedule against the request's own start so timer drift does not accumulate.
+        setTimeout(tick, Math.max(0, t0 + TTFT_MS + i * ITL_MS - performance.now()));
+      };
+      setTimeout(tick, TTFT_MS);
+    });
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  t.after(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return fake;
+}
+
+const base = (url: string, transport: 'undici' | 'socket' = 'undici'): BenchOptions => ({
+  url,
+  transport,
+  model: MODEL,
+  streaming: true,
+  concurrency: 4,
+  requestCount: 16,
+  warmupRequestCount: 4,
+  inputTokensMean: 32,
+  outputTokensMean: 8,
+  numDatasetEntries: 10,
+  randomSeed: 100,
+  extraInputs: { temperature: 0 },
+});
+
+async function tempDir(t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-bench-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+type Block = { avg: number; p50: number; p99: number; min: number; max: number; count?: number };
+
+for (const transport of ['undici', 'socket'] as const) {
+  test(`TTFT, ITL, latency and throughput match the fake server schedule; warm-up is excluded [${transport}]`, async (t) => {
+    const fake = await startFake(t);
+    const r = await runBench(base(fake.url, transport));
+    assert.equal(fake.requests, 20, 'warm-up and profiling requests were all sent');
+    assert.equal(r.records.filter((x) => x.phase === 'warmup').length, 4);
+    const prof = r.records.filter((x) => x.phase === 'profiling');
+    assert.equal(prof.length, 16);
+    assert.ok(prof.every((x) => x.outcome === 'ok'), JSON.stringify(prof.find((x) => x.outcome !== 'ok')));
+    const m = r.summary.metrics as unknown as Record<string, Block>;
+    assert.equal(m['request_count']!.avg, 16);
+    const ttft = m['time_to_first_token']!;
+    assert.ok(ttft.min >= TTFT_MS - 1 && ttft.p50 < TTFT_MS + 25, `TTFT ${ttft.min}..${ttft.p50}`);
+    const itl = m['inter_token_latency']!;
+    assert.ok(itl.avg >= ITL_MS - 1 && itl.avg < ITL_MS + 6, `ITL ${itl.avg}`);
+    const expectedLatency = TTFT_MS + 7 * ITL_MS;
+    const lat = m['request_latency']!;
+    assert.ok(lat.min >= expectedLatency - 2 && lat.p50 < expectedLatency + 40, `latency ${lat.min}..${lat.p50}`);
+    assert.equal(m['output_sequence_length']!.avg, 8);
+    assert.equal(m['input_sequence_length']!.avg, 32);
+    // 16 requests at concurrency 4 = 4 back-to-back rounds of one request latency each.
+    const tput = m['output_token_throughput']!.avg;
+    const ideal = (16 * 8) / ((4 * expectedLatency) / 1000);
+    assert.ok(tput <= ideal * 1.02 && tput > ideal * 0.7, `throughput ${tput} vs ideal ${ideal}`);
+    for (const x of prof) {
+      assert.equal(x.outputTokens.client, 8);
+      assert.equal(x.outputTokens.server, 8, 'server usage kept separately');
+      assert.equal(x.chunkMs.length, 8, 'one stamp per content message, role chunk excluded');
+      assert.match(x.worker ?? '', /^fake:[01]$/);
+    }
+    assert.deepEqual(Object.keys(r.summary.perWorker).sort(), ['fake:0', 'fake:1']);
+    assert.equal(r.cancelled, false);
+    assert.equal(r.selfCheck.clientBound, false);
+    assert.equal(r.selfCheck.scheduleLagP99Ms, null);
+    // The request body is AIPerf's: one user message, max_tokens, stream, extra inputs.
+    const sent = fake.bodies[0]!;
+    assert.equal(sent['max_tokens'], 8);
+    assert.equal(sent['stream'], true);
+    assert.equal(sent['temperature'], 0);
+    assert.equal((sent['messages'] as unknown[]).length, 1);
+  });
+
+  test(`closed loop starts all slots at once (burst) [${transport}]`, async (t) => {
+    const fake = await startFake(t);
+    const r = await runBench({ ...base(fake.url, transport), concurrency: 8, requestCount: 8, warmupRequestCount: 0 });
+    const starts = r.records.map((x) => x.startMs);
+    assert.ok(Math.max(...starts) - Math.min(...starts) < 20, `burst spread ${Math.max(...starts) - Math.min(...starts)} ms`);
+  });
+
+  test(`exports: a validator-style reader finds output_token_throughput.avg and time_to_first_token.p99; inputs.json is seeded [${transport}]`, async (t) => {
+    const fake = await startFake(t);
+    const dir1 = await tempDir(t);
+    const dir2 = await tempDir(t);
+    const dir3 = await tempDir(t);
+    const r1 = await runBench(base(fake.url, transport));
+    await writeBenchArtifacts(dir1, r1);
+    const r2 = await runBench(base(fake.url, transport));
+    await writeBenchArtifacts(dir2, r2);
+    const r3 = await runBench({ ...base(fake.url, transport), randomSeed: 101, requestCount: 4, warmupRequestCount: 0 });
+    await writeBenchArtifacts(dir3, r3, { exportLevel: 'summary' });
+
+    const doc = JSON.parse(await readFile(join(dir1, 'profile_export_aiperf.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+    const tput = doc['output_token_throughput']!['avg'];
+    const p99 = doc['time_to_first_token']!['p99'];
+    assert.equal(typeof tput, 'number');
+    assert.equal(typeof p99, 'number');
+    assert.ok((tput as number) > 0 && (p99 as number) >= TTFT_MS - 1);
+    assert.ok(doc['tailgate']!['self_check'], 'self-checks are in the JSON export');
+
+    const jsonl = (await readFile(join(dir1, 'profile_export.jsonl'), 'utf8')).trim().split('\n');
+    assert.equal(jsonl.length, 16, 'warm-up records are not exported');
+    const csv = await readFile(join(dir1, 'profile_export_aiperf.csv'), 'utf8');
+    assert.match(csv, /^Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std/);
+
+    const in1 = await readFile(join(dir1, 'inputs.json'), 'utf8');
+    assert.equal(in1, await readFile(join(dir2, 'inputs.json'), 'utf8'), 'same seed, same inputs.json');
+    assert.notEqual(in1, await readFile(join(dir3, 'inputs.json'), 'utf8'), 'another seed, other prompts');
+    const inputs = JSON.parse(in1) as { data: Array<{ session_id: string; payloads: Array<Record<string, unknown>> }> };
+    assert.equal(inputs.data.length, 10);
+    assert.equal(inputs.data[0]!.payloads[0]!['model'], MODEL);
+    await assert.rejects(readFile(join(dir3, 'profile_export.jsonl')), 'summary export level writes no JSONL');
+  });
+
+  test(`request errors are counted by kind without crashing the run [${transport}]`, async (t) => {
+    const fake = await startFake(t, 'every-third-500');
+    const r = await runBench({ ...base(fake.url, transport), warmupRequestCount: 0, requestCount: 12 });
+    const failed = r.records.filter((x) => x.outcome !== 'ok');
+    assert.equal(failed.length, 4);
+    assert.ok(failed.every((x) => x.outcome === 'http_error' && x.status === 500 && /engine hiccup/.test(x.error ?? '')));
+    assert.equal(r.summary.errorCount, 4);
+    assert.equal(r.summary.okCount, 8);
+  });
+
+  test(`a request that never answers ends as a timeout within the bound [${transport}]`, async (t) => {
+    const fake = await startFake(t, 'hang');
+    const t0 = performance.now();
+    const r = await runBench({ ...base(fake.url, transport), warmupRequestCount: 0, requestCount: 2, concurrency: 2, requestTimeoutMs: 300 });
+    assert.ok(performance.now() - t0 < 5000);
+    assert.deepEqual(r.records.map((x) => x.outcome), ['timeout', 'timeout']);
+  });
+
+  test(`an abort signal stops the run and keeps what was measured, marked cancelled [${transport}]`, async (t) => {
+    const fake = await startFake(t);
+    const ctl = new AbortController();
+    setTimeout(() => ctl.abort(), 400);
+    const r = await runBench({ ...base(fake.url, transport), warmupRequestCount: 0, requestCount: 1000, concurrency: 4 }, ctl.signal);
+    assert.equal(r.cancelled, true);
+    const ok = r.records.filter((x) => x.outcome === 'ok').length;
+    assert.ok(ok >= 4 && ok < 1000, `ok ${ok}`);
+    assert.ok(r.records.length < 1000);
+  });
+
+  test(`open loop at a constant rate follows the schedule and reports schedule lag [${transport}]`, async (t) => {
+    const fake = await startFake(t);
+    const { concurrency: _c, ...open } = base(fake.url, transport);
+    const r = await runBench({ ...open, warmupRequestCount: 0, requestCount: 10, requestRate: 40, requestRateMode: 'constant' });
+    const starts = r.records.map((x) => x.startMs).sort((a, b) => a - b);
+    const span = starts.at(-1)! - starts[0]!;
+    assert.ok(span >= 9 * 25 - 2 && span < 9 * 25 + 40, `span ${span}`);
+    assert.equal(typeof r.selfCheck.scheduleLagP99Ms, 'number');
+    // With --concurrency as a ceiling of 1, each start waits for the previous request to end.
+    const capped = await runBench({ ...base(fake.url, transport), concurrency: 1, warmupRequestCount: 0, requestCount: 3, requestRate: 100, requestRateMode: 'constant' });
+    const sorted = capped.records.slice().sort((a, b) => a.startMs - b.startMs);
+    for (let i = 1; i < sorted.length; i++) assert.ok(sorted[i]!.startMs >= sorted[i - 1]!.endMs - 1);
+  });
+
+  test(`duration mode stops issuing at the deadline [${transport}]`, async (t) => {
+    const fake = await startFake(t);
+    const r = await runBench({ ...base(fake.url, transport), warmupRequestCount: 0, requestCount: undefined as unknown as number, benchmarkDurationMs: 600, concurrency: 2 } as BenchOptions);
+    const prof = r.records.filter((x) => x.phase === 'profiling');
+    const latency = TTFT_MS + 7 * ITL_MS;
+    assert.ok(prof.length >= 2 * Math.floor(600 / latency) && prof.length <= 2 * Math.ceil(600 / latency) + 2, `requests ${prof.length}`);
+    assert.ok(prof.every((x) => x.outcome === 'ok'));
+  });
+}
+
+test('CLI: the seed AIPerf command line runs with tailgate bench (scaled counts) and exits 0', async (t) => {
+  const fake = await startFake(t);
+  const dir = await tempDir(t);
+  const r = await runCli([
+    'bench', '--model', MODEL, '--url', fake.url, '--endpoint-type', 'chat', '--streaming',
+    '--concurrency', '8', '--request-count', '32', '--warmup-request-count', '8',
+    '--synthetic-input-tokens-mean', '128', '--synthetic-input-tokens-stddev', '0',
+    '--output-tokens-mean', '8', '--output-tokens-stddev', '0', '--num-dataset-entries', '100',
+    '--random-seed', '100', '--extra-inputs', 'temperature:0', '--artifact-dir', dir,
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /Time to First Token/);
+  assert.match(r.stdout, /self-check: event-loop delay p99/);
+  const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf.json'), 'utf8')) as Record<string, { avg?: number }>;
+  assert.equal(doc['request_count']!.avg, 32);
+});
+
+test('CLI: unreachable URL, wrong model and non-SSE responses exit 1 with one line', async (t) => {
+  const fake = await startFake(t);
+  const sse = await startFake(t, 'json-instead-of-sse');
+  const dir = await tempDir(t);
+  const common = ['--streaming', '--request-count', '4', '--concurrency', '2', '--osl', '4', '--isl', '8', '--artifact-dir', dir];
+  const unreachable = await runCli(['bench', '-m', MODEL, '-u', 'http://127.0.0.1:1', ...common]);
+  assert.equal(unreachable.code, 1);
+  assert.equal(unreachable.stderr.trim(), 'tailgate: cannot reach URL: http://127.0.0.1:1 (connection refused)');
+
+  const wrongModel = await runCli(['bench', '-m', 'no-such-model', '-u', fake.url, ...common]);
+  assert.equal(wrongModel.code, 1);
+  assert.match(wrongModel.stderr.trim(), /^tailgate: every request failed \(4\): http_error: HTTP 404: The model `no-such-model` does not exist\.$/);
+  const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { error_summary: Array<{ count: number }> };
+  assert.equal(doc.error_summary[0]!.count, 4, 'the failures are still written');
+
+  const nonSse = await runCli(['bench', '-m', MODEL, '-u', sse.url, ...common]);
+  assert.equal(nonSse.code, 1);
+  assert.match(nonSse.stderr.trim(), /^tailgate: every request failed \(4\): protocol_error: expected an SSE stream/);
+  for (const r of [unreachable, wrongModel, nonSse]) assert.doesNotMatch(r.stderr, /\n\s+at /);
+});
+
+test('CLI: invalid flag values exit 2 with a one-line message', async () => {
+  const cases: Array<[string[], RegExp]> = [
+    [['--concurrency', '0'], /--concurrency.*expected an integer >= 1/],
+    [['--request-rate', '-1'], /--request-rate.*expected a number > 0/],
+    [['--endpoint-type', 'embeddings'], /expected one of chat, completions/],
+    [['--extra-inputs', 'temperature'], /--extra-inputs: expected KEY:VALUE/],
+    [['--goodput', 'ttft:100'], /unknown --goodput metric "ttft"/],
+    [['--url', 'ftp://x'], /only http and https/],
+    [['--threads', '4'], /--threads > 1 is not supported yet/],
+    [['--no-such-flag'], /unknown option/],
+  ];
+  for (const [args, re] of cases) {
+    const r = await runCli(['bench', '-m', MODEL, '-u', 'http://127.0.0.1:1', ...args]);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, re);
+    assert.equal(r.stderr.trim().split('\n').length, 1, `one line for ${args.join(' ')}: ${r.stderr}`);
+  }
+});
+
+test('CLI: SIGTERM writes what was measured, marked cancelled', async (t) => {
+  const fake = await startFake(t);
+  const dir = await tempDir(t);
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'bench', '-m', MODEL, '-u', fake.url, '--streaming', '--concurrency', '4',
+    '--request-count', '100000', '--isl', '8', '--osl', '8', '--artifact-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  t.after(() => child.kill('SIGKILL'));
+  // Wait until requests are flowing, then interrupt.
+  while (fake.requests < 12) await new Promise((r) => setTimeout(r, 50));
+  child.kill('SIGTERM');
+  assert.equal(await exited, 1);
+  assert.match(stderr, /interrupted; writing what was measured/);
+  const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { was_cancelled: boolean; request_count: { avg: number } };
+  assert.equal(doc.was_cancelled, true);
+  assert.ok(doc.request_count.avg >= 4 && doc.request_count.avg < 100000);
+});

@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from './helpers.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+interface DemoJson {
+  runs: { name: string; verdict: string; shape: string; worker: string | null; ttftP99Ms: number; requestLatencyP99Ms: number; maxWorkerShare: number }[];
+}
+
+test('demo --quick reproduces the stall, names round-robin\'s failure, and writes a report a browser renders', { timeout: 240_000 }, async (t) => {
+  const out = mkdtempSync(join(tmpdir(), 'tailgate-demo-'));
+  t.after(() => rmSync(out, { recursive: true, force: true }));
+  const r = await runCli(['demo', '--quick', '--out', out], { timeoutMs: 200_000 });
+  assert.equal(r.code, 0, r.stderr);
+  for (const name of ['healthy', 'round-robin', 'least-loaded', 'p2c', 'adaptive']) {
+    assert.match(r.stdout, new RegExp(`^${name}\\s`, 'm'), `the table has a row for ${name}`);
+    const exp = JSON.parse(readFileSync(join(out, name, 'profile_export_aiperf.json'), 'utf8')) as Record<string, { avg?: number; p99?: number }>;
+    assert.equal(typeof exp['output_token_throughput']?.avg, 'number');
+    assert.equal(typeof exp['time_to_first_token']?.p99, 'number');
+  }
+  const demo = JSON.parse(readFileSync(join(out, 'demo.json'), 'utf8')) as DemoJson;
+  const run = (n: string) => demo.runs.find((x) => x.name === n)!;
+  assert.equal(run('healthy').verdict, 'pass');
+  assert.equal(run('round-robin').verdict, 'fail');
+  assert.equal(run('round-robin').shape, 'single-worker-backup');
+  assert.ok(run('round-robin').maxWorkerShare > run('adaptive').maxWorkerShare, 'round-robin piles in-flight onto the stalled worker');
+  assert.equal(run('adaptive').verdict, 'pass');
+  const latencies = ['round-robin', 'least-loaded', 'p2c', 'adaptive'].map((n) => run(n).requestLatencyP99Ms);
+  assert.equal(Math.min(...latencies), run('adaptive').requestLatencyP99Ms, 'adaptive has the lowest request-latency p99');
+
+  const html = join(out, 'report.html');
+  assert.ok(existsSync(html));
+  if (!existsSync(CHROMIUM)) {
+    t.diagnostic(`skipping the browser check: ${CHROMIUM} is not installed`);
+    return;
+  }
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  t.after(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`file://${html}`);
+  assert.equal(await page.locator('svg.chart').count(), 15, 'three charts per run');
+  assert.ok((await page.locator('[data-chart-id="round-robin-inflight"] path').count()) >= 8, 'one in-flight line per worker');
+  assert.match(await page.locator('table').first().innerText(), /single-worker-backup/);
+  assert.deepEqual(errors, []);
+  const shot = process.env['UPDATE_SCREENSHOT'] ? 'docs/demo-report.png' : join(out, 'report.png');
+  await page.screenshot({ path: shot, fullPage: false });
+  assert.ok(existsSync(shot));
+});
