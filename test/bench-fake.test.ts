@@ -247,6 +247,31 @@ for (const transport of ['undici', 'socket'] as const) {
   });
 }
 
+test('threads share the load, finish warm-up together, and their records merge', async (t) => {
+  const fake = await startFake(t);
+  const r = await runBench({ ...base(fake.url, 'socket'), threads: 2, concurrency: 6, requestCount: 15, warmupRequestCount: 4 });
+  assert.equal(fake.requests, 19);
+  const warm = r.records.filter((x) => x.phase === 'warmup');
+  const prof = r.records.filter((x) => x.phase === 'profiling');
+  assert.equal(warm.length, 4);
+  assert.equal(prof.length, 15);
+  assert.ok(prof.every((x) => x.outcome === 'ok'));
+  assert.deepEqual(new Set(prof.map((x) => x.id.slice(0, 3))), new Set(['t0-', 't1-']));
+  assert.ok(Math.max(...warm.map((x) => x.endMs)) <= Math.min(...prof.map((x) => x.startMs)) + 1, 'profiling starts after every warm-up ended');
+  // Thread clocks share the parent's origin: a profiling burst starts within a few ms across threads.
+  const firstStarts = [0, 1].map((k) => Math.min(...prof.filter((x) => x.id.startsWith(`t${k}-`)).map((x) => x.startMs)));
+  assert.ok(Math.abs(firstStarts[0]! - firstStarts[1]!) < 50, `thread starts ${firstStarts.join(', ')}`);
+  const m = r.summary.metrics as unknown as Record<string, Block>;
+  assert.equal(m['request_count']!.avg, 15);
+  assert.ok(m['time_to_first_token']!.min >= TTFT_MS - 1);
+
+  const ctl = new AbortController();
+  setTimeout(() => ctl.abort(), 500);
+  const cut = await runBench({ ...base(fake.url, 'socket'), threads: 2, concurrency: 4, requestCount: 1000, warmupRequestCount: 0 }, ctl.signal);
+  assert.equal(cut.cancelled, true);
+  assert.ok(cut.records.length >= 4 && cut.records.length < 1000, `records ${cut.records.length}`);
+});
+
 test('CLI: the seed AIPerf command line runs with tailgate bench (scaled counts) and exits 0', async (t) => {
   const fake = await startFake(t);
   const dir = await tempDir(t);
@@ -293,7 +318,7 @@ test('CLI: invalid flag values exit 2 with a one-line message', async () => {
     [['--extra-inputs', 'temperature'], /--extra-inputs: expected KEY:VALUE/],
     [['--goodput', 'ttft:100'], /unknown --goodput metric "ttft"/],
     [['--url', 'ftp://x'], /only http and https/],
-    [['--threads', '4'], /--threads > 1 is not supported yet/],
+    [['--threads', '0'], /--threads.*expected an integer >= 1/],
     [['--no-such-flag'], /unknown option/],
   ];
   for (const [args, re] of cases) {

@@ -186,3 +186,17 @@ test('1000 streams, a third aborted by the client, a worker killed mid-run: noth
   const w0 = router.workers().find((w) => w.id === ups[0]!.id)!;
   assert.equal(w0.healthy, false, 'the killed worker is out of rotation');
 });
+
+test('tailgate route --procs 2: one port, /metrics sums every process', async (t) => {
+  const up = await startFakeUpstream(M, { itlMs: 1 });
+  t.after(() => up.close());
+  const r = await startCli(['route', '--port', '0', '--backend', up.url, '--procs', '2']);
+  t.after(() => r.stop());
+  const { url } = JSON.parse(r.lines[0]!) as { url: string };
+  for (let i = 0; i < 8; i++) assert.equal((await stream(url, 3, false)).text, words(3));
+  const m = await (await fetch(`${url}/metrics`)).text();
+  assert.match(m, new RegExp(`^tailgate_router_requests_completed_total\\{worker="${up.id.replace(/\./g, '\\.')}"\\} 8$`, 'm'));
+  assert.match(m, /^tailgate_router_worker_inflight\{worker="[^"]+"\} 0$/m);
+  await r.stop();
+  assert.equal(r.child.exitCode, 0);
+});

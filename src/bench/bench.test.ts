@@ -18,6 +18,8 @@ test('headers: Name:Value with spaces, JSON objects, bad names rejected', () => 
   });
   assert.deepEqual(parseHeaders(['{"X-A": 1}']), { 'X-A': '1' });
   assert.throws(() => parseHeaders(['bad name:x']), { code: 'CONFIG_INVALID' });
+  assert.throws(() => parseHeaders(['{"X-A": "1\\r\\nX-Evil: 2"}']), { code: 'CONFIG_INVALID', message: /line breaks/ });
+  assert.throws(() => resolveBenchOptions({ url: 'h:1', model: 'm', endpointPath: '/v1/chat completions' }), { code: 'CONFIG_INVALID' });
 });
 
 test('goodput: space-separated SLOs in one or several arguments', () => {

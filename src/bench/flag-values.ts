@@ -61,10 +61,16 @@ export function parseHeaders(items: readonly string[]): Record<string, string> {
       continue;
     }
     const [k, v] = splitPair('--header', item, 'X-Team:perf');
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k)) throw bad(`--header: "${k}" is not a valid header name`);
     out[k] = v;
   }
+  for (const [k, v] of Object.entries(out)) checkHeader(k, v);
   return out;
+}
+
+/** Rejects header names that are not HTTP tokens and values with line breaks (no header injection). */
+export function checkHeader(name: string, value: string): void {
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw bad(`--header: "${name}" is not a valid header name`);
+  if (/[\r\n\0]/.test(value)) throw bad(`--header ${name}: the value must not contain line breaks`);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { TailgateError } from '../core/index.js';
 import { GOODPUT_TAGS } from '../stats/index.js';
+import { checkHeader } from './flag-values.js';
 import { defaultTokenizer, type ArrivalMode, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType } from './payload.js';
 import type { CallResult } from './request-call.js';
@@ -72,10 +73,16 @@ export interface BenchOptions {
   /** Probe the URL (TCP connect) before sending anything. @default true */
   probe?: boolean;
   /**
-   * HTTP client: undici's dispatch API, or tailgate's raw-socket HTTP/1.1 client (less CPU per
-   * SSE message; plain HTTP/1.1 servers only). @default 'undici'
+   * HTTP client: tailgate's raw-socket HTTP/1.1 client (less CPU per SSE message, tighter stamps;
+   * see perf/bench.ts) or undici's dispatch API. @default 'socket' for http:// URLs, 'undici' when any is https://
    */
   transport?: 'undici' | 'socket';
+  /** Worker threads sharing the load (concurrency, requests and warm-up split evenly). @default 1 */
+  threads?: number;
+  /** Prefix of record ids (threads use `t<k>-`). */
+  idPrefix?: string;
+  /** Awaited between warm-up and profiling (threads use it as a barrier). */
+  beforeProfiling?: () => Promise<void>;
   /** Called with every finished request (diagnostics, perf scripts). */
   onCall?: (result: CallResult) => void;
   /** Keep the raw `data` of each request's first content message in `onCall` results. @default false */
@@ -119,6 +126,7 @@ export interface ResolvedBenchOptions {
   workerHeader: string;
   tokenizer: Tokenizer;
   transport: 'undici' | 'socket';
+  threads: number;
 }
 
 function bad(message: string): TailgateError {
@@ -157,10 +165,14 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   if (!(endpointType in ENDPOINT_PATHS)) throw bad(`--endpoint-type must be chat or completions (got ${String(endpointType)})`);
   let endpoint = o.endpointPath ?? ENDPOINT_PATHS[endpointType];
   if (!endpoint.startsWith('/')) endpoint = `/${endpoint}`;
+  if (/[\s\0]/.test(endpoint)) throw bad(`--endpoint "${endpoint}" must not contain spaces or line breaks`);
+  for (const [k, v] of Object.entries(o.headers ?? {})) checkHeader(k, v);
+  if (o.apiKey !== undefined && /[\r\n\0]/.test(o.apiKey)) throw bad('--api-key must not contain line breaks');
   intAtLeast('--concurrency', o.concurrency, 1);
   intAtLeast('--request-count', o.requestCount, 1);
   intAtLeast('--warmup-request-count', o.warmupRequestCount, 0);
   intAtLeast('--num-dataset-entries', o.numDatasetEntries, 1);
+  intAtLeast('--threads', o.threads, 1);
   intAtLeast('--random-seed', o.randomSeed, 0);
   numAtLeast('--request-rate', o.requestRate, 0, true);
   numAtLeast('--benchmark-duration', o.benchmarkDurationMs, 0, true);
@@ -206,7 +218,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     goodput: { ...(o.goodput ?? {}) },
     workerHeader: (o.workerHeader ?? 'x-tailgate-worker').toLowerCase(),
     tokenizer: o.tokenizer ?? defaultTokenizer,
-    transport: o.transport ?? 'undici',
+    threads: o.threads ?? 1,
+    transport: o.transport ?? (targets.some((t) => t.origin.startsWith('https:')) ? 'undici' : 'socket'),
   };
 }
 
@@ -242,6 +255,6 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       benchmark_grace_period: r.benchmarkGracePeriodMs / 1000,
     },
     tokenizer: { name: r.tokenizer.name },
-    tailgate: { worker_header: r.workerHeader, transport: r.transport },
+    tailgate: { worker_header: r.workerHeader, transport: r.transport, threads: r.threads },
   };
 }

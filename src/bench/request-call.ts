@@ -172,7 +172,7 @@ class Call implements Dispatcher.DispatchHandler {
       if (this.#errorBody.length < MAX_ERROR_BODY) this.#errorBody += chunk.toString('utf8');
       return;
     }
-    this.#body.push(chunk);
+    this.#body.push(Buffer.from(chunk)); // the transport may reuse the read buffer
     this.#lastMs = at;
   }
 

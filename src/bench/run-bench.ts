@@ -8,6 +8,7 @@ import { requestPayload } from './payload.js';
 import { resolveBenchOptions, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
+import { runThreads } from './threads.js';
 
 /** What one run measured. Times in records are milliseconds from `originMs`. */
 export interface BenchResult {
@@ -56,6 +57,10 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     tokenizer: o.tokenizer,
   });
   if (opts.probe ?? true) for (const t of o.targets) await probe(t.url, t.origin);
+  if (o.threads > 1) {
+    const t = await runThreads(o.threads, { ...opts, threads: 1 }, originMs, opts.onProgress, signal);
+    return finish(o, dataset, t.records, t.selfCheck, t.startTime, t.endTime, originEpochMs, signal?.aborted ?? false);
+  }
   // One pool per target, each able to hold the whole concurrency (round-robin may bunch up).
   const connections = o.requestRate === null ? o.concurrency : o.maxConcurrency;
   const pools: BenchDispatcher[] = o.targets.map((t) =>
@@ -93,7 +98,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         const req = prepared[target]![i % dataset.length]!;
         inflight++;
         const result = await callOnce(pools[target]!, req, {
-          id: `${phase}-${i}`,
+          id: `${opts.idPrefix ?? ''}${phase}-${i}`,
           phase,
           now,
           tokenizer: o.tokenizer,
@@ -122,6 +127,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     };
 
     if (o.warmupRequestCount > 0 && !stop.signal.aborted) await runPhase('warmup', o.warmupRequestCount, null);
+    await opts.beforeProfiling?.();
     monitor.start();
     startTime = new Date();
     if (!stop.signal.aborted) await runPhase('profiling', o.requestCount, o.benchmarkDurationMs);
@@ -132,6 +138,20 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     // Cancelled runs do not wait for in-flight sockets; completed ones close politely.
     await Promise.all(pools.map((p) => (signal?.aborted ? p.destroy() : p.close())));
   }
+  return finish(o, dataset, records, selfCheck!, startTime, endTime, originEpochMs, signal?.aborted ?? false);
+}
+
+/** Summary and warnings over the measured records. */
+function finish(
+  o: ResolvedBenchOptions,
+  dataset: DatasetEntry[],
+  records: RequestRecord[],
+  selfCheck: SelfCheck,
+  startTime: Date,
+  endTime: Date,
+  originEpochMs: number,
+  cancelled: boolean,
+): BenchResult {
   const summary = summarize(records, { goodput: o.goodput });
   const warnings: string[] = [];
   const dis = summary.tokenSources.disagreementPct;
@@ -143,7 +163,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       `client-bound: event-loop delay p99 ${selfCheck.eventLoopDelayP99Ms.toFixed(1)} ms at ${selfCheck.cpuPercent.toFixed(0)}% CPU; latencies include the generator's own delay`,
     );
   }
-  return { records, summary, startTime, originEpochMs, endTime, selfCheck: selfCheck!, cancelled: signal?.aborted ?? false, options: o, dataset, warnings };
+  return { records, summary, startTime, originEpochMs, endTime, selfCheck, cancelled, options: o, dataset, warnings };
 }
 
 /** Serializes every dataset entry's request once; the hot loop only picks one. */

@@ -25,8 +25,10 @@ test('the raw-socket client decodes a chunked SSE response split at any bytes, o
   splits.push([1, 2], [response.length - 2, response.length - 1]);
   let connections = 0;
   let served = 0;
+  const sockets = new Set<Socket>();
   const server = createServer((socket: Socket) => {
     connections++;
+    sockets.add(socket);
     let pending = '';
     socket.on('data', (d: Buffer) => {
       pending += d.toString('latin1');
@@ -42,9 +44,12 @@ test('the raw-socket client decodes a chunked SSE response split at any bytes, o
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.after(() => new Promise<void>((r) => server.close(() => r())));
   const pool = new SocketPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
-  t.after(() => pool.close());
+  t.after(async () => {
+    await pool.close();
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
   const req: PreparedRequest = { path: '/v1/chat/completions', body: '{"x":1}', headers: { 'content-type': 'application/json' }, streaming: true, inputTokens: 3 };
   let now = 0;
   for (let i = 0; i < splits.length; i++) {
@@ -61,7 +66,9 @@ test('the raw-socket client decodes a chunked SSE response split at any bytes, o
 test('the raw-socket client reports refused connections and early closes as connection errors', async (t) => {
   const server = createServer((socket) => socket.end('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n5\r\ndata:'));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  t.after(() => {
+    server.close();
+  });
   const opts = { id: 'x', phase: 'profiling' as const, now: () => performance.now(), tokenizer: defaultTokenizer, workerHeader: 'x-tailgate-worker', timeoutMs: 2000 };
   const req: PreparedRequest = { path: '/', body: '{}', headers: {}, streaming: true, inputTokens: 1 };
   const closing = new SocketPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 2 });

@@ -61,6 +61,8 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('apiKey', flags['apiKey']);
   set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
   set('workerHeader', flags['workerHeader']);
+  set('transport', flags['transport']);
+  set('threads', flags['threads']);
   return { options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes };
 }
 

@@ -53,7 +53,8 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'goodput', flags: '--goodput <slo...>', description: 'SLOs as metric:threshold, e.g. "time_to_first_token:2000 inter_token_latency:10"', parse: collectAll, variadic: true },
   { key: 'workerHeader', flags: '--worker-header <name>', description: 'response header naming the worker (default x-tailgate-worker)' },
   { key: 'tokenizer', flags: '--tokenizer <name>', description: 'tokenizer for client token counts (only the built-in word rule this release)' },
-  { key: 'threads', flags: '--threads <n>', description: 'worker threads driving the load (only 1 this release)', parse: intArg(1) },
+  { key: 'transport', flags: '--transport <client>', description: 'HTTP client: socket (raw HTTP/1.1, default for http://) or undici (default for https://)', parse: choiceArg(['socket', 'undici'] as const) },
+  { key: 'threads', flags: '--threads <n>', description: 'worker threads sharing the load (concurrency, requests and warm-up split evenly; default 1)', parse: intArg(1) },
   { key: 'ui', flags: '--ui <type>', aliases: ['--ui-type'], description: 'accepted for AIPerf compatibility; ignored' },
 ];
 
@@ -131,10 +132,6 @@ export function parseBenchFlags(argv: readonly string[]): Record<string, unknown
 
 /** Rejects what this release cannot do, in one line, before anything is sent. */
 export function checkUnsupported(flags: Record<string, unknown>): void {
-  const threads = flags['threads'] as number | undefined;
-  if (threads !== undefined && threads > 1) {
-    throw new TailgateError('CLI_USAGE', '--threads > 1 is not supported yet; run one process per core (e.g. split --concurrency over several tailgate bench runs)');
-  }
   const tok = flags['tokenizer'] as string | undefined;
   if (tok !== undefined && tok !== 'builtin' && existsSync(tok)) {
     throw new TailgateError('CLI_USAGE', `--tokenizer ${tok}: loading a tokenizer from disk is not supported yet; omit it to count tokens with the built-in word rule`);

@@ -2,8 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { request } from 'undici';
-import { TailgateError, formatMs } from '../core/index.js';
-import { runBench, writeBenchArtifacts, type BenchResult } from '../bench/index.js';
+import { TailgateError, formatMs, type RequestRecord } from '../core/index.js';
+import { runBench, writeBenchArtifacts } from '../bench/index.js';
 import { classifyTrial, judgeGates, metricValue, type Gate, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import { renderHtmlReport, type Chart, type ReportSection } from '../report/index.js';
 import type { PolicyName } from '../routing/index.js';
@@ -14,7 +14,7 @@ import { VERSION } from './program.js';
 
 /** The size of one demo run: the fleet, the load, and the stall that hits one worker. */
 export interface DemoPlan {
-  name: 'default' | 'quick' | 'full';
+  name: 'default' | 'quick' | 'full' | 'simulate';
   workers: number;
   profile: string;
   tokensPerChunk: number;
@@ -31,6 +31,10 @@ export interface DemoPlan {
 
 /** Sized so the default run fits in about a minute on two cores; `full` is the seed's scale. */
 export const DEMO_PLANS: Readonly<Record<DemoPlan['name'], DemoPlan>> = {
+  simulate: {
+    name: 'simulate', workers: 8, profile: 'h100-qwen3-8b', tokensPerChunk: 1, concurrency: 2048, requestCount: 16384,
+    warmupRequestCount: 2048, inputTokens: 128, outputTokens: 128, stallWorker: 3, stallAtMs: 6000, stallForMs: 15_000,
+  },
   default: {
     name: 'default', workers: 8, profile: 'small', tokensPerChunk: 1, concurrency: 128, requestCount: 960,
     warmupRequestCount: 128, inputTokens: 128, outputTokens: 64, stallWorker: 3, stallAtMs: 4000, stallForMs: 6000,
@@ -101,26 +105,29 @@ export function gatesFromBaseline(healthy: Summary): Gate[] {
   ];
 }
 
-/** Time-averaged in-flight per worker from the router's gauges, and the busiest worker's share. */
-function workerSeriesOf(series: CollectorSeries, fromMs: number, toMs: number): { perWorker: Record<string, WorkerSeries>; maxShare: number } {
+/** Per-worker in-flight from the router's gauges, within the measured window. */
+function workerSeriesOf(series: CollectorSeries, fromMs: number, toMs: number): Record<string, WorkerSeries> {
   const router = series.targets['router'];
   const perWorker: Record<string, WorkerSeries> = {};
-  if (!router) return { perWorker, maxShare: 0 };
+  if (!router) return perWorker;
   const keep = router.tMs.map((t, i) => [t, i] as const).filter(([t]) => t >= fromMs && t <= toMs);
-  const means: number[] = [];
   for (const [key, values] of Object.entries(router.values)) {
     if (!key.startsWith('inflight:')) continue;
-    const points = keep.map(([, i]) => (Number.isNaN(values[i]) ? 0 : values[i]!));
-    perWorker[key.slice('inflight:'.length)] = { tMs: keep.map(([t]) => t), inflight: points };
-    means.push(points.reduce((a, b) => a + b, 0) / Math.max(1, points.length));
+    perWorker[key.slice('inflight:'.length)] = { tMs: keep.map(([t]) => t), inflight: keep.map(([, i]) => (Number.isNaN(values[i]) ? 0 : values[i]!)) };
   }
-  const total = means.reduce((a, b) => a + b, 0);
-  return { perWorker, maxShare: total > 0 ? Math.max(...means) / total : 0 };
+  return perWorker;
 }
 
-function chartsOf(name: string, result: BenchResult, perWorker: Record<string, WorkerSeries>, markers: { x: number; label: string }[]): Chart[] {
+/** The busiest worker's share of all in-flight, from time-averaged per-worker in-flight. */
+export function maxWorkerShare(perWorker: Record<string, WorkerSeries>): number {
+  const means = Object.values(perWorker).map((s) => s.inflight.reduce((a, b) => a + b, 0) / Math.max(1, s.inflight.length));
+  const total = means.reduce((a, b) => a + b, 0);
+  return total > 0 ? Math.max(...means) / total : 0;
+}
+
+function chartsOf(name: string, records: readonly RequestRecord[], perWorker: Record<string, WorkerSeries>, markers: { x: number; label: string }[]): Chart[] {
   const toS = (ms: number) => Math.round(ms) / 1000;
-  const ts = timeSeries(result.records, { bucketMs: 500 });
+  const ts = timeSeries(records, { bucketMs: 500 });
   const ttftPoints: [number, number][] = [];
   ts.tMs.forEach((t, i) => {
     const v = ts.ttftP99Ms[i];
@@ -167,6 +174,24 @@ async function addStall(workerUrl: string, plan: DemoPlan): Promise<void> {
   });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new TailgateError('INTERNAL', `the fleet refused the stall fault: ${text}`);
+}
+
+/** Judges one run against the gates and builds its row and charts (live and simulated runs alike). */
+export function judgeRun(input: {
+  name: string; policy: PolicyName; stalled: boolean; plan: DemoPlan; summary: Summary; records: readonly RequestRecord[];
+  perWorker: Record<string, WorkerSeries>; gates: readonly Gate[]; client?: { eventLoopDelayP99Ms: number; cpuPercent: number };
+}): DemoRun {
+  const { plan, summary } = input;
+  const judged = judgeGates(summary, input.gates);
+  const shape = classifyTrial({
+    summary, gates: judged, expectedWorkers: plan.workers, workerSeries: input.perWorker, ...(input.client && { client: input.client }),
+  });
+  const markers = input.stalled ? [{ x: plan.stallAtMs, label: 'stall' }, { x: plan.stallAtMs + plan.stallForMs, label: 'stall ends' }] : [];
+  return {
+    name: input.name, policy: input.policy, stalled: input.stalled, summary, ...metricsOf(summary),
+    maxWorkerShare: maxWorkerShare(input.perWorker), gates: judged, verdict: judged.every((g) => g.pass) ? 'pass' : 'fail', shape,
+    charts: chartsOf(input.name, input.records, input.perWorker, markers),
+  };
 }
 
 function metricsOf(summary: Summary) {
@@ -226,22 +251,15 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       const series = await collector.stop();
       await router.stop();
       router = null;
-      const { perWorker, maxShare } = workerSeriesOf(series, result.summary.startMs, result.summary.endMs);
       if (step.name === 'healthy') gates = gatesFromBaseline(result.summary);
-      const judged = judgeGates(result.summary, gates);
-      const shape = classifyTrial({
-        summary: result.summary, gates: judged, expectedWorkers: plan.workers, workerSeries: perWorker,
+      const run = judgeRun({
+        ...step, plan, summary: result.summary, records: result.records, gates,
+        perWorker: workerSeriesOf(series, result.summary.startMs, result.summary.endMs),
         client: { eventLoopDelayP99Ms: result.selfCheck.eventLoopDelayP99Ms, cpuPercent: result.selfCheck.cpuPercent },
       });
-      const markers = step.stalled ? [{ x: plan.stallAtMs, label: 'stall' }, { x: plan.stallAtMs + plan.stallForMs, label: 'stall ends' }] : [];
-      const run: DemoRun = {
-        name: step.name, policy: step.policy, stalled: step.stalled, summary: result.summary, ...metricsOf(result.summary),
-        maxWorkerShare: maxShare, gates: judged, verdict: judged.every((g) => g.pass) ? 'pass' : 'fail', shape,
-        charts: chartsOf(step.name, result, perWorker, markers),
-      };
       runs.push(run);
       await writeBenchArtifacts(join(opts.outDir, step.name), result, { version: VERSION, extra: { demo_run: step.name, policy: step.policy, stalled: step.stalled } });
-      say(`${step.name}: ${Math.round(run.outputTokensPerS)} tok/s, TTFT p99 ${formatMs(run.ttftP99Ms)} -> ${run.verdict}${run.verdict === 'fail' ? ` (${shape.shape})` : ''}`);
+      say(`${step.name}: ${Math.round(run.outputTokensPerS)} tok/s, TTFT p99 ${formatMs(run.ttftP99Ms)} -> ${run.verdict}${run.verdict === 'fail' ? ` (${run.shape.shape})` : ''}`);
       if (result.cancelled) break;
     }
   } finally {
@@ -273,7 +291,8 @@ export function formatTable(t: { columns: string[]; rows: string[][] }): string 
   return [line(t.columns), line(widths.map((w) => '-'.repeat(w))), ...t.rows.map(line)].join('\n');
 }
 
-async function writeDemoReport(result: DemoResult): Promise<void> {
+/** Writes `report.html` and `demo.json` into the result's directory. */
+export async function writeDemoReport(result: DemoResult): Promise<void> {
   const table = demoTable(result);
   const gateText = result.gates.map((g) => `${g.metric}.${g.stat} ${g.op} ${g.threshold} (x${g.tolerance})`).join('; ');
   const sections: ReportSection[] = [

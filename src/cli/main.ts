@@ -30,4 +30,12 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+// A closed pipe (`tailgate ... | head`) is not an error worth a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
+}
+
 await main(process.argv);

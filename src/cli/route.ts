@@ -58,6 +58,18 @@ export function readBackendsFile(path: string): string[] {
   return text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter((l) => l.length > 0);
 }
 
+function untilSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve();
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
+
 /** `tailgate route`: the load-aware OpenAI-compatible router. */
 export function registerRoute(program: Command): void {
   program
@@ -80,13 +92,22 @@ export function registerRoute(program: Command): void {
     .option('--max-retries <n>', 'retries elsewhere after a failure before any byte reached the client', intArg(0), 2)
     .option('--ca <file>', 'PEM CA bundle for https backends')
     .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
-    .option('--procs <n>', 'processes sharing the port (node:cluster); only 1 is supported so far', intArg(1), 1)
+    .option('--procs <n>', 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', intArg(1), 1)
     .option('--drain-timeout <dur>', 'on SIGTERM, wait this long for streams to finish', durationArg, 30_000)
     .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /metrics, /health, /ready.')
     .action(async (flags: RouteFlags) => {
       const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
       if (backends.length === 0) throw new TailgateError('CLI_USAGE', 'no backend given (use --backend URL or --backends-file FILE)');
-      if (flags.procs !== 1) throw new TailgateError('CLI_USAGE', '--procs other than 1 is not supported yet; run several routers behind a Service instead');
+      const routerLib = await import('../router/index.js');
+      if (flags.procs > 1 && !routerLib.isRouterClusterWorker()) {
+        // The primary only forks and waits; each forked process runs this same command.
+        const c = await routerLib.startRouterCluster(flags.procs);
+        process.stdout.write(`${JSON.stringify({ url: c.url, procs: flags.procs })}\nready\n`);
+        await untilSignal();
+        await c.close();
+        process.exitCode = 0;
+        return;
+      }
       let ca: Buffer | undefined;
       if (flags.ca) {
         try {
@@ -102,8 +123,8 @@ export function registerRoute(program: Command): void {
         const s = (logStream = createWriteStream(flags.accessLog, { flags: 'a' }));
         accessLog = (line) => s.write(`${line}\n`);
       }
-      const { startRouter } = await import('../router/index.js');
-      const router = await startRouter({
+      const inCluster = routerLib.isRouterClusterWorker();
+      const router = await routerLib.startRouter({
         backends,
         port: flags.port,
         host: flags.host,
@@ -121,18 +142,14 @@ export function registerRoute(program: Command): void {
         ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),
         ...(ca !== undefined && { ca }),
         ...(accessLog !== undefined && { accessLog }),
+        ...(inCluster && { clusterMetrics: true }),
       });
-      process.stdout.write(`${JSON.stringify({ url: router.url })}\nready\n`);
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          process.off('SIGTERM', stop);
-          process.off('SIGINT', stop);
-          router.close().then(resolve, resolve);
-        };
-        process.on('SIGTERM', stop);
-        process.on('SIGINT', stop);
-      });
+      if (inCluster) routerLib.announceReady(router.url);
+      else process.stdout.write(`${JSON.stringify({ url: router.url })}\nready\n`);
+      await untilSignal();
+      await router.close();
       logStream?.end();
       process.exitCode = 0;
+      if (inCluster) process.disconnect();
     });
 }

@@ -244,3 +244,18 @@ test('findKnee: linear scaling has no knee; flat throughput without TTFT climb i
   assert.equal(k2.kneeConcurrency, 200);
   assert.equal(k2.recommendedConcurrency, 100);
 });
+
+test('shape: single-worker-backup when few requests sat on one worker for long (load-aware routing, stalled worker)', () => {
+  // Seven workers healthy; one held only a few streams, but each waited 4 s for its first token.
+  const records = [
+    ...WORKERS.slice(0, 7).flatMap((w) => workerLoad(w, { slots: 16, rounds: 10, ttftMs: 100 })),
+    ...workerLoad(WORKERS[7]!, { slots: 4, rounds: 4, ttftMs: 4000 }),
+  ];
+  const v = classifyTrial(evidence(records, [tputGate(1000), ttftGate(1000)]));
+  assert.equal(v.shape, 'single-worker-backup');
+  assert.equal(v.worker, WORKERS[7]);
+  assert.equal(v.evidence.workerTtftP99Ms, 4000);
+  assert.match(v.explanation, /held the tail/);
+  // The same worker-level outlier with every gate passing is not a failure shape.
+  assert.equal(classifyTrial(evidence(records, [tputGate(1000), ttftGate(10_000)])).shape, 'clean');
+});

@@ -44,6 +44,8 @@ export const SHAPE_RULES = {
   backupFairShareMultiple: 1.5,
   /** ...and at least this many requests above that median (tiny counts are noise). */
   backupMinExcess: 4,
+  /** ...or, when a latency ceiling failed: one worker's TTFT p99 above this multiple of the others' median. */
+  backupTtftRatio: 3,
   /** `knee-jitter`: latency ceilings missed by less than this multiple of the threshold. */
   kneeJitterMaxRatio: 1.5,
   /** `client-bound`: the load generator's event-loop delay p99 above this (ms). */
@@ -118,6 +120,16 @@ function findBackup(peaks: Peak[]): { top: Peak; medianOthers: number; ratio: nu
   return holds ? { top, medianOthers, ratio, fair } : null;
 }
 
+/** The worker whose TTFT p99 stands far above the others' median, if one does. */
+function ttftOutlier(summary: Summary): { worker: string; ttftP99Ms: number; medianOthers: number; ratio: number; requests: number } | null {
+  const rows = Object.entries(summary.perWorker).filter(([, w]) => w.ttftP99Ms !== null && w.requests > 0);
+  if (rows.length < 3) return null;
+  const [worker, top] = rows.reduce((a, b) => (b[1].ttftP99Ms! > a[1].ttftP99Ms! ? b : a));
+  const medianOthers = median(rows.filter(([w]) => w !== worker).map(([, w]) => w.ttftP99Ms!));
+  const ratio = medianOthers > 0 ? top.ttftP99Ms! / medianOthers : Number.POSITIVE_INFINITY;
+  return ratio > SHAPE_RULES.backupTtftRatio ? { worker, ttftP99Ms: top.ttftP99Ms!, medianOthers, ratio, requests: top.requests } : null;
+}
+
 /**
  * Names the shape of one trial. First rule that holds wins:
  * under-provisioned > single-worker-backup > errors > client-bound > knee-jitter > broad-degradation > clean.
@@ -183,6 +195,20 @@ export function classifyTrial(input: TrialEvidence): ShapeVerdict {
       workers: peaks.length,
       errorSharePct: round(errorShare * 100, 2),
     }, `Worker ${top.worker} backed up: its in-flight peaked at ${fmt(top.peak)}${when} against a median of ${fmt(medianOthers)} on the other ${peaks.length - 1} workers (${Number.isFinite(ratio) ? `${round(ratio)}x` : 'others idle'}, ${round(top.share * 100)}% of all in-flight)${gateText() ? `; ${gateText()}` : ''}.`);
+  }
+
+  // 2b. A worker that held few requests but held them for long (a stall under a load-aware policy):
+  // the latency ceiling failed and the tail lives on one worker.
+  const slowest = ttftOutlier(summary);
+  const ceilingFailed = failed.some((g) => g.gate.op === '<=');
+  if (slowest && ceilingFailed) {
+    return verdict('single-worker-backup', slowest.worker, {
+      workerTtftP99Ms: round(slowest.ttftP99Ms),
+      medianOthersTtftP99Ms: round(slowest.medianOthers),
+      ratioToMedian: round(slowest.ratio, 2),
+      workerRequests: slowest.requests,
+      ...peakEvidence(),
+    }, `Worker ${slowest.worker} held the tail: its TTFT p99 was ${fmt(slowest.ttftP99Ms)} ms against a median of ${fmt(slowest.medianOthers)} ms on the other workers (${round(slowest.ratio)}x, over ${slowest.requests} requests)${gateText() ? `; ${gateText()}` : ''}.`);
   }
 
   // 3. errors.

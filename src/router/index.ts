@@ -3,3 +3,5 @@ export { startRouter } from './router.js';
 export type { HealthOptions } from './health.js';
 export type { FakeBehaviour, FakeRequestLog, FakeUpstream } from './fake-upstream.js';
 export { startFakeUpstream } from './fake-upstream.js';
+export type { RouterCluster } from './cluster.js';
+export { startRouterCluster, isRouterClusterWorker, announceReady } from './cluster.js';

@@ -21,6 +21,7 @@ export class RouterMetrics {
   readonly ttft: Histogram<'worker'>;
   readonly itl: Histogram<'worker'>;
   readonly overhead: Histogram;
+  readonly #itlChildren = new Map<string, { observe(v: number): void }>();
 
   constructor(dispatcher: Dispatcher, backends: readonly Backend[]) {
     const registers = [this.registry];
@@ -38,6 +39,7 @@ export class RouterMetrics {
       name: 'tailgate_router_worker_healthy',
       help: '1 when the worker is routable (last probe passed, not ejected), else 0.',
       labelNames: ['worker'] as const,
+      aggregator: 'min',
       registers,
       collect() {
         for (const b of backends) this.set({ worker: b.id }, b.routable ? 1 : 0);
@@ -64,7 +66,15 @@ export class RouterMetrics {
     this.itl = new Histogram({ name: 'tailgate_router_itl_seconds', help: 'Time between content messages of a stream (per-token latency).', labelNames: ['worker'] as const, buckets: ITL_BUCKETS_S, registers });
     this.overhead = new Histogram({ name: 'tailgate_router_overhead_seconds', help: "Router's own time from a complete request to the upstream send (excludes queue wait).", buckets: OVERHEAD_BUCKETS_S, registers });
     for (const b of backends) {
+      this.#itlChildren.set(b.id, this.itl.labels({ worker: b.id }));
       for (const c of [this.dispatched, this.completed, this.failed, this.clientAborted, this.redispatched, this.migrated, this.retried, this.ejected]) c.inc({ worker: b.id }, 0);
     }
+  }
+
+  /** Records one per-token latency sample of `worker` (hot path: the labelled child is cached). */
+  observeItl(worker: string, seconds: number): void {
+    const child = this.#itlChildren.get(worker);
+    if (child) child.observe(seconds);
+    else this.itl.observe({ worker }, seconds);
   }
 }

@@ -40,6 +40,8 @@ export interface RouterOptions {
   connectionsPerBackend?: number;
   /** Receives one JSON line per finished request. */
   accessLog?: (line: string) => void;
+  /** Serve `/metrics` summed over a `--procs` cluster (set in cluster workers). @default false */
+  clusterMetrics?: boolean;
   /** `close()` waits this long for streams to finish, then cuts them. @default 30000 */
   drainTimeoutMs?: number;
 }

@@ -210,7 +210,7 @@ class Attempt {
     } else {
       const itl = now - this.lastTokenMs;
       ctx.dispatcher.recordItl(id, itl);
-      ctx.metrics.itl.observe({ worker: id }, itl / 1000);
+      ctx.metrics.observeItl(id, itl / 1000);
     }
     this.lastTokenMs = now;
     ctx.dispatcher.progress(id, now);
@@ -458,6 +458,12 @@ export class ProxyCall {
   #giveUp(status: number, message: string, reason: string, headers: OutgoingHttpHeaders = {}): void {
     this.ctx.metrics.rejected.inc({ reason });
     const res = this.res;
+    if (res.headersSent && !this.norm.stream) {
+      // a JSON body cut mid-way cannot carry an error: the client sees the connection fail
+      res.destroy();
+      this.finish('upstream_error', null);
+      return;
+    }
     if (res.headersSent) {
       res.write(errorFrame(message, 'InternalServerError', 500));
       res.write(DONE_FRAME);

@@ -4,6 +4,7 @@ import { RealClock, TailgateError, createRng } from '../core/index.js';
 import { malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
 import { Dispatcher, createPolicy, type DeadlineSetting } from '../routing/index.js';
 import { Backend } from './backend.js';
+import { clusterMetricsSource } from './cluster.js';
 import { HealthTracker } from './health.js';
 import { readBody, sendError, sendJson } from './http-util.js';
 import { RouterMetrics } from './metrics.js';
@@ -45,6 +46,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   });
   for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
   const metrics = new RouterMetrics(dispatcher, backends);
+  const metricsText = opts.clusterMetrics ? clusterMetricsSource(metrics.registry) : () => metrics.registry.metrics();
   const syncWorker = (b: Backend) => {
     dispatcher.setModels(b.id, b.models);
     dispatcher.setHealthy(b.id, b.routable);
@@ -93,7 +95,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
       case '/workers':
         return sendJson(res, 200, workers());
       case '/metrics': {
-        const text = await metrics.registry.metrics();
+        const text = await metricsText();
         res.writeHead(200, { 'content-type': metrics.registry.contentType });
         res.end(text);
         return;
@@ -183,7 +185,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     url: `http://${host}:${addr.port}`,
     port: addr.port,
     workers,
-    metrics: () => metrics.registry.metrics(),
+    metrics: metricsText,
     close: () => (closing ??= close()),
   };
 }

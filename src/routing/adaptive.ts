@@ -14,14 +14,15 @@ import { fleetLatency, relativeLatency, type FleetLatency } from './worker-stats
 export class AdaptivePolicy implements RoutingPolicy {
   readonly name = 'adaptive' as const;
   readonly #weight: number;
-  readonly #now: (() => number) | undefined;
+  /** The clock reading it was given (a Dispatcher without its own `now` borrows it). */
+  readonly now: (() => number) | undefined;
   readonly #lo: number;
   readonly #hi: number;
   readonly #halfLifeMs: number;
 
   constructor(opts: AdaptiveOptions = {}) {
     this.#weight = opts.latencyWeight ?? 1;
-    this.#now = opts.now;
+    this.now = opts.now;
     [this.#lo, this.#hi] = opts.relClamp ?? [0.2, 1000];
     this.#halfLifeMs = opts.recoveryHalfLifeMs ?? 20_000;
   }
@@ -30,7 +31,7 @@ export class AdaptivePolicy implements RoutingPolicy {
     const c = eligible(workers, req);
     if (c.length <= 1) return c[0];
     const fleet = fleetLatency(c);
-    const nowMs = this.#now?.();
+    const nowMs = this.now?.();
     return minBy(twoDistinct(c, rng), (w) => this.score(w, fleet, nowMs), rng);
   }
 

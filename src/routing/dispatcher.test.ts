@@ -124,3 +124,19 @@ test('dispatcher: the re-send budget caps the share of re-sent requests', () => 
   assert.ok(resent <= 0.1 * 1000 + 5, `resent ${resent}`);
   assert.ok(resent >= 0.1 * 1000 - 1, `resent ${resent}`);
 });
+
+test('dispatcher: silence is counted from when an idle worker became busy, not from its last token long ago', () => {
+  let now = 0;
+  const d = new Dispatcher({ policy: createPolicy('adaptive', { now: () => now }), rng: createRng(2) });
+  d.addWorker('a');
+  d.addWorker('b');
+  d.progress('a', 0);
+  d.progress('b', 0);
+  now = 5000; // both idle for 5 s, then work arrives
+  let first: WorkerView | undefined;
+  d.submit({ model: 'x', promptTokens: 1 }, (w) => (first = w));
+  assert.equal(first?.lastProgressMs, 5000);
+  const picks = new Set<string>();
+  for (let i = 0; i < 20; i++) d.submit({ model: 'x', promptTokens: 1 }, (w) => picks.add(w.id));
+  assert.deepEqual([...picks].sort(), ['a', 'b'], 'the newly busy worker is not shunned as stalled');
+});

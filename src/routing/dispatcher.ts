@@ -15,6 +15,7 @@ export interface DispatcherOptions {
   /**
    * The runtime's clock reading; when given, a worker's silence (for the adaptive policy and
    * stall checks) is counted from the later of its last token and its last idle-to-busy change.
+   * @default the adaptive policy's `now`, if it has one
    */
   now?: () => number;
   /** Requests that may wait for room; one more is rejected. @default 1024 */
@@ -87,6 +88,7 @@ export class Dispatcher {
   readonly #queuedByModel = new Map<string, number>();
   readonly #opts: DispatcherOptions;
   readonly #budget: ResendBudget;
+  readonly #now: (() => number) | undefined;
   #promptTokensEwma = Number.NaN;
   #draining = false;
   #drainAgain = false;
@@ -97,6 +99,7 @@ export class Dispatcher {
     this.#cap = opts.maxInflightPerWorker ?? Number.POSITIVE_INFINITY;
     this.#maxQueue = opts.maxQueue ?? 1024;
     this.#opts = opts;
+    this.#now = opts.now ?? (opts.policy as { now?: () => number }).now;
     this.#budget = new ResendBudget(opts.maxResendShare ?? 0.1, opts.resendBurst ?? 64);
   }
 
@@ -289,7 +292,7 @@ export class Dispatcher {
 
   #assign(v: WorkerView, entry: QueueEntry): void {
     const w = this.#workers.get(v.id)!;
-    if (w.inflight === 0 && this.#opts.now) w.stats.busySinceMs = this.#opts.now();
+    if (w.inflight === 0 && this.#now) w.stats.busySinceMs = this.#now();
     w.inflight++;
     entry.onAssign(view(w, v.model, w.healthy));
   }

@@ -1,11 +1,12 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
 import { Engine, FaultSchedule, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import type { PolicyName, WorkerStats, WorkerView } from '../routing/index.js';
+import type { PolicyName, WorkerView } from '../routing/index.js';
 import { summarize, type Summary } from '../stats/index.js';
 import { arrivals, buildDataset } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
+import { SimAttempt, type AttemptHost, type SimRequest } from './sim-attempt.js';
 import { StreamingSummary } from './streaming-summary.js';
 
 /** Options of {@link runScenario}. */
@@ -47,38 +48,10 @@ export interface SimResult {
   migrated: number;
   /** Requests the router queue refused (429). */
   rejected: number;
-  /** Virtual-clock events fired. */
-  events: number;
-}
-
-interface Req {
-  index: number;
-  phase: RequestRecord['phase'];
-  promptTokens: number;
-  maxTokens: number;
-  startMs: number;
-  firstTokenMs: number | null;
-  lastTokenMs: number;
-  chunks: number[] | null;
-  tokens: number;
-  resent: boolean;
-  redispatched: boolean;
-  migrated: boolean;
-  feIndex: number;
-  attempts: number;
-}
-
-interface Attempt {
-  req: Req;
-  worker: number;
-  workerId: string;
-  stats: WorkerStats;
-  engineId: string;
-  promptTokens: number;
-  startMs: number;
-  tokens: number;
-  lastMs: number;
-  live: boolean;
+  /** Output tokens the engines generated (all phases, including attempts later abandoned). */
+  generatedTokens: number;
+  /** False when `maxSimulatedMs` stopped the run before every request ended. */
+  completed: boolean;
 }
 
 /** The id of simulated worker `i`, shaped like every worker id in the project (`host:port`). */
@@ -141,7 +114,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   // ---- the request path: replica -> dispatcher -> engine, and back ----
 
-  const finishRequest = (req: Req, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
+  const finishRequest = (req: SimRequest, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
     if (nowMs > lastEndMs) lastEndMs = nowMs;
     let chunkMs: number[];
     if (req.chunks) chunkMs = req.chunks;
@@ -168,60 +141,30 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     phaseDone(req.phase);
   };
 
-  const onToken = (a: Attempt, count: number, nowMs: number): void => {
-    if (!a.live) return;
-    const req = a.req;
-    if (a.tokens === 0) a.stats.recordTtft(nowMs - a.startMs);
-    else a.stats.recordItl(nowMs - a.lastMs);
-    a.stats.progress(nowMs);
-    a.tokens += count;
-    a.lastMs = nowMs;
-    if (req.firstTokenMs === null) req.firstTokenMs = nowMs;
-    req.tokens += count;
-    req.lastTokenMs = nowMs;
-    req.chunks?.push(nowMs);
+  const active: Set<SimAttempt>[] = frontends.map(() => new Set());
+
+  const host: AttemptHost = {
+    attemptEnded(a, reason, nowMs) {
+      a.end();
+      const fe = frontends[a.req.feIndex]!;
+      if (fe.deadlinesOn) active[a.req.feIndex]!.delete(a);
+      fe.dispatcher.release(a.workerId);
+      if (reason === 'length') {
+        fe.success(a.workerId);
+        finishRequest(a.req, nowMs, a.workerId, 'ok', 200, null);
+      } else {
+        finishRequest(a.req, nowMs, a.workerId, 'aborted', null, 'aborted by the engine');
+      }
+    },
   };
 
-  const active: Set<Attempt>[] = frontends.map(() => new Set());
-
-  const onFinish = (a: Attempt, reason: 'length' | 'abort', nowMs: number): void => {
-    if (!a.live) return;
-    a.live = false;
-    const fe = frontends[a.req.feIndex]!;
-    active[a.req.feIndex]!.delete(a);
-    fe.dispatcher.release(a.workerId);
-    if (reason === 'length') {
-      fe.success(a.workerId);
-      finishRequest(a.req, nowMs, a.workerId, 'ok', 200, null);
-    } else {
-      finishRequest(a.req, nowMs, a.workerId, 'aborted', null, 'aborted by the engine');
-    }
-  };
-
-  const startAttempt = (req: Req, feIndex: number, w: WorkerView): void => {
+  const startAttempt = (req: SimRequest, feIndex: number, w: WorkerView): void => {
     const fe = frontends[feIndex]!;
     const wi = workerIndex.get(w.id)!;
-    const a: Attempt = {
-      req,
-      worker: wi,
-      workerId: w.id,
-      stats: fe.dispatcher.stats(w.id)!,
-      engineId: `${req.phase}-${req.index}#${req.attempts++}`,
-      promptTokens: req.promptTokens + req.tokens,
-      startMs: clock.now(),
-      tokens: 0,
-      lastMs: clock.now(),
-      live: true,
-    };
-    const r = engines[wi]!.submit({
-      id: a.engineId,
-      promptTokens: a.promptTokens,
-      maxTokens: req.maxTokens - req.tokens,
-      onToken: (count, nowMs) => onToken(a, count, nowMs),
-      onFinish: (reason, nowMs) => onFinish(a, reason, nowMs),
-    });
+    const a = new SimAttempt(host, req, wi, w.id, fe.dispatcher.stats(w.id)!, clock.now());
+    const r = engines[wi]!.submit(a);
     if (!r.ok) {
-      a.live = false;
+      a.end();
       fe.dispatcher.release(w.id);
       finishRequest(req, clock.now(), w.id, 'http_error', r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full' ? 'worker queue full' : 'prompt too long');
       return;
@@ -229,7 +172,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     if (fe.deadlinesOn) active[feIndex]!.add(a);
   };
 
-  const dispatch = (req: Req, feIndex: number, exclude?: ReadonlySet<string>): void => {
+  const dispatch = (req: SimRequest, feIndex: number, exclude?: ReadonlySet<string>): void => {
     const fe = frontends[feIndex]!;
     const r = fe.dispatcher.submit(
       { model: scenario.model, promptTokens: req.promptTokens + req.tokens },
@@ -243,10 +186,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   };
 
   /** Cancels an attempt that hit a deadline and sends the request elsewhere (once per request). */
-  const resend = (a: Attempt, feIndex: number, kind: 'redispatch' | 'migrate'): void => {
+  const resend = (a: SimAttempt, feIndex: number, kind: 'redispatch' | 'migrate'): void => {
     const fe = frontends[feIndex]!;
     const req = a.req;
-    a.live = false;
+    a.end();
     active[feIndex]!.delete(a);
     req.resent = true;
     if (kind === 'redispatch') {
@@ -257,7 +200,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       migrated++;
     }
     fe.failure(a.workerId);
-    engines[a.worker]!.abort(a.engineId);
+    engines[a.worker]!.abort(a.id);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));
   };
@@ -270,7 +213,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const now = clock.now();
     const stallMs = d.stallDeadlineMs();
     const ttftByPrompt = new Map<number, number>();
-    const due: [Attempt, 'redispatch' | 'migrate'][] = [];
+    const due: [SimAttempt, 'redispatch' | 'migrate'][] = [];
     for (const a of active[feIndex]!) {
       if (a.req.resent) continue;
       if (a.tokens === 0) {
@@ -299,7 +242,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const i = seq++;
     const entry = dataset[i % dataset.length]!;
     const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
-    const req: Req = {
+    const req: SimRequest = {
       index: i,
       phase,
       promptTokens: entry.inputTokens,
@@ -385,13 +328,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   every(sampleMs, sample);
 
   startPhase(currentPhase);
-  let events = 0;
-  while (!finished) {
-    const fired = clock.run(50_000);
-    events += fired;
-    if (fired === 0 || clock.now() > maxSimulatedMs) break;
+  // Slices of virtual time, so a bounded run stops close to its bound.
+  while (!finished && clock.now() < maxSimulatedMs && clock.pending > 0) clock.runUntil(Math.min(clock.now() + 250, maxSimulatedMs));
+  if (!finished) {
+    lastEndMs = Math.max(lastEndMs, Math.min(clock.now(), maxSimulatedMs));
+    sample();
   }
-  if (!finished) sample();
+  let generatedTokens = 0;
+  for (const e of engines) generatedTokens += e.stats().generationTokensTotal;
   for (const t of timers) t.cancel();
   schedule.close();
   for (const e of engines) e.close();
@@ -418,6 +362,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     redispatched,
     migrated,
     rejected,
-    events,
+    generatedTokens,
+    completed: finished,
   };
 }

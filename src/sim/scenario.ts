@@ -132,6 +132,8 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     if (issue.code === 'unrecognized_keys') {
       path = [...issue.path, issue.keys[0]!];
       message = 'unknown field';
+    } else if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) {
+      message = `missing (expected ${issue.expected})`;
     }
     throw new TailgateError('CONFIG_INVALID', `${source}: ${where(path, lineOf)}: ${message}`);
   }

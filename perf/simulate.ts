@@ -1,0 +1,69 @@
+// How fast `tailgate simulate` runs, as simulated fleet time per CPU second on one core:
+//  1. seed-scale trials (aicr-h100 and its stall, 8 workers x 2048 streams, as Monte Carlo runs them);
+//  2. the 1024-worker, 262144-stream scenario (histograms, no per-record storage), first 2 s of fleet time;
+//  3. how CPU time grows with workers and streams (a small table, 2 s of fleet time each).
+// Run: node --import tsx perf/simulate.ts [--quick]
+import { PRESETS, runScenario, scenarioFromObject, type Scenario, type SimOptions } from '../src/sim/index.js';
+import type { PolicyName } from '../src/routing/index.js';
+
+const quick = process.argv.includes('--quick');
+
+interface Measure {
+  simulatedS: number;
+  cpuS: number;
+  wallS: number;
+  tokens: number;
+}
+
+function measure(s: Scenario, policy: PolicyName, seed: number, opts: SimOptions): Measure {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const r = runScenario(s, policy, seed, opts);
+  const c = process.cpuUsage(c0);
+  return { simulatedS: r.simulatedMs / 1000, cpuS: (c.user + c.system) / 1e6, wallS: (performance.now() - t0) / 1000, tokens: r.generatedTokens };
+}
+
+function table(head: string[], rows: string[][]): string {
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ');
+  return [line(head), w.map((x) => '-'.repeat(x)).join('  '), ...rows.map(line)].join('\n');
+}
+
+const x = (m: Measure): string => `${(m.simulatedS / m.cpuS).toFixed(m.simulatedS / m.cpuS >= 10 ? 0 : 2)}x`;
+
+// 1. Seed scale: warm the JIT with one trial, then time several (Monte Carlo keeps first/last chunk only).
+const seedRows: string[][] = [];
+const trials = quick ? 2 : 5;
+for (const preset of ['aicr-h100', 'aicr-h100-stall']) {
+  for (const policy of ['round-robin', 'adaptive'] as const) {
+    measure(PRESETS[preset]!, policy, 999, { keepChunks: false });
+    let sim = 0;
+    let cpu = 0;
+    let wall = 0;
+    for (let t = 0; t < trials; t++) {
+      const m = measure(PRESETS[preset]!, policy, t + 1, { keepChunks: false });
+      sim += m.simulatedS;
+      cpu += m.cpuS;
+      wall += m.wallS;
+    }
+    seedRows.push([`${preset} / ${policy}`, String(trials), sim.toFixed(1), cpu.toFixed(2), wall.toFixed(2), x({ simulatedS: sim, cpuS: cpu, wallS: wall, tokens: 0 })]);
+  }
+}
+console.log('seed-scale trials (8 workers, 2048 streams, 18432 requests; target >= 100x real time)');
+console.log(table(['scenario / policy', 'trials', 'simulated s', 'CPU s', 'wall s', 'simulated/CPU'], seedRows));
+
+// 2 and 3: fleet scale, a fixed stretch of fleet time, closed loop at 256 streams per worker.
+function fleet(workers: number, streams: number): Scenario {
+  return scenarioFromObject({ name: `${workers}x${streams}`, workers, concurrency: streams, requestCount: streams * 4, warmupRequestCount: 0 }, 'perf');
+}
+const big: SimOptions = { keepChunks: false, recordMode: 'histogram', sampleMs: 1000, maxSimulatedMs: 2000 };
+const grid: [number, number][] = quick
+  ? [[8, 2048], [32, 8192], [128, 32768]]
+  : [[8, 2048], [32, 8192], [128, 8192], [128, 32768], [256, 65536], [1024, 262144]];
+const rows: string[][] = [];
+for (const [workers, streams] of grid) {
+  const m = measure(fleet(workers, streams), 'p2c', 1, big);
+  rows.push([String(workers), streams.toLocaleString('en-US'), m.simulatedS.toFixed(2), m.cpuS.toFixed(2), x(m), ((m.cpuS * 1e9) / Math.max(1, m.tokens)).toFixed(0)]);
+}
+console.log('\nfleet scale (p2c, 2 s of fleet time, histograms only; target for 1024 x 262144: >= 1x real time)');
+console.log(table(['workers', 'streams', 'simulated s', 'CPU s', 'simulated/CPU', 'CPU ns per token'], rows));
