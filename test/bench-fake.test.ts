@@ -266,8 +266,11 @@ test('threads share the load, finish warm-up together, and their records merge',
   assert.ok(m['time_to_first_token']!.min >= TTFT_MS - 1);
 
   const ctl = new AbortController();
-  setTimeout(() => ctl.abort(), 500);
-  const cut = await runBench({ ...base(fake.url, 'socket'), threads: 2, concurrency: 4, requestCount: 1000, warmupRequestCount: 0 }, ctl.signal);
+  const seen = fake.requests;
+  const running = runBench({ ...base(fake.url, 'socket'), threads: 2, concurrency: 4, requestCount: 1000, warmupRequestCount: 0 }, ctl.signal);
+  while (fake.requests < seen + 8) await new Promise((resolve) => setTimeout(resolve, 20));
+  ctl.abort();
+  const cut = await running;
   assert.equal(cut.cancelled, true);
   assert.ok(cut.records.length >= 4 && cut.records.length < 1000, `records ${cut.records.length}`);
 });

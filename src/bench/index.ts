@@ -1,4 +1,4 @@
-export type { BenchOptions, BenchProgress, ResolvedBenchOptions } from './options.js';
+export type { BenchOptions, BenchProgress, BenchTarget, ResolvedBenchOptions } from './options.js';
 export { resolveBenchOptions, parseBaseUrl, aiperfInputConfig } from './options.js';
 export type { BenchResult } from './run-bench.js';
 export { runBench } from './run-bench.js';

@@ -81,6 +81,8 @@ export interface BenchOptions {
   threads?: number;
   /** Prefix of record ids (threads use `t<k>-`). */
   idPrefix?: string;
+  /** Salts the open-loop arrival seed so threads do not arrive in lockstep (the dataset keeps the seed). @default 0 */
+  arrivalSalt?: number;
   /** Awaited between warm-up and profiling (threads use it as a barrier). */
   beforeProfiling?: () => Promise<void>;
   /** Called with every finished request (diagnostics, perf scripts). */

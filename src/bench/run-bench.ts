@@ -118,7 +118,10 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + o.benchmarkGracePeriodMs, stop);
       try {
         if (o.requestRate === null) await closedLoop(o.concurrency, count, deadline, now, stop.signal, one);
-        else await openLoop(o, count, durationMs, phaseStart, now, stop.signal, one, phase === 'profiling' ? monitor : null, () => inflight);
+        else {
+          const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (phase === 'warmup' ? 1 : 0);
+          await openLoop(o, seed, count, durationMs, phaseStart, now, stop.signal, one, phase === 'profiling' ? monitor : null, () => inflight);
+        }
       } finally {
         if (graceTimer) clearTimeout(graceTimer);
         if (ticker) clearInterval(ticker);
@@ -216,6 +219,7 @@ async function closedLoop(
 /** Starts requests on the arrival schedule; lateness against the schedule is the schedule lag. */
 async function openLoop(
   o: ResolvedBenchOptions,
+  seed: number,
   count: number | null,
   durationMs: number | null,
   phaseStart: number,
@@ -230,7 +234,7 @@ async function openLoop(
   const schedule = arrivals({
     ratePerS: o.requestRate!,
     mode: o.requestRateMode,
-    seed: o.randomSeed,
+    seed,
     startMs: phaseStart,
     ...(count === null ? {} : { count }),
     ...(durationMs === null ? {} : { durationMs }),

@@ -70,7 +70,7 @@ export async function runThreads(
         ...plain,
         concurrency: Math.max(1, conc[i]!),
         warmupRequestCount: warm[i]!,
-        randomSeed: (options.randomSeed ?? 0) + i,
+        arrivalSalt: i,
         ...(reqs ? { requestCount: Math.max(1, reqs[i]!) } : {}),
         ...(options.requestRate === undefined ? {} : { requestRate: options.requestRate / threads }),
       };

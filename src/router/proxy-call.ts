@@ -1,4 +1,4 @@
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Dispatcher as UndiciDispatcher } from 'undici';
 import { countTokens, type Clock } from '../core/index.js';
 import { DONE_FRAME, errorFrame, readStreamChunk, type NormalizedRequest, type Usage } from '../openai/index.js';
@@ -24,26 +24,26 @@ export interface CallContext {
   readonly accessLog: ((line: string) => void) | undefined;
 }
 
-type BodyReadable = UndiciDispatcher.ResponseData['body'];
-
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
 
 /**
  * One upstream try of a call on one worker. Holds the worker's in-flight count from assignment
  * until `release()`, which runs exactly once whatever ends the attempt.
  */
-class Attempt {
+class Attempt implements UndiciDispatcher.DispatchHandler {
   readonly call: ProxyCall;
   readonly backend: Backend;
   readonly startMs: number;
   readonly continuation: boolean;
-  readonly #ac = new AbortController();
   #released = false;
   cancelled = false;
   firstContentMs = -1;
   lastTokenMs: number;
   paused = false;
-  #body: BodyReadable | undefined;
+  #controller: UndiciDispatcher.DispatchController | undefined;
+  /** What the response body is used for, decided from its status line. */
+  #mode: 'none' | 'stream' | 'whole' | 'discard' = 'none';
+  #status = 0;
   #splitter = new EventSplitter();
   #held: Buffer[] = [];
   #respHeaders: OutgoingHttpHeaders = {};
@@ -58,12 +58,8 @@ class Attempt {
     this.startMs = call.ctx.clock.now();
     this.lastTokenMs = this.startMs;
     call.ctx.metrics.dispatched.inc({ worker: backend.id });
-    backend.pool
-      .request({ path: call.path, method: 'POST', headers: upstreamHeaders(call.req.headers, body.length), body, signal: this.#ac.signal })
-      .then(
-        (r) => this.#onResponse(r),
-        (e: unknown) => this.#onRequestError(e),
-      );
+    // The handler API (no Readable body stream): upstream bytes arrive in onResponseData as read.
+    backend.pool.dispatch({ path: call.path, method: 'POST', headers: upstreamHeaders(call.req.headers, body.length), body }, this);
   }
 
   get released(): boolean {
@@ -79,74 +75,93 @@ class Attempt {
   /** Stops the attempt (upstream request aborted) and releases its count. */
   cancel(): void {
     this.cancelled = true;
-    this.#ac.abort();
-    this.#body?.destroy();
+    this.#mode = 'discard';
+    this.#abortUpstream();
     this.release();
   }
 
-  #onRequestError(e: unknown): void {
-    if (this.cancelled) return;
-    this.call.preByteFailure(this, describe(e), undefined);
+  #abortUpstream(): void {
+    const c = this.#controller;
+    if (c && !c.aborted) c.abort(new Error('cancelled by the router'));
   }
 
-  #onResponse(r: UndiciDispatcher.ResponseData): void {
-    const body = r.body;
-    this.#body = body;
-    body.on('error', (e: unknown) => this.#onBodyError(e));
+  onRequestStart(controller: UndiciDispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.cancelled) this.#abortUpstream();
+  }
+
+  onResponseStart(controller: UndiciDispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+    this.#controller = controller;
+    if (status < 200) return;
     if (this.cancelled || this.call.finished) {
-      body.destroy();
+      this.#mode = 'discard';
+      this.#abortUpstream();
       return;
     }
-    const status = r.statusCode;
+    this.#status = status;
     const res = this.call.res;
     if (RETRYABLE_STATUS.has(status) && !res.headersSent) {
-      body.destroy();
+      this.#mode = 'discard';
+      this.#abortUpstream();
       this.call.preByteFailure(this, `answered ${status}`, status);
       return;
     }
     if (status !== 200 || !this.call.norm.stream) {
       if (this.continuation) {
-        body.destroy();
+        this.#mode = 'discard';
+        this.#abortUpstream();
         this.call.midStreamFailure(this, `answered ${status} to the continuation`);
         return;
       }
-      this.#relayWhole(status, r.headers, body);
+      this.#mode = 'whole';
+      res.writeHead(status, clientHeaders(headers, this.backend.id, true));
       return;
     }
-    this.#respHeaders = clientHeaders(r.headers, this.backend.id, false);
-    body.on('data', (c: Buffer) => this.#onData(c));
-    body.on('end', () => this.#onEnd());
+    this.#mode = 'stream';
+    this.#respHeaders = clientHeaders(headers, this.backend.id, false);
   }
 
-  #relayWhole(status: number, headers: Record<string, string | string[] | undefined>, body: BodyReadable): void {
-    const res = this.call.res;
-    res.writeHead(status, clientHeaders(headers, this.backend.id, true));
-    body.on('data', (c: Buffer) => this.#write(c));
-    body.on('end', () => {
-      if (this.cancelled) return;
-      res.end();
-      this.release();
-      const ctx = this.call.ctx;
-      if (status >= 500) {
-        ctx.health.failure(this.backend);
-        ctx.metrics.failed.inc({ worker: this.backend.id });
-      } else {
-        ctx.health.success(this.backend);
-        ctx.metrics.completed.inc({ worker: this.backend.id });
-      }
-      this.call.finish(status === 200 ? 'ok' : 'http_error', status);
-    });
+  onResponseData(_controller: UndiciDispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#mode === 'stream') this.#onData(chunk);
+    else if (this.#mode === 'whole') this.#write(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.cancelled) return;
+    if (this.#mode === 'stream') this.#onEnd();
+    else if (this.#mode === 'whole') this.#endWhole();
+  }
+
+  onResponseError(_controller: UndiciDispatcher.DispatchController, e: Error): void {
+    if (this.cancelled || this.#released || this.#mode === 'discard') return;
+    if (this.#mode === 'none') this.call.preByteFailure(this, describe(e), undefined);
+    else this.#failMidway(describe(e));
+  }
+
+  #endWhole(): void {
+    const status = this.#status;
+    this.call.res.end();
+    this.release();
+    const ctx = this.call.ctx;
+    if (status >= 500) {
+      ctx.health.failure(this.backend);
+      ctx.metrics.failed.inc({ worker: this.backend.id });
+    } else {
+      ctx.health.success(this.backend);
+      ctx.metrics.completed.inc({ worker: this.backend.id });
+    }
+    this.call.finish(status === 200 ? 'ok' : 'http_error', status);
   }
 
   #write(buf: Buffer | string): void {
     const res = this.call.res;
-    if (!res.write(buf) && !this.paused && this.#body) {
+    if (!res.write(buf) && !this.paused && this.#controller) {
       this.paused = true;
-      this.#body.pause();
+      this.#controller.pause();
       res.once('drain', () => {
         this.paused = false;
         this.lastTokenMs = Math.max(this.lastTokenMs, this.call.ctx.clock.now());
-        this.#body?.resume();
+        if (!this.cancelled) this.#controller?.resume();
       });
     }
   }
@@ -207,7 +222,8 @@ class Attempt {
       ctx.dispatcher.recordTtft(id, ttft);
       ctx.metrics.ttft.observe({ worker: id }, ttft / 1000);
       if (call.firstTokenMs < 0) call.firstTokenMs = now;
-    } else {
+    } else if (now > this.lastTokenMs) {
+      // messages that arrived in the same read carry no timing of their own
       const itl = now - this.lastTokenMs;
       ctx.dispatcher.recordItl(id, itl);
       ctx.metrics.observeItl(id, itl / 1000);
@@ -275,14 +291,8 @@ class Attempt {
     this.#failMidway('closed the stream before it finished');
   }
 
-  #onBodyError(e: unknown): void {
-    if (this.cancelled || this.#released) return;
-    this.#failMidway(describe(e));
-  }
-
   #failMidway(reason: string): void {
     if (!this.call.res.headersSent && this.firstContentMs < 0 && !this.continuation) {
-      this.#body?.destroy();
       this.call.preByteFailure(this, reason, undefined);
       return;
     }

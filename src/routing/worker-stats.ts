@@ -7,7 +7,7 @@ export interface WorkerStatsOptions {
   /** EWMA weight of a new per-token latency sample. @default 0.05 */
   itlAlpha?: number;
   /**
-   * A sample counts as at most this multiple of the current average, so one stall (which the
+   * After the first 8 samples, a sample counts as at most this multiple of the current average, so one stall (which the
    * adaptive policy sees live as silence) does not mark a recovered worker slow for long.
    * @default 4
    */
@@ -32,6 +32,8 @@ export class WorkerStats {
   readonly #ttftAlpha: number;
   readonly #itlAlpha: number;
   readonly #cap: number;
+  #ttftSamples = 0;
+  #itlSamples = 0;
 
   constructor(opts: WorkerStatsOptions = {}) {
     this.#ttftAlpha = opts.ttftAlpha ?? 0.2;
@@ -41,16 +43,18 @@ export class WorkerStats {
 
   recordTtft(ms: number): void {
     if (!(ms >= 0)) return;
-    this.ttftMsEwma = this.#update(this.ttftMsEwma, ms, this.#ttftAlpha);
+    this.ttftMsEwma = this.#update(this.ttftMsEwma, ms, this.#ttftAlpha, this.#ttftSamples++);
   }
 
   recordItl(ms: number): void {
     if (!(ms >= 0)) return;
-    this.itlMsEwma = this.#update(this.itlMsEwma, ms, this.#itlAlpha);
+    this.itlMsEwma = this.#update(this.itlMsEwma, ms, this.#itlAlpha, this.#itlSamples++);
   }
 
-  #update(avg: number, sample: number, alpha: number): number {
+  #update(avg: number, sample: number, alpha: number, seen: number): number {
     if (Number.isNaN(avg)) return sample;
+    // the first samples set the level (uncapped, weighted up) so one early low sample cannot anchor it
+    if (seen < 8) return avg + Math.max(alpha, 1 / (seen + 1)) * (sample - avg);
     const capped = avg > 0 ? Math.min(sample, this.#cap * avg) : sample;
     return avg + alpha * (capped - avg);
   }
