@@ -70,7 +70,8 @@ function ask(child: ChildProcess): Promise<Mark> {
 /**
  * The floor: a bare net server that writes one prebuilt chunked SSE frame to every socket every
  * 16 ms (one decode step of h100-qwen3-8b), no HTTP, no engine. One write syscall per message,
- * as in the fleet: on loopback that syscall also carries the receiver's TCP work.
+ * as in the fleet (latin1, as the fleet writes ASCII frames): on loopback that syscall also
+ * carries the receiver's TCP work.
  */
 async function startFloor(): Promise<{ urls: string[]; close(): Promise<void> }> {
   const frame = 'data: {"id":"chatcmpl-0000000000000001","object":"chat.completion.chunk","created":1,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"content":" fleet"},"logprobs":null,"finish_reason":null,"token_ids":null}]}\n\n';
@@ -84,7 +85,7 @@ async function startFloor(): Promise<{ urls: string[]; close(): Promise<void> }>
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const timer = setInterval(() => {
-    for (const s of sockets) s.write(chunk);
+    for (const s of sockets) s.write(chunk, 'latin1');
   }, 16);
   const port = (server.address() as { port: number }).port;
   return {

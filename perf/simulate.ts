@@ -1,8 +1,12 @@
 // How fast `tailgate simulate` runs, as simulated fleet time per CPU second on one core:
 //  1. seed-scale trials (aicr-h100 and its stall, 8 workers x 2048 streams, as Monte Carlo runs them);
 //  2. the 1024-worker, 262144-stream scenario (histograms, no per-record storage), first 2 s of fleet time;
-//  3. how CPU time grows with workers and streams (a small table, 2 s of fleet time each).
+//  3. how CPU time grows with workers and streams (a small table, 2 s of fleet time each);
+//  4. the engine alone, side by side: tokens delivered by one `onToken` call per request per step
+//     (each touching its own per-stream object) against one `TokenSink` call per step (dense arrays).
 // Run: node --import tsx perf/simulate.ts [--quick]
+import { VirtualClock } from '../src/core/index.js';
+import { Engine, getProfile, type TokenSink } from '../src/engine/index.js';
 import { PRESETS, runScenario, scenarioFromObject, type Scenario, type SimOptions } from '../src/sim/index.js';
 import type { PolicyName } from '../src/routing/index.js';
 
@@ -67,3 +71,67 @@ for (const [workers, streams] of grid) {
 }
 console.log('\nfleet scale (p2c, 2 s of fleet time, histograms only; target for 1024 x 262144: >= 1x real time)');
 console.log(table(['workers', 'streams', 'simulated s', 'CPU s', 'simulated/CPU', 'CPU ns per token'], rows));
+
+// 4. The engine alone: closed loop of 128/128 requests, 256 streams per engine, 2 s of fleet time.
+interface Stream {
+  tokens: number;
+  lastMs: number;
+  itlSumMs: number;
+}
+function engineOnly(workers: number, delivery: 'onToken' | 'sink'): { tokens: number; cpuS: number; itlSumMs: number } {
+  const clock = new VirtualClock();
+  const profile = getProfile('h100-qwen3-8b');
+  const perEngine = 256;
+  const streams: Stream[] = Array.from({ length: workers * perEngine }, () => ({ tokens: 0, lastMs: 0, itlSumMs: 0 }));
+  const tokens = new Int32Array(streams.length);
+  const lastMs = new Float64Array(streams.length);
+  let itlSumMs = 0;
+  const sink: TokenSink = {
+    onStepTokens(nowMs, count, keys, gapsMs) {
+      for (let i = 0; i < count; i++) {
+        const k = keys[i]!;
+        itlSumMs += gapsMs[i]!;
+        tokens[k]!++;
+        lastMs[k] = nowMs;
+      }
+    },
+  };
+  let n = 0;
+  const engines = Array.from({ length: workers }, (_, w) => new Engine({ clock, profile, id: `e${w}` }));
+  const go = (e: Engine, k: number): void => {
+    const st = streams[k]!;
+    e.submit({
+      id: `r${n++}`,
+      promptTokens: 128,
+      maxTokens: 128,
+      ...(delivery === 'sink' ? { sink, sinkKey: k } : {}),
+      onToken: (c, nowMs) => {
+        if (st.tokens > 0) st.itlSumMs += nowMs - st.lastMs;
+        st.tokens += c;
+        st.lastMs = nowMs;
+      },
+      onFinish: () => go(e, k),
+    });
+  };
+  engines.forEach((e, w) => {
+    for (let i = 0; i < perEngine; i++) go(e, w * perEngine + i);
+  });
+  const c0 = process.cpuUsage();
+  clock.runUntil(2000);
+  const c = process.cpuUsage(c0);
+  let generated = 0;
+  for (const e of engines) generated += e.stats().generationTokensTotal;
+  for (const st of streams) itlSumMs += st.itlSumMs;
+  return { tokens: generated, cpuS: (c.user + c.system) / 1e6, itlSumMs };
+}
+const engineRows: string[][] = [];
+for (const workers of quick ? [8, 256] : [8, 256, 1024]) {
+  engineOnly(8, 'onToken');
+  engineOnly(8, 'sink');
+  const a = engineOnly(workers, 'onToken');
+  const b = engineOnly(workers, 'sink');
+  const ns = (m: { tokens: number; cpuS: number }): number => (m.cpuS * 1e9) / Math.max(1, m.tokens);
+  engineRows.push([String(workers), (workers * 256).toLocaleString('en-US'), ns(a).toFixed(0), ns(b).toFixed(0), `${(ns(a) / ns(b)).toFixed(2)}x`]);
+}
+console.log('\nengine alone (128/128 closed loop, 256 streams per engine, 2 s of fleet time): CPU ns per token by delivery');
+console.log(table(['engines', 'streams', 'onToken per request', 'TokenSink per step', 'speed-up'], engineRows));

@@ -8,7 +8,7 @@ import { runCli } from './helpers.js';
 const CHROMIUM = '/usr/bin/chromium';
 
 interface DemoJson {
-  runs: { name: string; verdict: string; shape: string; worker: string | null; ttftP99Ms: number; requestLatencyP99Ms: number; maxWorkerShare: number }[];
+  runs: { name: string; verdict: string; shape: string; worker: string | null; ttftP99Ms: number; requestLatencyP99Ms: number; maxWorkerShare: number; gates: unknown[] }[];
 }
 
 test('demo --quick reproduces the stall, names round-robin\'s failure, and writes a report a browser renders', { timeout: 240_000 }, async (t) => {
@@ -24,6 +24,8 @@ test('demo --quick reproduces the stall, names round-robin\'s failure, and write
   }
   const demo = JSON.parse(readFileSync(join(out, 'demo.json'), 'utf8')) as DemoJson;
   const run = (n: string) => demo.runs.find((x) => x.name === n)!;
+  t.diagnostic(r.stdout.trim());
+  for (const x of demo.runs) t.diagnostic(`${x.name}: ${x.verdict} ${x.shape} ${JSON.stringify(x.gates)}`);
   assert.equal(run('healthy').verdict, 'pass');
   assert.equal(run('round-robin').verdict, 'fail');
   assert.equal(run('round-robin').shape, 'single-worker-backup');

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeAiperfExports } from '../report/index.js';
 import { timeSeries } from '../stats/index.js';
-import { aiperfInputConfig } from './options.js';
+import { aiperfInputConfig, payloadOptionsOf } from './options.js';
 import { requestPayload } from './payload.js';
 import type { BenchResult } from './run-bench.js';
 
@@ -29,13 +29,7 @@ export function inputsJson(result: BenchResult): { data: Array<{ session_id: str
     data: result.dataset.map((entry) => ({
       session_id: `tailgate-${o.randomSeed}-${entry.index}`,
       payloads: [
-        requestPayload(entry, {
-          model: o.model,
-          endpointType: o.endpointType,
-          streaming: o.streaming,
-          sendMaxTokens: o.outputTokensMean !== null,
-          extraInputs: o.extraInputs,
-        }),
+        requestPayload(entry, payloadOptionsOf(o)),
       ],
     })),
   };

@@ -2,7 +2,7 @@ import { TailgateError } from '../core/index.js';
 import { GOODPUT_TAGS } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
 import { defaultTokenizer, type ArrivalMode, type Tokenizer } from '../workload/index.js';
-import { ENDPOINT_PATHS, type EndpointType } from './payload.js';
+import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import type { CallResult } from './request-call.js';
 
 /** Progress of a run, reported about four times a second through `onProgress`. */
@@ -259,4 +259,9 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
     tokenizer: { name: r.tokenizer.name },
     tailgate: { worker_header: r.workerHeader, transport: r.transport, threads: r.threads },
   };
+}
+
+/** The payload settings of a resolved run (shared by the request builder and `inputs.json`). */
+export function payloadOptionsOf(o: ResolvedBenchOptions): PayloadOptions {
+  return { model: o.model, endpointType: o.endpointType, streaming: o.streaming, sendMaxTokens: o.outputTokensMean !== null, extraInputs: o.extraInputs };
 }

@@ -5,7 +5,7 @@ import { summarize, type Summary } from '../stats/index.js';
 import { arrivals, buildDataset, type DatasetEntry } from '../workload/index.js';
 import { CallGroup, callOnce, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
-import { resolveBenchOptions, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
+import { payloadOptionsOf, resolveBenchOptions, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
 import { runThreads } from './threads.js';
@@ -180,13 +180,7 @@ function prepareRequests(o: ResolvedBenchOptions, dataset: DatasetEntry[], path:
   return dataset.map((entry) => ({
     path,
     body: JSON.stringify(
-      requestPayload(entry, {
-        model: o.model,
-        endpointType: o.endpointType,
-        streaming: o.streaming,
-        sendMaxTokens: o.outputTokensMean !== null,
-        extraInputs: o.extraInputs,
-      }),
+      requestPayload(entry, payloadOptionsOf(o)),
     ),
     headers,
     streaming: o.streaming,

@@ -11,6 +11,7 @@ import {
   type BenchOptions,
 } from '../bench/index.js';
 import { checkUnsupported } from './bench.js';
+import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
@@ -20,6 +21,10 @@ export interface BenchInvocation {
   exportLevel: 'summary' | 'records' | 'raw';
   /** One-line notes to print before the run. */
   notes: string[];
+  /** Distributed run: this pod's shard (options already narrowed to it). */
+  shard?: ShardSpec;
+  /** Distributed run: the common start, epoch ms. */
+  startAtMs?: number;
 }
 
 /** Turns merged flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */
@@ -63,12 +68,19 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('workerHeader', flags['workerHeader']);
   set('transport', flags['transport']);
   set('threads', flags['threads']);
-  return { options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes };
+  const shard = shardOf(flags);
+  if (shard) applyShard(opts, shard);
+  const startAtMs = flags['startAt'] as number | undefined;
+  return {
+    options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
+    ...(shard !== undefined && { shard }),
+    ...(startAtMs !== undefined && { startAtMs }),
+  };
 }
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
 export async function runBenchCommand(flags: Record<string, unknown>): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes } = benchInvocation(flags);
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs } = benchInvocation(flags);
   resolveBenchOptions(opts);
   for (const n of notes) process.stderr.write(`tailgate: ${n}\n`);
   const showProgress = process.stderr.isTTY === true && !process.env['CI'];
@@ -82,9 +94,19 @@ export async function runBenchCommand(flags: Record<string, unknown>): Promise<n
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
+    const label = shard ? `shard ${shard.index + 1} of ${shard.count}: ` : '';
+    let startLagMs: number | null = null;
+    if (startAtMs !== undefined) {
+      startLagMs = await waitForStart(startAtMs, ctl.signal, (line) => process.stderr.write(`tailgate: ${line}\n`), label);
+      if (startLagMs === null) return 1;
+    }
     const result = await runBench(opts, ctl.signal);
     if (showProgress) process.stderr.write('\n');
-    await writeBenchArtifacts(dir, result, { exportLevel, version: VERSION });
+    const distributed = {
+      ...(shard !== undefined && { shard }),
+      ...(startAtMs !== undefined && { start_at: new Date(startAtMs).toISOString(), start_lag_ms: startLagMs }),
+    };
+    await writeBenchArtifacts(dir, result, { exportLevel, version: VERSION, ...(Object.keys(distributed).length > 0 && { extra: distributed }) });
     process.stdout.write(formatBenchReport(result));
     process.stdout.write(`artifacts: ${dir}\n`);
     const s = result.summary;

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { TailgateError } from '../core/index.js';
 import { choiceArg, intArg, numberArg } from './args.js';
+import { startAtArg } from './bench-shard.js';
 
 type Parser = (value: string, previous: unknown) => unknown;
 
@@ -55,6 +56,9 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'tokenizer', flags: '--tokenizer <name>', description: 'tokenizer for client token counts (only the built-in word rule this release)' },
   { key: 'transport', flags: '--transport <client>', description: 'HTTP client: socket (raw HTTP/1.1, default for http://) or undici (default for https://)', parse: choiceArg(['socket', 'undici'] as const) },
   { key: 'threads', flags: '--threads <n>', description: 'worker threads sharing the load (concurrency, requests and warm-up split evenly; default 1)', parse: intArg(1) },
+  { key: 'startAt', flags: '--start-at <time>', description: 'distributed run: start at this common time (ISO 8601 with zone, or epoch seconds); a pod that arrives later starts at once and is reported late', parse: startAtArg },
+  { key: 'shardCount', flags: '--shard-count <n>', description: 'distributed run: shards (pods); concurrency, request counts and rate are the whole run\'s and split evenly', parse: intArg(1) },
+  { key: 'shardIndex', flags: '--shard-index <i>', description: 'distributed run: this shard (default $JOB_COMPLETION_INDEX); offsets the seed', parse: intArg(0) },
   { key: 'ui', flags: '--ui <type>', aliases: ['--ui-type'], description: 'accepted for AIPerf compatibility; ignored' },
 ];
 

@@ -2,9 +2,10 @@ import type { CommandModule } from './program.js';
 import { registerBench } from './bench.js';
 import { registerDemo } from './demo.js';
 import { registerFleet } from './fleet.js';
+import { registerMerge } from './merge.js';
 import { registerRoute } from './route.js';
 import { registerSimulate } from './simulate.js';
 import { registerValidate } from './validate.js';
 
 /** Every command of the CLI, in the order `--help` lists them. */
-export const COMMANDS: readonly CommandModule[] = [registerDemo, registerBench, registerFleet, registerRoute, registerValidate, registerSimulate];
+export const COMMANDS: readonly CommandModule[] = [registerDemo, registerBench, registerFleet, registerRoute, registerValidate, registerSimulate, registerMerge];

@@ -40,7 +40,7 @@ export const DEMO_PLANS: Readonly<Record<DemoPlan['name'], DemoPlan>> = {
     warmupRequestCount: 128, inputTokens: 128, outputTokens: 64, stallWorker: 3, stallAtMs: 4000, stallForMs: 6000,
   },
   quick: {
-    name: 'quick', workers: 8, profile: 'small', tokensPerChunk: 1, concurrency: 64, requestCount: 400,
+    name: 'quick', workers: 8, profile: 'small', tokensPerChunk: 1, concurrency: 64, requestCount: 640,
     warmupRequestCount: 64, inputTokens: 128, outputTokens: 48, stallWorker: 3, stallAtMs: 2500, stallForMs: 4000,
   },
   full: {
@@ -93,15 +93,17 @@ export interface DemoOptions {
 const MODEL = 'Qwen/Qwen3-8B';
 
 /**
- * Gates a team would set from its healthy baseline: a throughput floor at 90% of healthy and a
- * TTFT p99 ceiling at 2.5x healthy (at least +250 ms), with the reference's 0.9 / 1.1 tolerances.
+ * Gates a team would set from its healthy baseline, in the proportions of the seed's own gates
+ * (healthy ~0.7 s TTFT p99 against a 2 s ceiling): a throughput floor at 80% of healthy and a
+ * TTFT p99 ceiling at 3x healthy, at least healthy + 500 ms (a short run's p99 is noisy), with the
+ * reference's 0.9 / 1.1 tolerances on top.
  */
 export function gatesFromBaseline(healthy: Summary): Gate[] {
   const tput = metricValue(healthy, 'output_token_throughput', 'avg') ?? 0;
   const ttftP99 = metricValue(healthy, 'time_to_first_token', 'p99') ?? 0;
   return [
-    { metric: 'output_token_throughput', stat: 'avg', op: '>=', threshold: Math.round(tput * 0.9), tolerance: 0.9 },
-    { metric: 'time_to_first_token', stat: 'p99', op: '<=', threshold: Math.round(Math.max(ttftP99 * 2.5, ttftP99 + 250)), tolerance: 1.1 },
+    { metric: 'output_token_throughput', stat: 'avg', op: '>=', threshold: Math.round(tput * 0.8), tolerance: 0.9 },
+    { metric: 'time_to_first_token', stat: 'p99', op: '<=', threshold: Math.round(Math.max(ttftP99 * 3, ttftP99 + 500)), tolerance: 1.1 },
   ];
 }
 

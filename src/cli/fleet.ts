@@ -13,6 +13,7 @@ interface FleetFlags {
   fault?: string[];
   burstyStalls?: number;
   maxBody?: number;
+  gpuMetricsPort?: number;
 }
 
 /** `tailgate fleet`: N simulated vLLM workers on loopback, with injectable faults. */
@@ -28,13 +29,16 @@ export function registerFleet(program: Command): void {
     .option('--max-num-seqs <n>', "cap on running sequences per worker (default: the profile's)", intArg(1))
     .option('--max-waiting <n>', "waiting-queue bound per worker, beyond it 429 (default: the profile's)", intArg(0))
     .option('--tokens-per-chunk <k>', 'tokens per SSE message', intArg(1), 1)
-    .option('--fault <spec>', 'fault window, repeatable: worker=2,kind=stall,at=20s,for=15s (kinds: stall, slow [factor=10], error [rate=0.5], reset, refuse, unhealthy)', collect)
+    .option('--fault <spec>', 'fault window, repeatable: worker=2,kind=stall,at=20s,for=15s (kinds: stall, slow [factor=10], error [rate=0.5], reset, refuse, unhealthy, throttle [factor=2.5])', collect)
     .option('--bursty-stalls <seed>', 'add seeded bursty stalls (quiet/active windows, a random worker stalls in each active window)', intArg(0))
     .option('--max-body <size>', 'request body limit (e.g. 64KiB, 4MiB), beyond it 413', sizeArg)
+    .option('--gpu-metrics-port <port>', "serve dcgm-exporter-style GPU telemetry (one GPU per worker, pod = worker id) on this port's /metrics; 0 picks a free port", intArg(0))
     .addHelpText('after', '\nPrints one JSON line per worker, then "ready". Faults count from "ready". POST /admin/faults (loopback) adds one at run time, at= counted from then.')
     .action(async (flags: FleetFlags) => {
-      const [{ startFleet }, { parseFault }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js')]);
-      const faults = (flags.fault ?? []).map((t) => parseFault(t));
+      const [{ startFleet, parseThrottle }, { parseFault }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js')]);
+      const texts = flags.fault ?? [];
+      const throttles = texts.map((t) => parseThrottle(t)).filter((t) => t !== null);
+      const faults = texts.filter((t) => parseThrottle(t) === null).map((t) => parseFault(t));
       const fleet = await startFleet({
         workers: flags.workers,
         port: flags.port,
@@ -47,9 +51,12 @@ export function registerFleet(program: Command): void {
         ...(flags.maxWaiting !== undefined && { maxWaiting: flags.maxWaiting }),
         ...(flags.burstyStalls !== undefined && { burstySeed: flags.burstyStalls }),
         ...(flags.maxBody !== undefined && { maxBodyBytes: flags.maxBody }),
+        ...(flags.gpuMetricsPort !== undefined && { gpuMetricsPort: flags.gpuMetricsPort }),
+        throttles,
       });
       let out = '';
       for (const w of fleet.workers) out += `${JSON.stringify({ worker: w.index, id: w.id, url: w.url })}\n`;
+      if (fleet.gpuMetricsUrl !== null) out += `${JSON.stringify({ gpuMetrics: fleet.gpuMetricsUrl })}\n`;
       process.stdout.write(`${out}ready\n`);
       await new Promise<void>((resolve) => {
         const stop = () => {

@@ -25,6 +25,7 @@ interface RouteFlags {
   accessLog?: string | boolean;
   procs: number;
   drainTimeout: number;
+  discover?: string;
 }
 
 /** `auto`, `off` or a duration. */
@@ -70,6 +71,26 @@ function untilSignal(): Promise<void> {
   });
 }
 
+/** Starts following a Service; the first list's failure is reported and retried, not fatal (the API may come later). */
+async function startDiscovery(routerLib: typeof import('../router/index.js'), router: import('../router/index.js').Router, target: string, fixed: string[], connection: import('../k8s/index.js').KubeConnection): Promise<{ close(): Promise<void> }> {
+  let lastError = '';
+  const watch = routerLib.followServiceEndpoints(router, target, {
+    staticBackends: fixed,
+    connection,
+    onChange: (s) => process.stderr.write(`tailgate: ${target}: ${s.ready.length} ready endpoint(s)${s.notReady.length > 0 ? `, ${s.notReady.length} not ready` : ''}\n`),
+    onError: (e, retryInMs) => {
+      // One line per distinct error: a long outage does not flood the log.
+      if (e.message !== lastError) process.stderr.write(`tailgate: ${target}: ${e.message} (retrying in ${Math.round(retryInMs)}ms)\n`);
+      lastError = e.message;
+    },
+  });
+  await watch.synced.catch(() => undefined);
+  return { close: async () => {
+    await watch.close();
+    await connection.close();
+  } };
+}
+
 /** `tailgate route`: the load-aware OpenAI-compatible router. */
 export function registerRoute(program: Command): void {
   program
@@ -81,7 +102,7 @@ export function registerRoute(program: Command): void {
     .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array)')
     .option('--policy <name>', `routing policy (${POLICY_NAMES.join(', ')})`, choiceArg(POLICY_NAMES), 'adaptive')
     .option('--seed <n>', 'seed of every random choice', intArg(0), 1)
-    .option('--max-inflight-per-worker <n>', 'per-worker in-flight cap; more wait in the router (default: 256 for adaptive, none otherwise)', intArg(1))
+    .option('--max-inflight-per-worker <n>', 'per-worker in-flight cap; more wait in the router (default for adaptive: 1.25 x the fair share, at least 8; none otherwise)', intArg(1))
     .option('--max-queue <n>', 'requests that may wait in the router; beyond it 429', intArg(0), 4096)
     .option('--queue-timeout <dur>', 'a request waiting longer in the router gets 503', durationArg, 60_000)
     .option('--ttft-deadline <auto|dur|off>', 're-dispatch a stream with no first token by then (default: auto for adaptive, off otherwise)', deadlineArg)
@@ -94,10 +115,18 @@ export function registerRoute(program: Command): void {
     .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
     .option('--procs <n>', 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', intArg(1), 1)
     .option('--drain-timeout <dur>', 'on SIGTERM, wait this long for streams to finish', durationArg, 30_000)
+    .option('--discover <k8s://ns/svc[:port]>', 'follow the ready endpoints of a Kubernetes Service (EndpointSlices; KUBECONFIG or in-cluster credentials)')
     .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /metrics, /health, /ready.')
     .action(async (flags: RouteFlags) => {
       const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
-      if (backends.length === 0) throw new TailgateError('CLI_USAGE', 'no backend given (use --backend URL or --backends-file FILE)');
+      if (backends.length === 0 && flags.discover === undefined) throw new TailgateError('CLI_USAGE', 'no backend given (use --backend URL, --backends-file FILE or --discover k8s://NAMESPACE/SERVICE)');
+      // Bad targets and credentials fail here, before anything listens.
+      let kube: import('../k8s/index.js').KubeConnection | undefined;
+      if (flags.discover !== undefined) {
+        const k8s = await import('../k8s/index.js');
+        k8s.parseK8sTarget(flags.discover);
+        kube = k8s.loadKubeConnection();
+      }
       const routerLib = await import('../router/index.js');
       if (flags.procs > 1 && !routerLib.isRouterClusterWorker()) {
         // The primary only forks and waits; each forked process runs this same command.
@@ -143,10 +172,13 @@ export function registerRoute(program: Command): void {
         ...(ca !== undefined && { ca }),
         ...(accessLog !== undefined && { accessLog }),
         ...(inCluster && { clusterMetrics: true }),
+        ...(flags.discover !== undefined && { dynamicBackends: true }),
       });
+      const discovery = flags.discover === undefined ? undefined : await startDiscovery(routerLib, router, flags.discover, backends, kube!);
       if (inCluster) routerLib.announceReady(router.url);
       else process.stdout.write(`${JSON.stringify({ url: router.url })}\nready\n`);
       await untilSignal();
+      await discovery?.close();
       await router.close();
       logStream?.end();
       process.exitCode = 0;

@@ -61,6 +61,8 @@ export const VALIDATE_FLAGS: readonly ValidateFlag[] = [
   { flags: '--extra-inputs <kv>', description: 'extra body fields key:value (e.g. temperature:0); repeatable', parse: collect as Parser },
   { flags: '-H, --header <h>', description: 'extra HTTP header Name:Value; repeatable', parse: collect as Parser },
   { flags: '--api-key <key>', description: 'sent as Authorization: Bearer <key>' },
+  { flags: '--gpu-metrics <url>', description: "a dcgm-exporter /metrics URL (GPU utilisation, power, clocks, XID) scraped during trials to name the failure's locus; repeatable", parse: collect as Parser },
+  { flags: '--gpu-map <worker=gpu>', description: 'map a GPU (UUID, Hostname/gpu, pod or index) to a worker (host:port) when the pod label does not name it; repeatable', parse: collect as Parser },
 ];
 
 function attributeOf(flags: string): string {
@@ -72,10 +74,26 @@ function attributeOf(flags: string): string {
 export function givenFlags(cmd: Command): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(cmd.opts())) {
-    if (k === 'recipe' || v === undefined) continue;
+    if (k === 'recipe' || k === 'waitReady' || v === undefined) continue;
     if (cmd.getOptionValueSource(k) === 'cli') out[k] = v;
   }
   return out;
+}
+
+/** `--wait-ready`: waits for the Service's ready endpoints; they become the worker URLs unless some were given. */
+async function waitForService(target: string, input: { workerUrl?: string[]; expectedWorkers?: number; gpus?: number; readyTimeout?: number }, signal: AbortSignal): Promise<void> {
+  const k8s = await import('../k8s/index.js');
+  const t = k8s.parseK8sTarget(target);
+  const expected = input.expectedWorkers ?? input.gpus ?? 1;
+  const timeoutMs = input.readyTimeout ?? 600_000;
+  const t0 = performance.now();
+  let lastLine = '';
+  const endpoints = await k8s.waitForReadyEndpoints(t, expected, timeoutMs, (p) => {
+    const line = `readiness: ${target}: ${p.ready} of ${p.expected} endpoints ready${p.error !== null ? ` (${p.error})` : ''}`;
+    if (line !== lastLine) process.stderr.write(`${line} (${Math.round((performance.now() - t0) / 1000)} s)\n`);
+    lastLine = line;
+  }, { signal });
+  input.workerUrl ??= endpoints.map((e) => e.url);
 }
 
 /**
@@ -86,7 +104,8 @@ export function registerValidate(program: Command): void {
   const cmd = program
     .command('validate')
     .description('gate an inference fleet: wait for readiness, run trials, name the failure shape, write verdict.json/junit.xml/report.html')
-    .addOption(new Option('--recipe <file>', 'YAML recipe: one field per flag (e.g. concurrency-per-gpu: 256); flags override it'));
+    .addOption(new Option('--recipe <file>', 'YAML recipe: one field per flag (e.g. concurrency-per-gpu: 256); flags override it'))
+    .addOption(new Option('--wait-ready <k8s://ns/svc[:port]>', 'first wait until --expected-workers endpoints of this Kubernetes Service are ready (up to --ready-timeout); they become the --worker-url list when none is given'));
   for (const f of VALIDATE_FLAGS) {
     const o = new Option(f.flags, f.aliases ? `${f.description} (alias: ${f.aliases.join(', ')})` : f.description);
     if (f.parse) o.argParser(f.parse);
@@ -115,6 +134,10 @@ export function registerValidate(program: Command): void {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     try {
+      const waitReady = command.opts()['waitReady'] as string | undefined;
+      // Bad input fails before the wait, not after it.
+      if (waitReady !== undefined) (await import('../validate/index.js')).resolveValidateOptions(input);
+      if (waitReady !== undefined) await waitForService(waitReady, input as { workerUrl?: string[] }, stop.signal);
       const r = await runValidate({ ...input, onEvent: (line) => process.stderr.write(`${line}\n`), signal: stop.signal });
       process.stdout.write(r.summaryText);
       process.exitCode = r.exitCode;

@@ -219,3 +219,92 @@ test('getProfile rejects an unknown name and lists the known ones', () => {
   assert.throws(() => getProfile('a100'), (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && /h100-qwen3-8b/.test(e.message) && /small/.test(e.message));
   assert.throws(() => getProfile('toString'), /unknown engine profile/);
 });
+
+test('a token sink gets every token after the first, in bulk, at the same times as onToken would', () => {
+  // The same seeded workload twice: per-token callbacks, then a sink; per request, the token
+  // count, the first token's time and the sum of gaps (= last token time - first) must agree.
+  const run = (sinks: 0 | 1 | 2) => {
+    const withSink = sinks > 0;
+    const tiny: EngineProfile = { ...PROFILES['small']!, name: 'tiny', kvBlocks: 40, maxNumBatchedTokens: 128, maxNumSeqs: 8, maxWaiting: 1000 };
+    const clock = new VirtualClock();
+    const engine = new Engine({ clock, profile: tiny });
+    const rng = createRng(7);
+    const tokens = new Int32Array(120);
+    const firstMs = new Float64Array(120).fill(Number.NaN);
+    const lastMs = new Float64Array(120);
+    const finished: string[] = [];
+    let sinkCalls = 0;
+    const makeSink = () => ({
+      onStepTokens(nowMs: number, count: number, keys: Int32Array, gapsMs: Float64Array) {
+        sinkCalls++;
+        for (let i = 0; i < count; i++) {
+          const k = keys[i]!;
+          assert.ok(Math.abs(nowMs - gapsMs[i]! - lastMs[k]!) < 1e-9, 'the gap is counted from the previous token');
+          tokens[k]!++;
+          lastMs[k] = nowMs;
+        }
+      },
+    });
+    const sinkA = makeSink();
+    const sinkB = sinks === 2 ? makeSink() : sinkA;
+    for (let i = 0; i < 120; i++) {
+      const max = rng.int(1, 60);
+      const prompt = rng.int(1, 200);
+      clock.setTimer(rng.int(0, 1_000), () => {
+        engine.submit({
+          id: `r${i}`,
+          promptTokens: prompt,
+          maxTokens: max,
+          ...(withSink ? { sink: i % 2 === 0 ? sinkA : sinkB, sinkKey: i } : {}),
+          onToken: (n, t) => {
+            if (withSink) assert.equal(tokens[i], 0, 'with a sink, onToken gets only the first token');
+            tokens[i]! += n;
+            if (Number.isNaN(firstMs[i]!)) firstMs[i] = t;
+            lastMs[i] = t;
+          },
+          onFinish: (reason, t) => {
+            assert.equal(reason, 'length');
+            assert.equal(t, lastMs[i], 'finish comes with the last token');
+            assert.equal(tokens[i], max, 'every token arrived before the finish');
+            finished.push(`r${i}`);
+          },
+        });
+      });
+    }
+    clock.run();
+    return { tokens: [...tokens], firstMs: [...firstMs], lastMs: [...lastMs], finished: finished.sort(), preemptions: engine.stats().preemptionsTotal, sinkCalls };
+  };
+  const a = run(0);
+  const b = run(1);
+  const c = run(2);
+  assert.equal(a.finished.length, 120);
+  assert.ok(a.preemptions > 0, 'the small KV cache forced preemptions');
+  assert.deepEqual(b.tokens, a.tokens);
+  assert.deepEqual(b.firstMs, a.firstMs);
+  assert.deepEqual(b.lastMs, a.lastMs);
+  assert.deepEqual(b.finished, a.finished);
+  assert.ok(b.sinkCalls > 0 && a.sinkCalls === 0);
+  assert.deepEqual({ ...c, sinkCalls: 0 }, { ...b, sinkCalls: 0 }, 'two sinks on one engine each get their own requests');
+});
+
+test('requests that arrive during a stall reach the queue and run once it ends', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('small') });
+  const t: Tally[] = [];
+  engine.setFault({ stalled: true });
+  for (let i = 0; i < 5; i++) {
+    clock.setTimer(i * 10, () => {
+      const x: Tally = { tokens: 0, finished: null, firstMs: null };
+      t.push(x);
+      engine.submit(request(`p${i}`, 32, 3, x));
+    });
+  }
+  clock.runUntil(1_000);
+  assert.equal(engine.waiting, 5);
+  assert.equal(engine.running, 0);
+  assert.equal(engine.stats().generationTokensTotal, 0);
+  engine.setFault({});
+  clock.run();
+  assert.deepEqual(t.map((x) => [x.tokens, x.finished]), Array.from({ length: 5 }, () => [3, 'length']));
+  assert.ok(t.every((x) => x.firstMs !== null && x.firstMs >= 1_000), 'no token before the stall ended');
+});

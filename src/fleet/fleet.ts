@@ -1,6 +1,7 @@
 import { RealClock, TailgateError, createRng, type Clock } from '../core/index.js';
 import { DEFAULT_PROFILE, Engine, FaultSchedule, burstyStalls, getProfile, parseFault, type EngineProfile, type FaultSpec } from '../engine/index.js';
 import { FleetWorker } from './worker.js';
+import { startGpuMetrics, type GpuMetricsServer, type GpuThrottleSpec } from './gpu-metrics.js';
 
 export interface FleetOptions {
   /** Number of workers. @default 8 */
@@ -33,6 +34,10 @@ export interface FleetOptions {
   seed?: number;
   /** @default a RealClock started now */
   clock?: Clock;
+  /** Serve dcgm-exporter-style GPU telemetry (one GPU per worker) on this port (0: a free one). @default none */
+  gpuMetricsPort?: number;
+  /** GPU-side slowdowns (`kind=throttle`): applied to the engine as a slow factor, shown by the GPU telemetry as busy at lowered clocks. */
+  throttles?: readonly GpuThrottleSpec[];
 }
 
 /** A started worker, as other commands see it. */
@@ -51,6 +56,8 @@ export interface Fleet {
   readonly clock: Clock;
   /** Every fault scheduled so far. */
   readonly faults: readonly FaultSpec[];
+  /** The GPU telemetry's `/metrics` URL, when `gpuMetricsPort` was given. */
+  readonly gpuMetricsUrl: string | null;
   /** Adds a fault window (`atMs` from `originMs`; a window already begun starts now). */
   addFault(f: FaultSpec): void;
   close(): Promise<void>;
@@ -83,6 +90,7 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
   if (!Number.isInteger(tokensPerChunk) || tokensPerChunk < 1) throw new TailgateError('CONFIG_INVALID', `--tokens-per-chunk must be a positive integer, got ${tokensPerChunk}`);
   const faults = [...(opts.faults ?? [])];
   if (opts.burstySeed !== undefined) faults.push(...burstyStalls({ seed: opts.burstySeed, workers: n, durationMs: opts.burstyDurationMs ?? 3_600_000 }));
+  for (const t of opts.throttles ?? []) faults.push({ worker: t.worker, kind: 'slow', atMs: t.atMs, forMs: t.forMs, factor: t.factor });
   for (const f of faults) checkFault(f, n);
   const clock = opts.clock ?? new RealClock();
   const host = opts.host ?? '127.0.0.1';
@@ -133,12 +141,23 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
   s.bindEngines(workers.map((w) => w.engine));
   s.onChange((i) => workers[i]?.applyFaults());
   for (const f of faults) s.add(f);
+  let gpu: GpuMetricsServer | null = null;
+  if (opts.gpuMetricsPort !== undefined) {
+    try {
+      gpu = await startGpuMetrics({ port: opts.gpuMetricsPort, host, workers, clock, originMs, throttles: opts.throttles ?? [], faults: (i) => s.activeFor(i) });
+    } catch (e) {
+      s.close();
+      await Promise.all(workers.map((w) => w.close()));
+      throw e;
+    }
+  }
 
   let closing: Promise<void> | null = null;
   return {
     workers: workers.map((w) => ({ index: w.index, id: w.id, url: w.url, engine: w.engine })),
     originMs,
     clock,
+    gpuMetricsUrl: gpu?.url ?? null,
     get faults() {
       return s.faults;
     },
@@ -149,7 +168,7 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
     close() {
       closing ??= (async () => {
         s.close();
-        await Promise.all(workers.map((w) => w.close()));
+        await Promise.all([...workers.map((w) => w.close()), gpu?.close()]);
       })();
       return closing;
     },

@@ -109,7 +109,8 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
       f = enc.role() + f;
     }
     if (socket && ascii) {
-      if (!socket.write(`${f.length.toString(16)}\r\n${f}\r\n`)) blocked = true;
+      // An ASCII frame goes out as latin1: a byte copy, no UTF-8 encoding pass in the write.
+      if (!socket.write(`${f.length.toString(16)}\r\n${f}\r\n`, 'latin1')) blocked = true;
     } else write(f);
   };
   const onDrain = () => {

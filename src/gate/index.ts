@@ -6,3 +6,5 @@ export { aggregateTrials } from './trials.js';
 export type { PassRule, TrialStat, TrialsAggregate } from './trials.js';
 export { findKnee } from './knee.js';
 export type { KneeOptions, KneeResult, SweepPoint } from './knee.js';
+export { locateTrial, LOCUS_RULES } from './locus.js';
+export type { Locus, LocusInput, LocusVerdict, GpuSeries } from './locus.js';

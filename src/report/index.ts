@@ -7,3 +7,5 @@ export { renderHtmlReport } from './html-report.js';
 export { lineChartSvg, niceTicks, tickLabel, SERIES_COLOURS } from './svg-chart.js';
 export type { Chart, ReportDoc, ReportSection } from './report-doc.js';
 export { escapeXml, formatNumber } from './escape.js';
+export { mergeShardExports, findShardDirs, readShardExport, recordFromJsonl } from './merge-shards.js';
+export type { MergeOptions, MergeResult, ShardExport } from './merge-shards.js';

@@ -1,4 +1,5 @@
 import type { Clock } from '../core/index.js';
+import { EjectionRule } from '../routing/index.js';
 import type { Backend } from './backend.js';
 
 /** Health settings. */
@@ -16,9 +17,21 @@ export interface HealthOptions {
 }
 
 /**
- * Active probes of each backend's `/health` plus passive failure counts. A worker that fails
- * `ejectAfterFailures` times in a row is ejected for a growing time, then probed back; never
- * more than half the fleet is ejected at once.
+ * Where the tracker reports a worker's circuit (the router's Dispatcher fits): a failed worker
+ * is half-open (a probe request or two) until it produces tokens again, and so is one re-admitted
+ * after an ejection; a success gives it its full share back.
+ */
+export interface CircuitSink {
+  halfOpen(id: string): void;
+  succeeded(id: string): void;
+}
+
+/**
+ * Active probes of each backend's `/health` plus passive failures judged by the shared
+ * {@link EjectionRule} (routing/, also used by the simulator): a failing worker is half-open, one
+ * that fails `ejectAfterFailures` times in a row is ejected for a growing time, then re-admitted
+ * half-open by a passing probe (one more failure ejects it again); never more than half the
+ * fleet is ejected at once. Each `Backend` holds its own standing (it is the rule's record).
  */
 export class HealthTracker {
   readonly #backends: readonly Backend[];
@@ -26,11 +39,13 @@ export class HealthTracker {
   readonly #opts: Required<HealthOptions>;
   readonly #onChange: (b: Backend) => void;
   readonly #onEject: (b: Backend) => void;
+  readonly #rule: EjectionRule;
+  readonly #circuit: CircuitSink | undefined;
   #timer: NodeJS.Timeout | undefined;
   #probing = false;
   #round = 0;
 
-  constructor(backends: readonly Backend[], clock: Clock, opts: HealthOptions, onChange: (b: Backend) => void, onEject: (b: Backend) => void) {
+  constructor(backends: readonly Backend[], clock: Clock, opts: HealthOptions, onChange: (b: Backend) => void, onEject: (b: Backend) => void, circuit?: CircuitSink) {
     this.#backends = backends;
     this.#clock = clock;
     this.#opts = {
@@ -42,6 +57,8 @@ export class HealthTracker {
     };
     this.#onChange = onChange;
     this.#onEject = onEject;
+    this.#circuit = circuit;
+    this.#rule = new EjectionRule({ ejectAfterFailures: this.#opts.ejectAfterFailures, baseEjectMs: this.#opts.baseEjectMs, maxEjectMs: this.#opts.maxEjectMs });
   }
 
   /** Runs one probe round now, then keeps probing on the interval. */
@@ -69,18 +86,17 @@ export class HealthTracker {
 
   /** A request to `b` succeeded. */
   success(b: Backend): void {
-    b.consecutiveFailures = 0;
+    this.#rule.success(b);
+    this.#circuit?.succeeded(b.id);
   }
 
   /** A request to `b` failed in a way that says something about the worker. */
   failure(b: Backend): void {
-    b.consecutiveFailures++;
-    if (b.ejected || b.consecutiveFailures < this.#opts.ejectAfterFailures) return;
-    const ejectedNow = this.#backends.filter((x) => x.ejected).length;
-    if (ejectedNow + 1 > Math.floor(this.#backends.length / 2)) return;
-    b.ejected = true;
-    b.ejections++;
-    b.ejectedUntilMs = this.#clock.now() + Math.min(this.#opts.maxEjectMs, this.#opts.baseEjectMs * 2 ** (b.ejections - 1));
+    let ejected = 0;
+    for (const x of this.#backends) if (x.ejected) ejected++;
+    const verdict = this.#rule.failure(b, this.#clock.now(), { size: this.#backends.length, ejected });
+    if (verdict === 'suspect') this.#circuit?.halfOpen(b.id);
+    if (verdict !== 'ejected') return;
     this.#onEject(b);
     this.#onChange(b);
   }
@@ -91,10 +107,7 @@ export class HealthTracker {
     if (ok) {
       b.probeHealthy = true;
       b.consecutiveProbeFailures = 0;
-      if (b.ejected && this.#clock.now() >= b.ejectedUntilMs) {
-        b.ejected = false;
-        b.consecutiveFailures = 0;
-      }
+      if (this.#rule.readmit(b, this.#clock.now())) this.#circuit?.halfOpen(b.id);
       if (b.modelCards === undefined || this.#round % 30 === 0) await this.#fetchModels(b);
     } else {
       b.consecutiveProbeFailures++;

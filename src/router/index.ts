@@ -5,3 +5,5 @@ export type { FakeBehaviour, FakeRequestLog, FakeUpstream } from './fake-upstrea
 export { startFakeUpstream } from './fake-upstream.js';
 export type { RouterCluster } from './cluster.js';
 export { startRouterCluster, isRouterClusterWorker, announceReady } from './cluster.js';
+export type { DiscoveryOptions } from './discovery.js';
+export { followServiceEndpoints } from './discovery.js';

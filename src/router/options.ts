@@ -13,7 +13,7 @@ export interface RouterOptions {
   policy?: PolicyName;
   /** Seed of every random choice the router makes. @default 1 */
   seed?: number;
-  /** Requests one worker may hold; more wait in the router. @default 256 for adaptive, unlimited otherwise */
+  /** Requests one worker may hold; more wait in the router. @default 1.25 x the fair share (at least 8) for adaptive, unlimited otherwise */
   maxInflightPerWorker?: number;
   /** Requests that may wait in the router; more get 429. @default 4096 */
   maxQueue?: number;
@@ -44,6 +44,8 @@ export interface RouterOptions {
   clusterMetrics?: boolean;
   /** `close()` waits this long for streams to finish, then cuts them. @default 30000 */
   drainTimeoutMs?: number;
+  /** Backends come and go at run time through `setBackends` (discovery); starting with none is allowed. @default false */
+  dynamicBackends?: boolean;
 }
 
 /** One worker as `GET /workers` and `Router.workers()` report it. */
@@ -62,6 +64,8 @@ export interface Router {
   workers(): WorkerStatus[];
   /** The Prometheus text of `/metrics`. */
   metrics(): Promise<string>;
+  /** Replaces the backend set while running: new URLs are probed in, missing ones drain (see `BackendSet`). */
+  setBackends(urls: readonly string[]): void;
   /** Stops accepting, lets streams finish (up to `drainTimeoutMs`), closes every connection. */
   close(): Promise<void>;
 }

@@ -4,6 +4,7 @@ import { RealClock, TailgateError, createRng } from '../core/index.js';
 import { malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
 import { Dispatcher, createPolicy, type DeadlineSetting } from '../routing/index.js';
 import { Backend } from './backend.js';
+import { BackendSet, forgetWorkerGauges } from './dynamic-backends.js';
 import { clusterMetricsSource } from './cluster.js';
 import { HealthTracker } from './health.js';
 import { readBody, sendError, sendJson } from './http-util.js';
@@ -24,7 +25,7 @@ const SWEEP_MS = 50;
  * await router.close();
  */
 export async function startRouter(opts: RouterOptions): Promise<Router> {
-  if (opts.backends.length === 0) throw new TailgateError('ROUTER_NO_BACKEND', 'no backend given (use --backend URL or --backends-file FILE)');
+  if (opts.backends.length === 0 && opts.dynamicBackends !== true) throw new TailgateError('ROUTER_NO_BACKEND', 'no backend given (use --backend URL or --backends-file FILE)');
   const policyName = opts.policy ?? 'adaptive';
   const adaptive = policyName === 'adaptive';
   const clock = new RealClock();
@@ -36,7 +37,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     policy: createPolicy(policyName, { now: () => clock.now() }),
     rng: createRng(opts.seed ?? 1),
     now: () => clock.now(),
-    maxInflightPerWorker: opts.maxInflightPerWorker ?? (adaptive ? 256 : Number.POSITIVE_INFINITY),
+    maxInflightPerWorker: opts.maxInflightPerWorker ?? (adaptive ? 'auto' : Number.POSITIVE_INFINITY),
     maxQueue: opts.maxQueue ?? 4096,
     ttftDeadline: opts.ttftDeadline ?? (adaptive ? 'auto' : off),
     stallDeadline: opts.stallDeadline ?? (adaptive ? 'auto' : off),
@@ -51,7 +52,12 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     dispatcher.setModels(b.id, b.models);
     dispatcher.setHealthy(b.id, b.routable);
   };
-  const health = new HealthTracker(backends, clock, opts.health ?? {}, syncWorker, (b) => metrics.ejected.inc({ worker: b.id }));
+  const health = new HealthTracker(backends, clock, opts.health ?? {}, syncWorker, (b) => metrics.ejected.inc({ worker: b.id }), dispatcher);
+  const backendSet = new BackendSet({
+    backends, byId, dispatcher, health,
+    pool: { ...(opts.ca !== undefined ? { ca: opts.ca } : {}), ...(opts.connectionsPerBackend !== undefined ? { connections: opts.connectionsPerBackend } : {}) },
+    forget: (id) => forgetWorkerGauges(metrics.registry, id),
+  });
   const active = new Set<ProxyCall>();
   const ctx: CallContext = {
     dispatcher,
@@ -179,6 +185,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     clearInterval(sweep);
     health.stop();
     await Promise.all(backends.map((b) => b.pool.destroy()));
+    await backendSet.close();
   }
 
   return {
@@ -186,6 +193,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     port: addr.port,
     workers,
     metrics: metricsText,
+    setBackends: (urls) => backendSet.set(urls),
     close: () => (closing ??= close()),
   };
 }

@@ -1,7 +1,7 @@
 import type { Rng } from '../core/index.js';
-import { eligible, minBy, twoDistinct } from './candidates.js';
-import type { AdaptiveOptions, RouteRequest, RoutingPolicy, WorkerView } from './policy.js';
-import { fleetLatency, relativeLatency, type FleetLatency } from './worker-stats.js';
+import { ArrayPool, minIndexBy, sampleTwo } from './candidates.js';
+import type { AdaptiveOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
+import { relativeLatency, type FleetLatency } from './worker-stats.js';
 
 /**
  * Two random choices compared on `(inflight + 1) x rel^w`, where `rel` is the worker's recent
@@ -28,11 +28,15 @@ export class AdaptivePolicy implements RoutingPolicy {
   }
 
   pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined {
-    const c = eligible(workers, req);
-    if (c.length <= 1) return c[0];
-    const fleet = fleetLatency(c);
+    return this.pickFrom(new ArrayPool(workers, req), req, rng);
+  }
+
+  pickFrom(pool: WorkerPool, _req: RouteRequest, rng: Rng): WorkerView | undefined {
+    const two = sampleTwo(pool, rng);
+    if (two.length <= 1) return two.length === 0 ? undefined : pool.at(two[0]!);
+    const fleet = pool.fleetLatency();
     const nowMs = this.now?.();
-    return minBy(twoDistinct(c, rng), (w) => this.score(w, fleet, nowMs), rng);
+    return pool.at(minIndexBy(pool, two, (w) => this.score(w, fleet, nowMs), rng));
   }
 
   /** The score the policy minimises (exposed for tests and the simulator's charts). */

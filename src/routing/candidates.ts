@@ -1,22 +1,122 @@
 import type { Rng } from '../core/index.js';
-import type { RouteRequest, WorkerView } from './policy.js';
+import type { RouteRequest, WorkerPool, WorkerView } from './policy.js';
+import { fleetLatency, type FleetLatency } from './worker-stats.js';
 
-/** The workers a request may go to: healthy and serving its model. */
-export function eligible(workers: readonly WorkerView[], req: RouteRequest): WorkerView[] {
-  const out: WorkerView[] = [];
-  for (const w of workers) if (w.healthy && w.model === req.model) out.push(w);
+/** Random draws before a sampler falls back to scanning (a pool where few workers are eligible). */
+const TRIES = 8;
+
+/**
+ * A pool over a snapshot array: eligible = healthy and serving the request's model; the fleet's
+ * latency is taken over the eligible workers.
+ */
+export class ArrayPool implements WorkerPool {
+  readonly #workers: readonly WorkerView[];
+  readonly #model: string;
+  #fleet: FleetLatency | undefined;
+
+  constructor(workers: readonly WorkerView[], req: RouteRequest) {
+    this.#workers = workers;
+    this.#model = req.model;
+  }
+
+  get size(): number {
+    return this.#workers.length;
+  }
+
+  at(i: number): WorkerView {
+    return this.#workers[i]!;
+  }
+
+  eligible(i: number): boolean {
+    const w = this.#workers[i]!;
+    return w.healthy && w.model === this.#model;
+  }
+
+  fleetLatency(): FleetLatency {
+    if (!this.#fleet) {
+      const c: WorkerView[] = [];
+      for (let i = 0; i < this.#workers.length; i++) if (this.eligible(i)) c.push(this.#workers[i]!);
+      this.#fleet = fleetLatency(c);
+    }
+    return this.#fleet;
+  }
+}
+
+/** Indices of every eligible worker (the scan the samplers fall back to). */
+export function eligibleIndices(pool: WorkerPool): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < pool.size; i++) if (pool.eligible(i)) out.push(i);
   return out;
 }
 
+/** One eligible index drawn uniformly at random, or -1 when none is eligible. */
+export function sampleOne(pool: WorkerPool, rng: Rng): number {
+  const n = pool.size;
+  if (n === 0) return -1;
+  for (let t = 0; t < TRIES; t++) {
+    const i = rng.int(0, n - 1);
+    if (pool.eligible(i)) return i;
+  }
+  const c = eligibleIndices(pool);
+  return c.length === 0 ? -1 : c[rng.int(0, c.length - 1)]!;
+}
+
 /**
- * The worker with the lowest `score`; ties broken uniformly at random (reservoir sampling), so a
- * fleet of equal workers is never resolved by list position.
+ * Two distinct eligible indices drawn uniformly at random (one when only one is eligible, none
+ * when none is). Rejection sampling: O(1) while most workers are eligible, a scan otherwise.
  */
-export function minBy(items: readonly WorkerView[], score: (w: WorkerView) => number, rng: Rng): WorkerView | undefined {
+export function sampleTwo(pool: WorkerPool, rng: Rng): number[] {
+  const n = pool.size;
+  if (n >= 2) {
+    for (let t = 0; t < TRIES; t++) {
+      const i = rng.int(0, n - 1);
+      if (!pool.eligible(i)) continue;
+      for (let u = 0; u < TRIES; u++) {
+        let j = rng.int(0, n - 2);
+        if (j >= i) j++;
+        if (pool.eligible(j)) return [i, j];
+      }
+      break;
+    }
+  }
+  const c = eligibleIndices(pool);
+  if (c.length <= 1) return c;
+  const a = rng.int(0, c.length - 1);
+  let b = rng.int(0, c.length - 2);
+  if (b >= a) b++;
+  return [c[a]!, c[b]!];
+}
+
+/**
+ * The index with the lowest `score`; ties broken uniformly at random (reservoir sampling), so a
+ * fleet of equal workers is never resolved by position. -1 for an empty list.
+ */
+export function minIndexBy(pool: WorkerPool, indices: readonly number[], score: (w: WorkerView) => number, rng: Rng): number {
+  let best = -1;
+  let bestScore = Number.POSITIVE_INFINITY;
+  let ties = 0;
+  for (const i of indices) {
+    const s = score(pool.at(i));
+    if (best < 0 || s < bestScore) {
+      best = i;
+      bestScore = s;
+      ties = 1;
+    } else if (s === bestScore) {
+      ties++;
+      if (rng.int(1, ties) === 1) best = i;
+    }
+  }
+  return best;
+}
+
+/** The eligible worker with the lowest `score` over a full scan; ties at random. */
+export function scanMin(pool: WorkerPool, score: (w: WorkerView) => number, rng: Rng): WorkerView | undefined {
   let best: WorkerView | undefined;
   let bestScore = Number.POSITIVE_INFINITY;
   let ties = 0;
-  for (const w of items) {
+  for (let i = 0; i < pool.size; i++) {
+    if (!pool.eligible(i)) continue;
+    const w = pool.at(i);
     const s = score(w);
     if (best === undefined || s < bestScore) {
       best = w;
@@ -28,14 +128,4 @@ export function minBy(items: readonly WorkerView[], score: (w: WorkerView) => nu
     }
   }
   return best;
-}
-
-/** Two distinct workers drawn uniformly at random (the same one twice when only one exists). */
-export function twoDistinct(items: readonly WorkerView[], rng: Rng): [WorkerView, WorkerView] {
-  const n = items.length;
-  const i = rng.int(0, n - 1);
-  if (n === 1) return [items[i]!, items[i]!];
-  let j = rng.int(0, n - 2);
-  if (j >= i) j++;
-  return [items[i]!, items[j]!];
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRng } from '../core/index.js';
-import { Dispatcher, createPolicy, type PolicyName, type WorkerView } from './index.js';
+import { createRng, type Rng } from '../core/index.js';
+import { Dispatcher, createPolicy, type PolicyName, type RouteRequest, type RoutingPolicy, type WorkerPool, type WorkerView } from './index.js';
 
 const M = 'm';
 
@@ -139,4 +139,64 @@ test('dispatcher: silence is counted from when an idle worker became busy, not f
   const picks = new Set<string>();
   for (let i = 0; i < 20; i++) d.submit({ model: 'x', promptTokens: 1 }, (w) => picks.add(w.id));
   assert.deepEqual([...picks].sort(), ['a', 'b'], 'the newly busy worker is not shunned as stalled');
+});
+
+test('dispatcher: a half-open worker holds at most one request until it produces a token or completes one', () => {
+  let now = 0;
+  const d = new Dispatcher({ policy: createPolicy('adaptive', { now: () => now }), rng: createRng(4), maxInflightPerWorker: 'auto' });
+  for (const id of ['a', 'b', 'c', 'd']) d.addWorker(id, { models: [M] });
+  d.progress('d', 0);
+  now = 1000;
+  d.halfOpen('d'); // e.g. it missed a deadline and its streams were moved away: empty and suspected
+  const got: string[] = [];
+  for (let i = 0; i < 200; i++) d.submit({ model: M, promptTokens: 1 }, (w) => got.push(w.id));
+  assert.equal(got.length, 200, 'nothing waits: the others take the load');
+  assert.equal(d.inflight('d'), 1, 'one probe request, not a burst');
+  assert.equal(d.isHalfOpen('d'), true);
+  d.progress('d', 900); // a token stamped before it was suspected does not count
+  assert.equal(d.isHalfOpen('d'), true);
+  now = 1200;
+  d.progress('d', 1200);
+  assert.equal(d.isHalfOpen('d'), false, 'a new token closes the circuit');
+  for (let i = 0; i < 200; i++) d.submit({ model: M, promptTokens: 1 }, (w) => got.push(w.id));
+  assert.ok(d.inflight('d') > 20, `full share again: ${d.inflight('d')}`);
+  d.halfOpen('a');
+  d.succeeded('a');
+  assert.equal(d.isHalfOpen('a'), false, 'a completed request closes it too');
+});
+
+test('dispatcher: the auto cap follows the fair share, so one worker out does not starve the fleet', () => {
+  const d = new Dispatcher({ policy: createPolicy('p2c'), rng: createRng(5), maxInflightPerWorker: 'auto', capFactor: 1.25, capFloor: 8 });
+  const ids = ['a', 'b', 'c', 'd'];
+  for (const id of ids) d.addWorker(id, { models: [M] });
+  assert.equal(d.capacity, 8, 'the floor when idle');
+  const results = new Map<string, number>();
+  for (let i = 0; i < 400; i++) {
+    const r = d.submit({ model: M, promptTokens: 1 }, () => {});
+    results.set(r, (results.get(r) ?? 0) + 1);
+  }
+  assert.deepEqual([...results], [['assigned', 400]]);
+  assert.ok(Math.max(...ids.map((id) => d.inflight(id))) <= 125, 'no worker above 1.25x its share');
+  d.setHealthy('d', false); // out, holding its requests
+  for (let i = 0; i < 100; i++) assert.equal(d.submit({ model: M, promptTokens: 1 }, () => {}), 'assigned');
+  assert.equal(d.queueLength, 0);
+  assert.equal(d.capacity, Math.ceil((1.25 * 500) / 3));
+});
+
+test('dispatcher: a pick samples a few workers, it does not visit the fleet', () => {
+  const inner = createPolicy('adaptive');
+  let visits = 0;
+  const counting = {
+    name: inner.name,
+    pick: inner.pick.bind(inner),
+    pickFrom(pool: WorkerPool, req: RouteRequest, rng: Rng) {
+      const spy: WorkerPool = { size: pool.size, at: (i) => pool.at(i), eligible: (i) => (visits++, pool.eligible(i)), fleetLatency: () => pool.fleetLatency() };
+      return inner.pickFrom(spy, req, rng);
+    },
+  } satisfies RoutingPolicy;
+  const d = new Dispatcher({ policy: counting, rng: createRng(6), maxInflightPerWorker: 'auto' });
+  for (let i = 0; i < 1024; i++) d.addWorker(`w${i}`, { models: [M] });
+  for (let i = 0; i < 5000; i++) d.submit({ model: M, promptTokens: 1 }, () => {});
+  assert.ok(visits / 5000 < 3, `${(visits / 5000).toFixed(2)} workers looked at per pick`);
+  assert.equal(d.totalInflight, 5000);
 });

@@ -1,7 +1,7 @@
 import type { Rng } from '../core/index.js';
-import type { RouteRequest, RoutingPolicy, WorkerView } from './policy.js';
+import type { RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 import { ResendBudget } from './resend-budget.js';
-import { WorkerStats, fleetLatency } from './worker-stats.js';
+import { WorkerStats, fleetLatency, type FleetLatency } from './worker-stats.js';
 
 /** A deadline setting: derived from recent latency, a fixed number of ms, or disabled. */
 export type DeadlineSetting = 'auto' | number | 'off';
@@ -10,8 +10,28 @@ export type DeadlineSetting = 'auto' | number | 'off';
 export interface DispatcherOptions {
   policy: RoutingPolicy;
   rng: Rng;
-  /** Requests a worker may hold at once; more wait in the dispatcher's FIFO queue. @default Infinity */
-  maxInflightPerWorker?: number;
+  /**
+   * Requests a worker may hold at once; more wait in the dispatcher's FIFO queue. `auto`: a
+   * multiple of the fair share over the workers that take a full share, so the cap bounds how much
+   * one worker can hold without ever starving the fleet when a worker is out (see `capFactor`).
+   * @default Infinity
+   */
+  maxInflightPerWorker?: number | 'auto';
+  /**
+   * `auto` cap = max(`capFloor`, ceil(capFactor x (in flight + queued) / full-share workers)).
+   * Above 1 so the last requests still have a choice; full-share workers are routable and not
+   * half-open. @default 1.25
+   */
+  capFactor?: number;
+  /** @default 8 */
+  capFloor?: number;
+  /**
+   * Requests a half-open worker (suspected of stalling, or re-admitted after an ejection) may hold
+   * until it produces a token or completes a request again. @default 1
+   */
+  halfOpenMaxInflight?: number;
+  /** How long the fleet's typical latency is reused before it is recomputed (ms; needs `now`). @default 100 */
+  fleetRefreshMs?: number;
   /**
    * The runtime's clock reading; when given, a worker's silence (for the adaptive policy and
    * stall checks) is counted from the later of its last token and its last idle-to-busy change.
@@ -51,12 +71,51 @@ export interface SubmitOptions {
 /** Outcome of {@link Dispatcher.submit}. */
 export type SubmitResult = 'assigned' | 'queued' | 'rejected';
 
-interface WorkerEntry {
+/**
+ * A worker as the dispatcher keeps it: also the persistent view the policy reads at pick time
+ * (updated in place, never copied per pick).
+ */
+class WorkerEntry implements WorkerView {
   readonly id: string;
+  readonly index: number;
   models: ReadonlySet<string> | '*';
   healthy: boolean;
-  inflight: number;
-  readonly stats: WorkerStats;
+  inflight = 0;
+  readonly stats = new WorkerStats();
+  /** Half-open since this time (ms); NaN when it takes a full share. */
+  halfOpenSinceMs = Number.NaN;
+
+  constructor(id: string, index: number, models: ReadonlySet<string> | '*', healthy: boolean) {
+    this.id = id;
+    this.index = index;
+    this.models = models;
+    this.healthy = healthy;
+  }
+
+  get ttftMsEwma(): number {
+    return this.stats.ttftMsEwma;
+  }
+
+  get itlMsEwma(): number {
+    return this.stats.itlMsEwma;
+  }
+
+  get lastProgressMs(): number {
+    return this.stats.silentSinceMs;
+  }
+
+  get model(): string {
+    return firstModel(this);
+  }
+
+  get halfOpen(): boolean {
+    return this.halfOpenSinceMs === this.halfOpenSinceMs;
+  }
+
+  /** Takes a full share: routable and not half-open. */
+  get fullShare(): boolean {
+    return this.healthy && !this.halfOpen;
+  }
 }
 
 interface QueueEntry {
@@ -68,12 +127,15 @@ interface QueueEntry {
 const NO_EXCLUDE: ReadonlySet<string> = new Set();
 
 /**
- * Late binding in front of a fleet: counts in-flight per worker at pick time, caps it, and parks
- * requests that find no worker with room in a bounded FIFO queue until one has room. Pure: the
- * router drives it with the real clock, the simulator with a virtual one; it never sets timers.
+ * Late binding in front of a fleet: counts in-flight per worker at pick time, caps it (a fixed
+ * cap, or `auto`: a multiple of the fair share), keeps suspected workers half-open (one request
+ * until they produce a token), and parks requests that find no worker with room in a bounded FIFO
+ * queue until one has room. The policy reads persistent per-worker views through a
+ * {@link WorkerPool}; nothing is copied per pick. Pure: the router drives it with the real clock,
+ * the simulator with a virtual one; it never sets timers.
  *
  * @example
- * const d = new Dispatcher({ policy: createPolicy('adaptive'), rng: createRng(1), maxInflightPerWorker: 64 });
+ * const d = new Dispatcher({ policy: createPolicy('adaptive'), rng: createRng(1), maxInflightPerWorker: 'auto' });
  * d.addWorker('10.0.0.1:8000', { models: ['Qwen/Qwen3-8B'] });
  * d.submit({ model: 'Qwen/Qwen3-8B', promptTokens: 128 }, (w) => send(w.id)); // 'assigned'
  * d.release('10.0.0.1:8000'); // when that request ends, whatever ended it
@@ -81,14 +143,25 @@ const NO_EXCLUDE: ReadonlySet<string> = new Set();
 export class Dispatcher {
   readonly policy: RoutingPolicy;
   readonly #rng: Rng;
-  readonly #cap: number;
+  readonly #cap: number | 'auto';
+  readonly #capFactor: number;
+  readonly #capFloor: number;
+  readonly #halfOpenMax: number;
+  readonly #refreshMs: number;
   readonly #maxQueue: number;
   readonly #workers = new Map<string, WorkerEntry>();
+  readonly #list: WorkerEntry[] = [];
   readonly #queue: QueueEntry[] = [];
   readonly #queuedByModel = new Map<string, number>();
   readonly #opts: DispatcherOptions;
   readonly #budget: ResendBudget;
   readonly #now: (() => number) | undefined;
+  readonly #pool: PickPool;
+  readonly #fleetCache = new Map<string, { atMs: number; fleet: FleetLatency }>();
+  #totalInflight = 0;
+  #fullShareWorkers = 0;
+  #halfOpenWorkers = 0;
+  #recheckedAtMs = Number.NEGATIVE_INFINITY;
   #promptTokensEwma = Number.NaN;
   #draining = false;
   #drainAgain = false;
@@ -97,10 +170,32 @@ export class Dispatcher {
     this.policy = opts.policy;
     this.#rng = opts.rng;
     this.#cap = opts.maxInflightPerWorker ?? Number.POSITIVE_INFINITY;
+    this.#capFactor = opts.capFactor ?? 1.25;
+    this.#capFloor = opts.capFloor ?? 8;
+    this.#halfOpenMax = opts.halfOpenMaxInflight ?? 1;
+    this.#refreshMs = opts.fleetRefreshMs ?? 100;
     this.#maxQueue = opts.maxQueue ?? 1024;
     this.#opts = opts;
     this.#now = opts.now ?? (opts.policy as { now?: () => number }).now;
     this.#budget = new ResendBudget(opts.maxResendShare ?? 0.1, opts.resendBurst ?? 64);
+    // The policy's window on the persistent entries: no view is built or copied per pick.
+    const list = this.#list;
+    const eligible = (w: WorkerEntry, entry: QueueEntry, cap: number): boolean => this.#eligible(w, entry, cap);
+    const fleet = (model: string): FleetLatency => this.#fleet(model);
+    this.#pool = {
+      entry: undefined,
+      cap: Number.POSITIVE_INFINITY,
+      get size() {
+        return list.length;
+      },
+      at: (i) => list[i]!,
+      eligible(i) {
+        return this.entry !== undefined && eligible(list[i]!, this.entry, this.cap);
+      },
+      fleetLatency() {
+        return fleet(this.entry?.req.model ?? ANY_MODEL);
+      },
+    };
   }
 
   /** Adds (or replaces the models of) a worker; `models` omitted means it serves any model. */
@@ -109,10 +204,14 @@ export class Dispatcher {
     const models = opts.models === undefined ? '*' : new Set(opts.models);
     if (existing) {
       existing.models = models;
-      if (opts.healthy !== undefined) existing.healthy = opts.healthy;
+      if (opts.healthy !== undefined) this.#setHealthyFlag(existing, opts.healthy);
     } else {
-      this.#workers.set(id, { id, models, healthy: opts.healthy ?? true, inflight: 0, stats: new WorkerStats() });
+      const w = new WorkerEntry(id, this.#list.length, models, opts.healthy ?? true);
+      this.#workers.set(id, w);
+      this.#list.push(w);
+      if (w.fullShare) this.#fullShareWorkers++;
     }
+    this.#fleetCache.clear();
     this.#drain();
   }
 
@@ -121,6 +220,7 @@ export class Dispatcher {
     const w = this.#workers.get(id);
     if (!w) return;
     w.models = models === undefined ? '*' : new Set(models);
+    this.#fleetCache.clear();
     this.#drain();
   }
 
@@ -128,8 +228,48 @@ export class Dispatcher {
   setHealthy(id: string, healthy: boolean): void {
     const w = this.#workers.get(id);
     if (!w || w.healthy === healthy) return;
-    w.healthy = healthy;
+    this.#setHealthyFlag(w, healthy);
+    this.#fleetCache.clear();
     if (healthy) this.#drain();
+  }
+
+  /**
+   * Admits a worker half-open (a circuit breaker's half-open state): it may hold at most
+   * `halfOpenMaxInflight` requests until it produces a token or completes a request, then it
+   * takes a full share again. For a worker suspected of stalling (a missed deadline, a failure)
+   * and one re-admitted after an ejection, so an empty stalled worker cannot swallow a burst.
+   */
+  halfOpen(id: string): void {
+    const w = this.#workers.get(id);
+    if (!w) return;
+    const since = this.#now ? this.#now() : w.stats.lastProgressMs;
+    if (!w.halfOpen) {
+      if (w.healthy) this.#fullShareWorkers--;
+      this.#halfOpenWorkers++;
+    }
+    w.halfOpenSinceMs = Number.isFinite(since) ? since : -Number.MAX_VALUE;
+  }
+
+  /** A request on `id` completed: a half-open worker takes a full share again. */
+  succeeded(id: string): void {
+    const w = this.#workers.get(id);
+    if (w?.halfOpen) this.#close(w);
+  }
+
+  /** True while `id` is half-open (it has produced no token since it was suspected or re-admitted). */
+  isHalfOpen(id: string): boolean {
+    const w = this.#workers.get(id);
+    if (!w) return false;
+    this.#recheck(w);
+    return w.halfOpen;
+  }
+
+  /** The per-worker in-flight cap right now (the `auto` one follows the load). */
+  get capacity(): number {
+    const cap = this.#cap;
+    if (cap !== 'auto') return cap;
+    const demand = this.#totalInflight + this.#queue.length;
+    return Math.max(this.#capFloor, Math.ceil((this.#capFactor * demand) / Math.max(1, this.#fullShareWorkers)));
   }
 
   /** Worker ids in the order they were added. */
@@ -151,9 +291,7 @@ export class Dispatcher {
   }
 
   get totalInflight(): number {
-    let n = 0;
-    for (const w of this.#workers.values()) n += w.inflight;
-    return n;
+    return this.#totalInflight;
   }
 
   get queueLength(): number {
@@ -162,21 +300,21 @@ export class Dispatcher {
 
   /** True when a routable worker (other than the excluded ones) serves `model`, room or not. */
   canServe(model: string, exclude: ReadonlySet<string> = NO_EXCLUDE): boolean {
-    for (const w of this.#workers.values()) if (w.healthy && !exclude.has(w.id) && serves(w, model)) return true;
+    for (const w of this.#list) if (w.healthy && !exclude.has(w.id) && serves(w, model)) return true;
     return false;
   }
 
   /** Every model some worker announces (workers that serve any model are not listed). */
   models(): string[] {
     const out = new Set<string>();
-    for (const w of this.#workers.values()) if (w.models !== '*') for (const m of w.models) out.add(m);
+    for (const w of this.#list) if (w.models !== '*') for (const m of w.models) out.add(m);
     return [...out];
   }
 
   /** Snapshots of every worker as a policy sees them, for `model` (default: its first model). */
   views(model?: string): WorkerView[] {
     const out: WorkerView[] = [];
-    for (const w of this.#workers.values()) out.push(view(w, model ?? firstModel(w), w.healthy));
+    for (const w of this.#list) out.push(view(w, model ?? firstModel(w), w.healthy));
     return out;
   }
 
@@ -215,7 +353,8 @@ export class Dispatcher {
     const w = this.#workers.get(workerId);
     if (!w || w.inflight <= 0) return false;
     w.inflight--;
-    this.#drain();
+    this.#totalInflight--;
+    if (this.#queue.length > 0) this.#drain(w);
     return true;
   }
 
@@ -236,8 +375,12 @@ export class Dispatcher {
     this.#workers.get(workerId)?.stats.recordItl(ms);
   }
 
+  /** A token arrived from `workerId` at `nowMs` (a half-open worker takes a full share again). */
   progress(workerId: string, nowMs: number): void {
-    this.#workers.get(workerId)?.stats.progress(nowMs);
+    const w = this.#workers.get(workerId);
+    if (!w) return;
+    w.stats.progress(nowMs);
+    if (w.halfOpen) this.#recheck(w);
   }
 
   /**
@@ -249,7 +392,7 @@ export class Dispatcher {
     const s = this.#opts.ttftDeadline ?? 'auto';
     if (s === 'off') return Number.POSITIVE_INFINITY;
     if (typeof s === 'number') return s;
-    const fleet = fleetLatency(this.#healthyStats());
+    const fleet = this.#fleet(ANY_MODEL);
     if (!(fleet.ttftMs >= 0)) return this.#opts.noDataDeadlineMs ?? 10_000;
     const lengthFactor = this.#promptTokensEwma > 0 ? Math.max(1, promptTokens / this.#promptTokensEwma) : 1;
     return Math.max(this.#opts.ttftDeadlineFloorMs ?? 1000, (this.#opts.ttftDeadlineFactor ?? 3) * fleet.ttftMs * lengthFactor);
@@ -263,7 +406,7 @@ export class Dispatcher {
     const s = this.#opts.stallDeadline ?? 'auto';
     if (s === 'off') return Number.POSITIVE_INFINITY;
     if (typeof s === 'number') return s;
-    const fleet = fleetLatency(this.#healthyStats());
+    const fleet = this.#fleet(ANY_MODEL);
     if (!(fleet.itlMs >= 0)) return this.#opts.noDataDeadlineMs ?? 10_000;
     return Math.max(this.#opts.stallDeadlineFloorMs ?? 1000, (this.#opts.stallDeadlineFactor ?? 20) * fleet.itlMs);
   }
@@ -273,28 +416,67 @@ export class Dispatcher {
     return this.#budget.trySpend();
   }
 
-  #healthyStats(): WorkerStats[] {
-    const out: WorkerStats[] = [];
-    for (const w of this.#workers.values()) if (w.healthy) out.push(w.stats);
-    return out;
+  /** Whether `w` may take `entry` now, with `cap` the full-share cap of this pick. */
+  #eligible(w: WorkerEntry, entry: QueueEntry, cap: number): boolean {
+    if (!w.healthy || !serves(w, entry.req.model)) return false;
+    if (entry.exclude !== undefined && entry.exclude.has(w.id)) return false;
+    return this.#hasRoom(w, cap);
   }
 
-  #place(entry: QueueEntry): WorkerView | undefined {
-    const model = entry.req.model;
-    const exclude = entry.exclude ?? NO_EXCLUDE;
-    const views: WorkerView[] = [];
-    for (const w of this.#workers.values()) {
-      if (w.inflight < this.#cap && !exclude.has(w.id) && serves(w, model)) views.push(view(w, model, w.healthy));
-    }
-    if (views.length === 0) return undefined;
-    return this.policy.pick(views, entry.req, this.#rng);
+  #fleet(model: string): FleetLatency {
+    const nowMs = this.#now?.();
+    const hit = this.#fleetCache.get(model);
+    if (hit && nowMs !== undefined && nowMs - hit.atMs < this.#refreshMs) return hit.fleet;
+    const c: WorkerEntry[] = [];
+    for (const w of this.#list) if (w.healthy && (model === ANY_MODEL || serves(w, model))) c.push(w);
+    const fleet = fleetLatency(c);
+    if (nowMs !== undefined) this.#fleetCache.set(model, { atMs: nowMs, fleet });
+    return fleet;
   }
 
-  #assign(v: WorkerView, entry: QueueEntry): void {
-    const w = this.#workers.get(v.id)!;
+  #setHealthyFlag(w: WorkerEntry, healthy: boolean): void {
+    if (w.healthy === healthy) return;
+    if (w.fullShare) this.#fullShareWorkers--;
+    w.healthy = healthy;
+    if (w.fullShare) this.#fullShareWorkers++;
+  }
+
+  /** Closes a half-open worker that produced a token since it was opened. */
+  #recheck(w: WorkerEntry): void {
+    if (w.stats.lastProgressMs > w.halfOpenSinceMs) this.#close(w);
+  }
+
+  #close(w: WorkerEntry): void {
+    w.halfOpenSinceMs = Number.NaN;
+    this.#halfOpenWorkers--;
+    if (w.healthy) this.#fullShareWorkers++;
+  }
+
+  /** Now and then, closes every half-open worker that produced a token since (picks see them lazily). */
+  #recheckAll(): void {
+    if (this.#halfOpenWorkers === 0 || !this.#now) return;
+    const nowMs = this.#now();
+    if (nowMs - this.#recheckedAtMs < this.#refreshMs) return;
+    this.#recheckedAtMs = nowMs;
+    for (const w of this.#list) if (w.halfOpen) this.#recheck(w);
+  }
+
+  #place(entry: QueueEntry): WorkerEntry | undefined {
+    if (this.#list.length === 0) return undefined;
+    this.#recheckAll();
+    const pool = this.#pool;
+    pool.entry = entry;
+    pool.cap = this.capacity;
+    const v = this.policy.pickFrom(pool, entry.req, this.#rng);
+    pool.entry = undefined;
+    return v === undefined ? undefined : this.#workers.get(v.id);
+  }
+
+  #assign(w: WorkerEntry, entry: QueueEntry): void {
     if (w.inflight === 0 && this.#now) w.stats.busySinceMs = this.#now();
     w.inflight++;
-    entry.onAssign(view(w, v.model, w.healthy));
+    this.#totalInflight++;
+    entry.onAssign(view(w, entry.req.model, w.healthy));
   }
 
   #dequeued(model: string): void {
@@ -303,12 +485,23 @@ export class Dispatcher {
     else this.#queuedByModel.set(model, n);
   }
 
-  #anyRoom(): boolean {
-    for (const w of this.#workers.values()) if (w.healthy && w.inflight < this.#cap) return true;
+  #hasRoom(w: WorkerEntry, cap: number): boolean {
+    if (!w.healthy || w.inflight >= cap) return false;
+    if (w.halfOpen && w.inflight >= this.#halfOpenMax) {
+      this.#recheck(w);
+      return !w.halfOpen;
+    }
+    return true;
+  }
+
+  #anyRoom(hint: WorkerEntry | undefined): boolean {
+    const cap = this.capacity;
+    if (hint && this.#hasRoom(hint, cap)) return true;
+    for (const w of this.#list) if (this.#hasRoom(w, cap)) return true;
     return false;
   }
 
-  #drain(): void {
+  #drain(hint?: WorkerEntry): void {
     if (this.#draining) {
       this.#drainAgain = true;
       return;
@@ -318,7 +511,7 @@ export class Dispatcher {
       do {
         this.#drainAgain = false;
         let i = 0;
-        while (i < this.#queue.length && this.#anyRoom()) {
+        while (i < this.#queue.length && this.#anyRoom(hint)) {
           const entry = this.#queue[i]!;
           const w = this.#place(entry);
           if (!w) {
@@ -334,6 +527,14 @@ export class Dispatcher {
       this.#draining = false;
     }
   }
+}
+
+const ANY_MODEL = '\u0000any';
+
+/** The pool a policy picks from: the dispatcher's persistent entries, eligibility for one request. */
+interface PickPool extends WorkerPool {
+  entry: QueueEntry | undefined;
+  cap: number;
 }
 
 function serves(w: WorkerEntry, model: string): boolean {

@@ -1,4 +1,4 @@
-export type { AdaptiveOptions, PolicyName, RouteRequest, RoutingPolicy, WorkerView } from './policy.js';
+export type { AdaptiveOptions, PolicyName, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 export { POLICY_NAMES } from './policy.js';
 export { createPolicy } from './create-policy.js';
 export { AdaptivePolicy } from './adaptive.js';
@@ -11,3 +11,5 @@ export { WorkerStats, fleetLatency, relativeLatency } from './worker-stats.js';
 export type { DeadlineSetting, DispatcherOptions, SubmitOptions, SubmitResult } from './dispatcher.js';
 export { Dispatcher } from './dispatcher.js';
 export { ResendBudget } from './resend-budget.js';
+export type { EjectionOptions, EjectionRecord, FailureVerdict } from './ejection.js';
+export { EjectionRule, freshEjectionRecord } from './ejection.js';

@@ -1,14 +1,20 @@
 import type { Rng } from '../core/index.js';
-import { eligible, minBy, twoDistinct } from './candidates.js';
-import type { RouteRequest, RoutingPolicy, WorkerView } from './policy.js';
+import { ArrayPool, minIndexBy, sampleTwo } from './candidates.js';
+import type { RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
+
+const inflight = (w: WorkerView): number => w.inflight;
 
 /** Power of two choices: two distinct random workers, the one with fewer in flight wins. */
 export class P2cPolicy implements RoutingPolicy {
   readonly name = 'p2c' as const;
 
   pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined {
-    const c = eligible(workers, req);
-    if (c.length <= 1) return c[0];
-    return minBy(twoDistinct(c, rng), (w) => w.inflight, rng);
+    return this.pickFrom(new ArrayPool(workers, req), req, rng);
+  }
+
+  pickFrom(pool: WorkerPool, _req: RouteRequest, rng: Rng): WorkerView | undefined {
+    const two = sampleTwo(pool, rng);
+    if (two.length <= 1) return two.length === 0 ? undefined : pool.at(two[0]!);
+    return pool.at(minIndexBy(pool, two, inflight, rng));
   }
 }

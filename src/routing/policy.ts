@@ -1,4 +1,5 @@
 import type { Rng } from '../core/index.js';
+import type { FleetLatency } from './worker-stats.js';
 
 /**
  * A read-only snapshot of one worker, as a policy sees it. The router and the simulator build
@@ -37,12 +38,31 @@ export type PolicyName = 'round-robin' | 'random' | 'least-loaded' | 'p2c' | 'ad
 export const POLICY_NAMES: readonly PolicyName[] = ['adaptive', 'p2c', 'least-loaded', 'round-robin', 'random'];
 
 /**
- * A pure choice over a snapshot: returns a healthy worker serving `req.model`, or undefined when
- * there is none. Ties are broken with `rng`, never by position.
+ * The fleet as a policy reads it at pick time, without copying: the runtime's persistent views by
+ * index, and whether each may take the request now. Two-choice policies sample indices (O(1) when
+ * most workers are eligible); scanning policies visit every index.
+ */
+export interface WorkerPool {
+  /** Number of workers, eligible or not. */
+  readonly size: number;
+  /** Worker `i` (0 <= i < size). */
+  at(i: number): WorkerView;
+  /** Whether worker `i` may take this request now (routable, serves its model, has room, not excluded). */
+  eligible(i: number): boolean;
+  /** The fleet's typical latency for this request's model (the runtime may cache it briefly). */
+  fleetLatency(): FleetLatency;
+}
+
+/**
+ * A pure choice: returns an eligible worker, or undefined when there is none. Ties are broken
+ * with `rng`, never by position.
  */
 export interface RoutingPolicy {
   readonly name: PolicyName;
+  /** Picks from a snapshot: eligible = healthy and serving `req.model`. */
   pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined;
+  /** Picks from a pool whose eligibility the runtime decides (the Dispatcher's hot path). */
+  pickFrom(pool: WorkerPool, req: RouteRequest, rng: Rng): WorkerView | undefined;
 }
 
 /** Tuning of the `adaptive` policy. */

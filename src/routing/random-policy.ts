@@ -1,13 +1,17 @@
 import type { Rng } from '../core/index.js';
-import { eligible } from './candidates.js';
-import type { RouteRequest, RoutingPolicy, WorkerView } from './policy.js';
+import { ArrayPool, sampleOne } from './candidates.js';
+import type { RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 
 /** Uniform random choice among the eligible workers. */
 export class RandomPolicy implements RoutingPolicy {
   readonly name = 'random' as const;
 
   pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined {
-    const c = eligible(workers, req);
-    return c.length === 0 ? undefined : c[rng.int(0, c.length - 1)];
+    return this.pickFrom(new ArrayPool(workers, req), req, rng);
+  }
+
+  pickFrom(pool: WorkerPool, _req: RouteRequest, rng: Rng): WorkerView | undefined {
+    const i = sampleOne(pool, rng);
+    return i < 0 ? undefined : pool.at(i);
   }
 }

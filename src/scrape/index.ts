@@ -6,3 +6,7 @@ export type { CollectorOptions, CollectorSeries, TargetSeries } from './collecto
 export { Collector, pickDefault } from './collector.js';
 export type { HostPressure } from './host-pressure.js';
 export { readHostPressure } from './host-pressure.js';
+export type { GpuIdentity, GpuReading, GpuField } from './dcgm.js';
+export { readDcgm, dcgmPick, gpuIdentityOf, gpuValueKey, describeGpu, DCGM_FIELDS, THROTTLE_REASON_MASK } from './dcgm.js';
+export type { GpuMapEntry, GpuMapping } from './gpu-map.js';
+export { parseGpuMap, mapGpusToWorkers } from './gpu-map.js';

@@ -1,9 +1,9 @@
 import type { Clock, Rng } from '../core/index.js';
-import { Dispatcher, createPolicy, type DeadlineSetting, type PolicyName } from '../routing/index.js';
+import { Dispatcher, EjectionRule, createPolicy, freshEjectionRecord, type DeadlineSetting, type EjectionRecord, type PolicyName } from '../routing/index.js';
 
 /** Settings of one simulated router replica, defaulted as the live router defaults them. */
 export interface FrontendSettings {
-  maxInflightPerWorker: number;
+  maxInflightPerWorker: number | 'auto';
   maxQueue: number;
   ttftDeadline: DeadlineSetting;
   stallDeadline: DeadlineSetting;
@@ -17,13 +17,14 @@ export interface FrontendSettings {
 }
 
 /**
- * The live router's defaults (src/router/options.ts, health.ts): adaptive gets a 256 per-worker
- * cap and `auto` deadlines, the other policies no cap and no deadlines.
+ * The live router's defaults (src/router/router.ts, health.ts): adaptive gets the `auto`
+ * per-worker cap (a multiple of the fair share) and `auto` deadlines, the other policies no cap
+ * and no deadlines.
  */
 export function routerDefaults(policy: PolicyName, overrides: Partial<Pick<FrontendSettings, 'maxInflightPerWorker' | 'maxQueue' | 'ttftDeadline' | 'stallDeadline'>> = {}): FrontendSettings {
   const adaptive = policy === 'adaptive';
   return {
-    maxInflightPerWorker: overrides.maxInflightPerWorker ?? (adaptive ? 256 : Number.POSITIVE_INFINITY),
+    maxInflightPerWorker: overrides.maxInflightPerWorker ?? (adaptive ? 'auto' : Number.POSITIVE_INFINITY),
     maxQueue: overrides.maxQueue ?? 4096,
     ttftDeadline: overrides.ttftDeadline ?? (adaptive ? 'auto' : 'off'),
     stallDeadline: overrides.stallDeadline ?? (adaptive ? 'auto' : 'off'),
@@ -36,23 +37,20 @@ export function routerDefaults(policy: PolicyName, overrides: Partial<Pick<Front
   };
 }
 
-interface Health {
-  consecutiveFailures: number;
-  ejected: boolean;
-  ejections: number;
-}
-
 /**
  * One router replica in virtual time: its own `Dispatcher` (policy, per-worker counts, cap,
- * queue, deadlines, re-send budget) and the router's passive ejection rule (N consecutive
- * failures eject a worker for a doubling time; never more than half the fleet; probed back).
+ * queue, deadlines, re-send budget, half-open workers) and the router's ejection rule from
+ * routing/ (the one router/health.ts applies): a failure makes a worker half-open, repeated
+ * failures eject it for a doubling time, and it comes back half-open at the first health probe
+ * after that (a stalled worker still answers /health).
  */
 export class Frontend {
   readonly dispatcher: Dispatcher;
   readonly settings: FrontendSettings;
   readonly deadlinesOn: boolean;
   readonly #clock: Clock;
-  readonly #health = new Map<string, Health>();
+  readonly #rule: EjectionRule;
+  readonly #records = new Map<string, EjectionRecord>();
   #ejectedNow = 0;
 
   constructor(clock: Clock, policy: PolicyName, rng: Rng, workerIds: readonly string[], settings: FrontendSettings) {
@@ -69,38 +67,35 @@ export class Frontend {
       stallDeadlineFloorMs: settings.deadlineFloorMs,
       maxResendShare: settings.maxResendShare,
     });
+    this.#rule = new EjectionRule({ ejectAfterFailures: settings.ejectAfterFailures, baseEjectMs: settings.baseEjectMs, maxEjectMs: settings.maxEjectMs });
     for (const id of workerIds) {
       this.dispatcher.addWorker(id);
-      this.#health.set(id, { consecutiveFailures: 0, ejected: false, ejections: 0 });
+      this.#records.set(id, freshEjectionRecord());
     }
     this.deadlinesOn = settings.ttftDeadline !== 'off' || settings.stallDeadline !== 'off';
   }
 
   /** A request on `id` completed. */
   success(id: string): void {
-    const h = this.#health.get(id);
-    if (h) h.consecutiveFailures = 0;
+    const r = this.#records.get(id);
+    if (r) this.#rule.success(r);
+    this.dispatcher.succeeded(id);
   }
 
   /** A request on `id` hit a deadline (the router counts it as a worker failure). */
   failure(id: string): void {
-    const h = this.#health.get(id);
-    if (!h) return;
-    h.consecutiveFailures++;
-    if (h.ejected || h.consecutiveFailures < this.settings.ejectAfterFailures) return;
-    if (this.#ejectedNow + 1 > Math.floor(this.#health.size / 2)) return;
-    h.ejected = true;
-    h.ejections++;
+    const r = this.#records.get(id);
+    if (!r) return;
+    const verdict = this.#rule.failure(r, this.#clock.now(), { size: this.#records.size, ejected: this.#ejectedNow });
+    if (verdict === 'suspect') this.dispatcher.halfOpen(id);
+    if (verdict !== 'ejected') return;
     this.#ejectedNow++;
     this.dispatcher.setHealthy(id, false);
-    const now = this.#clock.now();
-    const untilMs = now + Math.min(this.settings.maxEjectMs, this.settings.baseEjectMs * 2 ** (h.ejections - 1));
-    // Back at the first health probe after the ejection ends (a stalled worker still answers /health).
     const p = this.settings.probeIntervalMs;
-    this.#clock.setTimer(Math.ceil(untilMs / p) * p, () => {
-      h.ejected = false;
-      h.consecutiveFailures = 0;
+    this.#clock.setTimer(Math.ceil(r.ejectedUntilMs / p) * p, () => {
+      if (!this.#rule.readmit(r, this.#clock.now())) return;
       this.#ejectedNow--;
+      this.dispatcher.halfOpen(id);
       this.dispatcher.setHealthy(id, true);
     });
   }

@@ -18,7 +18,7 @@ export interface RouterSpec {
   replicas: number;
   /** How a client picks a replica. @default 'round-robin' */
   replicaPick: 'round-robin' | 'random';
-  /** @default 256 for adaptive, unlimited otherwise (the router's defaults) */
+  /** @default `auto` (1.25 x the fair share, at least 8) for adaptive, unlimited otherwise (the router's defaults) */
   maxInflightPerWorker?: number;
   /** @default 4096 */
   maxQueue?: number;

@@ -17,3 +17,5 @@ export { consoleSummary, summaryMarkdown } from './summary-text.js';
 export { validateReportDoc } from './report-doc.js';
 export type { ValidateOptions } from './run-validate.js';
 export { runValidate } from './run-validate.js';
+export type { TrialGpuTelemetry } from './gpu-evidence.js';
+export { gpuTelemetry, validatePick, ROUTER_QUEUE_KEY } from './gpu-evidence.js';

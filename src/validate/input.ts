@@ -43,6 +43,10 @@ export interface ValidateInput {
   extraInputs?: string[];
   header?: string[];
   apiKey?: string;
+  /** dcgm-exporter `/metrics` URLs scraped for GPU telemetry during trials. */
+  gpuMetrics?: string[];
+  /** `WORKER=GPU` entries mapping GPUs to workers when the `pod` label does not. */
+  gpuMap?: string[];
 }
 
 /** Every field of {@link ValidateInput}, in help order (the recipe accepts exactly these, kebab-case). */
@@ -51,7 +55,7 @@ export const INPUT_FIELDS = [
   'floorTolerance', 'ceilingTolerance', 'trials', 'passRule', 'out', 'expectedWorkers', 'workerUrl', 'readyTimeout',
   'probeTimeout', 'trialTimeout', 'scrapeInterval', 'sweep', 'endpointType', 'streaming', 'syntheticInputTokensMean',
   'syntheticInputTokensStddev', 'outputTokensMean', 'outputTokensStddev', 'requestCount', 'warmupRequestCount',
-  'randomSeed', 'numDatasetEntries', 'requestTimeoutSeconds', 'extraInputs', 'header', 'apiKey',
+  'randomSeed', 'numDatasetEntries', 'requestTimeoutSeconds', 'extraInputs', 'header', 'apiKey', 'gpuMetrics', 'gpuMap',
 ] as const satisfies readonly (keyof ValidateInput)[];
 
 /** `concurrencyPerGpu` -> `concurrency-per-gpu` (the recipe key and the flag name). */

@@ -1,6 +1,7 @@
 import { TailgateError } from '../core/index.js';
 import { parseBaseUrl, parseExtraInputs, parseHeaders } from '../bench/index.js';
 import { defaultTolerance, parseGate, type Gate, type GateStat, type PassRule } from '../gate/index.js';
+import { parseGpuMap, type GpuMapEntry } from '../scrape/index.js';
 import { kebab, type ValidateInput } from './input.js';
 
 /** One line of progress for people (readiness, trials); the CLI prints these to stderr. */
@@ -44,6 +45,10 @@ export interface ResolvedValidateOptions {
   extraInputs: Record<string, unknown>;
   headers: Record<string, string>;
   apiKey: string | null;
+  /** dcgm-exporter `/metrics` URLs (GPU telemetry); empty when none. */
+  gpuMetricsUrls: string[];
+  /** Explicit GPU -> worker mapping (`--gpu-map`). */
+  gpuMap: GpuMapEntry[];
 }
 
 /** Defaults; token lengths, seed and dataset size follow the reference recipe (REFERENCE §1). */
@@ -193,7 +198,23 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
     extraInputs: parseExtraInputs(input.extraInputs ?? []),
     headers: parseHeaders(input.header ?? []),
     apiKey: input.apiKey ?? null,
+    gpuMetricsUrls: (input.gpuMetrics ?? []).map(gpuMetricsUrl),
+    gpuMap: parseGpuMap(input.gpuMap ?? []),
   };
+}
+
+/** A `--gpu-metrics` URL as given (a bare `host:port` gets `http://` and `/metrics`). */
+function gpuMetricsUrl(text: string): string {
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
+  let u: URL;
+  try {
+    u = new URL(withScheme);
+  } catch {
+    throw bad(`--gpu-metrics "${text}" is not a URL (expected e.g. http://node-03:9400/metrics)`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw bad(`--gpu-metrics "${text}" must be http or https`);
+  if (u.pathname === '/' || u.pathname === '') u.pathname = '/metrics';
+  return u.toString();
 }
 
 /** The request-count rule: `max(1000, 8 x C)` unless a count was given. */

@@ -78,6 +78,8 @@ const RECIPE_SHAPE = {
   extraInputs: pairs,
   header: pairs,
   apiKey: z.string(),
+  gpuMetrics: stringList,
+  gpuMap: stringList,
 } satisfies Record<(typeof INPUT_FIELDS)[number], z.ZodType>;
 
 const RECIPE = z.strictObject(Object.fromEntries(INPUT_FIELDS.map((f) => [kebab(f), RECIPE_SHAPE[f].optional()])) as Record<string, z.ZodType>);

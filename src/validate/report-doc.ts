@@ -69,6 +69,8 @@ export function validateReportDoc(s: SummaryInput): ReportDoc {
         records: t.records,
         workerSeries: t.workerSeries,
         shape: t.shape,
+        ...(t.gpu ? { gpuSeries: t.gpu.perWorker } : {}),
+        locus: t.locus,
         gates: t.gates,
         verdict: t.pass ? 'pass' : 'fail',
       }),

@@ -1,5 +1,5 @@
 import type { RequestRecord } from '../core/index.js';
-import { describeGate, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
+import { describeGate, type GateResult, type GpuSeries, type LocusVerdict, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import type { Chart, ReportSection } from '../report/index.js';
 import { timeSeries } from '../stats/index.js';
 
@@ -14,6 +14,10 @@ export interface TrialReportInput {
   shape?: ShapeVerdict;
   gates?: readonly GateResult[];
   verdict?: 'pass' | 'fail';
+  /** Per-worker GPU telemetry: utilisation and power charts on the in-flight chart's time axis. */
+  gpuSeries?: Record<string, GpuSeries>;
+  /** Where the failure lives, written under the shape. */
+  locus?: LocusVerdict | null;
   /** Bucket of the TTFT and throughput charts. @default 1000 */
   bucketMs?: number;
 }
@@ -38,6 +42,10 @@ export function trialReportSections(t: TrialReportInput): ReportSection[] {
   if (t.shape && Object.keys(t.shape.evidence).length > 0) {
     text.push(`Evidence: ${Object.entries(t.shape.evidence).map(([k, v]) => `${k}=${typeof v === 'number' ? Math.round(v * 100) / 100 : v}`).join(', ')}.`);
   }
+  if (t.locus) {
+    const l = t.locus;
+    text.push(`Locus: ${l.locus}${l.worker ? ` (worker ${l.worker}${l.gpu ? `, ${l.gpu}` : ''})` : ''}. ${l.explanation}${l.missing.length > 0 ? ` Missing: ${l.missing.join('; ')}.` : ''}`);
+  }
   const charts: Chart[] = [];
   const workers = Object.keys(t.workerSeries).sort();
   if (workers.length > 0) {
@@ -52,6 +60,26 @@ export function trialReportSections(t: TrialReportInput): ReportSection[] {
         return { name: w, points: s.tMs.map((x, i) => [sec(x, originMs), s.inflight[i] ?? 0] as [number, number]) };
       }),
     });
+  }
+  const gpuWorkers = Object.keys(t.gpuSeries ?? {}).sort();
+  const gpuChart = (key: 'utilPct' | 'powerW', id: string, title: string, yLabel: string): Chart => ({
+    id: `${t.idPrefix}-${id}`,
+    title,
+    xLabel: 'time (s)',
+    yLabel,
+    kind: 'line',
+    series: gpuWorkers.map((w) => {
+      const g = t.gpuSeries![w]!;
+      const points: [number, number][] = [];
+      g.tMs.forEach((x, i) => {
+        const v = g[key][i];
+        if (v !== undefined && Number.isFinite(v)) points.push([sec(x, originMs), v]);
+      });
+      return { name: w, points };
+    }),
+  });
+  if (gpuWorkers.length > 0) {
+    charts.push(gpuChart('utilPct', 'gpu-util', 'GPU utilisation per worker', '%'), gpuChart('powerW', 'gpu-power', 'GPU power per worker', 'W'));
   }
   if (t.records.length > 0) {
     const ts = timeSeries(t.records, { bucketMs });

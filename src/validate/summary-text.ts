@@ -50,6 +50,7 @@ export function consoleSummary(s: SummaryInput): string {
     lines.push(
       `  ${t.label.padEnd(10)} ${(t.pass ? 'PASS' : 'FAIL').padEnd(4)}  ${t.shape.shape.padEnd(shapeW)}  ${int(tput(t)).padStart(9)} tok/s  TTFT p99 ${int(ttft(t)).padStart(7)} ms${worker}`,
     );
+    if (t.locus) lines.push(`  ${''.padEnd(10)} locus ${t.locus.locus}${t.locus.worker ? `: worker ${t.locus.worker}` : ''}${t.locus.gpu ? `, ${t.locus.gpu}` : ''}${t.locus.locus === 'unknown' && t.locus.missing.length > 0 ? ` (missing: ${t.locus.missing[0]})` : ''}`);
   }
   const st = s.aggregate?.stats;
   if (st && s.trials.length > 1) {
@@ -90,6 +91,15 @@ export function summaryMarkdown(s: SummaryInput): string {
     out.push('', '## Why each trial got its shape', '');
     for (const t of s.trials) out.push(`- **${t.label}** (${t.shape.shape}): ${md(t.shape.explanation)}`);
     out.push('');
+    const located = s.trials.filter((t) => t.locus !== null);
+    if (located.length > 0) {
+      out.push('## Where each failure lives', '');
+      for (const t of located) {
+        const l = t.locus!;
+        out.push(`- **${t.label}**: locus \`${l.locus}\`${l.worker ? ` (worker ${l.worker}${l.gpu ? `, ${md(l.gpu)}` : ''})` : ''}: ${md(l.explanation)}${l.missing.length > 0 ? ` Missing: ${md(l.missing.join('; '))}.` : ''}`);
+      }
+      out.push('');
+    }
   }
   const st = s.aggregate?.stats;
   if (st && s.trials.length > 1) {

@@ -1,11 +1,12 @@
 import { isTailgateError, type RequestRecord } from '../core/index.js';
 import { runBench, type BenchOptions, type BenchProgress, type BenchResult } from '../bench/index.js';
-import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import { Collector, readHostPressure, type CollectorSeries, type HostPressure } from '../scrape/index.js';
+import { classifyTrial, judgeGates, locateTrial, type GateResult, type GpuSeries, type LocusVerdict, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
+import { Collector, dcgmPick, readHostPressure, type CollectorSeries, type GpuIdentity, type HostPressure } from '../scrape/index.js';
 import { summarize, type Summary } from '../stats/index.js';
 import { ROUTER_TARGET, trialEvidence, workerSeriesFrom } from './evidence.js';
 import { requestCountFor, warmupCountFor, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
 import { formatWait, type Readiness } from './readiness.js';
+import { ROUTER_QUEUE_KEY, gpuTelemetry, validatePick, type TrialGpuTelemetry } from './gpu-evidence.js';
 
 /** One host-pressure sample, at `tMs` from the trial's origin. */
 export interface HostSample extends HostPressure {
@@ -23,6 +24,10 @@ export interface TrialOutcome {
   pass: boolean;
   gates: GateResult[];
   shape: ShapeVerdict;
+  /** Where a failing trial's trouble lives (null for a passing trial). */
+  locus: LocusVerdict | null;
+  /** GPU telemetry per worker (`--gpu-metrics`); null when none was asked for. */
+  gpu: TrialGpuTelemetry | null;
   summary: Summary;
   /** Null when the trial could not run at all (see `error`). */
   bench: BenchResult | null;
@@ -81,7 +86,11 @@ export async function runTrial(
   const originMs = performance.now();
   const targets = t.readiness.workers.map((w) => ({ id: w.id, url: `${w.url}/metrics` }));
   if (t.readiness.routerMetricsUrl !== null) targets.push({ id: ROUTER_TARGET, url: t.readiness.routerMetricsUrl });
-  const collector = targets.length > 0 ? new Collector({ targets, intervalMs: o.scrapeIntervalMs, originMs }) : null;
+  const collector = targets.length > 0 ? new Collector({ targets, intervalMs: o.scrapeIntervalMs, originMs, pick: validatePick }) : null;
+  const gpuIds = new Map<string, GpuIdentity>();
+  const gpuCollector = o.gpuMetricsUrls.length > 0
+    ? new Collector({ targets: o.gpuMetricsUrls.map((url) => ({ id: url, url })), intervalMs: Math.max(o.scrapeIntervalMs, 250), originMs, pick: dcgmPick(gpuIds) })
+    : null;
   const host: HostSample[] = [];
   const sampleHost = (): void => {
     void readHostPressure().then((p) => host.push({ ...p, tMs: performance.now() - originMs }));
@@ -111,6 +120,7 @@ export async function runTrial(
   };
 
   collector?.start();
+  gpuCollector?.start();
   let bench: BenchResult | null = null;
   let error: string | null = null;
   try {
@@ -124,6 +134,7 @@ export async function runTrial(
     signal?.removeEventListener('abort', onAbort);
   }
   const series = collector ? await collector.stop() : null;
+  const gpuSeries = gpuCollector ? await gpuCollector.stop() : null;
   const records = bench?.records ?? [];
   const summary = bench?.summary ?? summarize([]);
   const gates = judgeGates(summary, o.gates);
@@ -149,6 +160,34 @@ export async function runTrial(
   }
   const interrupted = signal?.aborted === true;
   const pass = error === null && !timedOut && !interrupted && summary.profilingCount > 0 && gates.every((g) => g.pass) && !FAILING_SHAPES.has(shape.shape);
+  const gpu = gpuSeries ? gpuTelemetry(gpuSeries, gpuIds, t.readiness.workers.map((w) => w.id), o.gpuMap) : null;
+  let locus: LocusVerdict | null = null;
+  if (!pass && error === null) {
+    const win = summary.profilingCount > 0 ? { fromMs: summary.startMs, toMs: summary.endMs } : null;
+    const inWin = <T extends { tMs: number[] }>(x: T, cols: (keyof T)[]): T => {
+      if (win === null) return x;
+      const keep = x.tMs.map((tm) => tm >= win.fromMs && tm <= win.toMs);
+      if (!keep.some(Boolean)) return x;
+      const out = { ...x };
+      for (const c of ['tMs', ...cols] as (keyof T)[]) (out as Record<keyof T, unknown>)[c] = (x[c] as number[]).filter((_, i) => keep[i]);
+      return out;
+    };
+    const gpuWin: Record<string, GpuSeries> = {};
+    for (const [w, g] of Object.entries(gpu?.perWorker ?? {})) gpuWin[w] = inWin(g, ['utilPct', 'powerW', 'smClockMhz', 'clockEventReasons', 'xid']);
+    const router = series?.targets[ROUTER_TARGET];
+    const queue = router?.values[ROUTER_QUEUE_KEY];
+    const psiNote = host.find((h) => h.note !== null)?.note ?? null;
+    const notes = gpu?.problems ?? [];
+    locus = locateTrial({
+      shape,
+      workerSeries: evidence.workerSeries ?? {},
+      gpuSeries: gpuWin,
+      ...(router && queue ? { routerQueue: inWin({ tMs: router.tMs, length: queue.map((v) => (Number.isNaN(v) ? 0 : v)) }, ['length']) } : {}),
+      ...(evidence.client ? { client: evidence.client } : {}),
+      host: { cpuSomeAvg10: evidence.host?.cpuSomeAvg10 ?? null, note: psiNote },
+      notes,
+    });
+  }
   return {
     index: t.index,
     label: t.label,
@@ -157,6 +196,8 @@ export async function runTrial(
     pass,
     gates,
     shape,
+    locus,
+    gpu,
     summary,
     bench,
     records,

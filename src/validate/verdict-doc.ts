@@ -67,6 +67,8 @@ export function trialJson(t: TrialOutcome): Record<string, unknown> {
     worker: t.shape.worker,
     explanation: t.shape.explanation,
     evidence: t.shape.evidence,
+    locus: t.locus,
+    gpuTelemetry: t.gpu === null ? null : { mapped: t.gpu.mapped, unmapped: t.gpu.unmapped, workersWithoutGpu: t.gpu.workersWithoutGpu, problems: t.gpu.problems },
     gates: t.gates.map((g) => ({ metric: g.gate.metric, stat: g.gate.stat, op: g.gate.op, threshold: g.gate.threshold, tolerance: g.gate.tolerance, limit: g.limit, value: g.value, pass: g.pass })),
     metrics: t.summary.metrics,
     perWorker: t.summary.perWorker,

@@ -1,0 +1,14 @@
+export type { K8sTarget } from './target.js';
+export { parseK8sTarget, formatK8sTarget } from './target.js';
+export type { EndpointSlice, SliceEndpoint, SlicePort, ServiceEndpoint, EndpointSnapshot } from './endpoint-slice.js';
+export { endpointSnapshot, sameSnapshot } from './endpoint-slice.js';
+export type { KubeConnection, KubeConnectionOptions } from './connection.js';
+export { loadKubeConnection, SERVICE_ACCOUNT_DIR } from './connection.js';
+export type { WatchEvent } from './kube-api.js';
+export { KubeApi, K8sApiError } from './kube-api.js';
+export type { EndpointWatch, EndpointWatchOptions, EndpointWatchStats } from './watch-endpoints.js';
+export { watchServiceEndpoints } from './watch-endpoints.js';
+export type { ReadyProgress } from './wait-ready.js';
+export { waitForReadyEndpoints } from './wait-ready.js';
+export type { FakeKubeApi, FakeKubeRequest } from './fake-api-server.js';
+export { startFakeKubeApi, endpointSliceOf, writeFakeKubeconfig } from './fake-api-server.js';

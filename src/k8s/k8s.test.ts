@@ -1,0 +1,113 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { endpointSnapshot, type EndpointSlice } from './endpoint-slice.js';
+import { loadKubeConnection } from './connection.js';
+import { endpointSliceOf } from './fake-api-server.js';
+import { parseK8sTarget } from './target.js';
+
+test('k8s targets parse with and without namespace and port; bad ones name the problem', () => {
+  assert.deepEqual(parseK8sTarget('k8s://inference/vllm:8000'), { namespace: 'inference', service: 'vllm', port: 8000 });
+  assert.deepEqual(parseK8sTarget('k8s://inference/vllm'), { namespace: 'inference', service: 'vllm', port: undefined });
+  assert.deepEqual(parseK8sTarget('k8s://vllm:http'), { namespace: undefined, service: 'vllm', port: 'http' });
+  for (const [bad, why] of [
+    ['http://x/y', /k8s:\/\//],
+    ['k8s://a/b/c', /one or two/],
+    ['k8s://Inference/vllm', /namespace/],
+    ['k8s://ns/vllm:70000', /out of range/],
+    ['k8s://ns/vllm:_x', /port/],
+    ['k8s://', /one or two/],
+  ] as const) {
+    assert.throws(() => parseK8sTarget(bad), (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && why.test(e.message), bad);
+  }
+});
+
+test('endpoint snapshots: ready unless ready=false, first address, port choice, dedupe, sorted', () => {
+  const a = endpointSliceOf('vllm', 'a', 8000, [['10.0.0.9', true], ['10.0.0.7', false], ['10.0.0.8', true]]);
+  const b: EndpointSlice = {
+    metadata: { name: 'b' },
+    addressType: 'IPv6',
+    endpoints: [{ addresses: ['fd00::1', 'fd00::2'] }, { addresses: ['fd00::3'], conditions: { ready: null } }, { addresses: [] }],
+    ports: [{ name: 'metrics', port: 9000 }, { name: 'http', port: 8001 }],
+  };
+  const s = endpointSnapshot([a, b]);
+  assert.deepEqual(s.ready.map((e) => e.id), ['10.0.0.8:8000', '10.0.0.9:8000', 'fd00::1:8001', 'fd00::3:8001']);
+  assert.deepEqual(s.ready.map((e) => e.url), ['http://10.0.0.8:8000', 'http://10.0.0.9:8000', 'http://[fd00::1]:8001', 'http://[fd00::3]:8001']);
+  assert.deepEqual(s.notReady.map((e) => e.id), ['10.0.0.7:8000']);
+  assert.equal(s.ready[0]!.pod, 'vllm-a-2');
+  // A number overrides every slice's port; a name picks that port and skips slices without it.
+  assert.deepEqual(endpointSnapshot([a, b], 9999).ready.map((e) => e.id), ['10.0.0.8:9999', '10.0.0.9:9999', 'fd00::1:9999', 'fd00::3:9999']);
+  assert.deepEqual(endpointSnapshot([a, b], 'metrics').ready.map((e) => e.id), ['fd00::1:9000', 'fd00::3:9000']);
+  // The same endpoint in two slices (a migration between slices) counts once, ready wins.
+  const dup = endpointSliceOf('vllm', 'c', 8000, [['10.0.0.7', true]]);
+  const s2 = endpointSnapshot([a, dup]);
+  assert.deepEqual(s2.ready.map((e) => e.id), ['10.0.0.7:8000', '10.0.0.8:8000', '10.0.0.9:8000']);
+  assert.deepEqual(s2.notReady, []);
+});
+
+function tmp(): string {
+  return mkdtempSync(join(tmpdir(), 'tailgate-kube-'));
+}
+
+test('kubeconfig: current context, namespace, token, merged KUBECONFIG list, relative paths', () => {
+  const dir = tmp();
+  const first = join(dir, 'a.yaml');
+  const second = join(dir, 'b.yaml');
+  writeFileSync(join(dir, 'token.txt'), 'file-token\n');
+  writeFileSync(first, 'apiVersion: v1\nkind: Config\ncurrent-context: dev\ncontexts:\n- name: dev\n  context: {cluster: c1, user: u1, namespace: inference}\n');
+  writeFileSync(second, [
+    'current-context: other',
+    'clusters:',
+    '- name: c1',
+    '  cluster: {server: "http://127.0.0.1:6443/"}',
+    'users:',
+    '- name: u1',
+    '  user: {tokenFile: token.txt}',
+    '- name: u2',
+    '  user: {token: abc}',
+    'contexts:',
+    '- name: other',
+    '  context: {cluster: c1, user: u2}',
+  ].join('\n'));
+  const c = loadKubeConnection({ env: { KUBECONFIG: [first, join(dir, 'missing.yaml'), second].join(delimiter) } });
+  assert.equal(c.server, 'http://127.0.0.1:6443');
+  assert.equal(c.namespace, 'inference');
+  assert.deepEqual(c.headers(), { authorization: 'Bearer file-token' });
+  assert.match(c.source, /context dev/);
+  const o = loadKubeConnection({ kubeconfig: second });
+  assert.equal(o.namespace, 'default');
+  assert.deepEqual(o.headers(), { authorization: 'Bearer abc' });
+  void c.close();
+  void o.close();
+});
+
+test('kubeconfig and in-cluster errors are one clear CONFIG_INVALID line', () => {
+  const dir = tmp();
+  const f = join(dir, 'k.yaml');
+  const cases: Array<[string, RegExp]> = [
+    ['current-context: x\ncontexts: []\n', /no context "x"/],
+    ['clusters: [{name: c, cluster: {server: "https://k"}}]\ncontexts: [{name: x, context: {cluster: nope}}]\ncurrent-context: x\n', /cluster "nope"/],
+    ['clusters: [{name: c, cluster: {server: "https://k"}}]\nusers: [{name: u, user: {exec: {command: aws}}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n', /exec plugin/],
+    ['clusters: [{name: c, cluster: {}}]\ncontexts: [{name: x, context: {cluster: c}}]\ncurrent-context: x\n', /no server/],
+    ['a: [1\n', /not valid YAML/],
+  ];
+  for (const [text, why] of cases) {
+    writeFileSync(f, text);
+    assert.throws(() => loadKubeConnection({ kubeconfig: f }), (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && why.test(e.message), text);
+  }
+  assert.throws(() => loadKubeConnection({ env: { HOME: dir } }), /no kubeconfig found/);
+});
+
+test('in-cluster credentials: token, CA and namespace from the service-account folder', () => {
+  const dir = tmp();
+  writeFileSync(join(dir, 'token'), 'sa-token');
+  writeFileSync(join(dir, 'ca.crt'), '-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n');
+  writeFileSync(join(dir, 'namespace'), 'inference');
+  const c = loadKubeConnection({ env: { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' }, serviceAccountDir: dir });
+  assert.equal(c.server, 'https://10.96.0.1:443');
+  assert.equal(c.namespace, 'inference');
+  assert.deepEqual(c.headers(), { authorization: 'Bearer sa-token' });
+  void c.close();
+});
