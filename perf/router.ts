@@ -56,9 +56,10 @@ function freePort(): Promise<number> {
   });
 }
 
-/** CPU seconds of a process and its live children. */
-function cpuSeconds(pid: number): number {
+/** CPU seconds (user + kernel, and kernel alone) of a process and its live children. */
+function cpuSeconds(pid: number): { total: number; sys: number } {
   let ticks = 0;
+  let sysTicks = 0;
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     let stat: string;
@@ -69,9 +70,12 @@ function cpuSeconds(pid: number): number {
     }
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ppid = Number(f[1]);
-    if (Number(d) === pid || ppid === pid) ticks += Number(f[11]) + Number(f[12]);
+    if (Number(d) === pid || ppid === pid) {
+      ticks += Number(f[11]) + Number(f[12]);
+      sysTicks += Number(f[12]);
+    }
   }
-  return ticks / CLK_TCK;
+  return { total: ticks / CLK_TCK, sys: sysTicks / CLK_TCK };
 }
 
 function startLines(cmd: string, argv: string[], readyLine: string | null): Promise<{ child: ChildProcess; lines: string[] }> {
@@ -208,6 +212,7 @@ interface Row {
   latencyP99: number;
   messages: number;
   cpuS: number;
+  sysS: number;
   errors: number;
   stallTtftP99?: number;
 }
@@ -241,7 +246,7 @@ async function main(): Promise<void> {
   try {
     await bench(backends, STREAMS); // warm the fleet
     const direct = await bench(backends, REQUESTS);
-    rows.push({ name: 'direct', ...direct, cpuS: 0 });
+    rows.push({ name: 'direct', ...direct, cpuS: 0, sysS: 0 });
     for (const t of targets) {
       let p: Awaited<ReturnType<Target['start']>>;
       try {
@@ -252,10 +257,10 @@ async function main(): Promise<void> {
       }
       try {
         await bench(p.url, STREAMS); // warm the proxy (JIT, connection pools) before measuring
-        const cpu0 = p.pid ? cpuSeconds(p.pid) : 0;
+        const cpu0 = p.pid ? cpuSeconds(p.pid) : { total: 0, sys: 0 };
         const b = await bench(p.url, REQUESTS);
-        const cpuS = p.pid ? cpuSeconds(p.pid) - cpu0 : 0;
-        const row: Row = { name: t.name, ...b, cpuS };
+        const cpu1 = p.pid ? cpuSeconds(p.pid) : { total: 0, sys: 0 };
+        const row: Row = { name: t.name, ...b, cpuS: cpu1.total - cpu0.total, sysS: cpu1.sys - cpu0.sys };
         if (!args.includes('--skip-stall')) {
           const t0 = performance.now();
           await addStall(backends[0]!);
@@ -279,14 +284,16 @@ async function main(): Promise<void> {
   const d = rows[0]!;
   const nginxCpu = rows.find((r) => r.name === 'nginx least_conn');
   const perMsgUs = (r: Row) => (r.messages > 0 ? (r.cpuS / r.messages) * 1e6 : 0);
+  const sysPerMsgUs = (r: Row) => (r.messages > 0 ? (r.sysS / r.messages) * 1e6 : 0);
   console.log(`\nperf/router: ${WORKERS} fleet workers (profile small), ${STREAMS} streams closed loop, ${REQUESTS} requests x ${OUTPUT_TOKENS} tokens, one run\n`);
-  console.log('| target | TTFT p50 ms | +p50 over direct | TTFT p99 ms | +p99 over direct | CPU s / 1M messages | x nginx least_conn | errors | stall TTFT p99 ms |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| target | TTFT p50 ms | +p50 over direct | TTFT p99 ms | +p99 over direct | CPU s / 1M messages | of which kernel | x nginx least_conn | errors | stall TTFT p99 ms |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const cpu = r.name === 'direct' ? '-' : (perMsgUs(r)).toFixed(1);
+    const sys = r.name === 'direct' ? '-' : (sysPerMsgUs(r)).toFixed(1);
     const ratio = r.name === 'direct' || !nginxCpu ? '-' : (perMsgUs(r) / perMsgUs(nginxCpu)).toFixed(2);
     const plus = (x: number) => (r.name === 'direct' ? '-' : `${x >= 0 ? '+' : ''}${x.toFixed(1)}`);
-    console.log(`| ${r.name} | ${r.ttftP50.toFixed(1)} | ${plus(r.ttftP50 - d.ttftP50)} | ${r.ttftP99.toFixed(1)} | ${plus(r.ttftP99 - d.ttftP99)} | ${cpu} | ${ratio} | ${r.errors} | ${r.stallTtftP99?.toFixed(0) ?? '-'} |`);
+    console.log(`| ${r.name} | ${r.ttftP50.toFixed(1)} | ${plus(r.ttftP50 - d.ttftP50)} | ${r.ttftP99.toFixed(1)} | ${plus(r.ttftP99 - d.ttftP99)} | ${cpu} | ${sys} | ${ratio} | ${r.errors} | ${r.stallTtftP99?.toFixed(0) ?? '-'} |`);
   }
   if (!bins.nginx || !bins.haproxy) console.log('\n(nginx or haproxy not available: their rows are missing; run without --no-install as root to install them)');
 }
