@@ -34,7 +34,7 @@ export interface ShapeVerdict {
   explanation: string;
 }
 
-/** Thresholds of the rules; documented in README-section.md. */
+/** Thresholds of the rules; documented in the README, "Failure shapes". */
 export const SHAPE_RULES = {
   /** `errors`: more than this share of profiling requests failed. */
   errorShare: 0.05,
