@@ -178,6 +178,9 @@ async function addStall(workerUrl: string, plan: DemoPlan): Promise<void> {
   if (res.statusCode !== 200) throw new TailgateError('INTERNAL', `the fleet refused the stall fault: ${text}`);
 }
 
+/** Shapes that fail a run even when its gates pass, as in validate: it did not measure the fleet it meant to. */
+const MEASURED_WRONG: ReadonlySet<string> = new Set(['errors', 'under-provisioned']);
+
 /** Judges one run against the gates and builds its row and charts (live and simulated runs alike). */
 export function judgeRun(input: {
   name: string; policy: PolicyName; stalled: boolean; plan: DemoPlan; summary: Summary; records: readonly RequestRecord[];
@@ -191,7 +194,7 @@ export function judgeRun(input: {
   const markers = input.stalled ? [{ x: plan.stallAtMs, label: 'stall' }, { x: plan.stallAtMs + plan.stallForMs, label: 'stall ends' }] : [];
   return {
     name: input.name, policy: input.policy, stalled: input.stalled, summary, ...metricsOf(summary),
-    maxWorkerShare: maxWorkerShare(input.perWorker), gates: judged, verdict: judged.every((g) => g.pass) ? 'pass' : 'fail', shape,
+    maxWorkerShare: maxWorkerShare(input.perWorker), gates: judged, verdict: judged.every((g) => g.pass) && !MEASURED_WRONG.has(shape.shape) ? 'pass' : 'fail', shape,
     charts: chartsOf(input.name, input.records, input.perWorker, markers),
   };
 }
@@ -259,6 +262,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
         perWorker: workerSeriesOf(series, result.summary.startMs, result.summary.endMs),
         client: { eventLoopDelayP99Ms: result.selfCheck.eventLoopDelayP99Ms, cpuPercent: result.selfCheck.cpuPercent },
       });
+      if (result.cancelled) run.name += ' (interrupted)';
       runs.push(run);
       await writeBenchArtifacts(join(opts.outDir, step.name), result, { version: VERSION, extra: { demo_run: step.name, policy: step.policy, stalled: step.stalled } });
       say(`${step.name}: ${Math.round(run.outputTokensPerS)} tok/s, TTFT p99 ${formatMs(run.ttftP99Ms)} -> ${run.verdict}${run.verdict === 'fail' ? ` (${run.shape.shape})` : ''}`);

@@ -4,9 +4,8 @@ import type { JunitSuite } from '../report/index.js';
 import type { ResolvedValidateOptions } from './options.js';
 import { requestCountFor, warmupCountFor } from './options.js';
 import type { Readiness } from './readiness.js';
-import type { SweepOutcome, Verdict } from './outcome.js';
+import type { SummaryInput } from './summary-text.js';
 import type { TrialOutcome } from './trial.js';
-import type { TrialsAggregate } from '../gate/index.js';
 
 /** Version of the `verdict.json` layout; bumped on any incompatible change. */
 export const VERDICT_SCHEMA_VERSION = 1;
@@ -94,15 +93,8 @@ export function trialJson(t: TrialOutcome): Record<string, unknown> {
   };
 }
 
-/** Input of {@link verdictJson}. */
-export interface VerdictDocInput {
-  o: ResolvedValidateOptions;
-  verdict: Verdict;
-  reason: string;
-  readiness: Readiness;
-  trials: readonly TrialOutcome[];
-  aggregate: TrialsAggregate | null;
-  sweep: SweepOutcome | null;
+/** Input of {@link verdictJson}: what the summaries read, plus when it started and whether it was cut short. */
+export interface VerdictDocInput extends Omit<SummaryInput, 'outDir'> {
   interrupted: boolean;
   startedAt: Date;
 }
