@@ -35,7 +35,10 @@ test('demo --quick reproduces the stall, names round-robin\'s failure, and write
   assert.equal(Math.min(...latencies), run('adaptive').requestLatencyP99Ms, 'adaptive has the lowest request-latency p99');
 
   const html = join(out, 'report.html');
-  assert.ok(existsSync(html));
+  const page0 = readFileSync(html, 'utf8');
+  assert.equal(page0.match(/<svg class="chart"/g)?.length, 15, 'three charts per run');
+  assert.match(page0, /data-chart-id="round-robin-inflight"/);
+  assert.doesNotMatch(page0, /<script|https?:\/\/(?!www\.w3\.org)/, 'self-contained: no scripts, no external resources');
   if (!existsSync(CHROMIUM)) {
     t.diagnostic(`skipping the browser check: ${CHROMIUM} is not installed`);
     return;

@@ -206,11 +206,16 @@ test('re-dispatches a stream with no first token by its deadline; the client see
   for (const u of ups) assert.equal(u.open, 0, 'cancelled attempts are closed upstream');
 });
 
+/** Waits (bounded) until some fake upstream has received the request. */
+async function untilReached(ups: readonly FakeUpstream[]): Promise<void> {
+  for (let i = 0; i < 500 && !ups.some((u) => u.requests.length > 0); i++) await new Promise((res) => setTimeout(res, 5));
+}
+
 test('migrates a stream whose worker stalls mid-way: one coherent stream, correct usage', async (t) => {
   const ups = await fleet(t, [{ stallAfter: 3 }, { stallAfter: 3 }]);
   const r = await router(t, ups, { policy: 'adaptive', stallDeadline: 150, ttftDeadline: 'off' });
   const pending = post(r, chat(8));
-  await new Promise((res) => setTimeout(res, 60));
+  await untilReached(ups);
   // the worker that did not get the request is healthy from now on
   for (const u of ups) if (u.requests.length === 0) u.behaviour = {};
   const got = await pending;
