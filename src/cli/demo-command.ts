@@ -13,11 +13,16 @@ export async function runDemoCommand(flags: { out: string; seed: number; quick?:
   const tty = process.stderr.isTTY && !process.env['CI'];
   const abort = new AbortController();
   const onSignal = () => {
-    process.stderr.write('\nstopping: writing what was measured...\n');
+    if (abort.signal.aborted) {
+      // A second signal: stop now, but never leave the fleet or a router behind.
+      killAllChildren();
+      process.exit(130);
+    }
+    process.stderr.write('\nstopping: writing what was measured... (again to quit now)\n');
     abort.abort();
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   process.once('exit', killAllChildren);
   try {
     const result = await runDemo({
@@ -30,7 +35,7 @@ export async function runDemoCommand(flags: { out: string; seed: number; quick?:
     });
     process.stdout.write(`\n${formatTable(demoTable(result))}\n\n`);
     process.stdout.write(`report: ${flags.out}/report.html   exports: ${flags.out}/<run>/   (${Math.round(result.wallMs / 1000)} s)\n`);
-    return 0;
+    return result.cancelled ? 130 : 0;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { request } from 'undici';
 import { TailgateError, formatMs, type RequestRecord } from '../core/index.js';
-import { runBench, writeBenchArtifacts } from '../bench/index.js';
+import { runBench, writeBenchArtifacts, type BenchResult } from '../bench/index.js';
 import { classifyTrial, judgeGates, metricValue, type Gate, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import { renderHtmlReport, type Chart, type ReportSection } from '../report/index.js';
 import type { PolicyName } from '../routing/index.js';
@@ -242,18 +242,23 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       const originMs = performance.now();
       const collector = new Collector({ targets: [{ id: 'router', url: `${routerUrl}/metrics` }], intervalMs: 250, originMs });
       collector.start();
-      if (step.stalled) await addStall(workerUrls[0]!, plan);
-      const result = await runBench(
-        {
-          url: routerUrl, model: MODEL, endpointType: 'chat', streaming: true, concurrency: plan.concurrency,
-          requestCount: plan.requestCount, warmupRequestCount: plan.warmupRequestCount,
-          inputTokensMean: plan.inputTokens, outputTokensMean: plan.outputTokens, randomSeed: seed,
-          extraInputs: { temperature: 0, ignore_eos: true }, requestTimeoutMs: 120_000, originMs,
-          ...(opts.onProgress && { onProgress: (p) => opts.onProgress!(`${step.name}: ${p.phase} ${p.completed}/${p.total ?? '?'} requests, ${p.inflight} in flight`) }),
-        },
-        opts.signal,
-      );
-      const series = await collector.stop();
+      let result: BenchResult;
+      let series: CollectorSeries;
+      try {
+        if (step.stalled) await addStall(workerUrls[0]!, plan);
+        result = await runBench(
+          {
+            url: routerUrl, model: MODEL, endpointType: 'chat', streaming: true, concurrency: plan.concurrency,
+            requestCount: plan.requestCount, warmupRequestCount: plan.warmupRequestCount,
+            inputTokensMean: plan.inputTokens, outputTokensMean: plan.outputTokens, randomSeed: seed,
+            extraInputs: { temperature: 0, ignore_eos: true }, requestTimeoutMs: 120_000, originMs,
+            ...(opts.onProgress && { onProgress: (p) => opts.onProgress!(`${step.name}: ${p.phase} ${p.completed}/${p.total ?? '?'} requests, ${p.inflight} in flight`) }),
+          },
+          opts.signal,
+        );
+      } finally {
+        series = await collector.stop();
+      }
       await router.stop();
       router = null;
       if (step.name === 'healthy') gates = gatesFromBaseline(result.summary);

@@ -34,7 +34,7 @@ async function main(argv: string[]): Promise<void> {
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-    throw e;
+    process.exitCode = 1;
   });
 }
 

@@ -150,6 +150,12 @@ export function registerRoute(program: Command): void {
       if (flags.accessLog === true) accessLog = (line) => process.stdout.write(`${line}\n`);
       else if (typeof flags.accessLog === 'string') {
         const s = (logStream = createWriteStream(flags.accessLog, { flags: 'a' }));
+        const path = flags.accessLog;
+        await new Promise<void>((resolve, reject) => {
+          s.once('open', () => resolve());
+          s.once('error', (e) => reject(new TailgateError('CONFIG_INVALID', `cannot open the access log ${path}: ${e.message}`, { cause: e })));
+        });
+        s.on('error', (e) => process.stderr.write(`tailgate route: access log ${path}: ${e.message}\n`));
         accessLog = (line) => s.write(`${line}\n`);
       }
       const inCluster = routerLib.isRouterClusterWorker();

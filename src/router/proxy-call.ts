@@ -405,7 +405,8 @@ export class ProxyCall {
     a.cancel();
     m.failed.inc({ worker: a.backend.id });
     this.ctx.health.failure(a.backend);
-    this.#migrate(a);
+    // A request that cannot be continued elsewhere (e.g. a token-id prompt) ends with an error, never hangs.
+    if (!this.#migrate(a)) this.#giveUp(502, `worker ${a.backend.id} stalled mid-stream and the request cannot be migrated`, 'upstream_failed');
   }
 
   #canResendFrom(a: Attempt): boolean {
