@@ -285,3 +285,13 @@ test('/workers, /metrics, /ready report the fleet; close() drains open streams',
     assert.ok(text.includes(name), name);
   }
 });
+
+test('a stream that stalls mid-way and cannot be migrated (a token-id prompt) ends with an error frame, never hangs', async (t) => {
+  const ups = await fleet(t, [{ stallAfter: 3 }, { stallAfter: 3 }]);
+  const r = await router(t, ups, { policy: 'adaptive', stallDeadline: 150, ttftDeadline: 'off' });
+  const got = await post(r, JSON.stringify({ model: M, prompt: [1, 2, 3], max_tokens: 8, stream: true }), '/v1/completions');
+  assert.equal(got.status, 200);
+  assert.match(String(got.error), /cannot be migrated/);
+  assert.equal(got.done, true);
+  await settle(r);
+});
