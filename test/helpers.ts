@@ -11,10 +11,22 @@ export interface CliResult {
   stderr: string;
 }
 
+/** Options of {@link runCli}. */
+export interface RunCliOptions {
+  /** @default 120000 */
+  timeoutMs?: number;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Node flags before the entry script (e.g. a preload). */
+  nodeArgs?: string[];
+  /** Called with each stderr line as it arrives (progress lines). */
+  onStderrLine?: (line: string) => void;
+}
+
 /** Runs `tailgate ARGS...` to completion (bounded by `timeoutMs`). */
-export function runCli(args: string[], opts: { timeoutMs?: number; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+export function runCli(args: string[], opts: RunCliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), CLI, ...args], {
       cwd: opts.cwd,
       env: { ...process.env, CI: '1', ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -22,7 +34,10 @@ export function runCli(args: string[], opts: { timeoutMs?: number; cwd?: string;
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    createInterface({ input: child.stderr }).on('line', (line) => {
+      stderr += `${line}\n`;
+      opts.onStderrLine?.(line);
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 120_000);
     child.on('error', reject);
     child.on('close', (code) => {

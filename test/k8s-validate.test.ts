@@ -31,9 +31,12 @@ test('validate --wait-ready waits for the Service, uses its endpoints as workers
   assert.match(ok.stderr, /readiness: k8s:\/\/inference\/vllm: 2 of 2 endpoints ready/);
   // The discovered endpoints became the worker list validate checks and scrapes.
   assert.match(ok.stderr, /readiness: 2 of 2 workers ready/);
+  // The target is one worker's own URL, so the verdict itself may name the run under-provisioned;
+  // what matters here is that readiness passed and measuring happened.
   assert.ok([0, 1].includes(ok.code ?? -1), ok.stderr);
-  const verdict = JSON.parse(readFileSync(join(out, 'verdict.json'), 'utf8')) as Record<string, unknown>;
-  assert.ok(verdict);
+  const verdict = JSON.parse(readFileSync(join(out, 'verdict.json'), 'utf8')) as { readiness: { ok: boolean; ready: number | null; expected: number }; trials: unknown[] };
+  assert.deepEqual([verdict.readiness.ok, verdict.readiness.ready, verdict.readiness.expected], [true, 2, 2]);
+  assert.equal(verdict.trials.length, 1, 'the trial ran after readiness');
 
   const bad = await runCli(['validate', '--url', a.url, '--model', 'm', '--wait-ready', 'k8s://x/y/z'], { env, timeoutMs: 20_000 });
   assert.equal(bad.code, 2);

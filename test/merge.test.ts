@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRng, type RequestRecord, type Rng } from '../src/core/index.js';
 import { AIPERF_FILES, writeAiperfExports } from '../src/report/index.js';
+import { metricValue } from '../src/gate/index.js';
 import { summarize } from '../src/stats/index.js';
 import { runCli } from './helpers.js';
 
@@ -49,7 +50,7 @@ test('merging 4 bench shards gives exactly the percentiles of one run over the s
     const records = Array.from({ length: 150 }, (_, i) => record(rng, s, i));
     all.push(...records.map((r) => shift(r, originMs - base)));
     const summary = summarize(records);
-    shardPercentiles.push(summary.metrics['time_to_first_token']!.p99 as number);
+    shardPercentiles.push(metricValue(summary, 'time_to_first_token', 'p99')!);
     const dir = join(root, `shard-${s}`);
     mkdirSync(dir);
     await writeAiperfExports(dir, {

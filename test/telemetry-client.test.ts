@@ -1,31 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
-import { CLI, type CliResult } from './helpers.js';
+import { runCli, type CliResult } from './helpers.js';
 
 const MODEL = 'm';
 
 /** Runs `tailgate validate` with extra node flags (here: a preload that starves its event loop). */
 function runValidateCli(args: string[], nodeArgs: string[]): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, CLI, 'validate', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runCli(['validate', ...args], { timeoutMs: 60_000, nodeArgs });
 }
 
 test('a starved load generator gives locus client, with its self-check as evidence', async (t) => {

@@ -1,14 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { startFleet, type Fleet, type FleetOptions } from '../src/fleet/index.js';
 import { startRouter, type Router } from '../src/router/index.js';
 import { parsePrometheusText, readDcgm } from '../src/scrape/index.js';
-import { CLI, startCli, type CliResult } from './helpers.js';
+import { runCli, startCli, type CliResult } from './helpers.js';
 
 const MODEL = 'm';
 /** Small, bounded load: 8 streams per GPU, 16-token prompts and answers, as test/validate.test.ts. */
@@ -30,23 +28,9 @@ async function fleetAndRouter(t: After, workers: number, extra: FleetOptions = {
   return { fleet, router, gpuUrl: fleet.gpuMetricsUrl! };
 }
 
-function runValidateCli(args: string[], onLine: (line: string) => void = () => {}, nodeArgs: string[] = []): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...nodeArgs, CLI, 'validate', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    createInterface({ input: child.stderr }).on('line', (line) => {
-      stderr += `${line}\n`;
-      onLine(line);
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** Runs `tailgate validate ...`, calling `onLine` for each progress line (stderr). */
+function runValidateCli(args: string[], onLine?: (line: string) => void): Promise<CliResult> {
+  return runCli(['validate', ...args], { timeoutMs: 60_000, ...(onLine && { onStderrLine: onLine }) });
 }
 
 interface TrialJson {

@@ -1,13 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { startRouter, type Router } from '../src/router/index.js';
-import { CLI, runCli, type CliResult } from './helpers.js';
+import { runCli, type CliResult } from './helpers.js';
 
 const MODEL = 'm';
 
@@ -28,24 +26,9 @@ async function fleetAndRouter(t: { after(fn: () => Promise<void>): void }, worke
   return { fleet, router };
 }
 
-/** Runs `tailgate validate ...` in a child process, calling `onLine` for each progress line (stderr). */
-function runValidateCli(args: string[], onLine: (line: string) => void = () => {}, timeoutMs = 60_000): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'validate', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    createInterface({ input: child.stderr }).on('line', (line) => {
-      stderr += `${line}\n`;
-      onLine(line);
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** Runs `tailgate validate ...`, calling `onLine` for each progress line (stderr). */
+function runValidateCli(args: string[], onLine?: (line: string) => void, timeoutMs = 60_000): Promise<CliResult> {
+  return runCli(['validate', ...args], { timeoutMs, ...(onLine && { onStderrLine: onLine }) });
 }
 
 interface VerdictJson {

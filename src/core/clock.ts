@@ -32,11 +32,23 @@ export class RealClock implements Clock {
   }
 }
 
-interface Scheduled {
-  atMs: number;
-  seq: number;
-  fn: () => void;
-  cancelled: boolean;
+/** A timer of the virtual clock: the heap entry is itself the handle (no closure per timer). */
+class Scheduled implements Timer {
+  cancelled = false;
+
+  constructor(
+    readonly atMs: number,
+    readonly seq: number,
+    readonly fn: () => void,
+    private readonly owner: { live: number },
+  ) {}
+
+  cancel(): void {
+    if (!this.cancelled) {
+      this.cancelled = true;
+      this.owner.live--;
+    }
+  }
 }
 
 /**
@@ -52,7 +64,7 @@ export class VirtualClock implements Clock {
   #nowMs = 0;
   #seq = 0;
   #heap: Scheduled[] = [];
-  #live = 0;
+  readonly #count = { live: 0 };
 
   now(): number {
     return this.#nowMs;
@@ -60,21 +72,14 @@ export class VirtualClock implements Clock {
 
   /** Timers not yet fired or cancelled. */
   get pending(): number {
-    return this.#live;
+    return this.#count.live;
   }
 
   setTimer(atMs: number, fn: () => void): Timer {
-    const item: Scheduled = { atMs: Math.max(atMs, this.#nowMs), seq: this.#seq++, fn, cancelled: false };
+    const item = new Scheduled(Math.max(atMs, this.#nowMs), this.#seq++, fn, this.#count);
     this.#push(item);
-    this.#live++;
-    return {
-      cancel: () => {
-        if (!item.cancelled) {
-          item.cancelled = true;
-          this.#live--;
-        }
-      },
-    };
+    this.#count.live++;
+    return item;
   }
 
   /** Fires every timer due at or before `untilMs`, then leaves the clock at `untilMs`. */
@@ -95,8 +100,7 @@ export class VirtualClock implements Clock {
   #fireNext(): boolean {
     const item = this.#pop();
     if (item.cancelled) return false;
-    item.cancelled = true;
-    this.#live--;
+    item.cancel();
     this.#nowMs = item.atMs;
     item.fn();
     return true;
