@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { VirtualClock, createRng, parseDurationMs, parseSizeBytes, TailgateError, countTokens } from './index.js';
+import { VirtualClock, createRng, parseDurationMs, parseSizeBytes, TailgateError, countTokens, promptTokenIds, tokenId } from './index.js';
 
 test('virtual clock fires timers in time order, then insertion order, and honours cancel', () => {
   const clock = new VirtualClock();
@@ -55,4 +55,11 @@ test('durations and sizes parse with units and reject garbage with a stable code
 test('the shared token rule counts whitespace-separated words', () => {
   assert.equal(countTokens(''), 0);
   assert.equal(countTokens(' the fleet\nkeeps  its tail '), 5);
+});
+
+test('prompt token ids: one per counted word, equal words equal ids', () => {
+  const ids = promptTokenIds(' the fleet\nkeeps  the tail ');
+  assert.equal(ids.length, countTokens(' the fleet\nkeeps  the tail '));
+  assert.deepEqual([...ids], ['the', 'fleet', 'keeps', 'the', 'tail'].map(tokenId));
+  assert.equal(promptTokenIds('').length, 0);
 });

@@ -6,4 +6,4 @@ export type { ErrorCode } from './errors.js';
 export { TailgateError, isTailgateError } from './errors.js';
 export { parseDurationMs, parseSizeBytes, formatMs } from './units.js';
 export type { Outcome, RequestRecord, TokenCount } from './record.js';
-export { countTokens, vocabWord, tokenId } from './tokens.js';
+export { countTokens, vocabWord, tokenId, promptTokenIds } from './tokens.js';

@@ -38,3 +38,27 @@ export function tokenId(word: string): number {
   }
   return h >>> 0;
 }
+
+/**
+ * The token ids of a text under the shared rule: one id per whitespace-separated word, so two
+ * prompts share ids exactly as far as they share words. The fleet feeds these to the engine's
+ * prefix cache and the router hashes them for prefix affinity: the same text, the same blocks.
+ *
+ * @example
+ * promptTokenIds('the tail the').length; // 3, and ids[0] === ids[2]
+ */
+export function promptTokenIds(text: string): Uint32Array {
+  const out = new Uint32Array(countTokens(text));
+  let n = 0;
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 32;
+    const space = c === 32 || c === 10 || c === 9 || c === 13;
+    if (!space && start < 0) start = i;
+    else if (space && start >= 0) {
+      out[n++] = tokenId(text.slice(start, i));
+      start = -1;
+    }
+  }
+  return out;
+}
