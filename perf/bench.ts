@@ -1,10 +1,13 @@
 // Measures the bench client against `tailgate fleet`, side by side in one run:
 //   1. client CPU microseconds per SSE message: tailgate bench (one thread) vs a plain undici
-//      `request()` client that only counts "\n\n" in the body stream;
+//      `request()` client that only counts "\n\n" in the body stream, and a floor: raw sockets
+//      with Node's `onread` that only count "\n\n" (what any Node client pays per read);
 //   2. stamping error: client first-token stamp minus the fleet's own send time of that chunk
-//      (`x-tailgate-timing: 1` makes the fleet add "tailgate_sent_ns"; both read CLOCK_MONOTONIC).
-// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--osl 64]
+//      (`x-tailgate-timing: 1` makes the fleet add "tailgate_sent_ns"; both read CLOCK_MONOTONIC),
+//      on one thread and, from 512 streams, on `--threads 2`.
+// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--osl 64] [--rounds 2]
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
@@ -76,6 +79,47 @@ async function plainClient(urls: string[], streams: number, total: number): Prom
   return { messages };
 }
 
+/** The floor: one raw socket per stream, Node's `onread` into one buffer, counting "\n\n" and the end of each chunked body. */
+function floorClient(urls: string[], streams: number, total: number): Promise<{ messages: number }> {
+  const payload = body(Array.from({ length: 128 }, (_, i) => `w${i}`).join(' '));
+  const buf = Buffer.allocUnsafe(256 * 1024);
+  let issued = 0;
+  let done = 0;
+  let messages = 0;
+  return new Promise((resolve) => {
+    const open = (url: string): void => {
+      const u = new URL(url);
+      const req = Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+      let lastLf = false;
+      const socket = connect({
+        host: u.hostname,
+        port: Number(u.port),
+        onread: {
+          buffer: buf,
+          callback: (n) => {
+            if (lastLf && buf[0] === 10) messages++;
+            for (let i = 0; i + 1 < n; i++) if (buf[i] === 10 && buf[i + 1] === 10) messages++;
+            lastLf = buf[n - 1] === 10;
+            // "0\r\n\r\n" ends the chunked body (the fleet sends it in the read that ends the response).
+            if (n >= 5 && buf[n - 5] === 48 && buf[n - 4] === 13 && buf[n - 3] === 10 && buf[n - 2] === 13 && buf[n - 1] === 10) {
+              if (++done === total) resolve({ messages });
+              if (issued < total) {
+                issued++;
+                socket.write(req);
+              } else socket.destroy();
+            }
+            return true;
+          },
+        },
+      });
+      socket.setNoDelay(true);
+      issued++;
+      socket.write(req);
+    };
+    for (let i = 0; i < Math.min(streams, total); i++) open(urls[i % urls.length]!);
+  });
+}
+
 function cpuUs<T>(fn: () => Promise<T>): Promise<{ value: T; us: number; sysUs: number; wallMs: number }> {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
@@ -94,12 +138,13 @@ async function main(): Promise<void> {
   try {
     // Warm both code paths and the fleet's connections once, unmeasured.
     await plainClient(urls, 32, 64);
+    await floorClient(urls, 32, 64);
     await runBench(benchOpts(urls, 32, 64));
 
     const total = CPU_STREAMS * 2;
     await runBench(benchOpts(urls, 32, 64, { transport: 'socket' }));
-    const perMsg = { plain: [] as number[], undici: [] as number[], socket: [] as number[] };
-    const sysPerMsg = { plain: [] as number[], undici: [] as number[], socket: [] as number[] };
+    const perMsg = { plain: [] as number[], floor: [] as number[], undici: [] as number[], socket: [] as number[] };
+    const sysPerMsg = { plain: [] as number[], floor: [] as number[], undici: [] as number[], socket: [] as number[] };
     let msgs = 0;
     // Interleaved rounds, so a noisy neighbour hits all three clients alike.
     for (let round = 0; round < ROUNDS; round++) {
@@ -107,6 +152,9 @@ async function main(): Promise<void> {
       perMsg.plain.push(plain.us / plain.value.messages);
       sysPerMsg.plain.push(plain.sysUs / plain.value.messages);
       msgs = plain.value.messages;
+      const floor = await cpuUs(() => floorClient(urls, CPU_STREAMS, total));
+      perMsg.floor.push(floor.us / floor.value.messages);
+      sysPerMsg.floor.push(floor.sysUs / floor.value.messages);
       for (const transport of ['undici', 'socket'] as const) {
         let benchMsgs = 0;
         const bench = await cpuUs(() => runBench(benchOpts(urls, CPU_STREAMS, total, { transport, onCall: () => (benchMsgs += OSL + 3) })));
@@ -120,17 +168,34 @@ async function main(): Promise<void> {
     console.log('| client | us/message | of which kernel | ratio |');
     console.log('|---|---:|---:|---:|');
     console.log(`| plain undici request() counting \\n\\n | ${plainUs.toFixed(2)} | ${avg(sysPerMsg.plain).toFixed(2)} | 1.00 |`);
+    console.log(`| floor: raw sockets, onread, counting \\n\\n | ${avg(perMsg.floor).toFixed(2)} | ${avg(sysPerMsg.floor).toFixed(2)} | ${(avg(perMsg.floor) / plainUs).toFixed(2)} |`);
     for (const transport of ['undici', 'socket'] as const) {
       const us = avg(perMsg[transport]);
       console.log(`| tailgate bench, 1 thread, --transport ${transport} | ${us.toFixed(2)} | ${avg(sysPerMsg[transport]).toFixed(2)} | ${(us / plainUs).toFixed(2)} |`);
     }
 
     // Both processes read CLOCK_MONOTONIC: map this process's performance.now() onto hrtime ns.
-    const offsetNs = Number(process.hrtime.bigint()) - performance.now() * 1e6;
+    // The tightest of many bracketed reads, so a preemption between the two reads cannot skew it.
+    let offsetNs = 0;
+    let bestGap = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 200; i++) {
+      const before = performance.now();
+      const hr = Number(process.hrtime.bigint());
+      const after = performance.now();
+      if (after - before < bestGap) {
+        bestGap = after - before;
+        offsetNs = hr - ((before + after) / 2) * 1e6;
+      }
+    }
     console.log(`\nStamping error: client first-token stamp - fleet send time of that chunk (ms)`);
-    console.log('| transport | streams | requests | p50 | p90 | p99 | max | client CPU % | loop delay p99 ms |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-    for (const streams of STREAMS) for (const transport of ['undici', 'socket'] as const) {
+    console.log('| transport | threads | streams | requests | p50 | p90 | p99 | max | client CPU % | loop delay p99 ms |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    const runs = STREAMS.flatMap((streams) => [
+      { streams, transport: 'undici' as const, threads: 1 },
+      { streams, transport: 'socket' as const, threads: 1 },
+      ...(streams >= 512 ? [{ streams, transport: 'socket' as const, threads: 2 }] : []),
+    ]);
+    for (const { streams, transport, threads } of runs) {
       const errors: number[] = [];
       const onCall = (r: CallResult): void => {
         if (r.firstData === null || r.record.firstTokenMs === null) return;
@@ -140,11 +205,11 @@ async function main(): Promise<void> {
       };
       const stampOriginMs = performance.now();
       const r = await runBench(
-        benchOpts(urls, streams, streams, { transport, originMs: stampOriginMs, headers: { 'x-tailgate-timing': '1' }, keepFirstData: true, onCall, warmupRequestCount: 0 }),
+        benchOpts(urls, streams, streams, { transport, threads, originMs: stampOriginMs, headers: { 'x-tailgate-timing': '1' }, keepFirstData: true, onCall, warmupRequestCount: 0 }),
       );
       const s = Float64Array.from(errors).sort();
       const f = (p: number): string => percentile(s, p).toFixed(2);
-      console.log(`| ${transport} | ${streams} | ${errors.length} | ${f(50)} | ${f(90)} | ${f(99)} | ${s.length ? s[s.length - 1]!.toFixed(2) : 'n/a'} | ${r.selfCheck.cpuPercent.toFixed(0)} | ${r.selfCheck.eventLoopDelayP99Ms.toFixed(1)} |`);
+      console.log(`| ${transport} | ${threads} | ${streams} | ${errors.length} | ${f(50)} | ${f(90)} | ${f(99)} | ${s.length ? s[s.length - 1]!.toFixed(2) : 'n/a'} | ${r.selfCheck.cpuPercent.toFixed(0)} | ${r.selfCheck.eventLoopDelayP99Ms.toFixed(1)} |`);
     }
   } finally {
     child.kill('SIGTERM');

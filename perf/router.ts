@@ -3,11 +3,17 @@
 // side in one run against the same simulated fleet; then a stall scenario through each.
 //
 //   node --import tsx perf/router.ts [--streams 256] [--requests 1024] [--no-install] [--skip-stall]
+//                                    [--rounds 2] [--targets tailgate,nginx] [--cpu-prof DIR]
+//
+// Every proxy runs at once and the measured runs take turns (--rounds rounds, rotating order), so a
+// change in the machine's load falls on all of them alike. --targets keeps the targets whose name contains one of the words; --cpu-prof writes a V8 CPU
+// profile of each tailgate router into DIR (for `node --cpu-prof`-style analysis).
 //
 // Installs nginx and haproxy from Debian (apt-get) when they are missing, unless --no-install.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -24,6 +30,18 @@ const flag = (name: string, def: number): number => {
 const STREAMS = flag('--streams', 256);
 const REQUESTS = flag('--requests', 4 * STREAMS);
 const OUTPUT_TOKENS = 64;
+const option = (name: string): string | undefined => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const ONLY = option('--targets')?.split(',').filter((w) => w !== '');
+const CPU_PROF = option('--cpu-prof');
+const ROUNDS = flag('--rounds', 2);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? 0 : s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
 const WORKERS = 4;
 const CLK_TCK = 100;
 
@@ -127,11 +145,98 @@ function tailgate(policy: string): Target {
   return {
     name: `tailgate ${policy}`,
     async start(backends) {
-      const p = await startLines(process.execPath, ['--import', 'tsx', CLI, 'route', '--port', '0', '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
+      const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
+      const p = await startLines(process.execPath, [...prof, '--import', 'tsx', CLI, 'route', '--port', '0', '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
       const { url } = JSON.parse(p.lines[0]!) as { url: string };
       return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
     },
   };
+}
+
+/**
+ * The floor of a Node relay: round-robin, keep-alive upstream sockets, chunk frames forwarded as
+ * they came, nothing else (no routing state, metrics or parsing). Runs as this script with
+ * `--bare-relay URL...`.
+ */
+function bareRelay(): Target {
+  return {
+    name: 'node bare relay',
+    async start(backends) {
+      const p = await startLines(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--bare-relay', ...backends], 'ready');
+      const { url } = JSON.parse(p.lines[0]!) as { url: string };
+      return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
+    },
+  };
+}
+
+function runBareRelay(urls: string[]): void {
+  const ups = urls.map((u) => new URL(u));
+  const idle: Socket[][] = ups.map(() => []);
+  let next = 0;
+  const server = createHttpServer({ noDelay: true, keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(parts);
+      const i = next++ % ups.length;
+      const u = ups[i]!;
+      const s = idle[i]!.pop() ?? connect({ host: u.hostname, port: Number(u.port), noDelay: true }).on('error', () => undefined);
+      let head: Buffer | null = Buffer.alloc(0);
+      let size = 0;
+      let rem = 0;
+      let state = 0; // 0 chunk header, 1 data, 2 data CRLF
+      const onData = (d: Buffer): void => {
+        let off = 0;
+        if (head) {
+          head = Buffer.concat([head, d]);
+          const e = head.indexOf('\r\n\r\n');
+          if (e < 0) return;
+          d = head;
+          off = e + 4;
+          head = null;
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.flushHeaders();
+        }
+        for (let p = off; p < d.length; ) {
+          if (state === 1) {
+            const k = Math.min(rem, d.length - p);
+            p += k;
+            rem -= k;
+            if (rem === 0) state = 2;
+          } else if (state === 2) {
+            if (d[p++] === 10) state = 0;
+          } else {
+            const c = d[p++]!;
+            if (c === 10) {
+              if (size === 0) {
+                // the terminal chunk: forward what came before it, end the response, keep the socket
+                let z = p - 1;
+                while (z > off && d[z - 1] !== 10) z--;
+                if (z > off) res.socket!.write(d.subarray(off, z));
+                res.end();
+                s.off('data', onData);
+                idle[i]!.push(s);
+                return;
+              }
+              state = 1;
+              rem = size;
+              size = 0;
+            } else if (c !== 13) size = size * 16 + (c <= 57 ? c - 48 : (c | 32) - 87);
+          }
+        }
+        if (!res.socket!.write(off === 0 ? d : d.subarray(off))) {
+          s.pause();
+          res.socket!.once('drain', () => s.resume());
+        }
+      };
+      s.on('data', onData);
+      s.write(Buffer.concat([Buffer.from(`POST ${req.url} HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`), body]));
+    });
+  });
+  server.listen(0, '127.0.0.1', () => {
+    console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
+    console.log('ready');
+  });
 }
 
 function nginx(bin: string, balance: string): Target {
@@ -142,7 +247,7 @@ function nginx(bin: string, balance: string): Target {
       const conf = join(dir, `nginx-${balance.replace(/\s/g, '-')}.conf`);
       writeFileSync(conf, `worker_processes 1;
 daemon off;
-pid ${dir}/nginx.pid;
+pid ${conf}.pid;
 error_log ${dir}/nginx-error.log warn;
 events { worker_connections 16384; }
 http {
@@ -239,53 +344,75 @@ async function main(): Promise<void> {
   const bins = ensureInstalled();
   const fleet = await startLines(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-num-seqs', String(Math.max(64, Math.ceil(STREAMS / WORKERS) * 2))], 'ready');
   const backends = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url: string }).url);
-  const targets: Target[] = [tailgate('p2c'), tailgate('adaptive')];
+  const targets: Target[] = [tailgate('p2c'), tailgate('adaptive'), bareRelay()];
   if (bins.nginx) targets.push(nginx(bins.nginx, 'least_conn'), nginx(bins.nginx, 'random two least_conn'));
   if (bins.haproxy) targets.push(haproxy(bins.haproxy));
+  if (ONLY) targets.splice(0, targets.length, ...targets.filter((t) => ONLY.some((w) => t.name.includes(w))));
   const rows: Row[] = [];
+  const running: { t: Target; p: Awaited<ReturnType<Target['start']>>; row: Row }[] = [];
   try {
     await bench(backends, STREAMS); // warm the fleet
-    const direct = await bench(backends, REQUESTS);
-    rows.push({ name: 'direct', ...direct, cpuS: 0, sysS: 0 });
     for (const t of targets) {
-      let p: Awaited<ReturnType<Target['start']>>;
       try {
-        p = await t.start(backends);
+        const p = await t.start(backends);
+        running.push({ t, p, row: { name: t.name, ttftP50: 0, ttftP99: 0, latencyP99: 0, messages: 0, cpuS: 0, sysS: 0, errors: 0 } });
+        await bench(p.url, STREAMS); // warm the proxy (JIT, connection pools) before measuring
       } catch (e) {
         console.error(`${t.name}: could not start (${e instanceof Error ? e.message : String(e)}); skipped`);
-        continue;
-      }
-      try {
-        await bench(p.url, STREAMS); // warm the proxy (JIT, connection pools) before measuring
-        const cpu0 = p.pid ? cpuSeconds(p.pid) : { total: 0, sys: 0 };
-        const b = await bench(p.url, REQUESTS);
-        const cpu1 = p.pid ? cpuSeconds(p.pid) : { total: 0, sys: 0 };
-        const row: Row = { name: t.name, ...b, cpuS: cpu1.total - cpu0.total, sysS: cpu1.sys - cpu0.sys };
-        if (!args.includes('--skip-stall')) {
-          const t0 = performance.now();
-          await addStall(backends[0]!);
-          row.stallTtftP99 = (await bench(p.url, 2 * STREAMS)).ttftP99;
-          // let the stall window (2 s .. 6 s after it was added) pass before the next target
-          await new Promise((r) => setTimeout(r, Math.max(0, 6500 - (performance.now() - t0))));
-        }
-        rows.push(row);
-        console.error(JSON.stringify(row));
-      } finally {
-        await p.stop();
       }
     }
+    // Every proxy runs all along; the measured runs take turns, round after round in a rotating
+    // order, so a change in the machine's load falls on every target alike.
+    const direct: Row = { name: 'direct', ttftP50: 0, ttftP99: 0, latencyP99: 0, messages: 0, cpuS: 0, sysS: 0, errors: 0 };
+    const samples = new Map<Row, { p50: number[]; p99: number[]; lat: number[] }>();
+    const measure = async (row: Row, url: string | string[], pid: number | null): Promise<void> => {
+      const cpu0 = pid ? cpuSeconds(pid) : { total: 0, sys: 0 };
+      const b = await bench(url, REQUESTS);
+      const cpu1 = pid ? cpuSeconds(pid) : { total: 0, sys: 0 };
+      row.cpuS += cpu1.total - cpu0.total;
+      row.sysS += cpu1.sys - cpu0.sys;
+      row.messages += b.messages;
+      row.errors += b.errors;
+      const s = samples.get(row) ?? { p50: [], p99: [], lat: [] };
+      samples.set(row, s);
+      s.p50.push(b.ttftP50);
+      s.p99.push(b.ttftP99);
+      s.lat.push(b.latencyP99);
+    };
+    const order = [{ row: direct, url: backends as string | string[], pid: null as number | null }, ...running.map((x) => ({ row: x.row, url: x.p.url as string | string[], pid: x.p.pid }))];
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = 0; i < order.length; i++) {
+        const o = order[(i + round) % order.length]!;
+        await measure(o.row, o.url, o.pid);
+      }
+    }
+    for (const [row, s] of samples) {
+      row.ttftP50 = median(s.p50);
+      row.ttftP99 = median(s.p99);
+      row.latencyP99 = median(s.lat);
+    }
+    rows.push(direct, ...running.map((x) => x.row));
+    for (const r of rows) console.error(JSON.stringify(r));
     if (!args.includes('--skip-stall')) {
+      for (const { p, row } of running) {
+        const t0 = performance.now();
+        await addStall(backends[0]!);
+        row.stallTtftP99 = (await bench(p.url, 2 * STREAMS)).ttftP99;
+        // let the stall window (2 s .. 6 s after it was added) pass before the next target
+        await new Promise((r) => setTimeout(r, Math.max(0, 6500 - (performance.now() - t0))));
+      }
       await addStall(backends[0]!);
-      rows[0]!.stallTtftP99 = (await bench(backends, 2 * STREAMS)).ttftP99;
+      direct.stallTtftP99 = (await bench(backends, 2 * STREAMS)).ttftP99;
     }
   } finally {
+    for (const { p } of running) await p.stop();
     await stop(fleet.child);
   }
   const d = rows[0]!;
   const nginxCpu = rows.find((r) => r.name === 'nginx least_conn');
   const perMsgUs = (r: Row) => (r.messages > 0 ? (r.cpuS / r.messages) * 1e6 : 0);
   const sysPerMsgUs = (r: Row) => (r.messages > 0 ? (r.sysS / r.messages) * 1e6 : 0);
-  console.log(`\nperf/router: ${WORKERS} fleet workers (profile small), ${STREAMS} streams closed loop, ${REQUESTS} requests x ${OUTPUT_TOKENS} tokens, one run\n`);
+  console.log(`\nperf/router: ${WORKERS} fleet workers (profile small), ${STREAMS} streams closed loop, ${REQUESTS} requests x ${OUTPUT_TOKENS} tokens, ${ROUNDS} rounds in turn (CPU summed, TTFT the median of rounds)\n`);
   console.log('| target | TTFT p50 ms | +p50 over direct | TTFT p99 ms | +p99 over direct | CPU s / 1M messages | of which kernel | x nginx least_conn | errors | stall TTFT p99 ms |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
@@ -298,4 +425,5 @@ async function main(): Promise<void> {
   if (!bins.nginx || !bins.haproxy) console.log('\n(nginx or haproxy not available: their rows are missing; run without --no-install as root to install them)');
 }
 
-await main();
+if (args[0] === '--bare-relay') runBareRelay(args.slice(1));
+else await main();

@@ -2,6 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeAiperfExports } from '../report/index.js';
 import { timeSeries } from '../stats/index.js';
+import { turnMessages } from '../workload/index.js';
 import { aiperfInputConfig, payloadOptionsOf } from './options.js';
 import { requestPayload } from './payload.js';
 import type { BenchResult } from './run-bench.js';
@@ -20,17 +21,22 @@ export interface BenchArtifactOptions {
 export const INPUTS_FILE = 'inputs.json';
 
 /**
- * AIPerf's `inputs.json`: one session per dataset entry, each with the exact payload sent.
- * Session ids are derived from the seed, so the same seed gives the same file byte for byte.
+ * AIPerf's `inputs.json`: one session per dataset entry or conversation, one payload per turn.
+ * A first turn's payload is exactly what was sent; a later turn's shows its new user message (the
+ * history with the answers as received is prepended when it is sent). Session ids are derived
+ * from the seed, so the same seed gives the same file byte for byte.
  */
 export function inputsJson(result: BenchResult): { data: Array<{ session_id: string; payloads: Record<string, unknown>[] }> } {
   const o = result.options;
   return {
-    data: result.dataset.map((entry) => ({
-      session_id: `tailgate-${o.randomSeed}-${entry.index}`,
-      payloads: [
-        requestPayload(entry, payloadOptionsOf(o)),
-      ],
+    data: result.workload.sessions.map((session) => ({
+      session_id: `tailgate-${o.randomSeed}-${session.index}`,
+      payloads: session.turns.map((turn, k) =>
+        requestPayload(
+          k === 0 ? { messages: turnMessages(session, 0, []), maxTokens: turn.maxTokens } : { prompt: turn.text(), maxTokens: turn.maxTokens },
+          payloadOptionsOf(o),
+        ),
+      ),
     })),
   };
 }

@@ -57,6 +57,31 @@ export interface BenchOptions {
   numDatasetEntries?: number;
   /** @default 0 */
   randomSeed?: number;
+  /** Prefix groups: entry i starts its prompt with prefix i mod N (AIPerf `--num-prefix-prompts`). */
+  numPrefixPrompts?: number;
+  /** Tokens of each prefix (`--prefix-prompt-length`). */
+  prefixPromptLength?: number;
+  /** One system message shared by every entry (`--shared-system-prompt-length`). */
+  sharedSystemPromptLength?: number;
+  /** A context unique to each entry, before its prompt (`--user-context-prompt-length`). */
+  userContextPromptLength?: number;
+  /** Conversations (`--conversation-num`). @default numDatasetEntries */
+  conversationNum?: number;
+  /** Turns per conversation (`--conversation-turn-mean`/`-stddev`): each turn re-sends the history. @default 1, 0 */
+  conversationTurnMean?: number;
+  conversationTurnStddev?: number;
+  /** Think time before each later turn, ms (`--conversation-turn-delay-mean`/`-stddev`/`-ratio`). @default 0, 0, 1 */
+  conversationTurnDelayMeanMs?: number;
+  conversationTurnDelayStddevMs?: number;
+  conversationTurnDelayRatio?: number;
+  /** A Mooncake-style JSONL trace to send instead of synthetic prompts (`--input-file`). */
+  inputFile?: string;
+  /** Send each trace line at its timestamp (`--fixed-schedule`). @default true for a trace without --concurrency or --request-rate */
+  fixedSchedule?: boolean;
+  /** Shift the trace's timestamps so the first is 0 (`--fixed-schedule-auto-offset`). @default false */
+  fixedScheduleAutoOffset?: boolean;
+  /** Tokens per trace hash id (`--prompt-input-tokens-block-size`). @default 512 */
+  blockTokens?: number;
   extraInputs?: Record<string, unknown>;
   headers?: Record<string, string>;
   apiKey?: string;
@@ -91,7 +116,23 @@ export interface BenchOptions {
   keepFirstData?: boolean;
 }
 
-/** {@link BenchOptions} with every default applied and the URL split into origin and path. */
+/** The resolved workload flags: synthetic sessions (with prefixes and turns), or a trace file. */
+export type BenchWorkloadSpec =
+  | {
+      kind: 'synthetic';
+      sessions: number;
+      prefixGroups: number;
+      prefixTokens: number;
+      prefixRole: 'system' | 'user';
+      userContextTokens: number;
+      turnsMean: number;
+      turnsStddev: number;
+      turnDelayMeanMs: number;
+      turnDelayStddevMs: number;
+      turnDelayRatio: number;
+    }
+  | { kind: 'trace'; file: string; blockTokens: number; autoOffset: boolean };
+
 /** One endpoint to send to: `origin` for the connection pool, `path` for the request line. */
 export interface BenchTarget {
   url: string;
@@ -99,6 +140,7 @@ export interface BenchTarget {
   path: string;
 }
 
+/** {@link BenchOptions} with every default applied and the URL split into origin and path. */
 export interface ResolvedBenchOptions {
   /** Every target, in `--url` order (requests go round-robin). */
   targets: BenchTarget[];
@@ -120,6 +162,10 @@ export interface ResolvedBenchOptions {
   outputTokensStddev: number;
   numDatasetEntries: number;
   randomSeed: number;
+  /** What is sent: synthetic prompts (with prefixes and turns) or a trace file. */
+  workload: BenchWorkloadSpec;
+  /** Trace replay: requests go out at the trace's timestamps (an open loop; `--concurrency`, if given, is the ceiling). */
+  fixedSchedule: boolean;
   extraInputs: Record<string, unknown>;
   headers: Record<string, string>;
   apiKey: string | null;
@@ -184,12 +230,25 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--synthetic-input-tokens-stddev', o.inputTokensStddev, 0);
   numAtLeast('--output-tokens-mean', o.outputTokensMean, 1);
   numAtLeast('--output-tokens-stddev', o.outputTokensStddev, 0);
+  const workload = resolveWorkload(o);
+  const fixedSchedule = workload.kind === 'trace' && (o.fixedSchedule ?? (o.requestRate === undefined && o.concurrency === undefined));
+  if (o.fixedSchedule && workload.kind !== 'trace') throw bad('--fixed-schedule replays a trace: give it with --input-file');
+  if (fixedSchedule) {
+    if (o.requestRate !== undefined) throw bad('--fixed-schedule sends at the trace\'s timestamps: drop --request-rate');
+    if ((o.warmupRequestCount ?? 0) > 0) throw bad('--fixed-schedule has no warm-up: drop --warmup-request-count');
+    if ((o.threads ?? 1) > 1) throw bad('--fixed-schedule runs on one thread: drop --threads');
+    if (o.benchmarkDurationMs !== undefined) throw bad('--fixed-schedule runs the trace to its end: drop --benchmark-duration');
+  }
+  if (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0) && o.requestRate !== undefined) {
+    throw bad('multi-turn conversations run in a closed loop: use --concurrency, not --request-rate');
+  }
   for (const tag of Object.keys(o.goodput ?? {})) {
     if (!GOODPUT_TAGS.includes(tag)) throw bad(`unknown --goodput metric "${tag}" (use one of: ${GOODPUT_TAGS.join(', ')})`);
   }
   const concurrency = o.concurrency ?? 1;
   const durationMs = o.benchmarkDurationMs ?? null;
-  const requestCount = o.requestCount ?? (durationMs === null ? Math.max(10, 2 * concurrency) : null);
+  // A replayed trace sends every line once unless a count is given.
+  const requestCount = o.requestCount ?? (durationMs === null && !fixedSchedule ? Math.max(10, 2 * concurrency) : null);
   const targets = urls.map((raw) => {
     const { url, origin, basePath } = parseBaseUrl(raw);
     return { url, origin, path: basePath + endpoint };
@@ -200,7 +259,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     endpointType,
     streaming: o.streaming ?? false,
     concurrency,
-    maxConcurrency: o.requestRate !== undefined ? (o.concurrency ?? null) : null,
+    maxConcurrency: o.requestRate !== undefined || fixedSchedule ? (o.concurrency ?? null) : null,
     requestRate: o.requestRate ?? null,
     requestRateMode: o.requestRateMode ?? 'poisson',
     requestCount,
@@ -213,6 +272,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     outputTokensStddev: o.outputTokensStddev ?? 0,
     numDatasetEntries: o.numDatasetEntries ?? 100,
     randomSeed: o.randomSeed ?? 0,
+    workload,
+    fixedSchedule,
     extraInputs: { ...(o.extraInputs ?? {}) },
     headers: { ...(o.headers ?? {}) },
     apiKey: o.apiKey ?? null,
@@ -222,6 +283,48 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     tokenizer: o.tokenizer ?? defaultTokenizer,
     threads: o.threads ?? 1,
     transport: o.transport ?? (targets.some((t) => t.origin.startsWith('https:')) ? 'undici' : 'socket'),
+  };
+}
+
+/** Checks the dataset flags and gathers them (AIPerf's rules: the two prefix styles exclude each other). */
+function resolveWorkload(o: BenchOptions): BenchWorkloadSpec {
+  for (const [name, v] of [
+    ['--num-prefix-prompts', o.numPrefixPrompts], ['--prefix-prompt-length', o.prefixPromptLength],
+    ['--user-context-prompt-length', o.userContextPromptLength],
+  ] as const) intAtLeast(name, v, 0);
+  intAtLeast('--shared-system-prompt-length', o.sharedSystemPromptLength, 1);
+  intAtLeast('--conversation-num', o.conversationNum, 1);
+  intAtLeast('--prompt-input-tokens-block-size', o.blockTokens, 1);
+  numAtLeast('--conversation-turn-mean', o.conversationTurnMean, 1);
+  numAtLeast('--conversation-turn-stddev', o.conversationTurnStddev, 0);
+  numAtLeast('--conversation-turn-delay-mean', o.conversationTurnDelayMeanMs, 0);
+  numAtLeast('--conversation-turn-delay-stddev', o.conversationTurnDelayStddevMs, 0);
+  numAtLeast('--conversation-turn-delay-ratio', o.conversationTurnDelayRatio, 0);
+  const pool = o.numPrefixPrompts ?? 0;
+  const poolLength = o.prefixPromptLength ?? 0;
+  const legacy = pool > 0 || poolLength > 0;
+  if (legacy && (o.sharedSystemPromptLength !== undefined || o.userContextPromptLength !== undefined)) {
+    throw bad('--num-prefix-prompts/--prefix-prompt-length and --shared-system-prompt-length/--user-context-prompt-length exclude each other (as in AIPerf)');
+  }
+  if ((pool > 0) !== (poolLength > 0)) throw bad('--num-prefix-prompts and --prefix-prompt-length go together (both > 0)');
+  if (o.inputFile !== undefined) {
+    const synthetic = legacy || o.sharedSystemPromptLength !== undefined || o.userContextPromptLength !== undefined || (o.conversationTurnMean ?? 1) > 1;
+    if (synthetic) throw bad('--input-file replays a trace: drop the prefix and conversation flags');
+    return { kind: 'trace', file: o.inputFile, blockTokens: o.blockTokens ?? 512, autoOffset: o.fixedScheduleAutoOffset ?? false };
+  }
+  const shared = o.sharedSystemPromptLength;
+  return {
+    kind: 'synthetic',
+    sessions: o.conversationNum ?? o.numDatasetEntries ?? 100,
+    prefixGroups: legacy ? pool : shared !== undefined ? 1 : 0,
+    prefixTokens: legacy ? poolLength : (shared ?? 0),
+    prefixRole: legacy ? 'user' : 'system',
+    userContextTokens: o.userContextPromptLength ?? 0,
+    turnsMean: o.conversationTurnMean ?? 1,
+    turnsStddev: o.conversationTurnStddev ?? 0,
+    turnDelayMeanMs: o.conversationTurnDelayMeanMs ?? 0,
+    turnDelayStddevMs: o.conversationTurnDelayStddevMs ?? 0,
+    turnDelayRatio: o.conversationTurnDelayRatio ?? 1,
   };
 }
 
@@ -245,7 +348,15 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
         input_tokens: { mean: r.inputTokensMean, stddev: r.inputTokensStddev },
         output_tokens: { mean: r.outputTokensMean, stddev: r.outputTokensStddev },
       },
-      conversation: { num_dataset_entries: r.numDatasetEntries },
+      conversation: conversationConfig(r),
+      ...(r.workload.kind === 'synthetic' && r.workload.prefixGroups + r.workload.userContextTokens > 0 && { prefix_prompt: prefixConfig(r.workload) }),
+      ...(r.workload.kind === 'trace' && {
+        file: r.workload.file,
+        custom_dataset_type: 'mooncake_trace',
+        fixed_schedule: r.fixedSchedule,
+        fixed_schedule_auto_offset: r.workload.autoOffset,
+        prompt_input_tokens_block_size: r.workload.blockTokens,
+      }),
     },
     loadgen: {
       concurrency: r.requestRate === null ? r.concurrency : r.maxConcurrency,
@@ -258,6 +369,24 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
     },
     tokenizer: { name: r.tokenizer.name },
     tailgate: { worker_header: r.workerHeader, transport: r.transport, threads: r.threads },
+  };
+}
+
+function conversationConfig(r: ResolvedBenchOptions): Record<string, unknown> {
+  const w = r.workload;
+  if (w.kind !== 'synthetic' || (w.turnsMean <= 1 && w.turnsStddev === 0)) return { num_dataset_entries: r.numDatasetEntries };
+  return {
+    num_dataset_entries: r.numDatasetEntries,
+    num: w.sessions,
+    turn: { mean: w.turnsMean, stddev: w.turnsStddev, delay: { mean: w.turnDelayMeanMs, stddev: w.turnDelayStddevMs, ratio: w.turnDelayRatio } },
+  };
+}
+
+function prefixConfig(w: Extract<BenchWorkloadSpec, { kind: 'synthetic' }>): Record<string, unknown> {
+  if (w.prefixRole === 'user') return { pool_size: w.prefixGroups, length: w.prefixTokens };
+  return {
+    shared_system_prompt_length: w.prefixGroups > 0 ? w.prefixTokens : null,
+    user_context_prompt_length: w.userContextTokens > 0 ? w.userContextTokens : null,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { DatasetEntry } from '../workload/index.js';
+import type { PromptMessage } from '../workload/index.js';
 
 export type EndpointType = 'chat' | 'completions';
 
@@ -18,19 +18,24 @@ export interface PayloadOptions {
   extraInputs: Readonly<Record<string, unknown>>;
 }
 
+/** What one request asks: a prompt (one user message) or whole messages (system, history, the new turn). */
+export type PayloadInput = { prompt: string; maxTokens: number } | { messages: readonly PromptMessage[]; maxTokens: number };
+
 /**
- * The request body for one dataset entry, as AIPerf builds it: the prompt as one user message (chat)
- * or as `prompt` (completions), `max_tokens` from the entry, `stream`, and the extra inputs. Streaming
- * requests ask for `usage` too, so server counts can be kept next to the client's.
+ * The request body for one dataset entry or turn, as AIPerf builds it: the messages (chat; a bare
+ * prompt is one user message) or `prompt` (completions: the contents joined by a newline),
+ * `max_tokens`, `stream`, and the extra inputs. Streaming requests ask for `usage` too, so server
+ * counts can be kept next to the client's.
  *
  * @example
  * requestPayload(entry, { model: 'm', endpointType: 'chat', streaming: true, extraInputs: { temperature: 0 } });
  */
-export function requestPayload(entry: DatasetEntry, opts: PayloadOptions): Record<string, unknown> {
+export function requestPayload(entry: PayloadInput, opts: PayloadOptions): Record<string, unknown> {
+  const messages = 'messages' in entry ? entry.messages : [{ role: 'user', content: entry.prompt }];
   const body: Record<string, unknown> =
     opts.endpointType === 'chat'
-      ? { messages: [{ role: 'user', content: entry.prompt }], model: opts.model }
-      : { prompt: entry.prompt, model: opts.model };
+      ? { messages, model: opts.model }
+      : { prompt: messages.map((m) => m.content).join('\n'), model: opts.model };
   body['stream'] = opts.streaming;
   if (opts.streaming) body['stream_options'] = { include_usage: true };
   if (opts.sendMaxTokens ?? true) body['max_tokens'] = entry.maxTokens;

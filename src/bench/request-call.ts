@@ -1,8 +1,9 @@
 import type { Dispatcher } from 'undici';
-import type { BenchDispatcher } from './socket-pool.js';
+import type { BenchDispatcher, BytesHandler } from './socket-pool.js';
 import type { Outcome, RequestRecord } from '../core/index.js';
 import type { Tokenizer } from '../workload/index.js';
-import { SseDecoder, readStreamChunk } from '../openai/index.js';
+import { readStreamChunk } from '../openai/index.js';
+import { SseBytesReader } from './sse-bytes.js';
 
 /** One prepared request: the serialized body is built once per dataset entry and reused. */
 export interface PreparedRequest {
@@ -55,6 +56,8 @@ export interface CallOptions {
 export interface CallResult {
   record: RequestRecord;
   firstData: string | null;
+  /** The answer's text as received (a multi-turn conversation re-sends it in its next turn). */
+  text: string;
 }
 
 const MAX_ERROR_BODY = 4096;
@@ -69,22 +72,56 @@ export function callOnce(dispatcher: Pick<BenchDispatcher, 'dispatch'>, req: Pre
   });
 }
 
-class Call implements Dispatcher.DispatchHandler {
+/** Dispatch options per prepared request, made once so a transport can cache the encoded request. */
+const DISPATCH = new WeakMap<PreparedRequest, Dispatcher.DispatchOptions>();
+
+function dispatchOptions(req: PreparedRequest): Dispatcher.DispatchOptions {
+  let o = DISPATCH.get(req);
+  if (!o) {
+    o = { path: req.path, method: 'POST', headers: req.headers, body: req.body, headersTimeout: 0, bodyTimeout: 0 };
+    DISPATCH.set(req, o);
+  }
+  return o;
+}
+
+// Byte patterns of the ordinary content frame (the same fixed-schema rule as `readStreamChunk`'s fast path).
+const CHOICES = '"choices":[{';
+const NO_LOGPROBS = '"logprobs":null';
+const USAGE = '"usage":{';
+const CONTENT = '"content":';
+const TEXT = '"text":';
+const FINISH = '"finish_reason":';
+
+class Call implements BytesHandler {
   readonly #opts: CallOptions;
   readonly #req: PreparedRequest;
   readonly #dispatcher: Pick<BenchDispatcher, 'dispatch'>;
   readonly #resolve: (r: CallResult) => void;
   readonly #startMs: number;
+  /** Transports stamp reads with `performance.now()`; this maps a stamp onto the run's clock. */
+  readonly #perfToRunMs: number;
   #controller: Dispatcher.DispatchController | null = null;
   #timer: NodeJS.Timeout | null = null;
   #status: number | null = null;
   #worker: string | null = null;
   #isSse = false;
-  #decoder: SseDecoder | null = null;
+  #sse: SseBytesReader | null = null;
   /** Arrival time of the read being decoded (stamped before any parsing). */
   #readAtMs = 0;
-  /** The previous read ended in an ASCII byte, so no UTF-8 sequence is split across reads. */
-  #lastAscii = true;
+  /**
+   * Streamed content kept as the bytes of its JSON string bodies, decoded once at the end (a JSON
+   * string body cut at escapes' edges stays valid when concatenated).
+   */
+  #content: Buffer | null = null;
+  #contentLen = 0;
+  #contentEscaped = false;
+  /**
+   * The bytes around the content of this stream's last ordinary frame: a server repeats them
+   * byte for byte (same id, model, created), so later frames that match are read without a search.
+   */
+  #tplPrefix: Buffer | null = null;
+  #tplSuffix: Buffer | null = null;
+  #tplLearned = 0;
   #errorBody = '';
   #body: Buffer[] = [];
   #text = '';
@@ -99,7 +136,6 @@ class Call implements Dispatcher.DispatchHandler {
   #abortReason: 'timeout' | 'aborted' | null = null;
   #settled = false;
   #firstData: string | null = null;
-  #onAbort = (): void => this.#abort('aborted');
 
   constructor(dispatcher: Pick<BenchDispatcher, 'dispatch'>, req: PreparedRequest, opts: CallOptions, resolve: (r: CallResult) => void) {
     this.#dispatcher = dispatcher;
@@ -107,6 +143,7 @@ class Call implements Dispatcher.DispatchHandler {
     this.#opts = opts;
     this.#resolve = resolve;
     this.#startMs = opts.now();
+    this.#perfToRunMs = this.#startMs - performance.now();
   }
 
   start(): void {
@@ -115,15 +152,12 @@ class Call implements Dispatcher.DispatchHandler {
       this.#finish();
       return;
     }
-    this.#opts.signal?.addEventListener('abort', this.#onAbort, { once: true });
+    this.#opts.signal?.addEventListener('abort', this, { once: true });
     this.#opts.group?.add(this);
     this.#timer = setTimeout(() => this.#abort('timeout'), this.#opts.timeoutMs);
     this.#timer.unref();
     try {
-      this.#dispatcher.dispatch(
-        { path: this.#req.path, method: 'POST', headers: this.#req.headers, body: this.#req.body, headersTimeout: 0, bodyTimeout: 0 },
-        this,
-      );
+      this.#dispatcher.dispatch(dispatchOptions(this.#req), this);
     } catch (e) {
       this.#failure = { outcome: 'connection_error', message: e instanceof Error ? e.message : String(e) };
       this.#finish();
@@ -132,6 +166,11 @@ class Call implements Dispatcher.DispatchHandler {
 
   abort(reason: 'aborted'): void {
     this.#abort(reason);
+  }
+
+  /** The caller's signal fired (this object is its listener: no closure per call). */
+  handleEvent(): void {
+    this.#abort('aborted');
   }
 
   #abort(reason: 'timeout' | 'aborted'): void {
@@ -153,32 +192,138 @@ class Call implements Dispatcher.DispatchHandler {
     const ct = String(headers['content-type'] ?? '');
     this.#isSse = ct.includes('text/event-stream');
     if (statusCode >= 200 && statusCode < 300 && this.#req.streaming) {
-      if (this.#isSse) this.#decoder = new SseDecoder((data) => this.#onMessage(data, this.#readAtMs));
+      if (this.#isSse) this.#sse = new SseBytesReader((b, start, end) => this.#onEvent(b, start, end));
       else this.#failure = { outcome: 'protocol_error', message: `expected an SSE stream (text/event-stream), got ${ct || 'no content-type'}` };
     }
   }
 
   onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
-    const at = this.#opts.now();
-    if (this.#decoder) {
+    this.onResponseBytes(chunk, 0, chunk.length, performance.now());
+  }
+
+  onResponseBytes(b: Buffer, start: number, end: number, readAtMs: number): void {
+    const at = readAtMs + this.#perfToRunMs;
+    if (this.#sse) {
       this.#readAtMs = at;
-      // A read that starts and ends on character boundaries decodes in one native call.
-      const ascii = chunk[chunk.length - 1]! < 0x80;
-      this.#decoder.push(ascii && this.#lastAscii ? chunk.toString('utf8') : chunk);
-      this.#lastAscii = ascii;
+      this.#sse.push(b, start, end);
       return;
     }
     if (this.#status !== null && (this.#status < 200 || this.#status >= 300 || this.#failure)) {
-      if (this.#errorBody.length < MAX_ERROR_BODY) this.#errorBody += chunk.toString('utf8');
+      if (this.#errorBody.length < MAX_ERROR_BODY) this.#errorBody += b.toString('utf8', start, end);
       return;
     }
-    this.#body.push(Buffer.from(chunk)); // the transport may reuse the read buffer
+    this.#body.push(Buffer.from(b.subarray(start, end))); // the transport may reuse the read buffer
     this.#lastMs = at;
   }
 
-  #onMessage(data: string, at: number): void {
+  /** One SSE event's data, `b[start, end)`. */
+  #onEvent(b: Buffer, start: number, end: number): void {
+    const at = this.#readAtMs;
     this.#lastMs = at;
     if (this.#done) return;
+    if (this.#tplPrefix !== null && this.#templateFrame(b, start, end, at)) return;
+    if (b[start] === 123 && this.#contentFrame(b, start, end, at)) return;
+    this.#onMessage(b.toString('utf8', start, end), at);
+  }
+
+  /** A frame equal to the learned one except for its content (no quote in it): only the content is new. */
+  #templateFrame(b: Buffer, start: number, end: number, at: number): boolean {
+    const prefix = this.#tplPrefix!;
+    const suffix = this.#tplSuffix!;
+    const from = start + prefix.length;
+    const to = end - suffix.length;
+    if (to <= from || !sameBytes(b, start, prefix) || !sameBytes(b, to, suffix)) return false;
+    let escaped = false;
+    for (let i = from; i < to; i++) {
+      const c = b[i]!;
+      if (c === 34) return false;
+      if (c === 92) escaped = true;
+    }
+    if (escaped) this.#contentEscaped = true;
+    this.#firstMs ??= at;
+    this.#chunks.push(at);
+    this.#keepContent(b, from, to);
+    return true;
+  }
+
+  /**
+   * An ordinary content frame read in place: positions are found in a latin1 view (one byte per
+   * char, so they are byte offsets) and the content's bytes are kept undecoded. Returns false for
+   * anything else (usage, errors, logprobs), which takes the full parse.
+   */
+  #contentFrame(b: Buffer, start: number, end: number, at: number): boolean {
+    const d = b.toString('latin1', start, end);
+    const ch = d.indexOf(CHOICES);
+    if (ch < 0 || !d.includes(NO_LOGPROBS) || d.includes(USAGE)) return false;
+    let k = d.indexOf(CONTENT, ch);
+    let q = k + CONTENT.length;
+    if (k < 0) {
+      k = d.indexOf(TEXT, ch);
+      q = k + TEXT.length;
+    }
+    let after = ch;
+    let from = 0;
+    let to = 0;
+    if (k >= 0) {
+      const c = d.charCodeAt(q);
+      if (c === 34) {
+        to = closingQuote(d, q);
+        if (to < 0) return false;
+        from = q + 1;
+        after = to + 1;
+      } else if (c !== 110) return false;
+    }
+    const f = d.indexOf(FINISH, after);
+    let finished = false;
+    if (f >= 0) {
+      const c = d.charCodeAt(f + FINISH.length);
+      if (c === 34) finished = true;
+      else if (c !== 110) return false;
+    }
+    if (to > from) {
+      this.#firstMs ??= at;
+      if (this.#opts.keepFirstData && this.#firstData === null) this.#firstData = b.toString('utf8', start, end);
+      this.#chunks.push(at);
+      this.#keepContent(b, start + from, start + to);
+      if (!this.#contentEscaped && d.lastIndexOf('\\', to) >= from) this.#contentEscaped = true;
+    }
+    if (finished) this.#finished = true;
+    else if (to > from && this.#tplLearned < 2) {
+      // Learn at most twice: frames that differ every time (e.g. a per-frame stamp) stay on this path.
+      this.#tplLearned++;
+      this.#tplPrefix = Buffer.from(b.subarray(start, start + from));
+      this.#tplSuffix = Buffer.from(b.subarray(start + to, end));
+    }
+    return true;
+  }
+
+  #keepContent(b: Buffer, start: number, end: number): void {
+    const need = this.#contentLen + end - start;
+    if (!this.#content || this.#content.length < need) {
+      const grown = Buffer.allocUnsafe(Math.max(512, 2 * need));
+      if (this.#content) this.#content.copy(grown, 0, 0, this.#contentLen);
+      this.#content = grown;
+    }
+    const content = this.#content;
+    // Tokens are a few bytes: a loop beats Buffer#copy's call overhead.
+    for (let i = start, j = this.#contentLen; i < end; i++, j++) content[j] = b[i]!;
+    this.#contentLen = need;
+  }
+
+  /** The streamed answer, decoded once. */
+  #streamedText(): string {
+    if (this.#contentLen === 0) return '';
+    const raw = this.#content!.toString('utf8', 0, this.#contentLen);
+    if (!this.#contentEscaped) return raw;
+    try {
+      return JSON.parse(`"${raw}"`) as string;
+    } catch {
+      return raw;
+    }
+  }
+
+  /** A frame the fast path does not take: full parse. */
+  #onMessage(data: string, at: number): void {
     const c = readStreamChunk(data);
     if (c.done) {
       this.#done = true;
@@ -192,7 +337,9 @@ class Call implements Dispatcher.DispatchHandler {
       this.#firstMs ??= at;
       if (this.#opts.keepFirstData && this.#firstData === null) this.#firstData = data;
       this.#chunks.push(at);
-      this.#text += c.content;
+      const body = Buffer.from(JSON.stringify(c.content).slice(1, -1));
+      if (body.includes(92)) this.#contentEscaped = true;
+      this.#keepContent(body, 0, body.length);
     }
     if (c.finishReason !== null) this.#finished = true;
     if (c.usage) {
@@ -207,9 +354,9 @@ class Call implements Dispatcher.DispatchHandler {
       this.#failure = { outcome: 'http_error', message: httpErrorMessage(status, this.#errorBody), status };
     } else if (!this.#req.streaming && !this.#failure) {
       this.#readWholeBody();
-    } else if (this.#decoder && !this.#failure) {
+    } else if (this.#sse && !this.#failure) {
       this.#readAtMs = this.#opts.now();
-      this.#decoder.end();
+      this.#sse.end();
       if (!this.#done && !this.#finished && !this.#failure) this.#failure = { outcome: 'protocol_error', message: 'stream ended before [DONE]' };
     }
     this.#finish();
@@ -241,13 +388,14 @@ class Call implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settled = true;
     if (this.#timer) clearTimeout(this.#timer);
-    this.#opts.signal?.removeEventListener('abort', this.#onAbort);
+    this.#opts.signal?.removeEventListener('abort', this);
     this.#opts.group?.delete(this);
     if (!this.#failure && this.#abortReason) {
       this.#failure = this.#abortReason === 'timeout'
         ? { outcome: 'timeout', message: `no complete response within ${this.#opts.timeoutMs} ms` }
         : { outcome: 'aborted', message: 'cancelled' };
     }
+    if (this.#contentLen > 0) this.#text = this.#streamedText();
     const endMs = this.#failure ? this.#opts.now() : (this.#lastMs ?? this.#opts.now());
     const f = this.#failure;
     const record: RequestRecord = {
@@ -266,7 +414,7 @@ class Call implements Dispatcher.DispatchHandler {
       redispatched: false,
       migrated: false,
     };
-    this.#resolve({ record, firstData: this.#firstData });
+    this.#resolve({ record, firstData: this.#firstData, text: this.#text });
   }
 }
 
@@ -294,4 +442,21 @@ function classify(err: Error): { outcome: Outcome; message: string } {
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return { outcome: 'timeout', message: err.message };
   if (CONNECTION_CODES.has(code)) return { outcome: 'connection_error', message: `${code}: ${err.message}` };
   return { outcome: 'protocol_error', message: code ? `${code}: ${err.message}` : err.message };
+}
+
+/** Index of the quote closing the JSON string literal that opens at `q`; -1 if it does not close. */
+function closingQuote(d: string, q: number): number {
+  let end = d.indexOf('"', q + 1);
+  while (end >= 0) {
+    let bs = 0;
+    for (let i = end - 1; d.charCodeAt(i) === 92; i--) bs++;
+    if (bs % 2 === 0) return end;
+    end = d.indexOf('"', end + 1);
+  }
+  return -1;
+}
+
+function sameBytes(b: Buffer, at: number, expected: Buffer): boolean {
+  for (let i = expected.length - 1; i >= 0; i--) if (b[at + i] !== expected[i]) return false;
+  return true;
 }

@@ -2,8 +2,9 @@ import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { TailgateError, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
-import { arrivals, buildDataset, type DatasetEntry } from '../workload/index.js';
-import { CallGroup, callOnce, type PreparedRequest } from './request-call.js';
+import { arrivals, turnMessages, type Session, type Workload } from '../workload/index.js';
+import { benchWorkload } from './bench-workload.js';
+import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
 import { payloadOptionsOf, resolveBenchOptions, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
@@ -24,7 +25,8 @@ export interface BenchResult {
   /** Interrupted (Ctrl-C, SIGTERM, or the caller's signal): records hold what was measured so far. */
   cancelled: boolean;
   options: ResolvedBenchOptions;
-  dataset: DatasetEntry[];
+  /** The sessions sent (one turn each, or conversations), as `inputs.json` lists them. */
+  workload: Workload;
   /** One-line notes for people (e.g. client and server token counts disagree). */
   warnings: string[];
 }
@@ -47,28 +49,21 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   const originMs = opts.originMs ?? performance.now();
   const now = (): number => performance.now() - originMs;
   const originEpochMs = Date.now() - now();
-  const dataset = buildDataset({
-    seed: o.randomSeed,
-    entries: o.numDatasetEntries,
-    inputTokensMean: o.inputTokensMean,
-    inputTokensStddev: o.inputTokensStddev,
-    outputTokensMean: o.outputTokensMean ?? 1,
-    outputTokensStddev: o.outputTokensStddev,
-    tokenizer: o.tokenizer,
-  });
+  const workload = await benchWorkload(o);
+  const sessions = workload.sessions;
   if (opts.probe ?? true) for (const t of o.targets) await probe(t.url, t.origin);
   if (o.threads > 1) {
     const t = await runThreads(o.threads, { ...opts, threads: 1 }, originMs, opts.onProgress, signal);
-    return finish(o, dataset, t.records, t.selfCheck, t.startTime, t.endTime, originEpochMs, signal?.aborted ?? false);
+    return finish(o, workload, t.records, t.selfCheck, t.startTime, t.endTime, originEpochMs, signal?.aborted ?? false);
   }
   // One pool per target, each able to hold the whole concurrency (round-robin may bunch up).
-  const connections = o.requestRate === null ? o.concurrency : o.maxConcurrency;
+  const connections = o.requestRate === null && !o.fixedSchedule ? o.concurrency : o.maxConcurrency;
   const pools: BenchDispatcher[] = o.targets.map((t) =>
     o.transport === 'socket'
       ? new SocketPool(t.origin, { connections })
       : new Pool(t.origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 }),
   );
-  const prepared = o.targets.map((t) => prepareRequests(o, dataset, t.path));
+  const prepared = o.targets.map((t) => prepareRequests(o, workload, t.path));
   const stop = new AbortController();
   const calls = new CallGroup();
   stop.signal.addEventListener('abort', () => calls.abortAll(), { once: true });
@@ -79,6 +74,9 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   const records: RequestRecord[] = [];
   const monitor = new SelfCheckMonitor();
   let seq = 0;
+  // Sessions are taken round-robin across both phases, as request i took entry i mod N before.
+  let sessionSeq = 0;
+  const nextSession = (): Session => sessions[sessionSeq++ % sessions.length]!;
   let inflight = 0;
   let selfCheck: SelfCheck | undefined;
   let startTime: Date;
@@ -92,10 +90,12 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         opts.onProgress?.({ phase, completed, total: count, inflight, errors, elapsedMs: now() - phaseStart, durationMs } satisfies BenchProgress);
       const ticker = opts.onProgress ? setInterval(report, PROGRESS_EVERY_MS) : null;
       ticker?.unref();
-      const one = async (): Promise<void> => {
+      const one = async (session: Session, turn: number, answers: readonly string[]): Promise<CallResult> => {
         const i = seq++;
         const target = i % pools.length;
-        const req = prepared[target]![i % dataset.length]!;
+        // A first turn was serialized up front; a later one carries the history, known only now.
+        const first = prepared[target]!(session);
+        const req = turn === 0 ? first : turnRequest(o, session, turn, answers, first);
         inflight++;
         const result = await callOnce(pools[target]!, req, {
           id: `${opts.idPrefix ?? ''}${phase}-${i}`,
@@ -113,14 +113,16 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         completed++;
         if (record.outcome !== 'ok') errors++;
         records.push(record);
+        return result;
       };
       const deadline = durationMs === null ? Number.POSITIVE_INFINITY : phaseStart + durationMs;
       const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + o.benchmarkGracePeriodMs, stop);
       try {
-        if (o.requestRate === null) await closedLoop(o.concurrency, count, deadline, now, stop.signal, one);
+        if (o.requestRate === null && !o.fixedSchedule) await closedLoop(o.concurrency, count, deadline, now, stop.signal, nextSession, one);
         else {
           const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (phase === 'warmup' ? 1 : 0);
-          await openLoop(o, seed, count, durationMs, phaseStart, now, stop.signal, one, phase === 'profiling' ? monitor : null, () => inflight);
+          const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, seed, count, durationMs, phaseStart, nextSession);
+          await openLoop(o, due, now, stop.signal, (session) => one(session, 0, []), phase === 'profiling' ? monitor : null, () => inflight);
         }
       } finally {
         if (graceTimer) clearTimeout(graceTimer);
@@ -141,13 +143,13 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     // Cancelled runs do not wait for in-flight sockets; completed ones close politely.
     await Promise.all(pools.map((p) => (signal?.aborted ? p.destroy() : p.close())));
   }
-  return finish(o, dataset, records, selfCheck!, startTime, endTime, originEpochMs, signal?.aborted ?? false);
+  return finish(o, workload, records, selfCheck!, startTime, endTime, originEpochMs, signal?.aborted ?? false);
 }
 
 /** Summary and warnings over the measured records. */
 function finish(
   o: ResolvedBenchOptions,
-  dataset: DatasetEntry[],
+  workload: Workload,
   records: RequestRecord[],
   selfCheck: SelfCheck,
   startTime: Date,
@@ -166,66 +168,56 @@ function finish(
       `client-bound: event-loop delay p99 ${selfCheck.eventLoopDelayP99Ms.toFixed(1)} ms at ${selfCheck.cpuPercent.toFixed(0)}% CPU; latencies include the generator's own delay`,
     );
   }
-  return { records, summary, startTime, originEpochMs, endTime, selfCheck, cancelled, options: o, dataset, warnings };
+  return { records, summary, startTime, originEpochMs, endTime, selfCheck, cancelled, options: o, workload, warnings };
 }
 
-/** Serializes every dataset entry's request once; the hot loop only picks one. */
-function prepareRequests(o: ResolvedBenchOptions, dataset: DatasetEntry[], path: string): PreparedRequest[] {
+/**
+ * Each session's first-turn request. Serialized up front, so the hot loop (and a burst start) only
+ * picks one; a trace's lines, each sent once and possibly very many, are serialized when sent.
+ */
+function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: string): (session: Session) => PreparedRequest {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: o.streaming ? 'text/event-stream' : 'application/json',
   };
   if (o.apiKey !== null) headers['authorization'] = `Bearer ${o.apiKey}`;
   for (const [k, v] of Object.entries(o.headers)) headers[k.toLowerCase()] = v;
-  return dataset.map((entry) => ({
-    path,
-    body: JSON.stringify(
-      requestPayload(entry, payloadOptionsOf(o)),
-    ),
-    headers,
-    streaming: o.streaming,
-    inputTokens: entry.inputTokens,
-  }));
-}
-
-/** Every slot starts its first request in the same tick (a real burst), then refills as each ends. */
-async function closedLoop(
-  concurrency: number,
-  count: number | null,
-  deadline: number,
-  now: () => number,
-  stopped: AbortSignal,
-  one: () => Promise<void>,
-): Promise<void> {
-  let issued = 0;
-  const limit = count ?? Number.POSITIVE_INFINITY;
-  const slot = async (): Promise<void> => {
-    while (!stopped.aborted && issued < limit && now() < deadline) {
-      issued++;
-      await one();
-    }
+  const build = (session: Session): PreparedRequest => {
+    const messages = turnMessages(session, 0, []);
+    return {
+      path,
+      body: JSON.stringify(
+        requestPayload({ messages, maxTokens: session.turns[0]!.maxTokens }, payloadOptionsOf(o)),
+      ),
+      headers,
+      streaming: o.streaming,
+      inputTokens: session.system ? o.tokenizer.count(messages.map((m) => m.content).join('\n')) : session.turns[0]!.tokens,
+    };
   };
-  const slots: Promise<void>[] = [];
-  for (let i = 0; i < Math.min(concurrency, limit); i++) slots.push(slot());
-  await Promise.all(slots);
+  if (workload.kind === 'trace') return build;
+  const all = workload.sessions.map(build);
+  return (session) => all[session.index]!;
 }
 
-/** Starts requests on the arrival schedule; lateness against the schedule is the schedule lag. */
-async function openLoop(
-  o: ResolvedBenchOptions,
-  seed: number,
-  count: number | null,
-  durationMs: number | null,
-  phaseStart: number,
-  now: () => number,
-  stopped: AbortSignal,
-  one: () => Promise<void>,
-  monitor: SelfCheckMonitor | null,
-  inflight: () => number,
-): Promise<void> {
-  const running = new Set<Promise<void>>();
-  const ceiling = o.maxConcurrency ?? Number.POSITIVE_INFINITY;
-  const schedule = arrivals({
+/** A later turn of a conversation: the history with the answers as received, then the new message. */
+function turnRequest(o: ResolvedBenchOptions, session: Session, turn: number, answers: readonly string[], first: PreparedRequest): PreparedRequest {
+  const messages = turnMessages(session, turn, answers);
+  return {
+    ...first,
+    body: JSON.stringify(requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o))),
+    inputTokens: o.tokenizer.count(messages.map((m) => m.content).join('\n')),
+  };
+}
+
+/** One request due at `atMs` (run clock) for a session's first turn. */
+interface Due {
+  atMs: number;
+  session: Session;
+}
+
+/** Open loop: arrivals at the rate, each taking the next session. */
+function* rateSchedule(o: ResolvedBenchOptions, seed: number, count: number | null, durationMs: number | null, phaseStart: number, next: () => Session): Generator<Due> {
+  const times = arrivals({
     ratePerS: o.requestRate!,
     mode: o.requestRateMode,
     seed,
@@ -233,7 +225,68 @@ async function openLoop(
     ...(count === null ? {} : { count }),
     ...(durationMs === null ? {} : { durationMs }),
   });
-  for (const due of schedule) {
+  for (const atMs of times) yield { atMs, session: next() };
+}
+
+/** Trace replay: the sessions at their timestamps from the phase start, in time order (the first `count`). */
+function traceSchedule(sessions: readonly Session[], count: number | null, phaseStart: number): Due[] {
+  const timed = sessions.filter((s) => s.timestampMs !== null).slice(0, count ?? sessions.length);
+  timed.sort((a, b) => a.timestampMs! - b.timestampMs!);
+  return timed.map((session) => ({ atMs: phaseStart + session.timestampMs!, session }));
+}
+
+/**
+ * Every slot starts its first request in the same tick (a real burst), then refills as each ends.
+ * A slot runs a session's turns in order, each after the previous answer and its think time; a
+ * failed turn ends the conversation.
+ */
+async function closedLoop(
+  concurrency: number,
+  count: number | null,
+  deadline: number,
+  now: () => number,
+  stopped: AbortSignal,
+  nextSession: () => Session,
+  one: (session: Session, turn: number, answers: readonly string[]) => Promise<CallResult>,
+): Promise<void> {
+  let issued = 0;
+  const limit = count ?? Number.POSITIVE_INFINITY;
+  const more = (): boolean => !stopped.aborted && issued < limit && now() < deadline;
+  const slot = async (): Promise<void> => {
+    while (more()) {
+      const session = nextSession();
+      const answers: string[] = [];
+      for (let k = 0; k < session.turns.length && more(); k++) {
+        const delayMs = session.turns[k]!.delayMs;
+        if (k > 0 && delayMs > 0) {
+          await sleep(delayMs, stopped);
+          if (!more()) break;
+        }
+        issued++;
+        const r = await one(session, k, answers);
+        if (r.record.outcome !== 'ok') break;
+        answers.push(r.text);
+      }
+    }
+  };
+  const slots: Promise<void>[] = [];
+  for (let i = 0; i < Math.min(concurrency, limit); i++) slots.push(slot());
+  await Promise.all(slots);
+}
+
+/** Starts requests on the schedule (arrivals or a trace's timestamps); lateness against it is the schedule lag. */
+async function openLoop(
+  o: ResolvedBenchOptions,
+  schedule: Iterable<Due>,
+  now: () => number,
+  stopped: AbortSignal,
+  one: (session: Session) => Promise<unknown>,
+  monitor: SelfCheckMonitor | null,
+  inflight: () => number,
+): Promise<void> {
+  const running = new Set<Promise<unknown>>();
+  const ceiling = o.maxConcurrency ?? Number.POSITIVE_INFINITY;
+  for (const { atMs: due, session } of schedule) {
     if (stopped.aborted) break;
     const wait = due - now();
     if (wait > 1) await sleep(wait, stopped);
@@ -244,7 +297,7 @@ async function openLoop(
     }
     if (stopped.aborted) break;
     monitor?.addScheduleLag(Math.max(0, now() - readyAt));
-    const p = one().finally(() => running.delete(p));
+    const p = one(session).finally(() => running.delete(p));
     running.add(p);
   }
   await Promise.all(running);

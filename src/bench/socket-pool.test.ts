@@ -6,10 +6,11 @@ import { createRng } from '../core/index.js';
 import { defaultTokenizer } from '../workload/index.js';
 import { SocketPool, callOnce, type PreparedRequest } from './index.js';
 
-const WORDS = [' the', ' fleet', ' naïve', ' 日本', ' 🚀', ' tail'];
+const WORDS = [' the', ' "fleet"', ' naïve', ' 日本', ' 🚀', ' tail\\'];
 
 function chunkedSse(): Buffer {
-  const frames = WORDS.map((w, i) => `data: {"choices":[{"index":0,"delta":{"content":${JSON.stringify(w)}},"finish_reason":${i === WORDS.length - 1 ? '"length"' : 'null'}}]}\n\n`);
+  // vLLM's frame layout (fixed keys, "logprobs":null), so the client's in-place paths are the ones tested.
+  const frames = WORDS.map((w, i) => `data: {"id":"c1","choices":[{"index":0,"delta":{"content":${JSON.stringify(w)}},"logprobs":null,"finish_reason":${i === WORDS.length - 1 ? '"length"' : 'null'}}]}\n\n`);
   frames.push('data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":6,"total_tokens":9}}\n\n', 'data: [DONE]\n\n');
   let body = '';
   for (const f of frames) body += `${Buffer.byteLength(f).toString(16)}\r\n${f}\r\n`;
@@ -53,12 +54,13 @@ test('the raw-socket client decodes a chunked SSE response split at any bytes, o
   const req: PreparedRequest = { path: '/v1/chat/completions', body: '{"x":1}', headers: { 'content-type': 'application/json' }, streaming: true, inputTokens: 3 };
   let now = 0;
   for (let i = 0; i < splits.length; i++) {
-    const { record } = await callOnce(pool, req, { id: `r${i}`, phase: 'profiling', now: () => ++now, tokenizer: defaultTokenizer, workerHeader: 'x-tailgate-worker', timeoutMs: 5000 });
+    const { record, text } = await callOnce(pool, req, { id: `r${i}`, phase: 'profiling', now: () => ++now, tokenizer: defaultTokenizer, workerHeader: 'x-tailgate-worker', timeoutMs: 5000 });
     assert.equal(record.outcome, 'ok', `split ${splits[i]!.join(',')}: ${record.error}`);
     assert.equal(record.worker, 'w1');
     assert.equal(record.chunkMs.length, WORDS.length);
     assert.equal(record.outputTokens.client, 6);
     assert.equal(record.outputTokens.server, 6);
+    assert.equal(text, WORDS.join(''), 'content decoded once, escapes and UTF-8 intact');
   }
   assert.equal(connections, 1, 'keep-alive reused the connection');
 });

@@ -2,6 +2,15 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Dispatcher } from 'undici';
 
+/**
+ * A handler that can take body bytes in place: `buf[start, end)` is valid only during the call (it may
+ * be a shared buffer). `readAtMs` is `performance.now()` when the bytes were read, taken before any
+ * parsing. The raw-socket client prefers it to `onResponseData`, saving a Buffer view per read.
+ */
+export interface BytesHandler extends Dispatcher.DispatchHandler {
+  onResponseBytes(buf: Buffer, start: number, end: number, readAtMs: number): void;
+}
+
 /** The part of undici's `Dispatcher` the bench uses, so a request can go through either client. */
 export interface BenchDispatcher {
   dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean;
@@ -16,7 +25,49 @@ const CRLF_CRLF = Buffer.from('\r\n\r\n');
  * and an allocation per read.
  */
 const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
-const EMPTY = Buffer.alloc(0);
+
+/**
+ * Reads waiting to be parsed. A read is only stamped and copied here when it arrives; parsing runs
+ * once every socket that was ready has been read (`setImmediate`, after the poll phase), so a burst
+ * of first tokens on hundreds of sockets is stamped at the pace of the reads, not of the parsing.
+ */
+const batch = {
+  bytes: Buffer.allocUnsafe(1024 * 1024),
+  used: 0,
+  conns: [] as Conn[],
+  ends: [] as number[],
+  stamps: [] as number[],
+  scheduled: false,
+};
+
+function queueRead(conn: Conn, n: number): void {
+  const at = performance.now();
+  if (batch.used + n > batch.bytes.length) flushReads();
+  READ_BUFFER.copy(batch.bytes, batch.used, 0, n);
+  batch.used += n;
+  batch.conns.push(conn);
+  batch.ends.push(batch.used);
+  batch.stamps.push(at);
+  if (!batch.scheduled) {
+    batch.scheduled = true;
+    setImmediate(flushReads);
+  }
+}
+
+/** Parses every queued read in arrival order (also before a socket's error or close is handled). */
+function flushReads(): void {
+  batch.scheduled = false;
+  const { conns, ends, stamps, bytes } = batch;
+  let start = 0;
+  for (let i = 0; i < conns.length; i++) {
+    conns[i]!.onRead(bytes, start, ends[i]!, stamps[i]!);
+    start = ends[i]!;
+  }
+  conns.length = 0;
+  ends.length = 0;
+  stamps.length = 0;
+  batch.used = 0;
+}
 
 /**
  * A minimal HTTP/1.1 keep-alive client on raw sockets for the bench's hot path: one write per
@@ -33,6 +84,8 @@ export class SocketPool implements BenchDispatcher {
   readonly #queue: Array<() => void> = [];
   #open = 0;
   #closed = false;
+  /** Request bytes per dispatch options object: callers that reuse one per prepared request encode it once. */
+  readonly #encoded = new WeakMap<Dispatcher.DispatchOptions, Buffer>();
 
   constructor(origin: string, opts: { connections: number | null }) {
     this.#url = new URL(origin);
@@ -48,6 +101,16 @@ export class SocketPool implements BenchDispatcher {
     if (this.#idle.length > 0 || this.#open < this.#max) run();
     else this.#queue.push(run);
     return true;
+  }
+
+  /** The bytes of a request to this origin (cached per options object). */
+  encode(opts: Dispatcher.DispatchOptions): Buffer {
+    let bytes = this.#encoded.get(opts);
+    if (!bytes) {
+      bytes = Conn.encode(opts, this.#hostHeader);
+      this.#encoded.set(opts, bytes);
+    }
+    return bytes;
   }
 
   /** A connection finished a response and can take another request. */
@@ -77,9 +140,9 @@ export class SocketPool implements BenchDispatcher {
     const socket =
       this.#url.protocol === 'https:'
         ? tlsConnect({ host, port, servername: host })
-        : tcpConnect({ host, port, onread: { buffer: READ_BUFFER, callback: (n) => (conn!.onRead(READ_BUFFER.subarray(0, n)), true) } });
+        : tcpConnect({ host, port, onread: { buffer: READ_BUFFER, callback: (n) => (queueRead(conn!, n), true) } });
     socket.setNoDelay(true);
-    conn = new Conn(this, socket, this.#hostHeader);
+    conn = new Conn(this, socket);
     return conn;
   }
 
@@ -107,35 +170,24 @@ const enum State {
 class Conn {
   readonly #pool: SocketPool;
   readonly #socket: Socket;
-  readonly #host: string;
+  readonly #controller: Dispatcher.DispatchController;
   #handler: Dispatcher.DispatchHandler | null = null;
-  #controller: Dispatcher.DispatchController | null = null;
+  #bytes: BytesHandler | null = null;
   #state = State.Idle;
   #head: Buffer | null = null;
   #remaining = 0;
-  #sizeLine = '';
+  #trailer = '';
   #size = 0;
   #sizeDigits = 0;
   #sizeDone = false;
   #keepAlive = true;
   #dead = false;
 
-  constructor(pool: SocketPool, socket: Socket, host: string) {
+  constructor(pool: SocketPool, socket: Socket) {
     this.#pool = pool;
     this.#socket = socket;
-    this.#host = host;
-    // TLS sockets have no `onread`: they deliver through 'data' events instead.
-    socket.on('data', (b: Buffer) => this.onRead(b));
-    socket.on('error', (e) => this.#fail(e));
-    socket.on('close', () => this.#onClose());
-  }
-
-  send(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
-    this.#handler = handler;
-    this.#state = State.Head;
-    this.#head = null;
-    this.#keepAlive = true;
-    const controller = {
+    // One controller per connection: it acts on whatever request the connection is serving.
+    this.#controller = {
       abort: (reason: Error) => this.#fail(reason),
       pause: () => this.#socket.pause(),
       resume: () => this.#socket.resume(),
@@ -143,53 +195,82 @@ class Conn {
       paused: false,
       reason: null,
     } as unknown as Dispatcher.DispatchController;
-    this.#controller = controller;
-    handler.onRequestStart?.(controller, {});
+    // TLS sockets have no `onread`: they deliver through 'data' events instead.
+    socket.on('data', (b: Buffer) => this.onRead(b, 0, b.length, performance.now()));
+    socket.on('error', (e) => {
+      flushReads();
+      this.#fail(e);
+    });
+    socket.on('close', () => {
+      flushReads();
+      this.#onClose();
+    });
+  }
+
+  send(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
+    this.#handler = handler;
+    this.#bytes = 'onResponseBytes' in handler ? (handler as BytesHandler) : null;
+    this.#state = State.Head;
+    this.#head = null;
+    this.#keepAlive = true;
+    handler.onRequestStart?.(this.#controller, {});
     if (this.#handler !== handler) return; // aborted in onRequestStart
+    this.#socket.write(this.#pool.encode(opts));
+  }
+
+  /** The request's bytes: request line, host, content-length, the caller's headers, body. */
+  static encode(opts: Dispatcher.DispatchOptions, host: string): Buffer {
     const body = typeof opts.body === 'string' ? opts.body : '';
-    let head = `${opts.method} ${opts.path} HTTP/1.1\r\nhost: ${this.#host}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`;
+    let head = `${opts.method} ${opts.path} HTTP/1.1\r\nhost: ${host}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`;
     const h = (opts.headers ?? {}) as Record<string, string>;
     for (const k in h) head += `${k}: ${h[k]}\r\n`;
-    this.#socket.write(`${head}\r\n${body}`);
+    return Buffer.from(`${head}\r\n${body}`);
   }
 
   destroy(): void {
     this.#socket.destroy();
   }
 
-  /** One socket read; `b` may be the shared read buffer, so only copies are kept past this call. */
-  onRead(b: Buffer): void {
-    let buf = b;
-    while (buf.length > 0 && this.#handler) {
+  /** One socket read, `b[start, end)`, read at `atMs`; `b` is shared, so only copies are kept past this call. */
+  onRead(b: Buffer, start: number, end: number, atMs: number): void {
+    let pos = start;
+    while (pos < end && this.#handler) {
       switch (this.#state) {
         case State.Head: {
-          const all = this.#head ? Buffer.concat([this.#head, buf]) : buf;
-          const end = all.indexOf(CRLF_CRLF);
-          if (end < 0) {
-            this.#head = all === buf ? Buffer.from(all) : all;
+          const all = this.#head ? Buffer.concat([this.#head, b.subarray(pos, end)]) : b;
+          const from = all === b ? pos : 0;
+          const to = all === b ? end : all.length;
+          const at = all.indexOf(CRLF_CRLF, from);
+          if (at < 0 || at + 4 > to) {
+            this.#head = all === b ? Buffer.from(b.subarray(pos, end)) : all;
             return;
           }
           this.#head = null;
-          buf = all.subarray(end + 4);
-          if (!this.#parseHead(all.toString('latin1', 0, end))) return;
+          const text = all.toString('latin1', from, at);
+          if (all === b) pos = at + 4;
+          else {
+            // The head was carried over: continue in `b` after the bytes `all` took from it.
+            pos = end - (to - (at + 4));
+          }
+          if (!this.#parseHead(text)) return;
           break;
         }
         case State.Sized: {
-          const n = Math.min(this.#remaining, buf.length);
+          const n = Math.min(this.#remaining, end - pos);
           this.#remaining -= n;
-          this.#deliver(buf.subarray(0, n));
-          buf = buf.subarray(n);
+          this.#deliver(b, pos, pos + n, atMs);
+          pos += n;
           if (this.#remaining === 0) this.#complete();
           break;
         }
         case State.UntilClose:
-          this.#deliver(buf);
+          this.#deliver(b, pos, end, atMs);
           return;
         case State.ChunkSize: {
           // Hex digits straight from the bytes; extensions after ';' and the CR are skipped.
-          let i = 0;
-          for (; i < buf.length; i++) {
-            const c = buf[i]!;
+          let i = pos;
+          for (; i < end; i++) {
+            const c = b[i]!;
             if (c === 10) break;
             if (this.#sizeDone) continue;
             const v = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
@@ -202,8 +283,8 @@ class Conn {
               return;
             }
           }
-          if (i === buf.length) return;
-          buf = buf.subarray(i + 1);
+          if (i === end) return;
+          pos = i + 1;
           if (this.#sizeDigits === 0) {
             this.#fail(Object.assign(new Error('empty chunk size in response'), { code: 'HPE_INVALID_CHUNK_SIZE' }));
             return;
@@ -216,30 +297,30 @@ class Conn {
           break;
         }
         case State.ChunkData: {
-          const n = Math.min(this.#remaining, buf.length);
+          const n = Math.min(this.#remaining, end - pos);
           this.#remaining -= n;
-          const part = n === buf.length ? buf : buf.subarray(0, n);
-          buf = n === buf.length ? EMPTY : buf.subarray(n);
+          const from = pos;
+          pos += n;
           if (this.#remaining === 0) {
             this.#state = State.ChunkCrlf;
             this.#remaining = 2;
           }
-          this.#deliver(part);
+          this.#deliver(b, from, pos, atMs);
           break;
         }
         case State.ChunkCrlf: {
-          const n = Math.min(this.#remaining, buf.length);
+          const n = Math.min(this.#remaining, end - pos);
           this.#remaining -= n;
-          buf = n === buf.length ? EMPTY : buf.subarray(n);
+          pos += n;
           if (this.#remaining === 0) this.#state = State.ChunkSize;
           break;
         }
         case State.Trailer: {
           // Trailers are not used by these servers: wait for the blank line that ends the message.
-          this.#sizeLine += buf.toString('latin1');
-          buf = buf.subarray(buf.length);
-          if (this.#sizeLine === '\r\n' || this.#sizeLine.endsWith('\r\n\r\n')) {
-            this.#sizeLine = '';
+          this.#trailer += b.toString('latin1', pos, end);
+          pos = end;
+          if (this.#trailer === '\r\n' || this.#trailer.endsWith('\r\n\r\n')) {
+            this.#trailer = '';
             this.#complete();
           }
           break;
@@ -270,7 +351,7 @@ class Conn {
       if (c > 0) headers[line.slice(0, c).trim().toLowerCase()] = line.slice(c + 1).trim();
     }
     this.#keepAlive = !/close/i.test(headers['connection'] ?? '') && !lines[0]!.startsWith('HTTP/1.0');
-    this.#handler!.onResponseStart?.(this.#controller!, status, headers, m[2] ?? '');
+    this.#handler!.onResponseStart?.(this.#controller, status, headers, m[2] ?? '');
     if (!this.#handler) return false;
     if (/chunked/i.test(headers['transfer-encoding'] ?? '')) this.#state = State.ChunkSize;
     else if (headers['content-length'] !== undefined) {
@@ -285,15 +366,18 @@ class Conn {
     return true;
   }
 
-  #deliver(part: Buffer): void {
-    if (part.length > 0) this.#handler?.onResponseData?.(this.#controller!, part);
+  #deliver(b: Buffer, start: number, end: number, atMs: number): void {
+    if (end <= start) return;
+    if (this.#bytes) this.#bytes.onResponseBytes(b, start, end, atMs);
+    else this.#handler?.onResponseData?.(this.#controller, b.subarray(start, end));
   }
 
   #complete(): void {
     const h = this.#handler;
     this.#handler = null;
+    this.#bytes = null;
     this.#state = State.Idle;
-    h?.onResponseEnd?.(this.#controller!, {});
+    h?.onResponseEnd?.(this.#controller, {});
     if (this.#keepAlive && !this.#dead) this.#pool.release(this);
     else this.#socket.destroy();
   }
@@ -301,9 +385,10 @@ class Conn {
   #fail(err: Error): void {
     const h = this.#handler;
     this.#handler = null;
+    this.#bytes = null;
     this.#state = State.Idle;
     this.#socket.destroy();
-    h?.onResponseError?.(this.#controller!, err);
+    h?.onResponseError?.(this.#controller, err);
   }
 
   #onClose(): void {
@@ -312,8 +397,9 @@ class Conn {
     const h = this.#handler;
     if (h) {
       this.#handler = null;
-      if (this.#state === State.UntilClose) h.onResponseEnd?.(this.#controller!, {});
-      else h.onResponseError?.(this.#controller!, Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
+      this.#bytes = null;
+      if (this.#state === State.UntilClose) h.onResponseEnd?.(this.#controller, {});
+      else h.onResponseError?.(this.#controller, Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
     }
     this.#pool.gone(this);
   }

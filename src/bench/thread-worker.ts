@@ -1,6 +1,7 @@
 // Entry of one `--threads` worker: runs its share of the load with runBench and posts the
 // records back. Protocol: parent -> { go } after every thread posted { warm }; { stop } aborts.
 import { parentPort, workerData } from 'node:worker_threads';
+import { loadTokenizer } from '../workload/index.js';
 import { runBench } from './run-bench.js';
 import type { BenchOptions } from './options.js';
 import type { ThreadInit, ThreadMessage } from './threads.js';
@@ -31,9 +32,13 @@ const opts: BenchOptions = {
   },
   onProgress: (p) => post({ type: 'progress', progress: p }),
 };
+// Completion order, as records are: the parent pairs them up for its `onCall`.
+const firstData: (string | null)[] = [];
+if (init.options.keepFirstData) opts.onCall = (c) => firstData.push(c.firstData);
 try {
+  if (init.tokenizerSource !== null) opts.tokenizer = await loadTokenizer(init.tokenizerSource);
   const r = await runBench(opts, stop.signal);
-  post({ type: 'done', records: r.records, selfCheck: r.selfCheck, startTime: r.startTime.getTime(), endTime: r.endTime.getTime() });
+  post({ type: 'done', records: r.records, firstData, selfCheck: r.selfCheck, startTime: r.startTime.getTime(), endTime: r.endTime.getTime() });
 } catch (e) {
   post({ type: 'error', message: e instanceof Error ? e.message : String(e) });
 }

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { TailgateError, type RequestRecord } from '../core/index.js';
+import { defaultTokenizer } from '../workload/index.js';
 import type { BenchOptions, BenchProgress } from './options.js';
 import { judge, type SelfCheck } from './self-check.js';
 
@@ -9,12 +10,14 @@ export interface ThreadInit {
   options: BenchOptions;
   originMs: number;
   parentTimeOrigin: number;
+  /** The tokenizer's file, loaded again on the thread (a tokenizer object cannot be posted); null: the word rule. */
+  tokenizerSource: string | null;
 }
 
 export type ThreadMessage =
   | { type: 'warm' }
   | { type: 'progress'; progress: BenchProgress }
-  | { type: 'done'; records: RequestRecord[]; selfCheck: SelfCheck; startTime: number; endTime: number }
+  | { type: 'done'; records: RequestRecord[]; firstData: (string | null)[]; selfCheck: SelfCheck; startTime: number; endTime: number }
   | { type: 'error'; message: string };
 
 /** What the threads measured together. */
@@ -51,8 +54,10 @@ export async function runThreads(
   onProgress: ((p: BenchProgress) => void) | undefined,
   signal: AbortSignal | undefined,
 ): Promise<ThreadedRun> {
-  const { onProgress: _p, onCall: _c, tokenizer, ...plain } = options;
-  if (tokenizer && tokenizer.name !== 'words') throw new TailgateError('CONFIG_INVALID', '--threads works only with the built-in tokenizer');
+  const { onProgress: _p, onCall, tokenizer, ...plain } = options;
+  if (tokenizer && tokenizer !== defaultTokenizer && tokenizer.source === undefined) {
+    throw new TailgateError('CONFIG_INVALID', '--threads needs the built-in tokenizer or one loaded from a file');
+  }
   const conc = shares(options.concurrency ?? 1, threads);
   const reqs = options.requestCount === undefined ? null : shares(options.requestCount, threads);
   const warm = shares(options.warmupRequestCount ?? 0, threads);
@@ -74,7 +79,7 @@ export async function runThreads(
         ...(reqs ? { requestCount: Math.max(1, reqs[i]!) } : {}),
         ...(options.requestRate === undefined ? {} : { requestRate: options.requestRate / threads }),
       };
-      const w = startWorker({ index: i, options: share, originMs, parentTimeOrigin: performance.timeOrigin });
+      const w = startWorker({ index: i, options: share, originMs, parentTimeOrigin: performance.timeOrigin, tokenizerSource: tokenizer?.source ?? null });
       workers.push(w);
       w.on('message', (m: ThreadMessage) => {
         if (m.type === 'warm' && ++warmCount === threads) for (const x of workers) x.postMessage({ type: 'go' });
@@ -98,6 +103,8 @@ export async function runThreads(
   if (failed && failed.type === 'error') throw new TailgateError('INTERNAL', `bench thread failed: ${failed.message}`);
   const ok = results.filter((m): m is Extract<ThreadMessage, { type: 'done' }> => m.type === 'done');
   const records = ok.flatMap((m) => m.records);
+  // Calls ended on the threads; the caller hears of them once they are merged (answers' text stays there).
+  if (onCall) for (const m of ok) m.records.forEach((record, i) => onCall({ record, firstData: m.firstData[i] ?? null, text: '' }));
   const loop = Math.max(...ok.map((m) => m.selfCheck.eventLoopDelayP99Ms));
   const lags = ok.map((m) => m.selfCheck.scheduleLagP99Ms).filter((x): x is number => x !== null);
   // Worker CPU readings are process-wide: report the process total, judged per thread.

@@ -10,7 +10,8 @@ import {
   writeBenchArtifacts,
   type BenchOptions,
 } from '../bench/index.js';
-import { checkUnsupported } from './bench.js';
+import { tokenizerPathOf } from './bench.js';
+import { loadTokenizer } from '../workload/index.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 
@@ -25,18 +26,17 @@ export interface BenchInvocation {
   shard?: ShardSpec;
   /** Distributed run: the common start, epoch ms. */
   startAtMs?: number;
+  /** `--tokenizer` on disk, loaded by {@link runBenchCommand}; null for the built-in word rule. */
+  tokenizerPath: string | null;
 }
 
 /** Turns merged flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */
 export function benchInvocation(flags: Record<string, unknown>): BenchInvocation {
-  checkUnsupported(flags);
   const model = flags['model'] as string | undefined;
   if (!model) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
   const notes: string[] = [];
-  const tok = flags['tokenizer'] as string | undefined;
-  if (tok !== undefined && tok !== 'builtin') {
-    notes.push(`warning: --tokenizer ${tok}: Hugging Face tokenizers are not loaded yet; counting tokens with the built-in word rule`);
-  }
+  const tokenizer = tokenizerPathOf(flags);
+  if (tokenizer.note) notes.push(tokenizer.note);
   const opts: BenchOptions = {
     url: (flags['url'] as string[] | undefined) ?? ['http://localhost:8000'],
     model: model.split(',')[0]!.trim(),
@@ -63,6 +63,25 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('outputTokensStddev', flags['oslStddev']);
   set('numDatasetEntries', flags['numDatasetEntries']);
   set('randomSeed', flags['randomSeed']);
+  set('numPrefixPrompts', flags['numPrefixPrompts']);
+  set('prefixPromptLength', flags['prefixPromptLength']);
+  set('sharedSystemPromptLength', flags['sharedSystemPromptLength']);
+  set('userContextPromptLength', flags['userContextPromptLength']);
+  set('conversationNum', flags['conversationNum']);
+  set('conversationTurnMean', flags['conversationTurnMean']);
+  set('conversationTurnStddev', flags['conversationTurnStddev']);
+  set('conversationTurnDelayMeanMs', flags['conversationTurnDelayMean']);
+  set('conversationTurnDelayStddevMs', flags['conversationTurnDelayStddev']);
+  set('conversationTurnDelayRatio', flags['conversationTurnDelayRatio']);
+  set('inputFile', flags['inputFile']);
+  set('fixedSchedule', flags['fixedSchedule']);
+  set('fixedScheduleAutoOffset', flags['fixedScheduleAutoOffset']);
+  set('blockTokens', flags['blockTokens']);
+  const datasetType = flags['customDatasetType'] as string | undefined;
+  if (datasetType !== undefined && datasetType !== 'mooncake_trace') {
+    throw new TailgateError('CLI_USAGE', `--custom-dataset-type ${datasetType} is not supported yet: only mooncake_trace (a JSONL trace with --input-file)`);
+  }
+  if (datasetType !== undefined && flags['inputFile'] === undefined) throw new TailgateError('CLI_USAGE', '--custom-dataset-type mooncake_trace needs --input-file');
   set('apiKey', flags['apiKey']);
   set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
   set('workerHeader', flags['workerHeader']);
@@ -73,6 +92,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   const startAtMs = flags['startAt'] as number | undefined;
   return {
     options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
+    tokenizerPath: tokenizer.path,
     ...(shard !== undefined && { shard }),
     ...(startAtMs !== undefined && { startAtMs }),
   };
@@ -80,8 +100,9 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
 export async function runBenchCommand(flags: Record<string, unknown>): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs } = benchInvocation(flags);
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizerPath } = benchInvocation(flags);
   resolveBenchOptions(opts);
+  if (tokenizerPath !== null) opts.tokenizer = await loadTokenizer(tokenizerPath);
   for (const n of notes) process.stderr.write(`tailgate: ${n}\n`);
   const showProgress = process.stderr.isTTY === true && !process.env['CI'];
   if (showProgress) opts.onProgress = (p) => process.stderr.write(`\r\x1b[2K${formatProgress(p)}`);

@@ -79,7 +79,8 @@ test('bad values are usage errors; unsupported features say so', () => {
   assert.throws(() => parseBenchFlags(['-m', 'm', '--export-level', 'everything']), CommanderError);
   assert.throws(() => benchInvocation(parseBenchFlags(['--streaming'])), { code: 'CLI_USAGE', message: /--model/ });
   assert.equal(benchInvocation(parseBenchFlags(['-m', 'm', '--threads', '2'])).options.threads, 2);
-  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--tokenizer', 'package.json'])), { code: 'CLI_USAGE', message: /not supported yet/ });
+  assert.equal(benchInvocation(parseBenchFlags(['-m', 'm', '--tokenizer', 'test/fixtures/tiny-bpe'])).tokenizerPath, 'test/fixtures/tiny-bpe');
+  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--tokenizer', './missing/tokenizer.json'])), { code: 'CLI_USAGE', message: /no such file/ });
   const hub = benchInvocation(parseBenchFlags(['-m', 'm', '--tokenizer', 'Qwen/Qwen3-8B']));
   assert.match(hub.notes[0]!, /word rule/);
 });

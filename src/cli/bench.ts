@@ -45,6 +45,21 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'oslStddev', flags: '--output-tokens-stddev <n>', aliases: ['--prompt-output-tokens-stddev', '--osl-stddev'], description: 'output length standard deviation', parse: numberArg(0) },
   { key: 'numDatasetEntries', flags: '--num-dataset-entries <n>', aliases: ['--num-prompts'], description: 'distinct prompts (default 100)', parse: intArg(1) },
   { key: 'randomSeed', flags: '--random-seed <n>', description: 'seed for prompts and arrivals (default 0)', parse: intArg(0) },
+  { key: 'numPrefixPrompts', flags: '--num-prefix-prompts <n>', aliases: ['--prompt-prefix-pool-size', '--prefix-prompt-pool-size'], description: 'shared prefixes: N groups, entry i starts with prefix i mod N (with --prefix-prompt-length)', parse: intArg(0) },
+  { key: 'prefixPromptLength', flags: '--prefix-prompt-length <n>', aliases: ['--prompt-prefix-length'], description: 'tokens of each shared prefix', parse: intArg(0) },
+  { key: 'sharedSystemPromptLength', flags: '--shared-system-prompt-length <n>', description: 'one system message of N tokens shared by every entry', parse: intArg(1) },
+  { key: 'userContextPromptLength', flags: '--user-context-prompt-length <n>', description: 'a context of N tokens unique to each entry, before its prompt', parse: intArg(1) },
+  { key: 'conversationNum', flags: '--conversation-num <n>', aliases: ['--num-conversations', '--num-sessions'], description: 'conversations (default --num-dataset-entries)', parse: intArg(1) },
+  { key: 'conversationTurnMean', flags: '--conversation-turn-mean <n>', aliases: ['--session-turns-mean'], description: 'turns per conversation; each turn re-sends the history with the answers received (default 1)', parse: numberArg(1) },
+  { key: 'conversationTurnStddev', flags: '--conversation-turn-stddev <n>', aliases: ['--session-turns-stddev'], description: 'turns per conversation, standard deviation', parse: numberArg(0) },
+  { key: 'conversationTurnDelayMean', flags: '--conversation-turn-delay-mean <ms>', aliases: ['--session-turn-delay-mean'], description: 'think time before each later turn, ms', parse: numberArg(0) },
+  { key: 'conversationTurnDelayStddev', flags: '--conversation-turn-delay-stddev <ms>', aliases: ['--session-turn-delay-stddev'], description: 'think time standard deviation, ms', parse: numberArg(0) },
+  { key: 'conversationTurnDelayRatio', flags: '--conversation-turn-delay-ratio <x>', aliases: ['--session-delay-ratio'], description: 'scales every think time (default 1)', parse: numberArg(0) },
+  { key: 'inputFile', flags: '--input-file <path>', description: 'a Mooncake-style JSONL trace (timestamp, input_length, output_length, hash_ids) to send instead of synthetic prompts' },
+  { key: 'customDatasetType', flags: '--custom-dataset-type <type>', description: 'format of --input-file: mooncake_trace (the only one this release)', parse: choiceArg(['mooncake_trace', 'single_turn', 'multi_turn', 'random_pool'] as const) },
+  { key: 'fixedSchedule', flags: '--fixed-schedule', description: 'send each trace line at its timestamp (the default for a trace without --concurrency or --request-rate)' },
+  { key: 'fixedScheduleAutoOffset', flags: '--fixed-schedule-auto-offset', description: 'shift the trace\'s timestamps so the first is 0' },
+  { key: 'blockTokens', flags: '--prompt-input-tokens-block-size <n>', aliases: ['--synthetic-input-tokens-block-size', '--isl-block-size'], description: 'tokens per trace hash id (default 512)', parse: intArg(1) },
   { key: 'extraInputs', flags: '--extra-inputs <kv...>', description: 'extra body fields, key:value (JSON values parsed) or a JSON object; repeatable', parse: collectAll, variadic: true },
   { key: 'header', flags: '-H, --header <h...>', description: 'extra HTTP headers, Name:Value or a JSON object; repeatable', parse: collectAll, variadic: true },
   { key: 'apiKey', flags: '--api-key <key>', description: 'sent as Authorization: Bearer <key>' },
@@ -53,7 +68,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'exportLevel', flags: '--export-level <level>', aliases: ['--profile-export-level'], description: 'summary, records or raw', parse: choiceArg(['summary', 'records', 'raw'] as const), defaultValue: 'records' },
   { key: 'goodput', flags: '--goodput <slo...>', description: 'SLOs as metric:threshold, e.g. "time_to_first_token:2000 inter_token_latency:10"', parse: collectAll, variadic: true },
   { key: 'workerHeader', flags: '--worker-header <name>', description: 'response header naming the worker (default x-tailgate-worker)' },
-  { key: 'tokenizer', flags: '--tokenizer <name>', description: 'tokenizer for client token counts (only the built-in word rule this release)' },
+  { key: 'tokenizer', flags: '--tokenizer <path>', description: 'Hugging Face tokenizer.json (or its folder) for exact prompt lengths and client token counts; loaded from disk, never downloaded (default: one token per word)' },
   { key: 'transport', flags: '--transport <client>', description: 'HTTP client: socket (raw HTTP/1.1, default for http://) or undici (default for https://)', parse: choiceArg(['socket', 'undici'] as const) },
   { key: 'threads', flags: '--threads <n>', description: 'worker threads sharing the load (concurrency, requests and warm-up split evenly; default 1)', parse: intArg(1) },
   { key: 'startAt', flags: '--start-at <time>', description: 'distributed run: start at this common time (ISO 8601 with zone, or epoch seconds); a pod that arrives later starts at once and is reported late', parse: startAtArg },
@@ -134,10 +149,15 @@ export function parseBenchFlags(argv: readonly string[]): Record<string, unknown
   return mergeAliases(cmd.opts(), cmd);
 }
 
-/** Rejects what this release cannot do, in one line, before anything is sent. */
-export function checkUnsupported(flags: Record<string, unknown>): void {
+/**
+ * Where `--tokenizer` points: null for the built-in word rule (unset, `builtin`, or a hub name such
+ * as `Qwen/Qwen3-8B`, which is never downloaded: `note` says so), else a path on disk. A path-like
+ * value (`./`, `/`, `.json`) that does not exist is a usage error.
+ */
+export function tokenizerPathOf(flags: Record<string, unknown>): { path: string | null; note: string | null } {
   const tok = flags['tokenizer'] as string | undefined;
-  if (tok !== undefined && tok !== 'builtin' && existsSync(tok)) {
-    throw new TailgateError('CLI_USAGE', `--tokenizer ${tok}: loading a tokenizer from disk is not supported yet; omit it to count tokens with the built-in word rule`);
-  }
+  if (tok === undefined || tok === 'builtin' || tok === 'words') return { path: null, note: null };
+  if (existsSync(tok)) return { path: tok, note: null };
+  if (/^(\.{0,2}\/|~)|\.json$/i.test(tok)) throw new TailgateError('CLI_USAGE', `--tokenizer ${tok}: no such file or folder`);
+  return { path: null, note: `warning: --tokenizer ${tok}: not a file on disk (tokenizers are never downloaded); counting tokens with the built-in word rule` };
 }

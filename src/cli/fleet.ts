@@ -14,6 +14,7 @@ interface FleetFlags {
   burstyStalls?: number;
   maxBody?: number;
   gpuMetricsPort?: number;
+  prefixCaching: boolean;
 }
 
 /** `tailgate fleet`: N simulated vLLM workers on loopback, with injectable faults. */
@@ -32,6 +33,7 @@ export function registerFleet(program: Command): void {
     .option('--fault <spec>', 'fault window, repeatable: worker=2,kind=stall,at=20s,for=15s (kinds: stall, slow [factor=10], error [rate=0.5], reset, refuse, unhealthy, throttle [factor=2.5])', collect)
     .option('--bursty-stalls <seed>', 'add seeded bursty stalls (quiet/active windows, a random worker stalls in each active window)', intArg(0))
     .option('--max-body <size>', 'request body limit (e.g. 64KiB, 4MiB), beyond it 413', sizeArg)
+    .option('--no-prefix-caching', "turn off vLLM's automatic prefix caching (on by default, as in vLLM V1)")
     .option('--gpu-metrics-port <port>', "serve dcgm-exporter-style GPU telemetry (one GPU per worker, pod = worker id) on this port's /metrics; 0 picks a free port", intArg(0))
     .addHelpText('after', '\nPrints one JSON line per worker, then "ready". Faults count from "ready". POST /admin/faults (loopback) adds one at run time, at= counted from then.')
     .action(async (flags: FleetFlags) => {
@@ -46,6 +48,7 @@ export function registerFleet(program: Command): void {
         profile: flags.profile,
         model: flags.model,
         tokensPerChunk: flags.tokensPerChunk,
+        prefixCaching: flags.prefixCaching,
         faults,
         ...(flags.maxNumSeqs !== undefined && { maxNumSeqs: flags.maxNumSeqs }),
         ...(flags.maxWaiting !== undefined && { maxWaiting: flags.maxWaiting }),

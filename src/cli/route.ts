@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createWriteStream } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { TailgateError, parseDurationMs } from '../core/index.js';
-import { POLICY_NAMES, type DeadlineSetting, type PolicyName } from '../routing/index.js';
+import { POLICY_NAMES, type DeadlineSetting, type PolicyName, type PrefixOptions } from '../routing/index.js';
 import { choiceArg, collect, durationArg, intArg, numberArg, sizeArg } from './args.js';
 
 interface RouteFlags {
@@ -11,6 +11,10 @@ interface RouteFlags {
   backend?: string[];
   backendsFile?: string;
   policy: PolicyName;
+  prefixAffinity?: boolean;
+  prefixIndexBlocks?: number;
+  prefixBalanceAbs?: number;
+  prefixBalanceRel?: number;
   seed: number;
   maxInflightPerWorker?: number;
   maxQueue: number;
@@ -36,6 +40,24 @@ export function deadlineArg(value: string): DeadlineSetting {
   } catch {
     throw new InvalidArgumentError('expected auto, off or a duration such as 800ms');
   }
+}
+
+/**
+ * The policy and prefix options the flags ask for: `--prefix-affinity` turns `adaptive` into
+ * `prefix` (the same two-choice, with bounded prefix affinity first); other policies refuse it.
+ */
+export function routePolicy(flags: Pick<RouteFlags, 'policy' | 'prefixAffinity' | 'prefixIndexBlocks' | 'prefixBalanceAbs' | 'prefixBalanceRel'>): { policy: PolicyName; prefix: PrefixOptions } {
+  let policy = flags.policy;
+  if (flags.prefixAffinity === true) {
+    if (policy !== 'adaptive' && policy !== 'prefix') throw new TailgateError('CLI_USAGE', `--prefix-affinity applies to --policy adaptive, not ${policy}`);
+    policy = 'prefix';
+  }
+  const prefix: PrefixOptions = {
+    ...(flags.prefixIndexBlocks !== undefined && { indexBlocks: flags.prefixIndexBlocks }),
+    ...(flags.prefixBalanceAbs !== undefined && { balanceAbs: flags.prefixBalanceAbs }),
+    ...(flags.prefixBalanceRel !== undefined && { balanceRel: flags.prefixBalanceRel }),
+  };
+  return { policy, prefix };
 }
 
 /** Backend URLs from a file: one per line (blank lines and # comments skipped) or a JSON array. */
@@ -101,12 +123,16 @@ export function registerRoute(program: Command): void {
     .option('--backend <url>', 'worker base URL, repeatable (http://host:port)', collect)
     .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array)')
     .option('--policy <name>', `routing policy (${POLICY_NAMES.join(', ')})`, choiceArg(POLICY_NAMES), 'adaptive')
+    .option('--prefix-affinity', 'adaptive with bounded prefix affinity first (the same as --policy prefix)')
+    .option('--prefix-index-blocks <n>', 'KV block hashes the prefix policies remember (default 131072)', intArg(1))
+    .option('--prefix-balance-abs <n>', 'prefix affinity only while a worker holds < fleet mean + N requests, or the relative bound (default 8)', numberArg(0))
+    .option('--prefix-balance-rel <x>', 'prefix affinity only while a worker holds < x times the fleet mean, or the absolute bound (default 1.25)', numberArg(1))
     .option('--seed <n>', 'seed of every random choice', intArg(0), 1)
-    .option('--max-inflight-per-worker <n>', 'per-worker in-flight cap; more wait in the router (default for adaptive: 1.25 x the fair share, at least 8; none otherwise)', intArg(1))
+    .option('--max-inflight-per-worker <n>', 'per-worker in-flight cap; more wait in the router (default for adaptive and prefix: 1.25 x the fair share, at least 8; none otherwise)', intArg(1))
     .option('--max-queue <n>', 'requests that may wait in the router; beyond it 429', intArg(0), 4096)
     .option('--queue-timeout <dur>', 'a request waiting longer in the router gets 503', durationArg, 60_000)
-    .option('--ttft-deadline <auto|dur|off>', 're-dispatch a stream with no first token by then (default: auto for adaptive, off otherwise)', deadlineArg)
-    .option('--stall-deadline <auto|dur|off>', 'migrate a stream silent this long mid-way (default: auto for adaptive, off otherwise)', deadlineArg)
+    .option('--ttft-deadline <auto|dur|off>', 're-dispatch a stream with no first token by then (default: auto for adaptive and prefix, off otherwise)', deadlineArg)
+    .option('--stall-deadline <auto|dur|off>', 'migrate a stream silent this long mid-way (default: auto for adaptive and prefix, off otherwise)', deadlineArg)
     .option('--deadline-floor <dur>', 'floor of the auto deadlines', durationArg, 1000)
     .option('--max-resend-share <x>', 'long-run share of requests that may be sent twice', numberArg(0), 0.1)
     .option('--max-body <size>', 'request body limit, beyond it 413', sizeArg, 4 * 1024 * 1024)
@@ -119,6 +145,7 @@ export function registerRoute(program: Command): void {
     .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /metrics, /health, /ready.')
     .action(async (flags: RouteFlags) => {
       const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
+      const { policy, prefix } = routePolicy(flags);
       if (backends.length === 0 && flags.discover === undefined) throw new TailgateError('CLI_USAGE', 'no backend given (use --backend URL, --backends-file FILE or --discover k8s://NAMESPACE/SERVICE)');
       // Bad targets and credentials fail here, before anything listens.
       let kube: import('../k8s/index.js').KubeConnection | undefined;
@@ -163,7 +190,8 @@ export function registerRoute(program: Command): void {
         backends,
         port: flags.port,
         host: flags.host,
-        policy: flags.policy,
+        policy,
+        prefix,
         seed: flags.seed,
         maxQueue: flags.maxQueue,
         queueTimeoutMs: flags.queueTimeout,

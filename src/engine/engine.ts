@@ -1,19 +1,20 @@
 import type { Clock, Timer } from '../core/index.js';
-import { blockHashes } from './block-hash.js';
+import { cachedBlockHashes } from './block-hash.js';
+import { BlockPool } from './block-pool.js';
 import type { EngineProfile } from './profile.js';
 
 /**
- * Receives, in one call per step, the tokens of every request that named it as its `sink`
- * (at fleet scale this replaces hundreds of thousands of `onToken` calls per simulated second,
- * each touching its own request object, with one pass over two dense arrays).
+ * Receives, as counts, the tokens after the first of every request that named it as its `sink`
+ * (at fleet scale this replaces hundreds of thousands of `onToken` calls per simulated second).
+ * A request's own count and last token time are read from the engine (`generatedOf`,
+ * `lastTokenMsOf`) when needed.
  */
 export interface TokenSink {
   /**
-   * For `i < count`: the request whose `sinkKey` is `keys[i]` got one token at `nowMs`, `gapsMs[i]`
-   * after its previous one. Called before that step's `onToken`/`onFinish` calls; the arrays are
-   * reused by the engine once this returns.
+   * `count` requests each got one token at `nowMs`, `gapMs` after their previous one. Called
+   * before that step's `onToken`/`onFinish` calls; must not call back into the engine.
    */
-  onStepTokens(nowMs: number, count: number, keys: Int32Array, gapsMs: Float64Array): void;
+  onStepTokens(nowMs: number, count: number, gapMs: number): void;
 }
 
 /** One generation request as the engine sees it. The model never stops early: exactly `maxTokens`. */
@@ -29,12 +30,14 @@ export interface EngineRequest {
   onFinish: (reason: 'length' | 'abort', nowMs: number) => void;
   /** Called when the scheduler first moves the request from waiting to running (queue time ends). */
   onAdmit?: (nowMs: number) => void;
-  /** Prompt token ids, if known: full KV blocks get chained hashes (for prefix caching later). */
+  /**
+   * Prompt token ids, if known: each full block of them gets a chained hash, and the prefix cache
+   * serves and keeps those blocks. Without them the request neither hits nor fills the cache.
+   * Hashes are remembered per array (see `cachedBlockHashes`): do not change one once submitted.
+   */
   promptTokenIds?: ArrayLike<number>;
   /** Bulk receiver of this request's tokens after the first (read once, at submit). */
   sink?: TokenSink | undefined;
-  /** This request's key in its sink's batches (an integer the sink chose, e.g. an index). @default 0 */
-  sinkKey?: number;
 }
 
 export type SubmitResult = { ok: true } | { ok: false; reason: 'queue_full' | 'too_long' };
@@ -43,9 +46,16 @@ export interface EngineStats {
   running: number;
   /** Waiting for a slot, including requests still in the frontend (see `frontendOverheadMs`). */
   waiting: number;
-  /** Fraction of KV blocks in use, 0..1. */
+  /** Fraction of KV blocks in use, 0..1 (cached blocks no request holds count as free, as in vLLM). */
   kvUsage: number;
+  /** Prompt tokens of the requests scheduled so far, cached or computed (vLLM's `prompt_tokens`). */
   promptTokensTotal: number;
+  /** Prompt tokens looked up in the prefix cache: whole prompts of requests with token ids, at their first scheduling. */
+  prefixCacheQueriesTotal: number;
+  /** Of those, tokens found in the cache (their prefill was skipped). */
+  prefixCacheHitsTotal: number;
+  /** Tokens actually prefilled: prompts less cache hits, plus recomputation after preemptions. */
+  prefillTokensTotal: number;
   generationTokensTotal: number;
   /** Requests that generated all their tokens. */
   requestSuccessTotal: number;
@@ -73,6 +83,8 @@ export interface EngineOptions {
   maxWaiting?: number;
   /** Called after each step's tokens are delivered (e.g. to sample busy time or flush writes). */
   onStepEnd?: (nowMs: number) => void;
+  /** vLLM V1's automatic prefix caching (on by default there too; `--no-enable-prefix-caching`). @default true */
+  prefixCaching?: boolean;
 }
 
 const PENDING = 0;
@@ -93,23 +105,24 @@ interface Seq {
   admitted: boolean;
   /** Index of its sink in the engine's sink table, -1 for none. */
   sink: number;
-  sinkKey: number;
-  hashes: number[] | null;
-}
-
-/** A sink and its share of one step's tokens (filled only when an engine has several sinks). */
-interface SinkBatch {
-  sink: TokenSink;
-  count: number;
-  keys: Int32Array;
-  gapsMs: Float64Array;
+  /** Its entry in the running arrays while RUNNING. */
+  slot: number;
+  hashes: readonly number[] | null;
+  /** Per prompt block while running: its cache entry, or -1 if private (null: no full block, or caching off). */
+  entries: number[] | null;
+  /** Prompt blocks offered to the cache so far (`entries[0..registered)` are set). */
+  registered: number;
+  /** How many of those are cache entries (the rest of its blocks are private). */
+  shared: number;
 }
 
 /**
  * A vLLM-like continuous-batching worker driven only by a Clock (REFERENCE §4): a running set
  * capped by maxNumSeqs, a bounded FIFO waiting queue, a per-step token budget spent on one decode
  * token per running sequence then on chunked prefill, KV blocks allocated as sequences grow
- * (admission stops when the cache is full; a sequence that cannot grow preempts the newest).
+ * (admission stops when the cache is full; a sequence that cannot grow preempts the newest),
+ * and vLLM V1's prefix cache over them (see `BlockPool`): a request with token ids shares the
+ * cached blocks its prompt starts with and skips their prefill.
  * A step's duration is decided at its start; its tokens are delivered at its end.
  *
  * The running set is kept as parallel typed arrays (one entry per running sequence, in admission
@@ -141,8 +154,24 @@ export class Engine {
   #rBlocks = new Int32Array(64);
   #rStep = new Int32Array(64);
   #rSink = new Int32Array(64);
-  #rKey = new Int32Array(64);
   #rLastMs = new Float64Array(64);
+  // The cohort: running sink requests past their first token that all got their last token at
+  // #lockLastMs and get one more at every step. They advance as one count (#lockSteps), so a
+  // step costs O(1) for them instead of O(sequences); an entry keeps its computed and generated
+  // counts as of #rJoin and is brought up to date (#unlock) only when something touches it alone.
+  #rLock = new Uint8Array(64);
+  #rJoin = new Int32Array(64);
+  /** The #lockSteps after which the entry has all its tokens. */
+  #rFinishAt = new Int32Array(64);
+  #lockSteps = 0;
+  #lockCount = 0;
+  #lockLastMs = 0;
+  /** The step in flight decodes the cohort. */
+  #lockStepping = false;
+  #lockBySink = new Int32Array(4);
+  #lockFlush = new Int32Array(4);
+  /** Members by the cohort step (mod block size) at which each needs a new KV block. */
+  readonly #lockPhase: Int32Array;
   #runningCount = 0;
   #waiting: (Seq | undefined)[] = [];
   #waitingHead = 0;
@@ -155,7 +184,8 @@ export class Engine {
   #pendingTimer: Timer | null = null;
   // Dropped entries in the running arrays since the last compaction.
   #rHoles = 0;
-  #freeBlocks: number;
+  readonly #pool: BlockPool;
+  readonly #caching: boolean;
   #timer: Timer | null = null;
   #inStep = false;
   #stalled = false;
@@ -164,16 +194,18 @@ export class Engine {
   #stepPrefill = 0;
   #stepStartMs = 0;
   #promptTokensTotal = 0;
+  #prefillTokensTotal = 0;
+  #cacheQueriesTotal = 0;
+  #cacheHitsTotal = 0;
   #generationTokensTotal = 0;
   #successTotal = 0;
   #abortTotal = 0;
   #preemptionsTotal = 0;
   #stepsTotal = 0;
   #busyMsTotal = 0;
-  readonly #sinks: SinkBatch[] = [];
-  // One step's sink tokens, all sinks together: which sink, the request's key, the gap.
+  readonly #sinks: TokenSink[] = [];
+  // One step's sink tokens outside the cohort: which sink, the gap.
   #bSink = new Int32Array(64);
-  #bKey = new Int32Array(64);
   #bGapMs = new Float64Array(64);
   readonly #sinkIndex = new Map<TokenSink, number>();
   // Per step: requests that need their own callbacks (first token, no sink, or finished).
@@ -187,7 +219,9 @@ export class Engine {
     this.#maxNumSeqs = opts.maxNumSeqs ?? opts.profile.maxNumSeqs;
     this.#maxWaiting = opts.maxWaiting ?? opts.profile.maxWaiting;
     this.#blockSize = opts.profile.blockSize;
-    this.#freeBlocks = opts.profile.kvBlocks;
+    this.#lockPhase = new Int32Array(opts.profile.blockSize);
+    this.#pool = new BlockPool(opts.profile.kvBlocks);
+    this.#caching = opts.prefixCaching ?? true;
     this.#onStepEnd = opts.onStepEnd;
   }
 
@@ -200,7 +234,17 @@ export class Engine {
   }
 
   get kvUsage(): number {
-    return 1 - this.#freeBlocks / this.profile.kvBlocks;
+    return 1 - this.#pool.free / this.profile.kvBlocks;
+  }
+
+  /** Whether this engine caches prompt prefixes. */
+  get prefixCaching(): boolean {
+    return this.#caching;
+  }
+
+  /** KV blocks held by the prefix cache, referenced or idle. */
+  get cachedBlocks(): number {
+    return this.#pool.cached;
   }
 
   get maxNumSeqs(): number {
@@ -219,9 +263,16 @@ export class Engine {
       if (sink < 0) {
         sink = this.#sinks.length;
         this.#sinkIndex.set(req.sink, sink);
-        this.#sinks.push({ sink: req.sink, count: 0, keys: new Int32Array(64), gapsMs: new Float64Array(64) });
+        this.#sinks.push(req.sink);
+        if (sink >= this.#lockBySink.length) {
+          const by = new Int32Array(sink * 2);
+          by.set(this.#lockBySink);
+          this.#lockBySink = by;
+          this.#lockFlush = new Int32Array(sink * 2);
+        }
       }
     }
+    const hashes = req.promptTokenIds ? cachedBlockHashes(req.promptTokenIds, this.#blockSize) : null;
     const seq: Seq = {
       req,
       state: PENDING,
@@ -231,8 +282,11 @@ export class Engine {
       lastTokenMs: 0,
       admitted: false,
       sink,
-      sinkKey: req.sinkKey ?? 0,
-      hashes: req.promptTokenIds ? blockHashes(req.promptTokenIds, this.#blockSize) : null,
+      slot: -1,
+      hashes,
+      entries: this.#caching && hashes !== null && hashes.length > 0 ? new Array<number>(hashes.length).fill(-1) : null,
+      registered: 0,
+      shared: 0,
     };
     this.#seqs.set(req.id, seq);
     this.#pendingCount++;
@@ -252,8 +306,7 @@ export class Engine {
     else if (seq.state === WAITING) this.#waitingCount--;
     else {
       this.#runningCount--;
-      const at = this.#rSeq.lastIndexOf(seq, this.#rLen - 1);
-      if (at >= 0) this.#dropRunning(at);
+      if (this.#rSeq[seq.slot] === seq) this.#dropRunning(seq.slot);
     }
     seq.state = DONE;
     this.#seqs.delete(id);
@@ -289,6 +342,9 @@ export class Engine {
       waiting: this.waiting,
       kvUsage: this.kvUsage,
       promptTokensTotal: this.#promptTokensTotal,
+      prefixCacheQueriesTotal: this.#cacheQueriesTotal,
+      prefixCacheHitsTotal: this.#cacheHitsTotal,
+      prefillTokensTotal: this.#prefillTokensTotal,
       generationTokensTotal: this.#generationTokensTotal,
       requestSuccessTotal: this.#successTotal,
       requestAbortTotal: this.#abortTotal,
@@ -307,13 +363,52 @@ export class Engine {
     this.#pendingTimer = null;
   }
 
-  /** Removes running entry `i` (its blocks return to the pool); the slot is compacted later. */
+  /**
+   * Removes running entry `i`: its private blocks return to the pool, its cache entries lose a
+   * reference (and stay cached). The slot is compacted later.
+   */
   #dropRunning(i: number): void {
+    this.#unlock(i);
+    const seq = this.#rSeq[i]!;
     this.#rSeq[i] = null;
     this.#rHoles++;
-    this.#freeBlocks += this.#rBlocks[i]!;
+    this.#pool.release(this.#rBlocks[i]! - seq.shared);
+    if (seq.registered > 0) {
+      this.#pool.deref(seq.entries!, seq.registered);
+      seq.registered = 0;
+      seq.shared = 0;
+    }
     this.#rBlocks[i] = 0;
     this.#rStep[i] = 0;
+  }
+
+  /**
+   * The longest run of the waiting `seq`'s leading prompt blocks in the cache, written to its
+   * `entries` (not yet referenced). At most promptTokens - 1 tokens, as in vLLM: the last prompt
+   * token is always computed to get logits, so a fully cached block-aligned prompt recomputes its
+   * last block.
+   */
+  #lookup(seq: Seq): number {
+    const entries = seq.entries;
+    if (entries === null) return 0;
+    return this.#pool.match(seq.hashes!, Math.min(entries.length, Math.floor((seq.prefillTarget - 1) / this.#blockSize)), entries);
+  }
+
+  /**
+   * Offers to the cache the prompt blocks that `seq` fills up to `tokens` (vLLM caches a block as
+   * soon as the step that computes it is scheduled). Each is O(1); a prompt's blocks once in all.
+   */
+  #register(seq: Seq, tokens: number): void {
+    const entries = seq.entries;
+    if (entries === null) return;
+    const upTo = Math.min(entries.length, Math.floor(tokens / this.#blockSize));
+    const hashes = seq.hashes!;
+    for (let b = seq.registered; b < upTo; b++) {
+      const e = this.#pool.register(hashes[b]!);
+      entries[b] = e;
+      if (e >= 0) seq.shared++;
+    }
+    if (upTo > seq.registered) seq.registered = upTo;
   }
 
   /** Moves every request whose frontend delay is over into the waiting queue. */
@@ -389,8 +484,11 @@ export class Engine {
         this.#rBlocks[j] = this.#rBlocks[i]!;
         this.#rStep[j] = this.#rStep[i]!;
         this.#rSink[j] = this.#rSink[i]!;
-        this.#rKey[j] = this.#rKey[i]!;
         this.#rLastMs[j] = this.#rLastMs[i]!;
+        this.#rLock[j] = this.#rLock[i]!;
+        this.#rJoin[j] = this.#rJoin[i]!;
+        this.#rFinishAt[j] = this.#rFinishAt[i]!;
+        s.slot = j;
       }
       j++;
     }
@@ -403,7 +501,7 @@ export class Engine {
     const i = this.#rLen++;
     if (i >= this.#rComputed.length) {
       const cap = this.#rComputed.length * 2;
-      const grow = <T extends Int32Array | Float64Array>(a: T, make: (n: number) => T): T => {
+      const grow = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
         const b = make(cap);
         b.set(a);
         return b;
@@ -416,8 +514,10 @@ export class Engine {
       this.#rBlocks = grow(this.#rBlocks, i32);
       this.#rStep = grow(this.#rStep, i32);
       this.#rSink = grow(this.#rSink, i32);
-      this.#rKey = grow(this.#rKey, i32);
       this.#rLastMs = grow(this.#rLastMs, (n) => new Float64Array(n));
+      this.#rLock = grow(this.#rLock, (n) => new Uint8Array(n));
+      this.#rJoin = grow(this.#rJoin, i32);
+      this.#rFinishAt = grow(this.#rFinishAt, i32);
     }
     this.#rSeq[i] = seq;
     this.#rComputed[i] = seq.computed;
@@ -427,21 +527,78 @@ export class Engine {
     this.#rBlocks[i] = 0;
     this.#rStep[i] = 0;
     this.#rSink[i] = seq.sink;
-    this.#rKey[i] = seq.sinkKey;
     this.#rLastMs[i] = seq.lastTokenMs;
+    this.#rLock[i] = 0;
+    seq.slot = i;
     return i;
+  }
+
+  /** Adds running entry `i` (a sink request that just got a token and has more to come) to the cohort. */
+  #join(i: number, now: number): void {
+    const c = this.#rComputed[i]!;
+    const bs = this.#blockSize;
+    // Its blocks must be what its tokens need (true after any step), so they can be recomputed.
+    if (this.#rBlocks[i] !== Math.ceil(c / bs)) return;
+    if (this.#lockCount === 0) this.#lockLastMs = now;
+    const s = this.#lockSteps;
+    this.#rLock[i] = 1;
+    this.#rJoin[i] = s;
+    this.#rFinishAt[i] = s + this.#rMax[i]! - this.#rGenerated[i]!;
+    this.#lockCount++;
+    this.#lockBySink[this.#rSink[i]!]!++;
+    this.#lockPhase[(((s - c) % bs) + bs) % bs]!++;
+  }
+
+  /** Takes entry `i` out of the cohort, bringing its counters, blocks and step up to date. */
+  #unlock(i: number): void {
+    if (this.#rLock[i] === 0) return;
+    this.#rLock[i] = 0;
+    const bs = this.#blockSize;
+    const join = this.#rJoin[i]!;
+    const k = this.#lockSteps - join;
+    this.#lockCount--;
+    this.#lockBySink[this.#rSink[i]!]!--;
+    this.#lockPhase[(((join - this.#rComputed[i]!) % bs) + bs) % bs]!--;
+    const c = this.#rComputed[i]! + k;
+    this.#rComputed[i] = c;
+    this.#rGenerated[i] = this.#rGenerated[i]! + k;
+    this.#rLastMs[i] = this.#lockLastMs;
+    // Mid-step it holds this step's block (if it needed one) and its decode token is scheduled.
+    this.#rBlocks[i] = Math.ceil(c / bs) + (this.#lockStepping && c % bs === 0 ? 1 : 0);
+    this.#rStep[i] = this.#lockStepping ? 1 : 0;
+  }
+
+  #unlockAll(): void {
+    for (let i = 0; i < this.#rLen && this.#lockCount > 0; i++) this.#unlock(i);
+  }
+
+  /** Tokens a known request has generated so far (-1 if unknown or ended). */
+  generatedOf(id: string): number {
+    const seq = this.#seqs.get(id);
+    if (!seq) return -1;
+    if (seq.state !== RUNNING) return seq.generated;
+    const i = seq.slot;
+    return this.#rGenerated[i]! + (this.#rLock[i] === 1 ? this.#lockSteps - this.#rJoin[i]! : 0);
+  }
+
+  /** When a known request last got a token (0 before its first; NaN if unknown or ended). */
+  lastTokenMsOf(id: string): number {
+    const seq = this.#seqs.get(id);
+    if (!seq) return Number.NaN;
+    if (seq.state !== RUNNING) return seq.lastTokenMs;
+    return this.#rLock[seq.slot] === 1 ? this.#lockLastMs : this.#rLastMs[seq.slot]!;
   }
 
   /** Grows running entry `i` to hold `tokens` KV tokens, preempting the newest entries if needed. */
   #grow(i: number, tokens: number): boolean {
     const need = this.#blocksFor(tokens) - this.#rBlocks[i]!;
     if (need <= 0) return true;
-    while (this.#freeBlocks < need) {
+    while (this.#pool.free < need) {
       const victim = this.#newestRunning();
       if (victim < 0 || victim === i) return false;
       this.#preempt(victim);
     }
-    this.#freeBlocks -= need;
+    this.#pool.allocate(need);
     this.#rBlocks[i] = this.#rBlocks[i]! + need;
     return true;
   }
@@ -454,6 +611,7 @@ export class Engine {
 
   /** vLLM's recompute preemption: drop the KV, go back to the front of the queue. */
   #preempt(i: number): void {
+    this.#unlock(i);
     const seq = this.#rSeq[i]!;
     this.#preemptionsTotal++;
     this.#runningCount--;
@@ -505,9 +663,22 @@ export class Engine {
     const blocks = this.#rBlocks;
     const bs = this.#blockSize;
     let prefilling = 0;
+    // The cohort decodes as one when every running sequence has budget and every decoder could
+    // grow a block (so no decode preempts, and the outcome is the one per-sequence order gives);
+    // otherwise it dissolves and this step runs sequence by sequence.
+    if (this.#lockCount > 0) {
+      const need = this.#lockPhase[this.#lockSteps % bs]!;
+      if (budget >= this.#runningCount && this.#pool.free >= need + this.#runningCount - this.#lockCount) {
+        this.#pool.allocate(need);
+        budget -= this.#lockCount;
+        decode += this.#lockCount;
+        this.#lockStepping = true;
+      } else this.#unlockAll();
+    }
+    const lock = this.#rLock;
     // Decodes first, then chunks of prompts already running, as vLLM V1 spends its budget.
     for (let i = 0; i < this.#rLen && budget > 0; i++) {
-      if (seqs[i] === null) continue;
+      if (seqs[i] === null || lock[i] !== 0) continue;
       const c = computed[i]!;
       if (c < target[i]!) {
         prefilling++;
@@ -532,6 +703,7 @@ export class Engine {
         this.#preempt(i);
         continue;
       }
+      this.#register(seqs[i]!, c + n);
       step[i] = n;
       budget -= n;
       prefill += n;
@@ -539,20 +711,36 @@ export class Engine {
     while (budget > 0 && this.#runningCount < this.#maxNumSeqs) {
       const s = this.#popWaiting();
       if (!s) break;
-      const n = Math.min(s.prefillTarget - s.computed, budget);
-      const need = this.#blocksFor(s.computed + n);
-      if (need > this.#freeBlocks) break;
+      // Cached leading blocks are shared, not allocated, and their tokens skip prefill; taking an
+      // idle one uses a free block, so the check counts those too.
+      const hit = this.#lookup(s);
+      const cached = hit * bs;
+      const n = Math.min(s.prefillTarget - cached, budget);
+      const fresh = this.#blocksFor(cached + n) - hit;
+      if (fresh + (hit > 0 ? this.#pool.matchedIdle : 0) > this.#pool.free) break;
       this.#shiftWaiting();
+      if (hit > 0) {
+        this.#pool.acquire(s.entries!, hit);
+        s.registered = hit;
+        s.shared = hit;
+      }
+      this.#pool.allocate(fresh);
+      s.computed = cached;
       const i = this.#pushRunning(s);
-      this.#freeBlocks -= need;
-      this.#rBlocks[i] = need;
+      this.#rBlocks[i] = hit + fresh;
       this.#rStep[i] = n;
+      this.#register(s, cached + n);
       s.state = RUNNING;
       this.#runningCount++;
       budget -= n;
       prefill += n;
       if (!s.admitted) {
         s.admitted = true;
+        this.#promptTokensTotal += s.req.promptTokens;
+        if (this.#caching && s.hashes !== null) {
+          this.#cacheQueriesTotal += s.req.promptTokens;
+          this.#cacheHitsTotal += cached;
+        }
         s.req.onAdmit?.(this.#clock.now());
       }
     }
@@ -568,32 +756,17 @@ export class Engine {
     this.#clock.setTimer(this.#stepStartMs + durationMs, () => this.#endStep());
   }
 
-  /** Hands one step's sink tokens to their sinks (split per sink when there are several). */
-  #flushSinks(now: number, nb: number): void {
+  /** Hands one step's sink tokens to their sinks: the cohort's as one count per sink, then the others. */
+  #flushSinks(now: number, lockGapMs: number, nb: number): void {
     const sinks = this.#sinks;
-    if (sinks.length === 1) {
-      sinks[0]!.sink.onStepTokens(now, nb, this.#bKey, this.#bGapMs);
-      return;
+    const flush = this.#lockFlush;
+    for (let k = 0; k < sinks.length; k++) {
+      const count = flush[k]!;
+      if (count === 0) continue;
+      flush[k] = 0;
+      sinks[k]!.onStepTokens(now, count, lockGapMs);
     }
-    for (let i = 0; i < nb; i++) {
-      const b = sinks[this.#bSink[i]!]!;
-      if (b.count === b.keys.length) {
-        const keys = new Int32Array(b.count * 2);
-        keys.set(b.keys);
-        b.keys = keys;
-        const gaps = new Float64Array(b.count * 2);
-        gaps.set(b.gapsMs);
-        b.gapsMs = gaps;
-      }
-      b.keys[b.count] = this.#bKey[i]!;
-      b.gapsMs[b.count++] = this.#bGapMs[i]!;
-    }
-    for (const b of sinks) {
-      if (b.count === 0) continue;
-      const count = b.count;
-      b.count = 0;
-      b.sink.onStepTokens(now, count, b.keys, b.gapsMs);
-    }
+    for (let i = 0; i < nb; i++) sinks[this.#bSink[i]!]!.onStepTokens(now, 1, this.#bGapMs[i]!);
   }
 
   #endStep(): void {
@@ -601,7 +774,7 @@ export class Engine {
     this.#inStep = false;
     this.#stepsTotal++;
     this.#busyMsTotal += now - this.#stepStartMs;
-    this.#promptTokensTotal += this.#stepPrefill;
+    this.#prefillTokensTotal += this.#stepPrefill;
     const seqs = this.#rSeq;
     const computed = this.#rComputed;
     const target = this.#rTarget;
@@ -617,19 +790,44 @@ export class Engine {
       const cap = this.#rLen * 2;
       this.#deliverKind = new Uint8Array(cap);
       this.#bSink = new Int32Array(cap);
-      this.#bKey = new Int32Array(cap);
       this.#bGapMs = new Float64Array(cap);
     }
     const kinds = this.#deliverKind;
     const bSink = this.#bSink;
-    const bKey = this.#bKey;
     const bGap = this.#bGapMs;
-    const keyOf = this.#rKey;
+    const lock = this.#rLock;
+    const finishAt = this.#rFinishAt;
+    let tokens = 0;
+    let lockGapMs = 0;
+    let hasLock = false;
+    if (this.#lockStepping) {
+      // Every cohort member got one token, all with the same gap.
+      this.#lockStepping = false;
+      hasLock = true;
+      tokens = this.#lockCount;
+      lockGapMs = now - this.#lockLastMs;
+      this.#lockLastMs = now;
+      this.#lockSteps++;
+      this.#lockFlush.set(this.#lockBySink);
+    }
+    const lockSteps = this.#lockSteps;
     // First the bookkeeping over the dense arrays (no callbacks, so nothing moves under it).
     // Delivery kinds: 0 onToken, 1 onToken + onFinish, 2 onFinish (its last token went to a sink).
-    let tokens = 0;
     const n = this.#rLen;
     for (let i = 0; i < n; i++) {
+      if (lock[i] !== 0) {
+        if (finishAt[i] !== lockSteps) continue;
+        // A cohort member's last token: it leaves with its counters brought up to date.
+        const seq = seqs[i]!;
+        this.#runningCount--;
+        this.#successTotal++;
+        seq.state = DONE;
+        this.#seqs.delete(seq.req.id);
+        this.#dropRunning(i);
+        deliver[nd] = seq;
+        kinds[nd++] = 2;
+        continue;
+      }
       const t = step[i]!;
       if (t === 0) continue;
       step[i] = 0;
@@ -646,9 +844,11 @@ export class Engine {
       let kind = done ? 1 : 0;
       if (sink >= 0 && g > 1) {
         bSink[nb] = sink;
-        bKey[nb] = keyOf[i]!;
         bGap[nb++] = gapMs;
-        if (!done) continue;
+        if (!done) {
+          this.#join(i, now);
+          continue;
+        }
         kind = 2;
       }
       const seq = seqs[i]!;
@@ -658,13 +858,13 @@ export class Engine {
         seq.state = DONE;
         this.#seqs.delete(seq.req.id);
         this.#dropRunning(i);
-      }
+      } else if (sink >= 0) this.#join(i, now);
       deliver[nd] = seq;
       kinds[nd++] = kind;
     }
     this.#generationTokensTotal += tokens;
     // Then the callbacks, which may submit or abort: sinks in bulk, then requests one by one.
-    if (nb > 0) this.#flushSinks(now, nb);
+    if (hasLock || nb > 0) this.#flushSinks(now, lockGapMs, nb);
     for (let k = 0; k < nd; k++) {
       const seq = deliver[k]!;
       deliver[k] = null;

@@ -54,6 +54,78 @@ test('startFleet: workers, ids, faults from the library API; bad options are CON
   assert.throws(() => fleet.addFault({ worker: 5, kind: 'stall', atMs: 0, forMs: 1 }), { code: 'CONFIG_INVALID' });
 });
 
+/** `name{labels} value` samples of a worker's /metrics page. */
+async function scrape(url: string): Promise<Map<string, number>> {
+  const m = new Map<string, number>();
+  for (const line of (await (await fetch(`${url}/metrics`)).text()).split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    m.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return m;
+}
+
+test('/metrics counts prefix cache queries and hits in tokens, exactly, over both endpoints', async (t) => {
+  const fleet = await startFleet({ workers: 2, port: 0, profile: 'small', prefixCaching: true });
+  t.after(() => fleet.close());
+  const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
+  const post = async (url: string, path: string, body: object) => {
+    const res = await fetch(`${url}${path}`, { method: 'POST', body: JSON.stringify({ model: 'Qwen/Qwen3-8B', max_tokens: 3, ...body }) });
+    assert.equal(res.status, 200);
+    await res.text();
+  };
+  const on = fleet.workers[0]!.url;
+  const L = '{engine="0",model_name="Qwen/Qwen3-8B"}';
+  const before = await scrape(on);
+  assert.equal(before.get(`vllm:prefix_cache_queries_total${L}`), 0);
+  assert.ok(before.has(`vllm:prefix_cache_hits_created${L}`));
+  for (let i = 0; i < 2; i++) await post(on, '/v1/chat/completions', { messages: [{ role: 'user', content: words }], stream: i === 0 });
+  let m = await scrape(on);
+  // 40 tokens: 2 full blocks of 16 can hit (at most 39 tokens), and the first request found none.
+  assert.equal(m.get(`vllm:prefix_cache_queries_total${L}`), 80);
+  assert.equal(m.get(`vllm:prefix_cache_hits_total${L}`), 32);
+  assert.equal(m.get(`vllm:prompt_tokens_total${L}`), 80, 'prompt tokens count cached ones too, as in vLLM');
+  assert.equal(m.get(`vllm:kv_cache_usage_perc${L}`), 0, 'cached blocks no request holds count as free');
+  // The same text through /v1/completions is the same blocks.
+  await post(on, '/v1/completions', { prompt: words });
+  m = await scrape(on);
+  assert.equal(m.get(`vllm:prefix_cache_queries_total${L}`), 120);
+  assert.equal(m.get(`vllm:prefix_cache_hits_total${L}`), 64);
+  assert.equal(fleet.workers[1]!.engine.stats().prefixCacheQueriesTotal, 0, 'the other worker saw nothing');
+});
+
+test('prefixCaching: false (tailgate fleet --no-prefix-caching) queries and hits nothing', async (t) => {
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', prefixCaching: false });
+  t.after(() => fleet.close());
+  const url = fleet.workers[0]!.url;
+  for (let i = 0; i < 2; i++) {
+    const res = await fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'a b c d e f g h i j k l m n o p q r s t', max_tokens: 2 }) });
+    await res.text();
+  }
+  const m = await scrape(url);
+  const L = '{engine="0",model_name="Qwen/Qwen3-8B"}';
+  assert.deepEqual([m.get(`vllm:prefix_cache_queries_total${L}`), m.get(`vllm:prefix_cache_hits_total${L}`), m.get(`vllm:prompt_tokens_total${L}`)], [0, 0, 40]);
+});
+
+test('POST /admin/faults accepts kind=throttle like --fault: the engine slows, the GPU telemetry shows it', async (t) => {
+  const fleet = await startFleet({ workers: 2, port: 0, profile: 'small', gpuMetricsPort: 0 });
+  t.after(() => fleet.close());
+  const url = fleet.workers[0]!.url;
+  const bad = await fetch(`${url}/admin/faults`, { method: 'POST', body: 'worker=1,kind=throttle,for=1s,factor=0.5' });
+  assert.equal(bad.status, 400);
+  assert.match(((await bad.json()) as { error: { message: string } }).error.message, /factor=0\.5 is not a number >= 1/);
+  const res = await fetch(`${url}/admin/faults`, { method: 'POST', body: JSON.stringify({ fault: 'worker=1,kind=throttle,for=10s,factor=4' }) });
+  assert.equal(res.status, 200);
+  const body = (await res.json()) as { ok: boolean; fault: { kind: string; worker: number; factor: number } };
+  assert.deepEqual([body.ok, body.fault.kind, body.fault.worker, body.fault.factor], [true, 'throttle', 1, 4]);
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(fleet.workers[1]!.engine.slowFactor, 4);
+  assert.equal(fleet.workers[0]!.engine.slowFactor, 1);
+  const gpu = await (await fetch(fleet.gpuMetricsUrl!)).text();
+  assert.match(gpu, /DCGM_FI_DEV_SM_CLOCK\{gpu="1"[^}]*\} 495\n/, 'SM clock at base / 4');
+  assert.match(gpu, /DCGM_FI_DEV_SM_CLOCK\{gpu="0"[^}]*\} 1980\n/);
+});
+
 test('formatPromFloat prints like prometheus_client', () => {
   const table: [number, string][] = [[0, '0.0'], [1529, '1529.0'], [412873, '412873.0'], [1843207, '1.843207e+06'], [0.25, '0.25'], [271.8364123471737, '271.8364123471737'], [Infinity, '+Inf'], [1789520478.4214149, '1.7895204784214149e+09']];
   for (const [v, s] of table) assert.equal(formatPromFloat(v), s, String(v));

@@ -1,7 +1,8 @@
 import { RealClock, TailgateError, createRng, type Clock } from '../core/index.js';
 import { DEFAULT_PROFILE, Engine, FaultSchedule, burstyStalls, getProfile, parseFault, type EngineProfile, type FaultSpec } from '../engine/index.js';
 import { FleetWorker } from './worker.js';
-import { startGpuMetrics, type GpuMetricsServer, type GpuThrottleSpec } from './gpu-metrics.js';
+import { parseThrottle, startGpuMetrics, type GpuMetricsServer, type GpuThrottleSpec } from './gpu-metrics.js';
+import type { AddedFault } from './worker.js';
 
 export interface FleetOptions {
   /** Number of workers. @default 8 */
@@ -18,6 +19,8 @@ export interface FleetOptions {
   maxNumSeqs?: number;
   /** Overrides the profile's waiting-queue bound (over it: 429). */
   maxWaiting?: number;
+  /** vLLM V1's automatic prefix caching in every worker's engine. @default true */
+  prefixCaching?: boolean;
   /** Tokens per SSE message. @default 1 */
   tokensPerChunk?: number;
   /** Fault windows, `atMs` counted from the moment the fleet is ready. */
@@ -101,16 +104,34 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
   let schedule: FaultSchedule | null = null;
   let originMs = 0;
   const workers: FleetWorker[] = [];
-  const addFaultText = (text: string): FaultSpec => {
+  // The GPU telemetry reads this list live, so throttles added at run time show there too.
+  const throttles: GpuThrottleSpec[] = [...(opts.throttles ?? [])];
+  const addFaultText = (text: string): AddedFault => {
+    const sinceOriginMs = clock.now() - originMs;
+    const t = parseThrottle(text);
+    if (t) {
+      // As with --fault: the engine runs `factor` times slower, and the GPU shows lowered clocks.
+      const slow: FaultSpec = { worker: t.worker, kind: 'slow', atMs: t.atMs + sinceOriginMs, forMs: t.forMs, factor: t.factor };
+      checkFault(slow, n);
+      throttles.push({ ...t, atMs: slow.atMs });
+      schedule!.add(slow);
+      return { kind: 'throttle', ...t, atMs: slow.atMs };
+    }
     const f = parseFault(text);
     checkFault(f, n);
-    const spec = { ...f, atMs: f.atMs + (clock.now() - originMs) };
+    const spec = { ...f, atMs: f.atMs + sinceOriginMs };
     schedule!.add(spec);
     return spec;
   };
   const none = { stalled: false, slowFactor: 1, errorRate: 0, reset: false, refuse: false, unhealthy: false };
   for (let i = 0; i < n; i++) {
-    const engine = new Engine({ clock, profile, ...(opts.maxNumSeqs !== undefined && { maxNumSeqs: opts.maxNumSeqs }), ...(opts.maxWaiting !== undefined && { maxWaiting: opts.maxWaiting }) });
+    const engine = new Engine({
+      clock,
+      profile,
+      prefixCaching: opts.prefixCaching ?? true,
+      ...(opts.maxNumSeqs !== undefined && { maxNumSeqs: opts.maxNumSeqs }),
+      ...(opts.maxWaiting !== undefined && { maxWaiting: opts.maxWaiting }),
+    });
     workers.push(
       new FleetWorker({
         index: i,
@@ -144,7 +165,7 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
   let gpu: GpuMetricsServer | null = null;
   if (opts.gpuMetricsPort !== undefined) {
     try {
-      gpu = await startGpuMetrics({ port: opts.gpuMetricsPort, host, workers, clock, originMs, throttles: opts.throttles ?? [], faults: (i) => s.activeFor(i) });
+      gpu = await startGpuMetrics({ port: opts.gpuMetricsPort, host, workers, clock, originMs, throttles, faults: (i) => s.activeFor(i) });
     } catch (e) {
       s.close();
       await Promise.all(workers.map((w) => w.close()));

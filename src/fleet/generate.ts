@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { countTokens, vocabWord, type Clock } from '../core/index.js';
+import { promptTokenIds, vocabWord, type Clock } from '../core/index.js';
 import type { Engine } from '../engine/index.js';
 import {
   ChatStreamEncoder,
@@ -66,7 +66,9 @@ function stamp(frame: string): string {
 export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse): void {
   const { clock, engine, metrics } = ctx;
   const arrivalMs = clock.now();
-  const promptTokens = countTokens(v.promptText);
+  // Real token ids under the shared rule, so equal text is equal KV blocks in the prefix cache.
+  const promptIds = promptTokenIds(v.promptText);
+  const promptTokens = promptIds.length;
   const maxTokens = v.maxTokens ?? Math.max(1, Math.min(ctx.defaultMaxTokens, engine.profile.maxModelLen - promptTokens));
   const rawId = ctx.nextId();
   const id = v.kind === 'chat' ? `chatcmpl-${rawId}` : `cmpl-${rawId}`;
@@ -128,6 +130,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
     id,
     promptTokens,
     maxTokens,
+    promptTokenIds: promptIds,
     onAdmit: (now) => {
       admitMs = now;
       metrics.queue.observe((now - arrivalMs) / 1000);

@@ -1,5 +1,6 @@
 export type { FleetOptions, Fleet, FleetWorkerInfo } from './fleet.js';
 export { startFleet } from './fleet.js';
+export type { AddedFault } from './worker.js';
 export { WorkerMetrics, formatPromFloat } from './metrics.js';
 export type { GpuThrottleSpec, GpuMetricsOptions, GpuMetricsServer, GpuWorkerSource } from './gpu-metrics.js';
 export { startGpuMetrics, parseThrottle, SIMULATED_GPU } from './gpu-metrics.js';

@@ -83,6 +83,8 @@ export class WorkerMetrics {
     gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', s.running);
     gauge('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', s.waiting);
     gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', s.kvUsage);
+    counter('vllm:prefix_cache_queries', 'Prefix cache queries, in terms of number of queried tokens.', s.prefixCacheQueriesTotal);
+    counter('vllm:prefix_cache_hits', 'Prefix cache hits, in terms of number of cached tokens.', s.prefixCacheHitsTotal);
     counter('vllm:num_preemptions', 'Cumulative number of preemption from the engine.', s.preemptionsTotal);
     counter('vllm:prompt_tokens', 'Number of prefill tokens processed.', s.promptTokensTotal);
     counter('vllm:generation_tokens', 'Number of generation tokens processed.', s.generationTokensTotal);

@@ -4,6 +4,7 @@ import { TailgateError, isTailgateError, type Clock, type Rng } from '../core/in
 import type { ActiveFaults, Engine, FaultSpec } from '../engine/index.js';
 import { errorBody, malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
 import { readBody } from './body.js';
+import type { GpuThrottleSpec } from './gpu-metrics.js';
 import { serveGeneration, type GenerateContext } from './generate.js';
 import { WorkerMetrics } from './metrics.js';
 
@@ -21,10 +22,13 @@ export interface WorkerOptions {
   defaultMaxTokens: number;
   /** The worker's current faults (as the fleet's schedule says). */
   faults: () => ActiveFaults;
-  /** Adds a fault from `--fault` grammar, `at` counted from now; throws TailgateError if bad. */
-  addFault: (text: string) => FaultSpec;
+  /** Adds a fault from `--fault` grammar (throttle included), `at` counted from now; throws TailgateError if bad. */
+  addFault: (text: string) => AddedFault;
   listFaults: () => readonly FaultSpec[];
 }
+
+/** What `POST /admin/faults` added: an engine or HTTP fault, or a GPU throttle (`kind=throttle`). */
+export type AddedFault = FaultSpec | ({ kind: 'throttle' } & GpuThrottleSpec);
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 const METRICS_TYPE = 'text/plain; version=1.0.0; charset=utf-8';

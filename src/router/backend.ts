@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
 import { TailgateError } from '../core/index.js';
+import { UpstreamPool } from './upstream.js';
 
 /** Connection settings shared by every backend pool. */
 export interface BackendPoolOptions {
@@ -16,7 +17,12 @@ export class Backend {
   /** `host:port`, the id every metric, header and log line uses. */
   readonly id: string;
   readonly url: string;
+  /** The `host` header upstream requests carry. */
+  readonly host: string;
+  /** Health probes and model lists (a few requests a second). */
   readonly pool: Pool;
+  /** Proxied requests: keep-alive connections that relay a response's bytes as they are read. */
+  readonly upstream: UpstreamPool;
   /** Last active probe answered 200 (false until the first probe). */
   probeHealthy = false;
   consecutiveProbeFailures = 0;
@@ -40,6 +46,7 @@ export class Backend {
     const port = u.port || (u.protocol === 'https:' ? '443' : '80');
     this.id = `${u.hostname.replace(/^\[|\]$/g, '')}:${port}`;
     this.url = u.origin;
+    this.host = u.host;
     this.pool = new Pool(u.origin, {
       connections: opts.connections ?? 4096,
       pipelining: 1,
@@ -48,11 +55,21 @@ export class Backend {
       bodyTimeout: 0,
       connect: { timeout: opts.connectTimeoutMs ?? 5000, ...(opts.ca !== undefined ? { ca: opts.ca } : {}) },
     });
+    this.upstream = new UpstreamPool(u.origin, {
+      connections: opts.connections ?? 4096,
+      ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
+      ...(opts.connectTimeoutMs !== undefined ? { connectTimeoutMs: opts.connectTimeoutMs } : {}),
+    });
   }
 
   /** Routable: the last probe passed and it is not ejected. */
   get routable(): boolean {
     return this.probeHealthy && !this.ejected;
+  }
+
+  /** Closes every connection to the worker. */
+  async close(): Promise<void> {
+    await Promise.all([this.pool.destroy(), this.upstream.close()]);
   }
 
   get models(): string[] | undefined {

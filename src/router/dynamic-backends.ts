@@ -117,7 +117,7 @@ export class BackendSet {
     if (this.#timer) clearInterval(this.#timer);
     const left = [...this.#draining.values()];
     this.#draining.clear();
-    await Promise.all(left.map((b) => b.pool.destroy()));
+    await Promise.all(left.map((b) => b.close()));
   }
 
   #schedule(): void {
@@ -137,9 +137,10 @@ export class BackendSet {
   #finish(b: Backend): void {
     this.#draining.delete(b.id);
     if (this.#d.byId.get(b.id) === b) this.#d.byId.delete(b.id);
-    this.#d.dispatcher.setModels(b.id, []);
+    // Gone for good once idle; a backend cut short while still busy keeps an entry that serves nothing.
+    if (!this.#d.dispatcher.removeWorker(b.id)) this.#d.dispatcher.setModels(b.id, []);
     this.#d.forget?.(b.id);
-    b.pool.close().catch(() => undefined);
+    b.close().catch(() => undefined);
   }
 }
 

@@ -1,4 +1,4 @@
-import type { DeadlineSetting, PolicyName } from '../routing/index.js';
+import type { DeadlineSetting, PolicyName, PrefixOptions } from '../routing/index.js';
 import type { HealthOptions } from './health.js';
 
 /** Options of {@link startRouter}; every default is documented. */
@@ -11,19 +11,21 @@ export interface RouterOptions {
   host?: string;
   /** @default 'adaptive' */
   policy?: PolicyName;
+  /** Prefix affinity of `prefix` and `prefix-greedy` (index size, balance bounds); see PrefixOptions. */
+  prefix?: PrefixOptions;
   /** Seed of every random choice the router makes. @default 1 */
   seed?: number;
-  /** Requests one worker may hold; more wait in the router. @default 1.25 x the fair share (at least 8) for adaptive, unlimited otherwise */
+  /** Requests one worker may hold; more wait in the router. @default 1.25 x the fair share (at least 8) for adaptive and prefix, unlimited otherwise */
   maxInflightPerWorker?: number;
   /** Requests that may wait in the router; more get 429. @default 4096 */
   maxQueue?: number;
   /** A request waiting longer than this in the router gets 503. @default 60000 */
   queueTimeoutMs?: number;
-  /** Re-dispatch a stream with no first content token by then. @default 'auto' for adaptive, 'off' otherwise */
+  /** Re-dispatch a stream with no first content token by then. @default 'auto' for adaptive and prefix, 'off' otherwise */
   ttftDeadline?: DeadlineSetting;
-  /** Migrate a stream silent for this long mid-way. @default 'auto' for adaptive, 'off' otherwise */
+  /** Migrate a stream silent for this long mid-way. @default 'auto' for adaptive and prefix, 'off' otherwise */
   stallDeadline?: DeadlineSetting;
-  /** Migrate a stream whose worker fails or stalls mid-way to another worker. @default true for adaptive, false otherwise */
+  /** Migrate a stream whose worker fails or stalls mid-way to another worker. @default true for adaptive and prefix, false otherwise */
   migrate?: boolean;
   /** Floor of the `auto` deadlines (ms). @default 1000 */
   deadlineFloorMs?: number;

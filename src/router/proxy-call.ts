@@ -1,14 +1,17 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { Dispatcher as UndiciDispatcher } from 'undici';
-import { countTokens, type Clock } from '../core/index.js';
-import { DONE_FRAME, errorFrame, readStreamChunk, type NormalizedRequest, type Usage } from '../openai/index.js';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { countTokens, promptTokenIds, type Clock } from '../core/index.js';
+import { blockHashes } from '../engine/index.js';
+import { DONE_FRAME, errorFrame, readStreamChunk, type NormalizedRequest, type StreamChunk, type Usage } from '../openai/index.js';
 import type { Dispatcher, RouteRequest, WorkerView } from '../routing/index.js';
 import type { Backend } from './backend.js';
+import { BodyScanner, decodeBody, type BodyFraming } from './body-scanner.js';
 import { continuationBody } from './continuation.js';
 import type { HealthTracker } from './health.js';
 import { clientHeaders, sendError, upstreamHeaders } from './http-util.js';
 import type { RouterMetrics } from './metrics.js';
 import { EventSplitter, forEachData } from './sse-frames.js';
+import { encodeRequest, type Exchange, type ExchangeHandler } from './upstream.js';
 
 /** What a call needs from the router that owns it. */
 export interface CallContext {
@@ -27,10 +30,22 @@ export interface CallContext {
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
 
 /**
+ * What an attempt does with the response body: `track` reads each event until the first content
+ * token (nothing reaches the client before it); `relay` forwards the worker's chunk frames to the
+ * client socket as they came; `reframe` forwards whole events through the response (the worker's
+ * framing cannot be forwarded, or a read stopped mid-event); `continue` rewrites a migrated
+ * stream's continuation; `whole` passes a non-streaming body.
+ */
+type Mode = 'none' | 'track' | 'relay' | 'reframe' | 'continue' | 'whole' | 'discard';
+
+/** Received raw bytes kept for a lazy read are merged every this many reads. */
+const KEEP_MERGE = 64;
+
+/**
  * One upstream try of a call on one worker. Holds the worker's in-flight count from assignment
  * until `release()`, which runs exactly once whatever ends the attempt.
  */
-class Attempt implements UndiciDispatcher.DispatchHandler {
+class Attempt implements ExchangeHandler {
   readonly call: ProxyCall;
   readonly backend: Backend;
   readonly startMs: number;
@@ -40,26 +55,50 @@ class Attempt implements UndiciDispatcher.DispatchHandler {
   firstContentMs = -1;
   lastTokenMs: number;
   paused = false;
-  #controller: UndiciDispatcher.DispatchController | undefined;
-  /** What the response body is used for, decided from its status line. */
-  #mode: 'none' | 'stream' | 'whole' | 'discard' = 'none';
+  #exchange: Exchange | null = null;
+  #mode: Mode = 'none';
   #status = 0;
+  #framing: BodyFraming = 'close';
+  /** Payload of the body, for the modes that read it event by event. */
+  #decoder: BodyScanner | null = null;
   #splitter = new EventSplitter();
+  /** Raw body bytes held back until the first content token. */
   #held: Buffer[] = [];
+  /** Raw body bytes received (when the text may be needed later: migration, access log), read only then. */
+  #kept: Buffer[] | null;
+  #keptMerged = 0;
   #respHeaders: OutgoingHttpHeaders = {};
+  /** The client's socket while chunk frames go to it as they came. */
+  #client: Socket | null = null;
   #sawDone = false;
   #sawFinish = false;
   #sawError = false;
+  /** Content read event by event (track and continue modes). */
+  #text = '';
+  #chunks = 0;
+  /** The relay stopped reading events: what was received is read from the kept bytes when asked. */
+  #lazy = false;
+  readonly #resume = (): void => {
+    this.paused = false;
+    this.lastTokenMs = Math.max(this.lastTokenMs, this.call.ctx.clock.now());
+    if (!this.cancelled) this.#exchange?.resume();
+  };
 
-  constructor(call: ProxyCall, backend: Backend, body: Buffer, continuation: boolean) {
+  constructor(call: ProxyCall, backend: Backend, continuation: boolean) {
     this.call = call;
     this.backend = backend;
     this.continuation = continuation;
     this.startMs = call.ctx.clock.now();
     this.lastTokenMs = this.startMs;
-    call.ctx.metrics.dispatched.inc({ worker: backend.id });
-    // The handler API (no Readable body stream): upstream bytes arrive in onResponseData as read.
-    backend.pool.dispatch({ path: call.path, method: 'POST', headers: upstreamHeaders(call.req.headers, body.length), body }, this);
+    this.#kept = call.ctx.migrate || call.ctx.accessLog !== undefined ? [] : null;
+  }
+
+  /** Sends the request (after the call points to this attempt: a failure may report at once). */
+  send(body: Buffer): void {
+    const call = this.call;
+    call.ctx.metrics.dispatched.inc({ worker: this.backend.id });
+    const request = encodeRequest('POST', call.path, this.backend.host, upstreamHeaders(call.req.headers, body.length), body);
+    this.#exchange = this.backend.upstream.send(request, this);
   }
 
   get released(): boolean {
@@ -76,66 +115,115 @@ class Attempt implements UndiciDispatcher.DispatchHandler {
   cancel(): void {
     this.cancelled = true;
     this.#mode = 'discard';
-    this.#abortUpstream();
+    this.#exchange?.abort();
     this.release();
   }
 
-  #abortUpstream(): void {
-    const c = this.#controller;
-    if (c && !c.aborted) c.abort(new Error('cancelled by the router'));
+  /** The content this attempt received so far: its text and number of content messages. */
+  received(): { text: string; chunks: number } {
+    if (!this.#lazy) return { text: this.#text, chunks: this.#chunks };
+    if (this.#kept === null) return { text: '', chunks: 0 };
+    // whole events only: an unfinished one never reached the client
+    const events = new EventSplitter().push(decodeBody(this.#framing, this.#kept));
+    let text = '';
+    let chunks = 0;
+    if (events) {
+      forEachData(events, (data) => {
+        const c = readStreamChunk(data);
+        if (c.content.length > 0) {
+          text += c.content;
+          chunks++;
+        }
+      });
+    }
+    return { text, chunks };
   }
 
-  onRequestStart(controller: UndiciDispatcher.DispatchController): void {
-    this.#controller = controller;
-    if (this.cancelled) this.#abortUpstream();
-  }
-
-  onResponseStart(controller: UndiciDispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
-    this.#controller = controller;
-    if (status < 200) return;
+  onHead(status: number, headers: Record<string, string | string[]>, framing: BodyFraming): void {
     if (this.cancelled || this.call.finished) {
-      this.#mode = 'discard';
-      this.#abortUpstream();
+      this.#discard();
       return;
     }
     this.#status = status;
+    this.#framing = framing;
     const res = this.call.res;
     if (RETRYABLE_STATUS.has(status) && !res.headersSent) {
-      this.#mode = 'discard';
-      this.#abortUpstream();
+      this.#discard();
       this.call.preByteFailure(this, `answered ${status}`, status);
       return;
     }
+    const payloadFraming: BodyFraming = framing === 'chunked' ? 'chunked' : 'close';
     if (status !== 200 || !this.call.norm.stream) {
       if (this.continuation) {
-        this.#mode = 'discard';
-        this.#abortUpstream();
+        this.#discard();
         this.call.midStreamFailure(this, `answered ${status} to the continuation`);
         return;
       }
       this.#mode = 'whole';
+      this.#decoder = new BodyScanner(payloadFraming, 0, (b, s, e) => this.#write(b.subarray(s, e)));
       res.writeHead(status, clientHeaders(headers, this.backend.id, true));
       return;
     }
-    this.#mode = 'stream';
+    this.#mode = this.continuation ? 'continue' : 'track';
+    this.#decoder = new BodyScanner(payloadFraming, 0, (b, s, e) => this.#onPayload(b, s, e));
     this.#respHeaders = clientHeaders(headers, this.backend.id, false);
   }
 
-  onResponseData(_controller: UndiciDispatcher.DispatchController, chunk: Buffer): void {
-    if (this.#mode === 'stream') this.#onData(chunk);
-    else if (this.#mode === 'whole') this.#write(chunk);
-  }
-
-  onResponseEnd(): void {
+  onBody(buf: Buffer, start: number, end: number): void {
     if (this.cancelled) return;
-    if (this.#mode === 'stream') this.#onEnd();
-    else if (this.#mode === 'whole') this.#endWhole();
+    const mode = this.#mode;
+    if (mode === 'relay') {
+      this.#relay(start === 0 && end === buf.length ? buf : buf.subarray(start, end));
+      return;
+    }
+    if (mode === 'discard' || mode === 'none') return;
+    if (mode === 'track' || mode === 'reframe') {
+      const raw = start === 0 && end === buf.length ? buf : buf.subarray(start, end);
+      this.#keep(raw);
+      if (mode === 'track') this.#held.push(raw);
+    }
+    this.#decoder!.scan(buf, start, end);
+    if (this.#mode === 'track' && !this.cancelled && (this.firstContentMs >= 0 || this.#sawDone || this.#sawError || this.#sawFinish)) this.#startRelay();
   }
 
-  onResponseError(_controller: UndiciDispatcher.DispatchController, e: Error): void {
+  onEnd(): void {
+    if (this.cancelled) return;
+    const mode = this.#mode;
+    if (mode === 'whole') {
+      this.#endWhole();
+      return;
+    }
+    if (mode === 'discard' || mode === 'none') return;
+    if (mode === 'track' || mode === 'continue' || mode === 'reframe') {
+      const rest = this.#splitter.flush();
+      if (rest) this.#onRegion(rest);
+    }
+    if (mode === 'relay' || mode === 'reframe') this.#readEnd();
+    if (this.#sawDone || this.#sawFinish || this.#sawError) {
+      if (this.#mode === 'track') this.#startRelay();
+      this.call.res.end();
+      this.release();
+      const ctx = this.call.ctx;
+      if (this.#sawError) ctx.metrics.failed.inc({ worker: this.backend.id });
+      else {
+        ctx.health.success(this.backend);
+        ctx.metrics.completed.inc({ worker: this.backend.id });
+      }
+      this.call.finish(this.#sawError ? 'upstream_error' : 'ok', 200);
+      return;
+    }
+    this.#failMidway('closed the stream before it finished');
+  }
+
+  onError(e: Error): void {
     if (this.cancelled || this.#released || this.#mode === 'discard') return;
     if (this.#mode === 'none') this.call.preByteFailure(this, describe(e), undefined);
     else this.#failMidway(describe(e));
+  }
+
+  #discard(): void {
+    this.#mode = 'discard';
+    this.#exchange?.abort();
   }
 
   #endWhole(): void {
@@ -153,22 +241,108 @@ class Attempt implements UndiciDispatcher.DispatchHandler {
     this.call.finish(status === 200 ? 'ok' : 'http_error', status);
   }
 
-  #write(buf: Buffer | string): void {
+  /** The hot path: one read of a stream past its first token, forwarded as it came. */
+  #relay(raw: Buffer): void {
+    this.#keep(raw);
+    const ctx = this.call.ctx;
+    const id = this.backend.id;
+    const now = ctx.clock.now();
+    // one sample per read: messages that arrived in the same read carry no timing of their own
+    if (now > this.lastTokenMs) {
+      const itl = now - this.lastTokenMs;
+      ctx.dispatcher.recordItl(id, itl);
+      ctx.metrics.observeItl(id, itl / 1000);
+    }
+    this.lastTokenMs = now;
+    ctx.dispatcher.progress(id, now);
+    if (this.#exchange!.cleanCut()) {
+      this.#writeRaw(raw);
+      return;
+    }
+    // a read that stops mid-event: from here on only whole events go out
+    this.#toReframe();
+    this.#decoder!.scan(raw, 0, raw.length);
+  }
+
+  /** The first content token (or the end) arrived: the client gets the head and what was held. */
+  #startRelay(): void {
     const res = this.call.res;
-    if (!res.write(buf) && !this.paused && this.#controller) {
-      this.paused = true;
-      this.#controller.pause();
-      res.once('drain', () => {
-        this.paused = false;
-        this.lastTokenMs = Math.max(this.lastTokenMs, this.call.ctx.clock.now());
-        if (!this.cancelled) this.#controller?.resume();
-      });
+    if (!res.headersSent) {
+      res.writeHead(200, this.#respHeaders);
+      res.flushHeaders();
+    }
+    const held = this.#held;
+    this.#held = [];
+    this.#lazy = true;
+    const s = res.socket;
+    if (s && !s.destroyed && res.chunkedEncoding && res.writableLength === 0 && this.#exchange!.cleanCut()) {
+      this.#mode = 'relay';
+      this.#client = s;
+      this.#writeRaw(held.length === 1 ? held[0]! : Buffer.concat(held));
+      return;
+    }
+    this.#toReframe();
+    for (const h of held) this.#decoder!.scan(h, 0, h.length);
+  }
+
+  /** Whole events through the response from here on (a fresh decoder: the bytes so far ended a chunk). */
+  #toReframe(): void {
+    this.#mode = 'reframe';
+    this.#client = null;
+    this.#splitter = new EventSplitter();
+    this.#decoder = new BodyScanner(this.#framing === 'chunked' ? 'chunked' : 'close', 0, (b, s, e) => this.#onPayload(b, s, e));
+  }
+
+  #keep(raw: Buffer): void {
+    const kept = this.#kept;
+    if (kept === null) return;
+    kept.push(raw);
+    if (kept.length - this.#keptMerged >= KEEP_MERGE) {
+      kept.push(Buffer.concat(kept.splice(this.#keptMerged)));
+      this.#keptMerged = kept.length;
     }
   }
 
-  #onData(chunk: Buffer): void {
-    if (this.cancelled) return;
-    const region = this.#splitter.push(chunk);
+  /** The end of a relayed stream: how it ended, from its last events. */
+  #readEnd(): void {
+    if (this.#sawDone || this.#sawFinish || this.#sawError) return;
+    const t = this.#exchange!.tail();
+    let text = t.bytes.toString('utf8');
+    if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
+    // the first kept piece may begin inside an event
+    if (t.partial) text = text.slice(text.indexOf('\n\n') + 2);
+    forEachData(Buffer.from(text), (data) => this.#flags(readStreamChunk(data)));
+    // not in the last events: read all of them, when kept, before calling the stream cut short
+    if (!this.#sawDone && !this.#sawFinish && !this.#sawError && this.#kept !== null) forEachData(decodeBody(this.#framing, this.#kept), (data) => this.#flags(readStreamChunk(data)));
+  }
+
+  #flags(c: StreamChunk): void {
+    if (c.done) this.#sawDone = true;
+    if (c.error) this.#sawError = true;
+    if (c.finishReason !== null) this.#sawFinish = true;
+  }
+
+  #writeRaw(buf: Buffer): void {
+    const s = this.#client!;
+    if (s.destroyed) return;
+    if (!s.write(buf) && !this.paused) {
+      this.paused = true;
+      this.#exchange?.pause();
+      s.once('drain', this.#resume);
+    }
+  }
+
+  #write(buf: Buffer | string): void {
+    const res = this.call.res;
+    if (!res.write(buf) && !this.paused) {
+      this.paused = true;
+      this.#exchange?.pause();
+      res.once('drain', this.#resume);
+    }
+  }
+
+  #onPayload(buf: Buffer, start: number, end: number): void {
+    const region = this.#splitter.push(buf.subarray(start, end));
     if (region) this.#onRegion(region);
   }
 
@@ -179,37 +353,18 @@ class Attempt implements UndiciDispatcher.DispatchHandler {
       return;
     }
     forEachData(region, (data) => this.#track(data, now));
-    const res = this.call.res;
-    if (!res.headersSent) {
-      // Nothing reaches the client before the first content token, so a re-dispatch stays invisible.
-      if (this.firstContentMs < 0 && !this.#sawDone && !this.#sawError && !this.#sawFinish) {
-        this.#held.push(region);
-        return;
-      }
-      this.#flushHeld();
-    }
-    this.#write(region);
+    if (this.#mode === 'reframe') this.#write(region);
   }
 
-  #flushHeld(): void {
-    const res = this.call.res;
-    if (!res.headersSent) res.writeHead(200, this.#respHeaders);
-    for (const h of this.#held) this.#write(h);
-    this.#held = [];
-  }
-
-  #track(data: string, now: number): string {
+  #track(data: string, now: number): void {
     const call = this.call;
     if (call.streamId === null) {
       const m = /"id"\s*:\s*"([^"]*)"/.exec(data);
       if (m) call.streamId = m[1]!;
     }
     const c = readStreamChunk(data);
-    if (c.done) this.#sawDone = true;
-    if (c.error) this.#sawError = true;
-    if (c.finishReason !== null) this.#sawFinish = true;
+    this.#flags(c);
     if (c.content.length > 0) this.#onContent(c.content, now);
-    return c.content;
   }
 
   #onContent(content: string, now: number): void {
@@ -230,8 +385,8 @@ class Attempt implements UndiciDispatcher.DispatchHandler {
     }
     this.lastTokenMs = now;
     ctx.dispatcher.progress(id, now);
-    call.partialText += content;
-    call.contentChunks++;
+    this.#text += content;
+    this.#chunks++;
   }
 
   /** A continuation's frames, rewritten so the client sees one stream: same id, no second role chunk, usage for the whole answer. */
@@ -271,26 +426,6 @@ class Attempt implements UndiciDispatcher.DispatchHandler {
     if (out.length > 0) this.#write(out.join(''));
   }
 
-  #onEnd(): void {
-    if (this.cancelled) return;
-    const rest = this.#splitter.flush();
-    if (rest) this.#onRegion(rest);
-    if (this.#sawDone || this.#sawFinish || this.#sawError) {
-      this.#flushHeld();
-      this.call.res.end();
-      this.release();
-      const ctx = this.call.ctx;
-      if (this.#sawError) ctx.metrics.failed.inc({ worker: this.backend.id });
-      else {
-        ctx.health.success(this.backend);
-        ctx.metrics.completed.inc({ worker: this.backend.id });
-      }
-      this.call.finish(this.#sawError ? 'upstream_error' : 'ok', 200);
-      return;
-    }
-    this.#failMidway('closed the stream before it finished');
-  }
-
   #failMidway(reason: string): void {
     if (!this.call.res.headersSent && this.firstContentMs < 0 && !this.continuation) {
       this.call.preByteFailure(this, reason, undefined);
@@ -323,8 +458,6 @@ export class ProxyCall {
   resent: 'redispatched' | 'migrated' | null = null;
   finished = false;
   streamId: string | null = null;
-  partialText = '';
-  contentChunks = 0;
   firstTokenMs = -1;
   #continuation: Buffer | null = null;
   #migratedText = '';
@@ -340,7 +473,13 @@ export class ProxyCall {
     this.norm = norm;
     this.#rawBody = rawBody;
     this.#receivedMs = ctx.clock.now();
-    this.routeReq = { model, promptTokens: countTokens(norm.promptText) };
+    // Hashed only for a policy that reads it (prefix affinity), by the fleet's rule: the same blocks as its KV cache.
+    const hashSize = ctx.dispatcher.policy.hashBlockSize;
+    if (hashSize === undefined) this.routeReq = { model, promptTokens: countTokens(norm.promptText) };
+    else {
+      const ids = promptTokenIds(norm.promptText);
+      this.routeReq = { model, promptTokens: ids.length, blockHashes: blockHashes(ids, hashSize) };
+    }
     ctx.active.add(this);
     res.on('close', () => {
       if (!this.finished) this.#clientGone();
@@ -372,7 +511,10 @@ export class ProxyCall {
     }
     this.#firstWorker ??= b.id;
     if (!this.#everQueued && this.attempt === undefined) this.ctx.metrics.overhead.observe((this.ctx.clock.now() - this.#receivedMs) / 1000);
-    this.attempt = new Attempt(this, b, this.#continuation ?? this.#rawBody, this.#continuation !== null);
+    const a = new Attempt(this, b, this.#continuation !== null);
+    // the call points to the attempt before it is sent: a failure may be reported at once
+    this.attempt = a;
+    a.send(this.#continuation ?? this.#rawBody);
   }
 
   /** Periodic check (the router's sweep): queue timeout, first-token deadline, stall deadline. */
@@ -400,7 +542,7 @@ export class ProxyCall {
       this.dispatch();
       return;
     }
-    if (nowMs - a.lastTokenMs < stallDeadlineMs || !this.#canResendFrom(a) || !this.#migratable()) return;
+    if (nowMs - a.lastTokenMs < stallDeadlineMs || !this.#canResendFrom(a) || !this.#migratable(a)) return;
     if (!d.tryResend()) return;
     a.cancel();
     m.failed.inc({ worker: a.backend.id });
@@ -414,19 +556,20 @@ export class ProxyCall {
     return this.ctx.dispatcher.canServe(this.routeReq.model, exclude);
   }
 
-  #migratable(): boolean {
-    return this.ctx.migrate && this.norm.stream && this.resent === null && (this.norm.maxTokens === null || this.norm.maxTokens - this.contentChunks >= 1);
+  #migratable(a: Attempt): boolean {
+    return this.ctx.migrate && this.norm.stream && this.resent === null && (this.norm.maxTokens === null || this.norm.maxTokens - a.received().chunks >= 1);
   }
 
   #migrate(a: Attempt): boolean {
-    const body = continuationBody(this.norm, this.partialText, this.contentChunks);
+    const got = a.received();
+    const body = continuationBody(this.norm, got.text, got.chunks);
     if (!body) return false;
     this.resent = 'migrated';
     this.ctx.metrics.migrated.inc({ worker: a.backend.id });
     this.tried.add(a.backend.id);
     this.#continuation = body;
-    this.#migratedText = this.partialText;
-    this.#migratedChunks = this.contentChunks;
+    this.#migratedText = got.text;
+    this.#migratedChunks = got.chunks;
     this.retries = 0;
     this.dispatch();
     return true;
@@ -462,7 +605,7 @@ export class ProxyCall {
     this.ctx.metrics.failed.inc({ worker: a.backend.id });
     this.ctx.health.failure(a.backend);
     if (this.finished) return;
-    if (this.#migratable() && this.#canResendFrom(a) && this.ctx.dispatcher.tryResend() && this.#migrate(a)) return;
+    if (this.#migratable(a) && this.#canResendFrom(a) && this.ctx.dispatcher.tryResend() && this.#migrate(a)) return;
     this.#giveUp(502, `worker ${a.backend.id} ${reason}`, 'upstream_failed');
   }
 
@@ -519,7 +662,7 @@ export class ProxyCall {
       request_id: this.req.headers['x-request-id'] ?? null,
       ttft_ms: this.firstTokenMs >= 0 ? round(this.firstTokenMs - this.#receivedMs) : null,
       duration_ms: round(now - this.#receivedMs),
-      output_messages: this.contentChunks,
+      output_messages: this.#migratedChunks + (a ? a.received().chunks : 0),
       redispatched: this.resent === 'redispatched',
       migrated: this.resent === 'migrated',
       retries: this.retries,

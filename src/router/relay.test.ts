@@ -61,7 +61,8 @@ test('a long relayed stream (past the 64 KiB checkpoint) migrates with every wor
   const ups = await fleet(t, [{ stallAfter: 600 }, { stallAfter: 600 }]);
   const r = await router(t, ups, { policy: 'adaptive', stallDeadline: 150, ttftDeadline: 'off' });
   const pending = fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: chat(700), headers: { 'content-type': 'application/json' } });
-  await new Promise((res) => setTimeout(res, 60));
+  // the worker that got the request stalls; the other one serves the continuation
+  while (ups.every((u) => u.requests.length === 0)) await new Promise((res) => setTimeout(res, 5));
   for (const u of ups) if (u.requests.length === 0) u.behaviour = {};
   const res = await pending;
   assert.equal(res.status, 200);
@@ -116,4 +117,97 @@ test('the access log counts every relayed content message', async (t) => {
   const entry = JSON.parse(lines.at(-1)!) as { outcome: string; output_messages: number };
   assert.equal(entry.outcome, 'ok');
   assert.equal(entry.output_messages, 40);
+});
+
+test('a worker that splits events across chunks: the client still gets whole events, each word once', async (t) => {
+  const { createServer } = await import('node:http');
+  const server = createServer((req, res) => {
+    if (req.url === '/health') return void res.writeHead(200).end();
+    if (req.url === '/v1/models') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: M, object: 'model' }] }));
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const frames = [
+      `data: {"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n`,
+      ...Array.from({ length: 30 }, (_, i) => `data: {"id":"x","choices":[{"index":0,"delta":{"content":" ${vocabWord(i)}"},"logprobs":null,"finish_reason":${i === 29 ? '"length"' : 'null'}}]}\n\n`),
+      'data: [DONE]\n\n',
+    ];
+    let i = 0;
+    const step = () => {
+      const f = frames[i++];
+      if (f === undefined) return void res.end();
+      // every event goes out in two chunks, cut inside its JSON
+      const cut = Math.floor(f.length / 2);
+      res.write(f.slice(0, cut));
+      setTimeout(() => {
+        res.write(f.slice(cut));
+        setTimeout(step, 1);
+      }, 2);
+    };
+    step();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  const r = await startRouter({ backends: [`http://127.0.0.1:${(server.address() as { port: number }).port}`], port: 0, policy: 'p2c' });
+  t.after(() => r.close());
+  const res = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: chat(30), headers: { 'content-type': 'application/json' } });
+  const got = readSse(await res.text());
+  assert.equal(got.text, words(30));
+  assert.equal(got.done, 1);
+  await settle(r);
+});
+
+test('an HTTP/1.0 client (no chunked framing) gets the stream as whole events', async (t) => {
+  const ups = await fleet(t, [{}]);
+  const r = await router(t, ups, { policy: 'adaptive' });
+  const { connect } = await import('node:net');
+  const { port } = new URL(r.url);
+  const raw = await new Promise<string>((resolve, reject) => {
+    const s = connect(Number(port), '127.0.0.1');
+    const body = chat(25);
+    let out = '';
+    s.on('data', (d: Buffer) => (out += d.toString()));
+    s.on('end', () => resolve(out));
+    s.on('error', reject);
+    s.write(`POST /v1/chat/completions HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  });
+  const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+  assert.doesNotMatch(head, /transfer-encoding/i);
+  assert.match(head, new RegExp(`x-tailgate-worker: ${ups[0]!.id}`, 'i'));
+  const got = readSse(raw.slice(head.length + 4));
+  assert.equal(got.text, words(25));
+  assert.equal(got.done, 1);
+  await settle(r);
+});
+
+test('an https worker behind a private CA is relayed like a plain one', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const { mkdtempSync, readFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const https = await import('node:https');
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-tls-'));
+  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  if (made.status !== 0) {
+    t.skip('openssl is not available to make a certificate');
+    return;
+  }
+  const cert = readFileSync(join(dir, 'cert.pem'));
+  const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
+    if (req.url === '/health') return void res.writeHead(200).end();
+    if (req.url === '/v1/models') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: M, object: 'model' }] }));
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (let i = 0; i < 20; i++) res.write(`data: {"id":"s","choices":[{"index":0,"delta":{"content":" ${vocabWord(i)}"},"logprobs":null,"finish_reason":null}]}\n\n`);
+    res.end('data: [DONE]\n\n');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  const r = await startRouter({ backends: [`https://127.0.0.1:${(server.address() as { port: number }).port}`], port: 0, policy: 'adaptive', ca: cert });
+  t.after(() => r.close());
+  const res = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: chat(20), headers: { 'content-type': 'application/json' } });
+  assert.equal(res.status, 200);
+  const got = readSse(await res.text());
+  assert.equal(got.text, words(20));
+  assert.equal(got.done, 1);
+  await settle(r);
 });

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { RealClock, TailgateError, createRng } from '../core/index.js';
 import { malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
-import { Dispatcher, createPolicy, type DeadlineSetting } from '../routing/index.js';
+import { Dispatcher, createPolicy, usesAdaptiveDefaults, type DeadlineSetting } from '../routing/index.js';
 import { Backend } from './backend.js';
 import { BackendSet, forgetWorkerGauges } from './dynamic-backends.js';
 import { clusterMetricsSource } from './cluster.js';
@@ -27,14 +27,14 @@ const SWEEP_MS = 50;
 export async function startRouter(opts: RouterOptions): Promise<Router> {
   if (opts.backends.length === 0 && opts.dynamicBackends !== true) throw new TailgateError('ROUTER_NO_BACKEND', 'no backend given (use --backend URL or --backends-file FILE)');
   const policyName = opts.policy ?? 'adaptive';
-  const adaptive = policyName === 'adaptive';
+  const adaptive = usesAdaptiveDefaults(policyName);
   const clock = new RealClock();
   const backends = dedupe(opts.backends).map((u) => new Backend(u, { ...(opts.ca !== undefined ? { ca: opts.ca } : {}), ...(opts.connectionsPerBackend !== undefined ? { connections: opts.connectionsPerBackend } : {}) }));
   const byId = new Map(backends.map((b) => [b.id, b]));
   const off: DeadlineSetting = 'off';
   const floor = opts.deadlineFloorMs ?? 1000;
   const dispatcher = new Dispatcher({
-    policy: createPolicy(policyName, { now: () => clock.now() }),
+    policy: createPolicy(policyName, { now: () => clock.now(), ...(opts.prefix !== undefined && { prefix: opts.prefix }) }),
     rng: createRng(opts.seed ?? 1),
     now: () => clock.now(),
     maxInflightPerWorker: opts.maxInflightPerWorker ?? (adaptive ? 'auto' : Number.POSITIVE_INFINITY),
@@ -166,7 +166,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   }).catch(async (e: unknown) => {
     clearInterval(sweep);
     health.stop();
-    await Promise.all(backends.map((b) => b.pool.close()));
+    await Promise.all(backends.map((b) => b.close()));
     throw e;
   });
   const addr = server.address() as AddressInfo;
@@ -184,7 +184,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     await closed;
     clearInterval(sweep);
     health.stop();
-    await Promise.all(backends.map((b) => b.pool.destroy()));
+    await Promise.all(backends.map((b) => b.close()));
     await backendSet.close();
   }
 

@@ -41,6 +41,15 @@ export class AdaptivePolicy implements RoutingPolicy {
 
   /** The score the policy minimises (exposed for tests and the simulator's charts). */
   score(w: WorkerView, fleet: FleetLatency, nowMs?: number): number {
+    const rel = this.relative(w, fleet, nowMs);
+    return (w.inflight + 1) * (this.#weight === 1 ? rel : rel ** this.#weight);
+  }
+
+  /**
+   * The worker's latency relative to the fleet's as this policy sees it: silence with requests in
+   * flight counts as per-token latency, an idle worker's bad record fades, clamped to `relClamp`.
+   */
+  relative(w: WorkerView, fleet: FleetLatency, nowMs?: number): number {
     let itl = w.itlMsEwma;
     if (nowMs !== undefined && w.inflight > 0 && Number.isFinite(w.lastProgressMs)) {
       const silentMs = nowMs - w.lastProgressMs;
@@ -51,7 +60,6 @@ export class AdaptivePolicy implements RoutingPolicy {
       // no request on it means no new measurement: let an old bad record fade so it gets probed
       rel = 1 + (rel - 1) * 2 ** (-Math.max(0, nowMs - w.lastProgressMs) / this.#halfLifeMs);
     }
-    rel = Math.min(this.#hi, Math.max(this.#lo, rel));
-    return (w.inflight + 1) * (this.#weight === 1 ? rel : rel ** this.#weight);
+    return Math.min(this.#hi, Math.max(this.#lo, rel));
   }
 }

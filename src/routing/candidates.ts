@@ -7,12 +7,14 @@ const TRIES = 8;
 
 /**
  * A pool over a snapshot array: eligible = healthy and serving the request's model; the fleet's
- * latency is taken over the eligible workers.
+ * latency and mean in-flight are taken over the eligible workers.
  */
 export class ArrayPool implements WorkerPool {
   readonly #workers: readonly WorkerView[];
   readonly #model: string;
   #fleet: FleetLatency | undefined;
+  #byId: Map<string, number> | undefined;
+  #meanInflight = Number.NaN;
 
   constructor(workers: readonly WorkerView[], req: RouteRequest) {
     this.#workers = workers;
@@ -39,6 +41,25 @@ export class ArrayPool implements WorkerPool {
       this.#fleet = fleetLatency(c);
     }
     return this.#fleet;
+  }
+
+  indexOf(id: string): number {
+    if (!this.#byId) this.#byId = new Map(this.#workers.map((w, i) => [w.id, i]));
+    return this.#byId.get(id) ?? -1;
+  }
+
+  meanInflight(): number {
+    if (Number.isNaN(this.#meanInflight)) {
+      let sum = 0;
+      let n = 0;
+      for (let i = 0; i < this.#workers.length; i++) {
+        if (!this.eligible(i)) continue;
+        sum += this.#workers[i]!.inflight;
+        n++;
+      }
+      this.#meanInflight = n === 0 ? 0 : sum / n;
+    }
+    return this.#meanInflight;
   }
 }
 

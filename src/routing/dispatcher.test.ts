@@ -190,7 +190,14 @@ test('dispatcher: a pick samples a few workers, it does not visit the fleet', ()
     name: inner.name,
     pick: inner.pick.bind(inner),
     pickFrom(pool: WorkerPool, req: RouteRequest, rng: Rng) {
-      const spy: WorkerPool = { size: pool.size, at: (i) => pool.at(i), eligible: (i) => (visits++, pool.eligible(i)), fleetLatency: () => pool.fleetLatency() };
+      const spy: WorkerPool = {
+        size: pool.size,
+        at: (i) => pool.at(i),
+        eligible: (i) => (visits++, pool.eligible(i)),
+        fleetLatency: () => pool.fleetLatency(),
+        indexOf: (id) => pool.indexOf(id),
+        meanInflight: () => pool.meanInflight(),
+      };
       return inner.pickFrom(spy, req, rng);
     },
   } satisfies RoutingPolicy;

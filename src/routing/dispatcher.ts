@@ -77,7 +77,8 @@ export type SubmitResult = 'assigned' | 'queued' | 'rejected';
  */
 class WorkerEntry implements WorkerView {
   readonly id: string;
-  readonly index: number;
+  /** Its position in the dispatcher's list (shifts down when an earlier worker is removed). */
+  index: number;
   models: ReadonlySet<string> | '*';
   healthy: boolean;
   inflight = 0;
@@ -182,6 +183,8 @@ export class Dispatcher {
     const list = this.#list;
     const eligible = (w: WorkerEntry, entry: QueueEntry, cap: number): boolean => this.#eligible(w, entry, cap);
     const fleet = (model: string): FleetLatency => this.#fleet(model);
+    const workers = this.#workers;
+    const mean = (): number => this.#totalInflight / Math.max(1, this.#fullShareWorkers);
     this.#pool = {
       entry: undefined,
       cap: Number.POSITIVE_INFINITY,
@@ -195,6 +198,8 @@ export class Dispatcher {
       fleetLatency() {
         return fleet(this.entry?.req.model ?? ANY_MODEL);
       },
+      indexOf: (id) => workers.get(id)?.index ?? -1,
+      meanInflight: mean,
     };
   }
 
@@ -213,6 +218,25 @@ export class Dispatcher {
     }
     this.#fleetCache.clear();
     this.#drain();
+  }
+
+  /**
+   * Removes a worker and everything kept about it: its counts, its latency record, the policy's
+   * memory of it (so Kubernetes churn does not leak per-worker state). Refused (false) while
+   * requests are in flight on it: release them first (a draining backend waits for that), or
+   * while it is unknown. A worker added again later under the same id starts afresh.
+   */
+  removeWorker(id: string): boolean {
+    const w = this.#workers.get(id);
+    if (!w || w.inflight > 0) return false;
+    if (w.halfOpen) this.#halfOpenWorkers--;
+    else if (w.healthy) this.#fullShareWorkers--;
+    this.#workers.delete(id);
+    this.#list.splice(w.index, 1);
+    for (let i = w.index; i < this.#list.length; i++) this.#list[i]!.index = i;
+    this.#fleetCache.clear();
+    this.policy.forget?.(id);
+    return true;
   }
 
   /** Sets the models a worker serves (`undefined`: any). */
@@ -476,6 +500,7 @@ export class Dispatcher {
     if (w.inflight === 0 && this.#now) w.stats.busySinceMs = this.#now();
     w.inflight++;
     this.#totalInflight++;
+    this.policy.assigned?.(w.id, entry.req);
     entry.onAssign(view(w, entry.req.model, w.healthy));
   }
 

@@ -1,9 +1,12 @@
-export type { AdaptiveOptions, PolicyName, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
-export { POLICY_NAMES } from './policy.js';
+export type { AdaptiveOptions, PolicyName, PolicyOptions, PrefixOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
+export { POLICY_NAMES, usesAdaptiveDefaults } from './policy.js';
 export { createPolicy } from './create-policy.js';
 export { AdaptivePolicy } from './adaptive.js';
 export { LeastLoadedPolicy } from './least-loaded.js';
 export { P2cPolicy } from './p2c.js';
+export { PrefixAffinityPolicy } from './prefix-affinity.js';
+export { PrefixGreedyPolicy } from './prefix-greedy.js';
+export { PrefixIndex } from './prefix-index.js';
 export { RandomPolicy } from './random-policy.js';
 export { RoundRobinPolicy } from './round-robin.js';
 export type { FleetLatency, WorkerStatsOptions } from './worker-stats.js';

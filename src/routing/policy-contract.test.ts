@@ -12,7 +12,9 @@ function w(id: string, over: Partial<WorkerView> = {}): WorkerView {
 /** The conformance suite every routing policy runs. */
 for (const name of POLICY_NAMES) {
   describe(`policy contract: ${name}`, () => {
-    const req = { model: M, promptTokens: 128 };
+    // Block hashes are ignored by policies that do not ask for them; prefix policies learn from
+    // `assigned`, which the suites call after each pick as the Dispatcher does.
+    const req = { model: M, promptTokens: 128, blockHashes: [11, 12, 13, 14, 15, 16, 17, 18] };
 
     test('returns undefined for an empty fleet and for an all-unhealthy fleet', () => {
       const p = createPolicy(name);
@@ -28,7 +30,19 @@ for (const name of POLICY_NAMES) {
       for (let i = 0; i < 500; i++) {
         const got = p.pick(fleet, req, rng);
         assert.ok(got && got.healthy, `picked ${got?.id}`);
+        p.assigned?.(got.id, req);
       }
+    });
+
+    test('never picks a worker that became unhealthy, whatever it learned about it', () => {
+      const p = createPolicy(name);
+      const rng = createRng(4);
+      const healthy = [w('a'), w('b'), w('c'), w('d')];
+      for (let i = 0; i < 100; i++) p.assigned?.(p.pick(healthy, req, rng)!.id, req);
+      const later = healthy.map((x) => (x.id === 'b' ? x : w(x.id, { healthy: false })));
+      for (let i = 0; i < 200; i++) assert.equal(p.pick(later, req, rng)?.id, 'b');
+      p.forget?.('b');
+      assert.equal(p.pick(later, req, rng)?.id, 'b', 'forgetting what it learned does not forget the worker');
     });
 
     test('only picks workers serving the requested model', () => {
@@ -38,6 +52,7 @@ for (const name of POLICY_NAMES) {
       for (let i = 0; i < 500; i++) {
         const got = p.pick(fleet, req, rng);
         assert.ok(got && got.model === M, `picked ${got?.id}`);
+        p.assigned?.(got.id, req);
       }
       assert.equal(p.pick(fleet, { model: 'missing', promptTokens: 1 }, rng), undefined);
     });
@@ -58,7 +73,11 @@ for (const name of POLICY_NAMES) {
       const run = () => {
         const p = createPolicy(name);
         const rng = createRng(42);
-        return Array.from({ length: 50 }, () => p.pick(fleet, req, rng)!.id).join('');
+        return Array.from({ length: 50 }, () => {
+          const id = p.pick(fleet, req, rng)!.id;
+          p.assigned?.(id, req);
+          return id;
+        }).join('');
       };
       assert.equal(run(), run());
     });

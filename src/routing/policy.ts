@@ -29,13 +29,26 @@ export interface WorkerView {
 export interface RouteRequest {
   model: string;
   promptTokens: number;
+  /**
+   * Chained hashes of the prompt's full KV blocks (the engines' rule), filled by the runtime only
+   * for a policy that sets `hashBlockSize`.
+   */
+  blockHashes?: readonly number[];
 }
 
 /** The routing policies, by the name the CLI accepts. */
-export type PolicyName = 'round-robin' | 'random' | 'least-loaded' | 'p2c' | 'adaptive';
+export type PolicyName = 'round-robin' | 'random' | 'least-loaded' | 'p2c' | 'adaptive' | 'prefix' | 'prefix-greedy';
 
 /** Every policy name, in the order `--help` lists them. */
-export const POLICY_NAMES: readonly PolicyName[] = ['adaptive', 'p2c', 'least-loaded', 'round-robin', 'random'];
+export const POLICY_NAMES: readonly PolicyName[] = ['adaptive', 'prefix', 'p2c', 'least-loaded', 'round-robin', 'random', 'prefix-greedy'];
+
+/**
+ * Policies that run behind adaptive's router defaults (auto per-worker cap, auto deadlines,
+ * migration); the others run with none of them unless the flags set them.
+ */
+export function usesAdaptiveDefaults(name: PolicyName): boolean {
+  return name === 'adaptive' || name === 'prefix';
+}
 
 /**
  * The fleet as a policy reads it at pick time, without copying: the runtime's persistent views by
@@ -51,6 +64,10 @@ export interface WorkerPool {
   eligible(i: number): boolean;
   /** The fleet's typical latency for this request's model (the runtime may cache it briefly). */
   fleetLatency(): FleetLatency;
+  /** The index of the worker with this id, or -1 when it is not in the pool. */
+  indexOf(id: string): number;
+  /** Typical in-flight of a worker that takes a full share (the fleet's mean), O(1) for the runtime. */
+  meanInflight(): number;
 }
 
 /**
@@ -63,6 +80,15 @@ export interface RoutingPolicy {
   pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined;
   /** Picks from a pool whose eligibility the runtime decides (the Dispatcher's hot path). */
   pickFrom(pool: WorkerPool, req: RouteRequest, rng: Rng): WorkerView | undefined;
+  /**
+   * Set by a policy that reads `req.blockHashes`: the runtime hashes each request's prompt in
+   * blocks of this many tokens (the engines' KV block size). Unset: nothing is hashed.
+   */
+  readonly hashBlockSize?: number;
+  /** The runtime assigned `req` to `workerId` (a learning policy remembers what it sent where). */
+  assigned?(workerId: string, req: RouteRequest): void;
+  /** `workerId` left the fleet: drop whatever the policy keeps about it. */
+  forget?(workerId: string): void;
 }
 
 /** Tuning of the `adaptive` policy. */
@@ -89,4 +115,35 @@ export interface AdaptiveOptions {
    * @default 20000
    */
   recoveryHalfLifeMs?: number;
+}
+
+/** Tuning of prefix affinity (`prefix`, and `prefix-greedy`'s index). */
+export interface PrefixOptions {
+  /**
+   * Block hashes the router remembers (LRU over blocks, each with the few workers most recently
+   * sent it): about the KV capacity of 6 H100 workers of the 8B profile.
+   * @default 131072
+   */
+  indexBlocks?: number;
+  /** Workers remembered per block (the most recent ones). @default 8 */
+  holdersPerBlock?: number;
+  /** Tokens per hashed block: the engines' KV block size (vLLM's default). @default 16 */
+  blockSize?: number;
+  /**
+   * Absolute bound: affinity may send to a worker holding up to this many more requests than
+   * the fleet's mean (or up to `balanceRel` x the mean, whichever is larger). @default 8
+   */
+  balanceAbs?: number;
+  /** Relative bound (see `balanceAbs`). @default 1.25 */
+  balanceRel?: number;
+  /**
+   * A worker whose relative latency (adaptive's, silence with requests in flight counted as
+   * per-token latency) reaches this is suspected of stalling and gets no affinity. @default 3
+   */
+  suspectRel?: number;
+}
+
+/** Options of {@link createPolicy}: adaptive's tuning (the fallback of `prefix`) and prefix affinity. */
+export interface PolicyOptions extends AdaptiveOptions {
+  prefix?: PrefixOptions;
 }

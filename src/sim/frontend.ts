@@ -1,5 +1,5 @@
 import type { Clock, Rng } from '../core/index.js';
-import { Dispatcher, EjectionRule, createPolicy, freshEjectionRecord, type DeadlineSetting, type EjectionRecord, type PolicyName } from '../routing/index.js';
+import { Dispatcher, EjectionRule, createPolicy, freshEjectionRecord, usesAdaptiveDefaults, type DeadlineSetting, type EjectionRecord, type PolicyName } from '../routing/index.js';
 
 /** Settings of one simulated router replica, defaulted as the live router defaults them. */
 export interface FrontendSettings {
@@ -22,7 +22,7 @@ export interface FrontendSettings {
  * and no deadlines.
  */
 export function routerDefaults(policy: PolicyName, overrides: Partial<Pick<FrontendSettings, 'maxInflightPerWorker' | 'maxQueue' | 'ttftDeadline' | 'stallDeadline'>> = {}): FrontendSettings {
-  const adaptive = policy === 'adaptive';
+  const adaptive = usesAdaptiveDefaults(policy);
   return {
     maxInflightPerWorker: overrides.maxInflightPerWorker ?? (adaptive ? 'auto' : Number.POSITIVE_INFINITY),
     maxQueue: overrides.maxQueue ?? 4096,

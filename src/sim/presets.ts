@@ -45,6 +45,17 @@ export const PRESETS: Readonly<Record<string, Scenario>> = Object.freeze({
     description: 'the seed setup with every worker 1.6x slower for the whole run (broad degradation: nothing to route around)',
     faults: Array.from({ length: 8 }, (_, worker) => ({ worker, kind: 'slow' as const, atMs: 0, forMs: 3_600_000, factor: 1.6 })),
   },
+  'shared-prefix': {
+    ...AICR_H100,
+    name: 'shared-prefix',
+    description: '8 x h100-qwen3-8b, 512 streams, 8192 requests after 1024 warm-up: 16 groups, each behind its own 2000-token system prompt, then 128 distinct tokens per request (4096 entries) and 128 out; what prefix caching and affinity routing are for',
+    load: { kind: 'closed', concurrency: 512 },
+    requestCount: 8192,
+    warmupRequestCount: 1024,
+    datasetEntries: 4096,
+    workload: { kind: 'shared-prefix', groups: 16, prefixTokens: 2000, prefixRole: 'system', userContextTokens: 0 },
+    gates: [],
+  },
 });
 
 /** Names of the built-in scenarios. */

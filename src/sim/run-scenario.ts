@@ -1,13 +1,14 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
-import { Engine, FaultSchedule, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
+import { Engine, FaultSchedule, blockHashes as engineBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import type { PolicyName, WorkerView } from '../routing/index.js';
+import type { PolicyName, RouteRequest, WorkerView } from '../routing/index.js';
 import { summarize, type Summary } from '../stats/index.js';
-import { arrivals, buildDataset } from '../workload/index.js';
+import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
 import { SimAttempt, type AttemptHost, type SimRequest } from './sim-attempt.js';
 import { StreamingSummary } from './streaming-summary.js';
+import { SimWorkload, type TurnPlan } from './sim-workload.js';
 
 /** Options of {@link runScenario}. */
 export interface SimOptions {
@@ -95,14 +96,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const replicaRng = rng.fork();
   let replicaCursor = 0;
 
-  const dataset = buildDataset({
-    seed: scenario.datasetSeed,
-    entries: scenario.datasetEntries,
-    inputTokensMean: scenario.inputTokens.mean,
-    inputTokensStddev: scenario.inputTokens.stddev,
-    outputTokensMean: scenario.outputTokens.mean,
-    outputTokensStddev: scenario.outputTokens.stddev,
-  });
+  // Sessions (and their token ids) are built once; requests reuse them round-robin.
+  const workload = new SimWorkload(scenario);
 
   const records: RequestRecord[] = [];
   const streaming = histogramMode ? new StreamingSummary() : null;
@@ -138,14 +133,20 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     };
     if (streaming) streaming.add(rec);
     else records.push(rec);
-    phaseDone(req.phase);
+    phaseDone(req.phase, workload.followUp(req.cursor, outcome === 'ok', req.tokens));
   };
 
   const active: Set<SimAttempt>[] = frontends.map(() => new Set());
 
+  // Attempt ids are recycled once the engine has forgotten them: a fresh string per attempt would
+  // be hashed at every engine lookup and live as long as the attempt (262144 at fleet scale).
+  const freeIds: string[] = [];
+  let nextId = 0;
+
   const host: AttemptHost = {
     attemptEnded(a, reason, nowMs) {
       a.end();
+      freeIds.push(a.id);
       const fe = frontends[a.req.feIndex]!;
       if (fe.deadlinesOn) active[a.req.feIndex]!.delete(a);
       fe.dispatcher.release(a.workerId);
@@ -161,10 +162,11 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const startAttempt = (req: SimRequest, feIndex: number, w: WorkerView): void => {
     const fe = frontends[feIndex]!;
     const wi = workerIndex.get(w.id)!;
-    const a = new SimAttempt(host, req, wi, w.id, fe.dispatcher.stats(w.id)!, clock.now());
+    const a = new SimAttempt(host, freeIds.pop() ?? `a${nextId++}`, req, wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!, clock.now());
     const r = engines[wi]!.submit(a);
     if (!r.ok) {
       a.end();
+      freeIds.push(a.id);
       fe.dispatcher.release(w.id);
       finishRequest(req, clock.now(), w.id, 'http_error', r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full' ? 'worker queue full' : 'prompt too long');
       return;
@@ -172,10 +174,20 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     if (fe.deadlinesOn) active[feIndex]!.add(a);
   };
 
+  // Prompts are hashed only for a policy that reads the hashes (prefix affinity), once per id array.
+  const hashed = new WeakMap<Uint32Array, number[]>();
+  const routeRequest = (req: SimRequest, hashSize: number | undefined): RouteRequest => {
+    const promptTokens = req.promptTokens + req.tokens;
+    if (hashSize === undefined) return { model: scenario.model, promptTokens };
+    let blockHashes = hashed.get(req.promptTokenIds);
+    if (blockHashes === undefined) hashed.set(req.promptTokenIds, (blockHashes = engineBlockHashes(req.promptTokenIds, hashSize)));
+    return { model: scenario.model, promptTokens, blockHashes };
+  };
+
   const dispatch = (req: SimRequest, feIndex: number, exclude?: ReadonlySet<string>): void => {
     const fe = frontends[feIndex]!;
     const r = fe.dispatcher.submit(
-      { model: scenario.model, promptTokens: req.promptTokens + req.tokens },
+      routeRequest(req, fe.dispatcher.policy.hashBlockSize),
       (w) => startAttempt(req, feIndex, w),
       exclude ? { exclude, resend: true } : {},
     );
@@ -201,6 +213,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     }
     fe.failure(a.workerId);
     engines[a.worker]!.abort(a.id);
+    freeIds.push(a.id);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));
   };
@@ -216,11 +229,11 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const due: [SimAttempt, 'redispatch' | 'migrate'][] = [];
     for (const a of active[feIndex]!) {
       if (a.req.resent) continue;
-      if (a.tokens === 0) {
+      if (a.firstMs === null) {
         let t = ttftByPrompt.get(a.req.promptTokens);
         if (t === undefined) ttftByPrompt.set(a.req.promptTokens, (t = d.ttftDeadlineMs(a.req.promptTokens)));
         if (now - a.startMs >= t) due.push([a, 'redispatch']);
-      } else if (now - a.lastMs >= stallMs) due.push([a, 'migrate']);
+      } else if (a.silentFor(now, stallMs)) due.push([a, 'migrate']);
     }
     for (const [a, kind] of due) {
       if (!a.live) continue;
@@ -236,17 +249,21 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   let currentPhase: RequestRecord['phase'] = scenario.warmupRequestCount > 0 ? 'warmup' : 'profiling';
   let finished = false;
 
-  const issue = (phase: RequestRecord['phase']): void => {
-    const pc = phaseCounts[phase];
-    pc.issued++;
+  const issue = (phase: RequestRecord['phase'], plan: TurnPlan = workload.next()): void => {
+    phaseCounts[phase].issued++;
+    send(phase, plan);
+  };
+
+  const send = (phase: RequestRecord['phase'], plan: TurnPlan): void => {
     const i = seq++;
-    const entry = dataset[i % dataset.length]!;
     const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
     const req: SimRequest = {
       index: i,
       phase,
-      promptTokens: entry.inputTokens,
-      maxTokens: entry.maxTokens,
+      promptTokens: plan.promptTokens,
+      maxTokens: plan.maxTokens,
+      promptTokenIds: plan.promptTokenIds,
+      cursor: plan.cursor,
       startMs: clock.now(),
       firstTokenMs: null,
       lastTokenMs: 0,
@@ -274,6 +291,21 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       for (let k = 0; k < burst; k++) issue(phase);
       return;
     }
+    if (scenario.load.kind === 'schedule') {
+      const due = workload.schedule(pc.total);
+      const startMs = clock.now();
+      let at = 0;
+      const nextDue = (): void => {
+        const session = due[at++];
+        if (!session) return;
+        clock.setTimer(startMs + session.timestampMs!, () => {
+          issue(phase, workload.first(session));
+          nextDue();
+        });
+      };
+      nextDue();
+      return;
+    }
     const times = arrivals({ ratePerS: scenario.load.ratePerS, mode: scenario.load.mode, seed: rng.int(0, 0x7fffffff), startMs: clock.now(), count: pc.total });
     const next = (): void => {
       const t = times.next();
@@ -286,10 +318,18 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     next();
   };
 
-  function phaseDone(phase: RequestRecord['phase']): void {
+  function phaseDone(phase: RequestRecord['phase'], followUp: { delayMs: number; plan: TurnPlan } | null = null): void {
     const pc = phaseCounts[phase];
     if (pc.total > 0) pc.done++;
-    if (closed && pc.issued < pc.total) issue(phase);
+    if (closed && pc.issued < pc.total) {
+      // The slot goes on with its conversation's next turn after the think time, else a new session.
+      if (followUp === null) issue(phase);
+      else if (followUp.delayMs <= 0) issue(phase, followUp.plan);
+      else {
+        pc.issued++;
+        clock.setTimer(clock.now() + followUp.delayMs, () => send(phase, followUp.plan));
+      }
+    }
     if (pc.done < pc.total) return;
     if (phase === 'warmup' && currentPhase === 'warmup') startPhase('profiling');
     else if (phase === 'profiling') finished = true;

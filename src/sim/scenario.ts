@@ -1,9 +1,12 @@
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import { LineCounter, parseDocument, isNode } from 'yaml';
 import { z } from 'zod';
 import { TailgateError, parseDurationMs } from '../core/index.js';
 import { getProfile, parseFault, type FaultSpec } from '../engine/index.js';
 import { parseGate, type Gate } from '../gate/index.js';
 import type { DeadlineSetting } from '../routing/index.js';
+import { parseTrace, TRACE_BLOCK_TOKENS, type TraceLine } from '../workload/index.js';
 
 /** The seeded bursty stall process of the seed report (see `burstyStalls` in engine/). */
 export interface BurstySpec {
@@ -28,6 +31,18 @@ export interface RouterSpec {
   stallDeadline?: DeadlineSetting;
 }
 
+/**
+ * What the clients send (`workload:` in a scenario file). `synthetic`: the seed's prompts.
+ * `shared-prefix`: session i behind group i mod `groups`'s prefix of `prefixTokens` tokens.
+ * `multi-turn`: conversations whose turns re-send the history (closed loop only). `trace`: a
+ * Mooncake-style JSONL trace, replayed at its timestamps (`fixedSchedule`) or used as a dataset.
+ */
+export type WorkloadSpec =
+  | { kind: 'synthetic' }
+  | { kind: 'shared-prefix'; groups: number; prefixTokens: number; prefixRole: 'system' | 'user'; userContextTokens: number }
+  | { kind: 'multi-turn'; turns: { mean: number; stddev: number }; turnDelayMs: { mean: number; stddev: number } }
+  | { kind: 'trace'; file: string; lines: TraceLine[]; blockTokens: number; fixedSchedule: boolean; autoOffset: boolean };
+
 /** One what-if: the fleet, the load, the faults and the gates. Times are ms from the run start. */
 export interface Scenario {
   name: string;
@@ -36,8 +51,8 @@ export interface Scenario {
   profile: string;
   maxNumSeqs?: number;
   model: string;
-  /** Closed loop at `concurrency`, or open loop at `ratePerS`. */
-  load: { kind: 'closed'; concurrency: number } | { kind: 'rate'; ratePerS: number; mode: 'constant' | 'poisson' };
+  /** Closed loop at `concurrency`, open loop at `ratePerS`, or a trace's own timestamps (`schedule`). */
+  load: { kind: 'closed'; concurrency: number } | { kind: 'rate'; ratePerS: number; mode: 'constant' | 'poisson' } | { kind: 'schedule' };
   requestCount: number;
   warmupRequestCount: number;
   inputTokens: { mean: number; stddev: number };
@@ -45,6 +60,8 @@ export interface Scenario {
   datasetEntries: number;
   /** Seed of the prompts (AIPerf `--random-seed`; pinned, as in the seed report). @default 100 */
   datasetSeed: number;
+  /** @default { kind: 'synthetic' } */
+  workload?: WorkloadSpec;
   router: RouterSpec;
   /** Fixed fault windows; `atMs` counts from the start of the run (warm-up included). */
   faults: FaultSpec[];
@@ -75,6 +92,29 @@ const deadline = z.union([z.literal('auto'), z.literal('off'), z.number().positi
 
 const lengths = z.strictObject({ mean: z.number().int().min(1), stddev: z.number().min(0).default(0) });
 
+const WORKLOAD = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('synthetic') }),
+  z.strictObject({
+    kind: z.literal('shared-prefix'),
+    groups: z.number().int().min(1),
+    prefixTokens: z.number().int().min(1),
+    prefixRole: z.enum(['system', 'user']).default('system'),
+    userContextTokens: z.number().int().min(0).default(0),
+  }),
+  z.strictObject({
+    kind: z.literal('multi-turn'),
+    turns: z.strictObject({ mean: z.number().min(1), stddev: z.number().min(0).default(0) }),
+    turnDelay: z.strictObject({ mean: duration.default(0), stddev: duration.default(0) }).default({ mean: 0, stddev: 0 }),
+  }),
+  z.strictObject({
+    kind: z.literal('trace'),
+    file: z.string().min(1),
+    blockTokens: z.number().int().min(1).default(TRACE_BLOCK_TOKENS),
+    fixedSchedule: z.boolean().default(true),
+    autoOffset: z.boolean().default(false),
+  }),
+], { error: (issue) => (issue.code === 'invalid_union' ? 'kind must be synthetic, shared-prefix, multi-turn or trace' : undefined) });
+
 const SCHEMA = z.strictObject({
   name: z.string().min(1).optional(),
   description: z.string().optional(),
@@ -91,6 +131,7 @@ const SCHEMA = z.strictObject({
   outputTokens: lengths.default({ mean: 128, stddev: 0 }),
   datasetEntries: z.number().int().min(1).default(100),
   datasetSeed: z.number().int().min(0).default(100),
+  workload: WORKLOAD.default({ kind: 'synthetic' }),
   router: z
     .strictObject({
       replicas: z.number().int().min(1).max(1000).default(1),
@@ -141,7 +182,15 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
   const fail = (path: PropertyKey[], message: string): never => {
     throw new TailgateError('CONFIG_INVALID', `${source}: ${where(path, lineOf)}: ${message}`);
   };
-  if ((raw.concurrency === undefined) === (raw.rate === undefined)) fail(['concurrency'], 'give exactly one of concurrency (closed loop) or rate (requests per second)');
+  const workload = workloadSpec(raw.workload, source, (path, message) => fail(['workload', ...path], message));
+  const replay = workload.kind === 'trace' && workload.fixedSchedule;
+  if (replay) {
+    if (raw.concurrency !== undefined || raw.rate !== undefined) fail(['workload', 'fixedSchedule'], 'a trace replayed at its timestamps sets the load itself: drop concurrency and rate (or set fixedSchedule: false)');
+    if (raw.warmupRequestCount > 0) fail(['warmupRequestCount'], 'a trace replayed at its timestamps has no warm-up: set it to 0');
+    if (workload.lines.some((l) => l.timestampMs === null)) fail(['workload', 'file'], `${workload.file}: every line needs a timestamp to be replayed (or set fixedSchedule: false)`);
+    if (raw.requestCount > workload.lines.length) fail(['requestCount'], `the trace has ${workload.lines.length} requests (got ${raw.requestCount})`);
+  } else if ((raw.concurrency === undefined) === (raw.rate === undefined)) fail(['concurrency'], 'give exactly one of concurrency (closed loop) or rate (requests per second)');
+  if (workload.kind === 'multi-turn' && raw.rate !== undefined) fail(['workload', 'kind'], 'multi-turn conversations run in a closed loop: use concurrency, not rate');
   try {
     getProfile(raw.profile);
   } catch (e) {
@@ -176,13 +225,14 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     workers: raw.workers,
     profile: raw.profile,
     model: raw.model,
-    load: raw.concurrency !== undefined ? { kind: 'closed', concurrency: raw.concurrency } : { kind: 'rate', ratePerS: raw.rate!, mode: raw.rateMode },
+    load: replay ? { kind: 'schedule' } : raw.concurrency !== undefined ? { kind: 'closed', concurrency: raw.concurrency } : { kind: 'rate', ratePerS: raw.rate!, mode: raw.rateMode },
     requestCount: raw.requestCount,
     warmupRequestCount: raw.warmupRequestCount,
     inputTokens: raw.inputTokens,
     outputTokens: raw.outputTokens,
     datasetEntries: raw.datasetEntries,
     datasetSeed: raw.datasetSeed,
+    workload,
     router,
     faults,
     bursty: raw.bursty === null ? null : { quietMs: raw.bursty.quiet, activeMs: raw.bursty.active, meanStallMs: raw.bursty.meanStall },
@@ -190,6 +240,26 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
   };
   if (raw.maxNumSeqs !== undefined) s.maxNumSeqs = raw.maxNumSeqs;
   return s;
+}
+
+/** The validated `workload:` block; a trace file is read here, relative to the scenario file. */
+function workloadSpec(raw: z.infer<typeof WORKLOAD>, source: string, fail: (path: PropertyKey[], message: string) => never): WorkloadSpec {
+  if (raw.kind === 'multi-turn') return { kind: 'multi-turn', turns: raw.turns, turnDelayMs: raw.turnDelay };
+  if (raw.kind !== 'trace') return raw;
+  const path = isAbsolute(raw.file) ? raw.file : join(dirname(source), raw.file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    return fail(['file'], `cannot read trace ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  let lines: TraceLine[];
+  try {
+    lines = parseTrace(text, path);
+  } catch (e) {
+    return fail(['file'], (e as Error).message);
+  }
+  return { kind: 'trace', file: raw.file, lines, blockTokens: raw.blockTokens, fixedSchedule: raw.fixedSchedule, autoOffset: raw.autoOffset };
 }
 
 /**

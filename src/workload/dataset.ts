@@ -1,6 +1,6 @@
 import { TailgateError, createRng, type Rng } from '../core/index.js';
 import { PROMPT_WORDS } from './corpus.js';
-import { defaultTokenizer, type Tokenizer } from './tokenizer.js';
+import { defaultTokenizer, fitToTokens, type Tokenizer } from './tokenizer.js';
 
 /** One synthetic request: a prompt of exactly `inputTokens` tokens and the output length to ask for. */
 export interface DatasetEntry {
@@ -55,30 +55,18 @@ export function buildDataset(opts: DatasetOptions): DatasetEntry[] {
   return out;
 }
 
-function sampleLength(rng: Rng, mean: number, std: number): number {
+/** A normal length, rounded, at least 1. */
+export function sampleLength(rng: Rng, mean: number, std: number): number {
   return Math.max(1, Math.round(rng.normal(mean, std)));
 }
 
 /**
  * Random words until the tokenizer counts exactly `target`. Under the word rule the first guess is
- * exact; for sub-word tokenizers words are added or dropped one at a time, then the text is cut.
+ * exact; for sub-word tokenizers `fitToTokens` finds the word count and cuts the last word.
  */
-function promptOfLength(rng: Rng, target: number, tokenizer: Tokenizer): string {
+export function promptOfLength(rng: Rng, target: number, tokenizer: Tokenizer): string {
+  const draw = (): string => PROMPT_WORDS[rng.int(0, PROMPT_WORDS.length - 1)]!;
   const picked: string[] = [];
-  for (let i = 0; i < target; i++) picked.push(PROMPT_WORDS[rng.int(0, PROMPT_WORDS.length - 1)]!);
-  let text = picked.join(' ');
-  let n = tokenizer.count(text);
-  for (let guard = 0; n !== target && guard < 4 * target + 16; guard++) {
-    if (n < target) picked.push(PROMPT_WORDS[rng.int(0, PROMPT_WORDS.length - 1)]!);
-    else if (picked.length > 1) picked.pop();
-    else break;
-    text = picked.join(' ');
-    n = tokenizer.count(text);
-  }
-  // A tokenizer that merges words may still overshoot by a little: trim characters from the end.
-  while (n > target && text.length > 1) {
-    text = text.slice(0, -1).trimEnd();
-    n = tokenizer.count(text);
-  }
-  return text;
+  for (let i = 0; i < target; i++) picked.push(draw());
+  return fitToTokens(picked, draw, target, tokenizer);
 }

@@ -1,6 +1,12 @@
 export type { Tokenizer } from './tokenizer.js';
-export { defaultTokenizer } from './tokenizer.js';
+export { defaultTokenizer, loadTokenizer } from './tokenizer.js';
 export type { DatasetEntry, DatasetOptions } from './dataset.js';
 export { buildDataset } from './dataset.js';
 export type { ArrivalMode, ArrivalOptions, LoadSchedule } from './schedule.js';
 export { arrivals, arrivalTimesMs } from './schedule.js';
+export type { Piece, PromptMessage, Session, Turn, Workload, WorkloadKind } from './session.js';
+export { answerText, answerTokenIds, concatIds, joinPieces, textPiece, turnInputTokens, turnMessages, turnTokenIds } from './session.js';
+export type { WorkloadOptions } from './build.js';
+export { buildWorkload } from './build.js';
+export type { TraceLine, TraceOptions } from './trace.js';
+export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, traceWorkload } from './trace.js';

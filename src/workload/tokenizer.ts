@@ -1,9 +1,13 @@
-import { countTokens } from '../core/index.js';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { TailgateError, countTokens } from '../core/index.js';
 
 /** Counts tokens in text. `buildDataset` uses it to make prompts of exact length; `bench/` counts output with it. */
 export interface Tokenizer {
   readonly name: string;
   count(text: string): number;
+  /** The `tokenizer.json` it was loaded from, so worker threads can load it again; absent for the built-in rule. */
+  readonly source?: string;
 }
 
 /**
@@ -13,3 +17,93 @@ export interface Tokenizer {
  * defaultTokenizer.count('the tail inside its gate'); // 5
  */
 export const defaultTokenizer: Tokenizer = { name: 'words', count: countTokens };
+
+/**
+ * Loads a Hugging Face tokenizer from disk (no network): `path` is a `tokenizer.json` or a folder
+ * holding one; a `tokenizer_config.json` beside it is used when present. Tokens are counted
+ * without special tokens, as the text itself. Throws CONFIG_INVALID with one line for a missing or
+ * unreadable file.
+ *
+ * @example
+ * const t = await loadTokenizer('models/Qwen3-8B'); // or 'models/Qwen3-8B/tokenizer.json'
+ * t.count('the tail inside its gate');
+ */
+export async function loadTokenizer(path: string): Promise<Tokenizer> {
+  const bad = (why: string): TailgateError => new TailgateError('CONFIG_INVALID', `--tokenizer ${path}: ${why}`);
+  if (!existsSync(path)) throw bad('no such file or folder (give a tokenizer.json or the folder holding it)');
+  const file = statSync(path).isDirectory() ? join(path, 'tokenizer.json') : path;
+  if (!existsSync(file)) throw bad('the folder has no tokenizer.json');
+  const json = readJson(file, bad);
+  const configFile = join(dirname(file), 'tokenizer_config.json');
+  const config = existsSync(configFile) ? readJson(configFile, bad) : {};
+  if (typeof json['model'] !== 'object' || json['model'] === null) throw bad(`${file} is not a Hugging Face tokenizer.json (no "model")`);
+  const { Tokenizer: HfTokenizer } = await import('@huggingface/tokenizers');
+  let hf: InstanceType<typeof HfTokenizer>;
+  try {
+    hf = new HfTokenizer(json, config);
+    hf.encode('probe', { add_special_tokens: false });
+  } catch (e) {
+    throw bad(`cannot build a tokenizer from ${file}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  return {
+    name: path,
+    source: path,
+    count: (text) => (text.length === 0 ? 0 : hf.encode(text, { add_special_tokens: false }).ids.length),
+  };
+}
+
+function readJson(file: string, bad: (why: string) => TailgateError): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    const why = e instanceof SyntaxError ? 'not valid JSON' : e instanceof Error ? e.message : String(e);
+    throw bad(`cannot read ${file}: ${why}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw bad(`${file} is not a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * Text of exactly `target` tokens from whole words: `words` (already drawn) and, when they fall
+ * short, more from `nextWord`. Under a rule where each word is one token the words are returned
+ * joined as they are, and `nextWord` is never called (same draws, same text); for sub-word
+ * tokenizers the word count is found by bisection and the last word is cut to land on `target`
+ * (a few dozen encodes instead of one per word). When no cut lands exactly (a tokenizer whose
+ * count is not monotone in the text), the longest text under `target` is returned.
+ *
+ * @example
+ * fitToTokens(['the', 'tail'], () => 'gate', 2, defaultTokenizer); // 'the tail'
+ */
+export function fitToTokens(words: readonly string[], nextWord: () => string, target: number, tokenizer: Tokenizer): string {
+  const picked = [...words];
+  const count = (k: number, tail = ''): number => tokenizer.count(joinWords(picked, k, tail));
+  let n = count(picked.length);
+  if (n === target) return joinWords(picked, picked.length, '');
+  while (n < target) {
+    // At least one token per word: add enough words to cover the gap at the observed rate.
+    const perWord = picked.length > 0 ? Math.max(1, n / picked.length) : 1;
+    const add = Math.max(1, Math.ceil((target - n) / perWord));
+    for (let i = 0; i < add; i++) picked.push(nextWord());
+    n = count(picked.length);
+  }
+  // Smallest k whose first k words reach the target.
+  let lo = 0;
+  let hi = picked.length;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (count(mid) >= target) hi = mid;
+    else lo = mid;
+  }
+  if (count(hi) === target) return joinWords(picked, hi, '');
+  const last = picked[hi - 1]!;
+  for (let j = 1; j < last.length; j++) {
+    if (count(hi - 1, last.slice(0, j)) === target) return joinWords(picked, hi - 1, last.slice(0, j));
+  }
+  return joinWords(picked, hi - 1, '');
+}
+
+function joinWords(words: readonly string[], k: number, tail: string): string {
+  const head = words.slice(0, k).join(' ');
+  return tail === '' ? head : head === '' ? tail : `${head} ${tail}`;
+}

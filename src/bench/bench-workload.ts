@@ -1,0 +1,31 @@
+import { buildWorkload, loadTrace, traceWorkload, type Workload } from '../workload/index.js';
+import type { ResolvedBenchOptions } from './options.js';
+
+/**
+ * The sessions a run sends: the seeded synthetic dataset (behind shared prefixes, as conversations)
+ * or the trace file's lines. The same options always give the same sessions.
+ *
+ * @throws TailgateError CONFIG_INVALID (an unreadable trace, a bad trace line)
+ */
+export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> {
+  const w = o.workload;
+  if (w.kind === 'trace') return traceWorkload(await loadTrace(w.file), { seed: o.randomSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+  return buildWorkload({
+    seed: o.randomSeed,
+    sessions: w.sessions,
+    inputTokensMean: o.inputTokensMean,
+    inputTokensStddev: o.inputTokensStddev,
+    outputTokensMean: o.outputTokensMean ?? 1,
+    outputTokensStddev: o.outputTokensStddev,
+    tokenizer: o.tokenizer,
+    prefixGroups: w.prefixGroups,
+    prefixTokens: w.prefixTokens,
+    prefixRole: w.prefixRole,
+    userContextTokens: w.userContextTokens,
+    turnsMean: w.turnsMean,
+    turnsStddev: w.turnsStddev,
+    turnDelayMeanMs: w.turnDelayMeanMs,
+    turnDelayStddevMs: w.turnDelayStddevMs,
+    turnDelayRatio: w.turnDelayRatio,
+  });
+}

@@ -1,0 +1,39 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { resolveBenchOptions } from '../bench/index.js';
+import { parseBenchFlags } from './bench.js';
+import { benchInvocation } from './bench-run.js';
+
+const invoke = (...argv: string[]) => benchInvocation(parseBenchFlags(['-m', 'm', ...argv]));
+
+test('AIPerf dataset flags and their aliases reach the bench options', () => {
+  const a = invoke('--prompt-prefix-pool-size', '16', '--prompt-prefix-length', '2000', '--num-sessions', '40', '--session-turns-mean', '3', '--session-turns-stddev', '1', '--session-turn-delay-mean', '500', '--session-delay-ratio', '0.5').options;
+  assert.equal(a.numPrefixPrompts, 16);
+  assert.equal(a.prefixPromptLength, 2000);
+  assert.equal(a.conversationNum, 40);
+  assert.equal(a.conversationTurnMean, 3);
+  assert.equal(a.conversationTurnStddev, 1);
+  assert.equal(a.conversationTurnDelayMeanMs, 500);
+  assert.equal(a.conversationTurnDelayRatio, 0.5);
+  const w = resolveBenchOptions({ ...a }).workload;
+  assert.deepEqual(w, { kind: 'synthetic', sessions: 40, prefixGroups: 16, prefixTokens: 2000, prefixRole: 'user', userContextTokens: 0, turnsMean: 3, turnsStddev: 1, turnDelayMeanMs: 500, turnDelayStddevMs: 0, turnDelayRatio: 0.5 });
+  const sys = resolveBenchOptions({ ...invoke('--shared-system-prompt-length', '300', '--user-context-prompt-length', '50').options }).workload;
+  assert.deepEqual([sys.kind === 'synthetic' && sys.prefixRole, sys.kind === 'synthetic' && sys.prefixGroups, sys.kind === 'synthetic' && sys.userContextTokens], ['system', 1, 50]);
+  const trace = resolveBenchOptions({ ...invoke('--input-file', 't.jsonl', '--custom-dataset-type', 'mooncake_trace', '--isl-block-size', '64').options });
+  assert.deepEqual(trace.workload, { kind: 'trace', file: 't.jsonl', blockTokens: 64, autoOffset: false });
+  assert.equal(trace.fixedSchedule, true, 'a trace without a load is replayed at its timestamps');
+  assert.equal(trace.requestCount, null, 'every line once');
+  assert.equal(resolveBenchOptions({ ...invoke('--input-file', 't.jsonl', '--concurrency', '4').options }).fixedSchedule, false);
+});
+
+test('dataset flags that cannot work together are one clear error', () => {
+  const bad = (...argv: string[]) => () => resolveBenchOptions({ ...invoke(...argv).options });
+  assert.throws(bad('--num-prefix-prompts', '4', '--prefix-prompt-length', '10', '--shared-system-prompt-length', '5'), /exclude each other/);
+  assert.throws(bad('--prefix-prompt-length', '10'), /go together/);
+  assert.throws(bad('--conversation-turn-mean', '3', '--request-rate', '5'), /closed loop/);
+  assert.throws(bad('--fixed-schedule'), /--fixed-schedule replays a trace/);
+  assert.throws(bad('--input-file', 't.jsonl', '--warmup-request-count', '5'), /no warm-up/);
+  assert.throws(bad('--input-file', 't.jsonl', '--num-prefix-prompts', '2', '--prefix-prompt-length', '3'), /drop the prefix/);
+  assert.throws(() => invoke('--custom-dataset-type', 'single_turn', '--input-file', 'x'), { code: 'CLI_USAGE', message: /only mooncake_trace/ });
+  assert.throws(() => invoke('--custom-dataset-type', 'mooncake_trace'), { code: 'CLI_USAGE', message: /needs --input-file/ });
+});

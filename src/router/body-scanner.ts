@@ -1,0 +1,236 @@
+const LF = 10;
+const CR = 13;
+
+/** How an HTTP/1.1 response body is delimited. */
+export type BodyFraming = 'chunked' | 'length' | 'close';
+
+/** Receives the payload bytes of a body (chunk framing removed), in order, as views of the scanned buffers. */
+export type PayloadSink = (buf: Buffer, start: number, end: number) => void;
+
+const enum S {
+  Size,
+  Ext,
+  SizeLf,
+  Data,
+  DataCr,
+  DataLf,
+  TrailerLineStart,
+  TrailerLine,
+  TrailerLf,
+  Done,
+}
+
+/** How many of the last payload pieces {@link BodyScanner.tail} keeps. */
+const TAIL_PIECES = 4;
+
+/**
+ * Follows the framing of one HTTP/1.1 response body read by read, without copying: in chunked
+ * framing it reads only the few bytes of each chunk header and skips payload bytes by count, so a
+ * relay can forward the bytes as they came and still know where the body ends. It also remembers
+ * the last few payload pieces (views, no copy) so the end of a stream can be read without
+ * decoding all of it.
+ */
+export class BodyScanner {
+  readonly framing: BodyFraming;
+  #state: S;
+  #size = 0;
+  #remaining = 0;
+  #sink: PayloadSink | null;
+  /** Where the chunk header being read started in the current buffer (-1: not in a header). */
+  #headerStart = -1;
+  /** After the body ended: where its terminal chunk began (chunked) or the body ended, in the last buffer. */
+  relayEnd = -1;
+  /** After the body ended: the index just past its last byte in the last buffer. */
+  bodyEnd = -1;
+  /** A malformed chunk header was seen. */
+  malformed = false;
+  readonly #tailBuf: (Buffer | undefined)[] = new Array<Buffer | undefined>(TAIL_PIECES);
+  readonly #tailStart = new Int32Array(TAIL_PIECES);
+  readonly #tailEnd = new Int32Array(TAIL_PIECES);
+  #pieces = 0;
+
+  /** `length` is the Content-Length for `length` framing. */
+  constructor(framing: BodyFraming, length = 0, sink: PayloadSink | null = null) {
+    this.framing = framing;
+    this.#sink = sink;
+    if (framing === 'chunked') this.#state = S.Size;
+    else if (framing === 'length') {
+      this.#remaining = length;
+      this.#state = length > 0 ? S.Data : S.Done;
+    } else this.#state = S.Data;
+    if (this.#state === S.Done) this.relayEnd = this.bodyEnd = 0;
+  }
+
+  get done(): boolean {
+    return this.#state === S.Done;
+  }
+
+  /**
+   * Scans `buf[start, end)`; returns the end of the bytes that may be forwarded now: `end`, or
+   * less when the buffer stops inside a chunk header (its bytes must travel with the next read,
+   * since it may be the terminal chunk) or the body ended (the terminal chunk is not forwarded).
+   */
+  scan(buf: Buffer, start: number, end: number, resumeAt = start): number {
+    if (this.framing !== 'chunked') return this.#scanIdentity(buf, resumeAt, end);
+    let p = resumeAt;
+    let state = this.#state;
+    // bytes held back from the last read (an unfinished header) sit at `start`
+    if (state !== S.Data && state !== S.DataCr && state !== S.DataLf) this.#headerStart = start;
+    while (p < end && state !== S.Done) {
+      switch (state) {
+        case S.Size: {
+          const c = buf[p]!;
+          const v = c >= 48 && c <= 57 ? c - 48 : (c | 32) >= 97 && (c | 32) <= 102 ? (c | 32) - 87 : -1;
+          if (v >= 0) {
+            this.#size = this.#size * 16 + v;
+            p++;
+          } else if (c === CR) {
+            state = S.SizeLf;
+            p++;
+          } else if (c === LF) {
+            state = this.#headerDone();
+            p++;
+          } else if (c === 59 /* ; */ || c === 32 || c === 9) {
+            state = S.Ext;
+            p++;
+          } else {
+            this.malformed = true;
+            state = S.Ext;
+            p++;
+          }
+          break;
+        }
+        case S.Ext:
+          if (buf[p] === LF) state = this.#headerDone();
+          p++;
+          break;
+        case S.SizeLf:
+          if (buf[p] !== LF) this.malformed = true;
+          state = this.#headerDone();
+          p++;
+          break;
+        case S.Data: {
+          const k = Math.min(this.#remaining, end - p);
+          this.#payload(buf, p, p + k);
+          p += k;
+          this.#remaining -= k;
+          if (this.#remaining === 0) state = S.DataCr;
+          break;
+        }
+        case S.DataCr:
+        case S.DataLf:
+          if (state === S.DataCr && buf[p] === CR) state = S.DataLf;
+          else {
+            // LF ends the chunk (a bare LF too)
+            if (buf[p] !== LF) this.malformed = true;
+            state = S.Size;
+            this.#size = 0;
+            this.#headerStart = p + 1;
+          }
+          p++;
+          break;
+        case S.TrailerLineStart:
+          if (buf[p] === CR) state = S.TrailerLf;
+          else if (buf[p] === LF) state = S.Done;
+          else state = S.TrailerLine;
+          p++;
+          break;
+        case S.TrailerLine:
+          if (buf[p] === LF) state = S.TrailerLineStart;
+          p++;
+          break;
+        case S.TrailerLf:
+          state = S.Done;
+          p++;
+          break;
+        default:
+          break;
+      }
+    }
+    this.#state = state;
+    if (state === S.Done) {
+      this.relayEnd = this.#headerStart;
+      this.bodyEnd = p;
+      return this.relayEnd;
+    }
+    return state === S.Data || state === S.DataCr || state === S.DataLf ? end : this.#headerStart;
+  }
+
+  /** The last scan stopped between two chunks (so the bytes forwarded so far end a chunk). */
+  get atChunkStart(): boolean {
+    const s = this.#state;
+    return s === S.Size || s === S.Ext || s === S.SizeLf;
+  }
+
+  /** The last payload byte seen closes an SSE event (a blank line), or there was no payload. */
+  endsEvent(): boolean {
+    if (this.#pieces === 0) return true;
+    const j = (this.#pieces - 1) % TAIL_PIECES;
+    const b = this.#tailBuf[j]!;
+    const s = this.#tailStart[j]!;
+    const e = this.#tailEnd[j]!;
+    if (e - s < 2 || b[e - 1] !== LF) return false;
+    return b[e - 2] === LF || (e - s >= 3 && b[e - 2] === CR && b[e - 3] === LF);
+  }
+
+  /** The end of the stream: the socket closed. True when that is how this body ends. */
+  closed(): boolean {
+    if (this.framing !== 'close') return false;
+    this.#state = S.Done;
+    return true;
+  }
+
+  /** The last few payload pieces joined (at most the last {@link TAIL_PIECES}), and whether earlier payload was left out. */
+  tail(): { bytes: Buffer; partial: boolean } {
+    const n = Math.min(this.#pieces, TAIL_PIECES);
+    const parts: Buffer[] = [];
+    for (let i = this.#pieces - n; i < this.#pieces; i++) {
+      const j = i % TAIL_PIECES;
+      parts.push(this.#tailBuf[j]!.subarray(this.#tailStart[j], this.#tailEnd[j]));
+    }
+    return { bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts), partial: this.#pieces > TAIL_PIECES };
+  }
+
+  #headerDone(): S {
+    if (this.#size === 0) return S.TrailerLineStart;
+    this.#remaining = this.#size;
+    return S.Data;
+  }
+
+  #scanIdentity(buf: Buffer, start: number, end: number): number {
+    if (this.#state === S.Done) return start;
+    let stop = end;
+    if (this.framing === 'length') {
+      stop = Math.min(end, start + this.#remaining);
+      this.#remaining -= stop - start;
+    }
+    this.#payload(buf, start, stop);
+    if (this.framing === 'length' && this.#remaining === 0) {
+      this.#state = S.Done;
+      this.relayEnd = this.bodyEnd = stop;
+    }
+    return stop;
+  }
+
+  #payload(buf: Buffer, start: number, end: number): void {
+    if (end <= start) return;
+    const j = this.#pieces % TAIL_PIECES;
+    this.#tailBuf[j] = buf;
+    this.#tailStart[j] = start;
+    this.#tailEnd[j] = end;
+    this.#pieces++;
+    if (this.#sink) this.#sink(buf, start, end);
+  }
+}
+
+/**
+ * The payload of a chunked (or identity) body prefix held as raw buffers, decoded on demand:
+ * the relay keeps the bytes it forwarded and reads them only when it needs the text.
+ */
+export function decodeBody(framing: BodyFraming, parts: readonly Buffer[]): Buffer {
+  if (framing !== 'chunked') return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  const out: Buffer[] = [];
+  const s = new BodyScanner('chunked', 0, (b, st, en) => out.push(b.subarray(st, en)));
+  for (const p of parts) s.scan(p, 0, p.length);
+  return Buffer.concat(out);
+}

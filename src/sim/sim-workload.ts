@@ -1,0 +1,86 @@
+import { buildWorkload, traceWorkload, turnInputTokens, turnTokenIds, type Session, type Workload } from '../workload/index.js';
+import type { Scenario } from './scenario.js';
+
+/** Where a request stands in its session: the session, the turn, and the answers received so far. */
+export interface TurnCursor {
+  session: Session;
+  turn: number;
+  /** Tokens of each earlier turn's answer, as received. */
+  answerTokens: number[];
+}
+
+/** What the simulator needs to send one turn. */
+export interface TurnPlan {
+  promptTokens: number;
+  maxTokens: number;
+  /** Token ids of the whole prompt (the engine's prefix cache hashes them). */
+  promptTokenIds: Uint32Array;
+  cursor: TurnCursor;
+}
+
+/** The scenario's workload as the simulator's clients draw from it. */
+export class SimWorkload {
+  readonly workload: Workload;
+  #next = 0;
+
+  constructor(scenario: Scenario) {
+    this.workload = workloadOf(scenario);
+  }
+
+  /** The first turn of the next session, round-robin over the sessions (as bench does). */
+  next(): TurnPlan {
+    const sessions = this.workload.sessions;
+    return this.first(sessions[this.#next++ % sessions.length]!);
+  }
+
+  /** The first turn of a session. */
+  first(session: Session): TurnPlan {
+    return plan({ session, turn: 0, answerTokens: [] });
+  }
+
+  /**
+   * The turn that follows a finished one in the same session (closed loop), with the think time to
+   * wait first; null when the session is over or the turn failed (its conversation ends there).
+   */
+  followUp(cursor: TurnCursor, ok: boolean, answerTokens: number): { delayMs: number; plan: TurnPlan } | null {
+    const k = cursor.turn + 1;
+    if (!ok || k >= cursor.session.turns.length) return null;
+    const next: TurnCursor = { session: cursor.session, turn: k, answerTokens: [...cursor.answerTokens, answerTokens] };
+    return { delayMs: cursor.session.turns[k]!.delayMs, plan: plan(next) };
+  }
+
+  /**
+   * Trace replay: the first `count` sessions in time order, each due at its timestamp from the
+   * phase start (plans are made when sent: a trace's token ids are not all kept at once).
+   */
+  schedule(count: number): Session[] {
+    const timed = this.workload.sessions.filter((s) => s.timestampMs !== null).slice(0, count);
+    return timed.sort((a, b) => a.timestampMs! - b.timestampMs!);
+  }
+}
+
+function plan(cursor: TurnCursor): TurnPlan {
+  const { session, turn, answerTokens } = cursor;
+  return {
+    promptTokens: turnInputTokens(session, turn, answerTokens),
+    maxTokens: session.turns[turn]!.maxTokens,
+    promptTokenIds: turnTokenIds(session, turn, answerTokens),
+    cursor,
+  };
+}
+
+/** Builds the scenario's sessions: the seed's synthetic prompts, behind prefixes, as conversations, or from a trace. */
+export function workloadOf(scenario: Scenario): Workload {
+  const w = scenario.workload ?? { kind: 'synthetic' };
+  if (w.kind === 'trace') return traceWorkload(w.lines, { seed: scenario.datasetSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+  return buildWorkload({
+    seed: scenario.datasetSeed,
+    sessions: scenario.datasetEntries,
+    inputTokensMean: scenario.inputTokens.mean,
+    inputTokensStddev: scenario.inputTokens.stddev,
+    outputTokensMean: scenario.outputTokens.mean,
+    outputTokensStddev: scenario.outputTokens.stddev,
+    ...(w.kind === 'shared-prefix' && { prefixGroups: w.groups, prefixTokens: w.prefixTokens, prefixRole: w.prefixRole, userContextTokens: w.userContextTokens }),
+    ...(w.kind === 'multi-turn' && { turnsMean: w.turns.mean, turnsStddev: w.turns.stddev, turnDelayMeanMs: w.turnDelayMs.mean, turnDelayStddevMs: w.turnDelayMs.stddev }),
+  });
+}

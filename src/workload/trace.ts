@@ -1,0 +1,186 @@
+import { TailgateError, countTokens, createRng, promptTokenIds } from '../core/index.js';
+import { PROMPT_WORDS } from './corpus.js';
+import { concatIds, textPiece, type Piece, type Session, type Workload } from './session.js';
+
+/** One request of a trace file (Mooncake's JSONL layout, as AIPerf's `mooncake_trace` reads it). */
+export interface TraceLine {
+  /** 1-based line number in the file. */
+  line: number;
+  /** Arrival time, ms (`timestamp`); null when the line has none. */
+  timestampMs: number | null;
+  /** Prompt tokens (`input_length`). */
+  inputLength: number;
+  /** Tokens to ask for (`output_length`). */
+  outputLength: number;
+  /** One id per block of prompt tokens (`hash_ids`): equal ids, equal blocks. */
+  hashIds: number[];
+  /** The exact prompt (`text_input`), which then replaces `input_length` and `hash_ids`. */
+  textInput: string | null;
+}
+
+/** Tokens per hash id, as in the Mooncake traces and AIPerf (`--prompt-input-tokens-block-size`). */
+export const TRACE_BLOCK_TOKENS = 512;
+
+function lineError(source: string, line: number, message: string): TailgateError {
+  return new TailgateError('CONFIG_INVALID', `${source} line ${line}: ${message}`);
+}
+
+/**
+ * Parses a JSONL trace: one object per line with `timestamp` (ms, optional), `input_length`,
+ * `output_length` and `hash_ids`, or `text_input` instead of the length and ids. Blank lines are
+ * skipped. A bad line is one error naming the file and the line.
+ *
+ * @example
+ * parseTrace('{"timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [46, 47]}', 't.jsonl');
+ * @throws TailgateError CONFIG_INVALID
+ */
+export function parseTrace(text: string, source: string): TraceLine[] {
+  const out: TraceLine[] = [];
+  const rows = text.split('\n');
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!.trim();
+    if (row === '') continue;
+    const line = i + 1;
+    let v: unknown;
+    try {
+      v = JSON.parse(row);
+    } catch {
+      throw lineError(source, line, 'not a JSON object');
+    }
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw lineError(source, line, 'not a JSON object');
+    const o = v as Record<string, unknown>;
+    const int = (key: string, min: number): number => {
+      const x = o[key];
+      if (typeof x !== 'number' || !Number.isInteger(x) || x < min) {
+        throw lineError(source, line, `${key} must be an integer >= ${min} (got ${JSON.stringify(x) ?? 'nothing'})`);
+      }
+      return x;
+    };
+    let timestampMs: number | null = null;
+    if (o['timestamp'] !== undefined) {
+      const t = o['timestamp'];
+      if (typeof t !== 'number' || !Number.isFinite(t) || t < 0) throw lineError(source, line, `timestamp must be a number of ms >= 0 (got ${JSON.stringify(t)})`);
+      timestampMs = t;
+    }
+    let textInput: string | null = null;
+    if (o['text_input'] !== undefined) {
+      if (typeof o['text_input'] !== 'string' || countTokens(o['text_input']) === 0) throw lineError(source, line, 'text_input must be a non-empty string');
+      textInput = o['text_input'];
+    }
+    const inputLength = textInput === null ? int('input_length', 1) : countTokens(textInput);
+    const outputLength = int('output_length', 1);
+    let hashIds: number[] = [];
+    if (o['hash_ids'] !== undefined && textInput === null) {
+      const h = o['hash_ids'];
+      if (!Array.isArray(h) || !h.every((x) => typeof x === 'number' && Number.isInteger(x) && x >= 0)) {
+        throw lineError(source, line, 'hash_ids must be a list of integers >= 0');
+      }
+      hashIds = h as number[];
+    }
+    out.push({ line, timestampMs, inputLength, outputLength, hashIds, textInput });
+  }
+  if (out.length === 0) throw new TailgateError('CONFIG_INVALID', `${source}: the trace has no requests`);
+  return out;
+}
+
+/**
+ * Reads and parses a trace file.
+ *
+ * @throws TailgateError CONFIG_INVALID (unreadable file or a bad line)
+ */
+export async function loadTrace(path: string): Promise<TraceLine[]> {
+  const { readFile } = await import('node:fs/promises');
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `cannot read trace ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+  }
+  return parseTrace(text, path);
+}
+
+/** Options of {@link traceWorkload}. */
+export interface TraceOptions {
+  /** Salts the words of every block (AIPerf `--random-seed`). */
+  seed: number;
+  /** @default TRACE_BLOCK_TOKENS (512) */
+  blockTokens?: number;
+  /** Shift timestamps so the first is 0 (AIPerf `--fixed-schedule-auto-offset`). @default false */
+  autoOffset?: boolean;
+}
+
+interface Block {
+  words: string[];
+  ids: Uint32Array;
+}
+
+function randomWords(seed: number, n: number): string[] {
+  const rng = createRng(seed);
+  return Array.from({ length: n }, () => PROMPT_WORDS[rng.int(0, PROMPT_WORDS.length - 1)]!);
+}
+
+/**
+ * Turns trace lines into sessions (one turn each, in file order). Each hash id stands for one
+ * block of `blockTokens` words drawn from a generator seeded by the id (and the seed), so equal
+ * ids give equal text and equal token ids; the prompt is the blocks in order, cut to
+ * `input_length` (filled with words unique to the line if the blocks are too few).
+ *
+ * @example
+ * const w = traceWorkload(parseTrace(text, 'trace.jsonl'), { seed: 0 });
+ * w.sessions[0].turns[0].tokens; // input_length of line 1
+ */
+export function traceWorkload(lines: readonly TraceLine[], opts: TraceOptions): Workload {
+  const blockTokens = opts.blockTokens ?? TRACE_BLOCK_TOKENS;
+  if (!Number.isInteger(blockTokens) || blockTokens < 1) throw new TailgateError('CONFIG_INVALID', `block size must be an integer >= 1 (got ${blockTokens})`);
+  const blocks = new Map<number, Block>();
+  const salt = Math.imul(opts.seed, 0x9e3779b1);
+  const block = (id: number): Block => {
+    let b = blocks.get(id);
+    if (!b) {
+      const words = randomWords((salt ^ id) | 0, blockTokens);
+      blocks.set(id, (b = { words, ids: promptTokenIds(words.join(' ')) }));
+    }
+    return b;
+  };
+  const first = lines.find((l) => l.timestampMs !== null)?.timestampMs ?? 0;
+  const offset = opts.autoOffset ? first : 0;
+  const sessions: Session[] = lines.map((l, index) => {
+    const piece = l.textInput !== null ? textPiece(l.textInput, l.inputLength) : tracePiece(l, blockTokens, block, (salt ^ ~l.line) | 0);
+    return {
+      index,
+      system: null,
+      turns: [{ ...piece, maxTokens: l.outputLength, delayMs: 0 }],
+      timestampMs: l.timestampMs === null ? null : l.timestampMs - offset,
+    };
+  });
+  return { kind: 'trace', sessions };
+}
+
+/** A line's prompt, composed on demand from the cached blocks (a trace's prompts are not all kept). */
+function tracePiece(l: TraceLine, blockTokens: number, block: (id: number) => Block, fillSeed: number): Piece {
+  const n = l.inputLength;
+  const fromBlocks = Math.min(n, l.hashIds.length * blockTokens);
+  const fill = n - fromBlocks;
+  const lastBlock = Math.ceil(fromBlocks / blockTokens);
+  const fillWords = (): string[] => (fill > 0 ? randomWords(fillSeed, fill) : []);
+  return {
+    tokens: n,
+    text: () => {
+      const words: string[] = [];
+      for (let b = 0; b < lastBlock; b++) {
+        const w = block(l.hashIds[b]!).words;
+        const take = Math.min(blockTokens, fromBlocks - b * blockTokens);
+        for (let i = 0; i < take; i++) words.push(w[i]!);
+      }
+      return [...words, ...fillWords()].join(' ');
+    },
+    tokenIds: () => {
+      const parts: Uint32Array[] = [];
+      for (let b = 0; b < lastBlock; b++) {
+        parts.push(block(l.hashIds[b]!).ids.subarray(0, Math.min(blockTokens, fromBlocks - b * blockTokens)));
+      }
+      if (fill > 0) parts.push(promptTokenIds(fillWords().join(' ')));
+      return parts.length === 0 ? new Uint32Array(0) : concatIds(parts);
+    },
+  };
+}
