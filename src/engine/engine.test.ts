@@ -228,7 +228,7 @@ test('KV admission stops when the cache is full', () => {
   const engine = new Engine({ clock, profile: tiny });
   const t = (): Tally => ({ tokens: 0, finished: null, firstMs: null });
   for (let i = 0; i < 4; i++) engine.submit(request(`k${i}`, 64, 1000, t())); // 4 blocks each
-  clock.runUntil(10);
+  clock.runUntil(30); // the frontend hands them over 1 ms apart; the second step admits what fits
   assert.equal(engine.running, 2);
   assert.equal(engine.waiting, 2);
 });

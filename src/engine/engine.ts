@@ -182,6 +182,8 @@ export class Engine {
   readonly #pendingReadyMs: number[] = [];
   #pendingHead = 0;
   #pendingTimer: Timer | null = null;
+  /** When the frontend finishes the requests it already holds. */
+  #frontendFreeMs = -Infinity;
   // Dropped entries in the running arrays since the last compaction.
   #rHoles = 0;
   readonly #pool: BlockPool;
@@ -290,10 +292,13 @@ export class Engine {
     };
     this.#seqs.set(req.id, seq);
     this.#pendingCount++;
-    // The frontend delay is the same for every request, so arrivals stay in order: a busy engine
-    // takes the due ones at its next step's start; an idle one sets one timer for the oldest.
+    // The frontend is one process handling requests one at a time (vLLM's API server), so a wave of
+    // arrivals queues there; ready times stay in arrival order: a busy engine takes the due ones at
+    // its next step's start, an idle one sets one timer for the oldest.
+    const readyMs = Math.max(this.#clock.now(), this.#frontendFreeMs) + this.profile.frontendOverheadMs;
+    this.#frontendFreeMs = readyMs;
     this.#pending.push(seq);
-    this.#pendingReadyMs.push(this.#clock.now() + this.profile.frontendOverheadMs);
+    this.#pendingReadyMs.push(readyMs);
     this.#armPending();
     return { ok: true };
   }

@@ -21,7 +21,7 @@ export interface EngineProfile {
   stepBaseMs: number;
   prefillMsPerToken: number;
   decodeMsPerToken: number;
-  /** Per-request delay before the scheduler sees a request (tokenisation, routing in the frontend). */
+  /** The frontend's work per request before the scheduler sees it, served one request at a time (vLLM's API server). */
   frontendOverheadMs: number;
   /** Longest prompt + max_tokens accepted. */
   maxModelLen: number;
@@ -48,13 +48,16 @@ export interface EngineProfile {
  *     caching was modelled this term was 12.5 us: uncached prefill of every prompt took the rest.)
  *   - base 7.5 ms: ~4.9 ms weight read (16.4 GB at ~3.35 TB/s) plus ~2.6 ms per-step CPU/launch.
  * At 256 x 128/128 with the seed's workload: 7.5 + 0.0195 x 32 + 0.030 x 256 = 15.8 ms per step.
- * Measured (closed loop, 256 streams, 10-60 s of virtual time; src/engine/engine.test.ts):
- *   caching on, seed workload (86% of prompt tokens hit):  16.2k tok/s per worker, TTFT p99 97 ms;
- *   caching off, or prompts that never repeat:             12.6k tok/s per worker, TTFT p99 335 ms.
- * In steady state the engine's own TTFT is one or two steps; its tail comes from prefill waves
- * (synchronised starts make prompts arrive together and share long steps), which the scheduler
- * produces by itself. Caching shortens those waves 8x on the seed's workload.
- * frontendOverheadMs (3 ms) stands for tokenisation and routing per request, an estimate.
+ * Measured (one engine, closed loop, 256 streams, 10-60 s of virtual time; src/engine/engine.test.ts):
+ *   caching on, seed workload (86% of prompt tokens hit):  16.2k tok/s per worker, TTFT p99 33 ms;
+ *   caching off, or prompts that never repeat:             12.6k tok/s per worker, TTFT p99 135 ms.
+ * frontendOverheadMs (3 ms, an estimate) is the API server's own work per request (validation, chat
+ * template, tokenisation), done by one process one request at a time. The TTFT tail comes from
+ * there: when a wave of requests arrives together (burst start, identical lengths finishing in the
+ * same step) the last of 256 waits ~0.77 s in that queue. The seed's setup simulated
+ * (`tailgate demo --simulate`) gives 126k tok/s and TTFT p50 33 ms / p99 733 ms, inside the
+ * healthy H100 figures of REFERENCE §1 (108k-127k, 664-973 ms with round-robin); with the
+ * frontend modelled as parallel (a fixed delay) p99 was 90 ms, far below every measured fleet.
  * KV: (80 GB x 0.9 - 16.4 GB weights - ~4 GB activations) / 147 KiB per token (36 layers x 8 KV
  * heads x 128 dim x 2 (K,V) x 2 bytes) ~= 350k tokens ~= 21k blocks of 16.
  * maxNumSeqs 1024 is recent vLLM's H100 default (the seed's stalled worker reached Running 1022).

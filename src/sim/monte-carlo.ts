@@ -34,12 +34,15 @@ export interface PolicyOutcome {
   /** Wilson 95% interval of that probability. */
   failInterval95: { low: number; high: number };
   ttftP99Ms: Spread;
+  ttftP50Ms: Spread;
   requestLatencyP99Ms: Spread;
   outputTokensPerS: Spread;
   /** How many trials got each shape name. */
   shapes: Partial<Record<Shape, number>>;
   redispatchedPerTrial: number;
   migratedPerTrial: number;
+  /** Prompt tokens served from the engines' prefix caches over those asked for, all trials. */
+  prefixCacheHitRate: number;
   simulatedMs: number;
 }
 
@@ -62,11 +65,11 @@ function spread(values: number[]): Spread {
   return { p10: percentile(s, 10), p50: percentile(s, 50), p90: percentile(s, 90) };
 }
 
-function stat(r: SimResult, tag: string, key: 'p99' | 'avg'): number {
+function stat(r: SimResult, tag: string, key: 'p50' | 'p99' | 'avg'): number {
   const m = r.summary.metrics[tag];
   if (!m) return Number.NaN;
   if (key === 'avg') return m.avg;
-  return isMetricBlock(m) ? m.p99 : Number.NaN;
+  return isMetricBlock(m) ? m[key] : Number.NaN;
 }
 
 /**
@@ -84,6 +87,7 @@ export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
   let simulatedMs = 0;
   for (const policy of opts.policies) {
     const ttft: number[] = [];
+    const ttftP50: number[] = [];
     const lat: number[] = [];
     const tput: number[] = [];
     const shapes: Partial<Record<Shape, number>> = {};
@@ -91,11 +95,16 @@ export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
     let redispatched = 0;
     let migrated = 0;
     let policyMs = 0;
+    let cacheHits = 0;
+    let cacheQueries = 0;
     for (let t = 0; t < opts.trials; t++) {
       const r = runScenario(opts.scenario, policy, opts.seed + t, t === 0 ? { ...opts.sim, keepChunks: true } : { keepChunks: false, ...opts.sim });
       if (t === 0) representative[policy] = r;
       if (!r.pass) failures++;
       ttft.push(stat(r, 'time_to_first_token', 'p99'));
+      ttftP50.push(stat(r, 'time_to_first_token', 'p50'));
+      cacheHits += r.prefixCacheHits;
+      cacheQueries += r.prefixCacheQueries;
       lat.push(stat(r, 'request_latency', 'p99'));
       tput.push(stat(r, 'output_token_throughput', 'avg'));
       shapes[r.shape.shape] = (shapes[r.shape.shape] ?? 0) + 1;
@@ -112,11 +121,13 @@ export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
       failProbability: n > 0 ? failures / n : Number.NaN,
       failInterval95: wilsonInterval(failures, n),
       ttftP99Ms: spread(ttft),
+      ttftP50Ms: spread(ttftP50),
       requestLatencyP99Ms: spread(lat),
       outputTokensPerS: spread(tput),
       shapes,
       redispatchedPerTrial: n > 0 ? redispatched / n : 0,
       migratedPerTrial: n > 0 ? migrated / n : 0,
+      prefixCacheHitRate: cacheQueries > 0 ? cacheHits / cacheQueries : 0,
       simulatedMs: policyMs,
     };
   }

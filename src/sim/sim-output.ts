@@ -30,11 +30,13 @@ function policyJson(o: PolicyOutcome): Record<string, unknown> {
     failProbability: o.failProbability,
     failInterval95: o.failInterval95,
     ttftP99Ms: o.ttftP99Ms,
+    ttftP50Ms: o.ttftP50Ms,
     requestLatencyP99Ms: o.requestLatencyP99Ms,
     outputTokensPerS: o.outputTokensPerS,
     shapes: o.shapes,
     redispatchedPerTrial: o.redispatchedPerTrial,
     migratedPerTrial: o.migratedPerTrial,
+    prefixCacheHitRate: o.prefixCacheHitRate,
     simulatedSeconds: o.simulatedMs / 1000,
   };
 }
@@ -81,7 +83,7 @@ function table(rows: string[][]): string {
 }
 
 function policyRows(run: SimulateRun, r: MonteCarloResult): string[][] {
-  const rows = [['policy', 'fail prob', '95% interval', 'TTFT p99 p10/p50/p90 (ms)', 'tok/s p10/p50/p90', 'req lat p99 p50 (ms)', 'shapes']];
+  const rows = [['policy', 'fail prob', '95% interval', 'TTFT p99 p10/p50/p90 (ms)', 'TTFT p50 p50 (ms)', 'tok/s p10/p50/p90', 'req lat p99 p50 (ms)', 'prefix hits', 'shapes']];
   for (const p of run.policies) {
     const o = r.policies[p];
     if (!o) continue;
@@ -91,8 +93,10 @@ function policyRows(run: SimulateRun, r: MonteCarloResult): string[][] {
       pct(o.failProbability),
       `${pct(o.failInterval95.low)}-${pct(o.failInterval95.high)}`,
       `${Math.round(o.ttftP99Ms.p10)}/${Math.round(o.ttftP99Ms.p50)}/${Math.round(o.ttftP99Ms.p90)}`,
+      `${Math.round(o.ttftP50Ms.p50)}`,
       `${Math.round(o.outputTokensPerS.p10)}/${Math.round(o.outputTokensPerS.p50)}/${Math.round(o.outputTokensPerS.p90)}`,
       `${Math.round(o.requestLatencyP99Ms.p50)}`,
+      pct(o.prefixCacheHitRate),
       shapes,
     ]);
   }
@@ -115,7 +119,7 @@ export function formatSimulate(run: SimulateRun): string {
   }
   if (run.scenarios.length > 1) out.push(table(matrixRows(run)), '');
   const t = totals(run);
-  out.push(`simulated ${r1(t.simulatedSeconds)} s of fleet time in ${r1(t.wallSeconds * 100) / 100} s wall: ${Math.round(t.speedup)}x real time`);
+  out.push(`simulated ${r1(t.simulatedSeconds)} s of fleet time in ${t.wallSeconds.toFixed(2)} s wall: ${Math.round(t.speedup)}x real time`);
   return `${out.join('\n')}\n`;
 }
 
