@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { TailgateError, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
-import { arrivals, turnMessages, type Session, type Workload } from '../workload/index.js';
+import { arrivals, timedSessions, turnMessages, type Session, type Workload } from '../workload/index.js';
 import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
@@ -191,7 +191,8 @@ function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: stri
       ),
       headers,
       streaming: o.streaming,
-      inputTokens: session.system ? o.tokenizer.count(messages.map((m) => m.content).join('\n')) : session.turns[0]!.tokens,
+      // counted on the text as sent: a sub-word tokenizer need not count joined pieces as their sum
+      inputTokens: o.tokenizer.count(messages.map((m) => m.content).join('\n')),
     };
   };
   if (workload.kind === 'trace') return build;
@@ -230,9 +231,7 @@ function* rateSchedule(o: ResolvedBenchOptions, seed: number, count: number | nu
 
 /** Trace replay: the sessions at their timestamps from the phase start, in time order (the first `count`). */
 function traceSchedule(sessions: readonly Session[], count: number | null, phaseStart: number): Due[] {
-  const timed = sessions.filter((s) => s.timestampMs !== null).slice(0, count ?? sessions.length);
-  timed.sort((a, b) => a.timestampMs! - b.timestampMs!);
-  return timed.map((session) => ({ atMs: phaseStart + session.timestampMs!, session }));
+  return timedSessions(sessions, count ?? sessions.length).map((session) => ({ atMs: phaseStart + session.timestampMs!, session }));
 }
 
 /**

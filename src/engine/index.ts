@@ -2,7 +2,7 @@ export type { EngineProfile } from './profile.js';
 export { PROFILES, DEFAULT_PROFILE, getProfile } from './profile.js';
 export type { EngineRequest, EngineStats, EngineFault, EngineOptions, SubmitResult, TokenSink } from './engine.js';
 export { Engine } from './engine.js';
-export { blockHashes } from './block-hash.js';
+export { blockHashes, cachedBlockHashes } from './block-hash.js';
 export type { FaultKind, FaultSpec } from './fault.js';
 export { FAULT_KINDS, parseFault, formatFault } from './fault.js';
 export type { BurstyStallOptions } from './bursty.js';

@@ -241,13 +241,10 @@ class Attempt implements ExchangeHandler {
     this.call.finish(status === 200 ? 'ok' : 'http_error', status);
   }
 
-  /** The hot path: one read of a stream past its first token, forwarded as it came. */
-  #relay(raw: Buffer): void {
-    this.#keep(raw);
-    const ctx = this.call.ctx;
+  /** Tokens arrived at `now`: one ITL sample since the last (none for a second message of the same read), and progress. */
+  #tick(now: number): void {
     const id = this.backend.id;
-    const now = ctx.clock.now();
-    // one sample per read: messages that arrived in the same read carry no timing of their own
+    const ctx = this.call.ctx;
     if (now > this.lastTokenMs) {
       const itl = now - this.lastTokenMs;
       ctx.dispatcher.recordItl(id, itl);
@@ -255,6 +252,13 @@ class Attempt implements ExchangeHandler {
     }
     this.lastTokenMs = now;
     ctx.dispatcher.progress(id, now);
+  }
+
+  /** The hot path: one read of a stream past its first token, forwarded as it came. */
+  #relay(raw: Buffer): void {
+    this.#keep(raw);
+    // one sample per read: messages that arrived in the same read carry no timing of their own
+    this.#tick(this.call.ctx.clock.now());
     if (this.#exchange!.cleanCut()) {
       this.#writeRaw(raw);
       return;
@@ -377,14 +381,11 @@ class Attempt implements ExchangeHandler {
       ctx.dispatcher.recordTtft(id, ttft);
       ctx.metrics.ttft.observe({ worker: id }, ttft / 1000);
       if (call.firstTokenMs < 0) call.firstTokenMs = now;
-    } else if (now > this.lastTokenMs) {
-      // messages that arrived in the same read carry no timing of their own
-      const itl = now - this.lastTokenMs;
-      ctx.dispatcher.recordItl(id, itl);
-      ctx.metrics.observeItl(id, itl / 1000);
+      this.lastTokenMs = now;
+      ctx.dispatcher.progress(id, now);
+    } else {
+      this.#tick(now);
     }
-    this.lastTokenMs = now;
-    ctx.dispatcher.progress(id, now);
     this.#text += content;
     this.#chunks++;
   }

@@ -80,12 +80,7 @@ export class UpstreamPool {
     return ex;
   }
 
-  /** Connections open now (idle or busy). */
-  get open(): number {
-    return this.#open;
-  }
-
-  /** Destroys every connection; exchanges still running fail. */
+  /** Destroys idle connections and fails queued exchanges; one in progress ends when its call cancels it. */
   close(): Promise<void> {
     this.#closed = true;
     for (const c of this.#idle.splice(0)) c.socket.destroy();

@@ -1,5 +1,5 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
-import { Engine, FaultSchedule, blockHashes as engineBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
+import { Engine, FaultSchedule, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import type { PolicyName, RouteRequest, WorkerView } from '../routing/index.js';
 import { summarize, type Summary } from '../stats/index.js';
@@ -178,13 +178,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   };
 
   // Prompts are hashed only for a policy that reads the hashes (prefix affinity), once per id array.
-  const hashed = new WeakMap<Uint32Array, number[]>();
   const routeRequest = (req: SimRequest, hashSize: number | undefined): RouteRequest => {
     const promptTokens = req.promptTokens + req.tokens;
     if (hashSize === undefined) return { model: scenario.model, promptTokens };
-    let blockHashes = hashed.get(req.promptTokenIds);
-    if (blockHashes === undefined) hashed.set(req.promptTokenIds, (blockHashes = engineBlockHashes(req.promptTokenIds, hashSize)));
-    return { model: scenario.model, promptTokens, blockHashes };
+    return { model: scenario.model, promptTokens, blockHashes: cachedBlockHashes(req.promptTokenIds, hashSize) };
   };
 
   const dispatch = (req: SimRequest, feIndex: number, exclude?: ReadonlySet<string>): void => {

@@ -1,4 +1,4 @@
-import { buildWorkload, traceWorkload, turnInputTokens, turnTokenIds, type Session, type Workload } from '../workload/index.js';
+import { buildWorkload, timedSessions, traceWorkload, turnInputTokens, turnTokenIds, type Session, type Workload } from '../workload/index.js';
 import type { Scenario } from './scenario.js';
 
 /** Where a request stands in its session: the session, the turn, and the answers received so far. */
@@ -54,8 +54,7 @@ export class SimWorkload {
    * phase start (plans are made when sent: a trace's token ids are not all kept at once).
    */
   schedule(count: number): Session[] {
-    const timed = this.workload.sessions.filter((s) => s.timestampMs !== null).slice(0, count);
-    return timed.sort((a, b) => a.timestampMs! - b.timestampMs!);
+    return timedSessions(this.workload.sessions, count);
   }
 }
 

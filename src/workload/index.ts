@@ -9,4 +9,4 @@ export { answerText, answerTokenIds, concatIds, joinPieces, textPiece, turnInput
 export type { WorkloadOptions } from './build.js';
 export { buildWorkload } from './build.js';
 export type { TraceLine, TraceOptions } from './trace.js';
-export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, traceWorkload } from './trace.js';
+export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, timedSessions, traceWorkload } from './trace.js';

@@ -142,7 +142,9 @@ export function traceWorkload(lines: readonly TraceLine[], opts: TraceOptions): 
     }
     return b;
   };
-  const first = lines.find((l) => l.timestampMs !== null)?.timestampMs ?? 0;
+  let first = Infinity;
+  for (const l of lines) if (l.timestampMs !== null && l.timestampMs < first) first = l.timestampMs;
+  if (first === Infinity) first = 0;
   const offset = opts.autoOffset ? first : 0;
   const sessions: Session[] = lines.map((l, index) => {
     const piece = l.textInput !== null ? textPiece(l.textInput, l.inputLength) : tracePiece(l, blockTokens, block, (salt ^ ~l.line) | 0);
@@ -183,4 +185,17 @@ function tracePiece(l: TraceLine, blockTokens: number, block: (id: number) => Bl
       return parts.length === 0 ? new Uint32Array(0) : concatIds(parts);
     },
   };
+}
+
+/**
+ * The sessions a replay sends: those with a timestamp, the earliest `count` of them, in time order
+ * (a trace file need not be sorted).
+ *
+ * @example
+ * timedSessions(workload.sessions, 100)[0]!.timestampMs; // the smallest timestamp
+ */
+export function timedSessions(sessions: readonly Session[], count: number): Session[] {
+  const timed = sessions.filter((s) => s.timestampMs !== null);
+  timed.sort((a, b) => a.timestampMs! - b.timestampMs!);
+  return timed.slice(0, count);
 }

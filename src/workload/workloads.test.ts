@@ -7,6 +7,7 @@ import {
   buildDataset,
   buildWorkload,
   parseTrace,
+  timedSessions,
   traceWorkload,
   turnInputTokens,
   turnMessages,
@@ -138,4 +139,10 @@ test('trace: a bad line is one error naming the file and the line', () => {
     ['\n  \n', /^t\.jsonl: the trace has no requests$/],
   ];
   for (const [text, message] of cases) assert.throws(() => parseTrace(text, 't.jsonl'), (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && message.test(e.message));
+});
+
+test('trace replay of an unsorted file: the earliest lines in time order, offset by the smallest timestamp', () => {
+  const text = [800, 200, 500, 100].map((t) => `{"timestamp": ${t}, "input_length": 3, "output_length": 1}`).join('\n');
+  const w = traceWorkload(parseTrace(text, 'x'), { seed: 0, autoOffset: true });
+  assert.deepEqual(timedSessions(w.sessions, 3).map((s) => s.timestampMs), [0, 100, 400]);
 });
