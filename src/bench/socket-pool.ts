@@ -115,12 +115,12 @@ export class SocketPool implements BenchDispatcher {
 
   /** A connection finished a response and can take another request. */
   release(conn: Conn): void {
-    const next = this.#queue.shift();
-    if (this.#closed) conn.destroy();
-    else if (next) {
-      this.#idle.push(conn);
-      next();
-    } else this.#idle.push(conn);
+    if (this.#closed) {
+      conn.destroy();
+      return;
+    }
+    this.#idle.push(conn);
+    this.#queue.shift()?.();
   }
 
   /** A connection went away (closed by either side). */
