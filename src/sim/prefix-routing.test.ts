@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isMetricBlock } from '../stats/index.js';
+import { reducedStall } from '../../test/sim-scenarios.js';
 import { runScenario, scenarioFromObject, type SimResult } from './index.js';
 
 const ttft = (r: SimResult, k: 'p50' | 'p99'): number => {
@@ -22,17 +23,8 @@ function peakShare(r: SimResult, worker: string): number {
 }
 
 test('seed workload, one stalled worker: prefix keeps adaptive\'s TTFT bound, prefix-greedy piles onto the stalled worker', () => {
-  // The seed's stall at a quarter of its concurrency: 100 dataset entries repeated, so every
-  // prompt's blocks repeat and affinity has something to follow; worker 3 stalls for 8 s.
-  const s = scenarioFromObject({
-    name: 'reduced-stall',
-    workers: 8,
-    concurrency: 512,
-    requestCount: 4096,
-    warmupRequestCount: 512,
-    faults: ['worker=3,kind=stall,at=2s,for=8s'],
-    gates: ['output_token_throughput>=20000', 'time_to_first_token.p99<=2000'],
-  }, 'test');
+  // 100 dataset entries repeated, so every prompt's blocks repeat and affinity has something to follow.
+  const s = reducedStall();
   const adaptive = runScenario(s, 'adaptive', 1);
   const prefix = runScenario(s, 'prefix', 1);
   const greedy = runScenario(s, 'prefix-greedy', 1);

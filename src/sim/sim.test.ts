@@ -2,20 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isTailgateError } from '../core/index.js';
 import { isMetricBlock } from '../stats/index.js';
+import { reducedStall } from '../../test/sim-scenarios.js';
 import { PRESETS, parseScenario, runMonteCarlo, runScenario, scenarioFromObject, simulateJson, wilsonInterval, type Scenario } from './index.js';
-
-/** The seed's stall at a quarter of its concurrency: 8 workers x 64 streams, worker 3 stalled 8 s. */
-function reducedStall(): Scenario {
-  return scenarioFromObject({
-    name: 'reduced-stall',
-    workers: 8,
-    concurrency: 512,
-    requestCount: 4096,
-    warmupRequestCount: 512,
-    faults: ['worker=3,kind=stall,at=2s,for=8s'],
-    gates: ['output_token_throughput>=20000', 'time_to_first_token.p99<=2000'],
-  }, 'test');
-}
 
 function small(extra: Record<string, unknown> = {}): Scenario {
   return scenarioFromObject({ workers: 4, concurrency: 128, requestCount: 600, warmupRequestCount: 64, inputTokens: { mean: 96, stddev: 30 }, outputTokens: { mean: 40, stddev: 15 }, ...extra }, 'test');
