@@ -91,6 +91,9 @@ const PENDING = 0;
 const WAITING = 1;
 const RUNNING = 2;
 const DONE = 3;
+// Running entries outside the cohort (see #rFin).
+const FREE = -1;
+const HOLE = -2;
 
 /** A request's cold state; while it runs, its hot counters live in the engine's running arrays. */
 interface Seq {
@@ -126,8 +129,8 @@ interface Seq {
  * A step's duration is decided at its start; its tokens are delivered at its end.
  *
  * The running set is kept as parallel typed arrays (one entry per running sequence, in admission
- * order, removed lazily and compacted at each step's start), so a step touches dense memory
- * rather than one object per sequence.
+ * order, removed lazily and compacted at a step's start once a quarter are holes), so a step
+ * touches dense memory rather than one object per sequence.
  *
  * @example
  * const clock = new VirtualClock();
@@ -159,10 +162,10 @@ export class Engine {
   // #lockLastMs and get one more at every step. They advance as one count (#lockSteps), so a
   // step costs O(1) for them instead of O(sequences); an entry keeps its computed and generated
   // counts as of #rJoin and is brought up to date (#unlock) only when something touches it alone.
-  #rLock = new Uint8Array(64);
+  // #rFin: for a cohort member, the #lockSteps after which it has all its tokens; otherwise FREE
+  // (running alone) or HOLE (dropped). One dense read per entry tells a step's loops what to skip.
+  #rFin = new Int32Array(64);
   #rJoin = new Int32Array(64);
-  /** The #lockSteps after which the entry has all its tokens. */
-  #rFinishAt = new Int32Array(64);
   #lockSteps = 0;
   #lockCount = 0;
   #lockLastMs = 0;
@@ -376,6 +379,7 @@ export class Engine {
     this.#unlock(i);
     const seq = this.#rSeq[i]!;
     this.#rSeq[i] = null;
+    this.#rFin[i] = HOLE;
     this.#rHoles++;
     this.#pool.release(this.#rBlocks[i]! - seq.shared);
     if (seq.registered > 0) {
@@ -461,18 +465,27 @@ export class Engine {
   #kick(): void {
     if (this.#timer || this.#inStep || this.#closed || this.#stalled) return;
     if (this.#runningCount === 0 && this.#waitingCount === 0) return;
-    this.#timer = this.#clock.setTimer(this.#clock.now(), () => {
-      this.#timer = null;
-      this.#startStep();
-    });
+    this.#timer = this.#clock.setTimer(this.#clock.now(), this.#onKickDue);
   }
+
+  // Timer callbacks made once per engine, not once per step.
+  readonly #onKickDue = (): void => {
+    this.#timer = null;
+    this.#startStep();
+  };
+
+  readonly #onStepDue = (): void => this.#endStep();
 
   #blocksFor(tokens: number): number {
     return Math.ceil(tokens / this.#blockSize);
   }
 
+  /**
+   * Squeezes out dropped entries once they are a quarter of the arrays: every loop skips holes,
+   * and compacting at every step moved (and touched the cold Seq of) each entry once per finish.
+   */
   #compactRunning(): void {
-    if (this.#rHoles === 0) return;
+    if (this.#rHoles * 4 < this.#rLen || this.#rHoles === 0) return;
     this.#rHoles = 0;
     const seqs = this.#rSeq;
     const n = this.#rLen;
@@ -490,9 +503,8 @@ export class Engine {
         this.#rStep[j] = this.#rStep[i]!;
         this.#rSink[j] = this.#rSink[i]!;
         this.#rLastMs[j] = this.#rLastMs[i]!;
-        this.#rLock[j] = this.#rLock[i]!;
+        this.#rFin[j] = this.#rFin[i]!;
         this.#rJoin[j] = this.#rJoin[i]!;
-        this.#rFinishAt[j] = this.#rFinishAt[i]!;
         s.slot = j;
       }
       j++;
@@ -520,9 +532,8 @@ export class Engine {
       this.#rStep = grow(this.#rStep, i32);
       this.#rSink = grow(this.#rSink, i32);
       this.#rLastMs = grow(this.#rLastMs, (n) => new Float64Array(n));
-      this.#rLock = grow(this.#rLock, (n) => new Uint8Array(n));
+      this.#rFin = grow(this.#rFin, i32);
       this.#rJoin = grow(this.#rJoin, i32);
-      this.#rFinishAt = grow(this.#rFinishAt, i32);
     }
     this.#rSeq[i] = seq;
     this.#rComputed[i] = seq.computed;
@@ -533,7 +544,7 @@ export class Engine {
     this.#rStep[i] = 0;
     this.#rSink[i] = seq.sink;
     this.#rLastMs[i] = seq.lastTokenMs;
-    this.#rLock[i] = 0;
+    this.#rFin[i] = FREE;
     seq.slot = i;
     return i;
   }
@@ -546,9 +557,8 @@ export class Engine {
     if (this.#rBlocks[i] !== Math.ceil(c / bs)) return;
     if (this.#lockCount === 0) this.#lockLastMs = now;
     const s = this.#lockSteps;
-    this.#rLock[i] = 1;
     this.#rJoin[i] = s;
-    this.#rFinishAt[i] = s + this.#rMax[i]! - this.#rGenerated[i]!;
+    this.#rFin[i] = s + this.#rMax[i]! - this.#rGenerated[i]!;
     this.#lockCount++;
     this.#lockBySink[this.#rSink[i]!]!++;
     this.#lockPhase[(((s - c) % bs) + bs) % bs]!++;
@@ -556,8 +566,8 @@ export class Engine {
 
   /** Takes entry `i` out of the cohort, bringing its counters, blocks and step up to date. */
   #unlock(i: number): void {
-    if (this.#rLock[i] === 0) return;
-    this.#rLock[i] = 0;
+    if (this.#rFin[i]! < 0) return;
+    this.#rFin[i] = FREE;
     const bs = this.#blockSize;
     const join = this.#rJoin[i]!;
     const k = this.#lockSteps - join;
@@ -583,7 +593,7 @@ export class Engine {
     if (!seq) return -1;
     if (seq.state !== RUNNING) return seq.generated;
     const i = seq.slot;
-    return this.#rGenerated[i]! + (this.#rLock[i] === 1 ? this.#lockSteps - this.#rJoin[i]! : 0);
+    return this.#rGenerated[i]! + (this.#rFin[i]! >= 0 ? this.#lockSteps - this.#rJoin[i]! : 0);
   }
 
   /** When a known request last got a token (0 before its first; NaN if unknown or ended). */
@@ -591,7 +601,7 @@ export class Engine {
     const seq = this.#seqs.get(id);
     if (!seq) return Number.NaN;
     if (seq.state !== RUNNING) return seq.lastTokenMs;
-    return this.#rLock[seq.slot] === 1 ? this.#lockLastMs : this.#rLastMs[seq.slot]!;
+    return this.#rFin[seq.slot]! >= 0 ? this.#lockLastMs : this.#rLastMs[seq.slot]!;
   }
 
   /** Grows running entry `i` to hold `tokens` KV tokens, preempting the newest entries if needed. */
@@ -680,10 +690,10 @@ export class Engine {
         this.#lockStepping = true;
       } else this.#unlockAll();
     }
-    const lock = this.#rLock;
+    const fin = this.#rFin;
     // Decodes first, then chunks of prompts already running, as vLLM V1 spends its budget.
     for (let i = 0; i < this.#rLen && budget > 0; i++) {
-      if (seqs[i] === null || lock[i] !== 0) continue;
+      if (fin[i] !== FREE) continue;
       const c = computed[i]!;
       if (c < target[i]!) {
         prefilling++;
@@ -758,7 +768,7 @@ export class Engine {
     this.#stepPrefill = prefill;
     this.#stepStartMs = this.#clock.now();
     this.#inStep = true;
-    this.#clock.setTimer(this.#stepStartMs + durationMs, () => this.#endStep());
+    this.#clock.setTimer(this.#stepStartMs + durationMs, this.#onStepDue);
   }
 
   /** Hands one step's sink tokens to their sinks: the cohort's as one count per sink, then the others. */
@@ -800,8 +810,7 @@ export class Engine {
     const kinds = this.#deliverKind;
     const bSink = this.#bSink;
     const bGap = this.#bGapMs;
-    const lock = this.#rLock;
-    const finishAt = this.#rFinishAt;
+    const fin = this.#rFin;
     let tokens = 0;
     let lockGapMs = 0;
     let hasLock = false;
@@ -820,8 +829,9 @@ export class Engine {
     // Delivery kinds: 0 onToken, 1 onToken + onFinish, 2 onFinish (its last token went to a sink).
     const n = this.#rLen;
     for (let i = 0; i < n; i++) {
-      if (lock[i] !== 0) {
-        if (finishAt[i] !== lockSteps) continue;
+      const f = fin[i]!;
+      if (f >= 0) {
+        if (f !== lockSteps) continue;
         // A cohort member's last token: it leaves with its counters brought up to date.
         const seq = seqs[i]!;
         this.#runningCount--;

@@ -46,9 +46,13 @@ export class WorkerStats {
     this.ttftMsEwma = this.#update(this.ttftMsEwma, ms, this.#ttftAlpha, this.#ttftSamples++);
   }
 
-  recordItl(ms: number): void {
+  /** `count` per-token samples of the same latency (one engine step's tokens, counted at once). */
+  recordItl(ms: number, count = 1): void {
     if (!(ms >= 0)) return;
-    this.itlMsEwma = this.#update(this.itlMsEwma, ms, this.#itlAlpha, this.#itlSamples++);
+    // the average stays in a local: a field write per sample boxed a number each time
+    let avg = this.itlMsEwma;
+    for (let i = 0; i < count; i++) avg = this.#update(avg, ms, this.#itlAlpha, this.#itlSamples++);
+    this.itlMsEwma = avg;
   }
 
   #update(avg: number, sample: number, alpha: number, seen: number): number {

@@ -6,7 +6,7 @@ import { summarize, type Summary } from '../stats/index.js';
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
-import { SimAttempt, type AttemptHost, type SimRequest } from './sim-attempt.js';
+import { AttemptRoute, SimAttempt, type AttemptHost, type SimRequest } from './sim-attempt.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
 
@@ -126,7 +126,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       firstTokenMs: req.firstTokenMs,
       chunkMs,
       endMs: nowMs,
-      inputTokens: { client: req.promptTokens, server: req.promptTokens },
+      inputTokens: { client: req.plan.promptTokens, server: req.plan.promptTokens },
       outputTokens: { client: req.tokens, server: req.tokens },
       outcome,
       status,
@@ -136,10 +136,12 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     };
     if (streaming) streaming.add(rec);
     else records.push(rec);
-    phaseDone(req.phase, workload.followUp(req.cursor, outcome === 'ok', req.tokens));
+    phaseDone(req.phase, workload.followUp(req.plan.cursor, outcome === 'ok', req.tokens));
   };
 
   const active: Set<SimAttempt>[] = frontends.map(() => new Set());
+  // Per replica, per worker index: made at the first attempt on that pair.
+  const routesOf: (AttemptRoute | undefined)[][] = frontends.map(() => []);
 
   // Attempt ids are recycled once the engine has forgotten them: a fresh string per attempt would
   // be hashed at every engine lookup and live as long as the attempt (262144 at fleet scale).
@@ -165,7 +167,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const startAttempt = (req: SimRequest, feIndex: number, w: WorkerView): void => {
     const fe = frontends[feIndex]!;
     const wi = workerIndex.get(w.id)!;
-    const a = new SimAttempt(host, freeIds.pop() ?? `a${nextId++}`, req, wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!, clock.now());
+    const routes = routesOf[feIndex]!;
+    const route = (routes[wi] ??= new AttemptRoute(host, wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!));
+    const a = new SimAttempt(route, freeIds.pop() ?? `a${nextId++}`, req, clock.now());
     const r = engines[wi]!.submit(a);
     if (!r.ok) {
       a.end();
@@ -179,9 +183,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   // Prompts are hashed only for a policy that reads the hashes (prefix affinity), once per id array.
   const routeRequest = (req: SimRequest, hashSize: number | undefined): RouteRequest => {
-    const promptTokens = req.promptTokens + req.tokens;
+    const promptTokens = req.plan.promptTokens + req.tokens;
     if (hashSize === undefined) return { model: scenario.model, promptTokens };
-    return { model: scenario.model, promptTokens, blockHashes: cachedBlockHashes(req.promptTokenIds, hashSize) };
+    return { model: scenario.model, promptTokens, blockHashes: cachedBlockHashes(req.plan.promptTokenIds, hashSize) };
   };
 
   const dispatch = (req: SimRequest, feIndex: number, exclude?: ReadonlySet<string>): void => {
@@ -212,7 +216,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       migrated++;
     }
     fe.failure(a.workerId);
-    engines[a.worker]!.abort(a.id);
+    engines[a.route.worker]!.abort(a.id);
     freeIds.push(a.id);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));
@@ -230,8 +234,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     for (const a of active[feIndex]!) {
       if (a.req.resent) continue;
       if (a.firstMs === null) {
-        let t = ttftByPrompt.get(a.req.promptTokens);
-        if (t === undefined) ttftByPrompt.set(a.req.promptTokens, (t = d.ttftDeadlineMs(a.req.promptTokens)));
+        const promptTokens = a.req.plan.promptTokens;
+        let t = ttftByPrompt.get(promptTokens);
+        if (t === undefined) ttftByPrompt.set(promptTokens, (t = d.ttftDeadlineMs(promptTokens)));
         if (now - a.startMs >= t) due.push([a, 'redispatch']);
       } else if (a.silentFor(now, stallMs)) due.push([a, 'migrate']);
     }
@@ -260,10 +265,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const req: SimRequest = {
       index: i,
       phase,
-      promptTokens: plan.promptTokens,
-      maxTokens: plan.maxTokens,
-      promptTokenIds: plan.promptTokenIds,
-      cursor: plan.cursor,
+      plan,
       startMs: clock.now(),
       firstTokenMs: null,
       lastTokenMs: 0,
@@ -273,7 +275,6 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       redispatched: false,
       migrated: false,
       feIndex,
-      attempts: 0,
     };
     dispatch(req, feIndex);
   };

@@ -1,18 +1,17 @@
 import type { RequestRecord } from '../core/index.js';
 import type { EngineRequest, TokenSink } from '../engine/index.js';
 import type { WorkerStats } from '../routing/index.js';
-import type { TurnCursor } from './sim-workload.js';
+import type { TurnPlan } from './sim-workload.js';
 
-/** One client request as the simulator tracks it across attempts. */
+/**
+ * One client request as the simulator tracks it across attempts. At fleet scale hundreds of
+ * thousands are in flight at once, so it holds its (shared) plan rather than copies of it.
+ */
 export interface SimRequest {
   index: number;
   phase: RequestRecord['phase'];
-  promptTokens: number;
-  maxTokens: number;
-  /** The prompt's token ids (the engine's prefix cache hashes them). */
-  promptTokenIds: Uint32Array;
-  /** Its place in its session (multi-turn: the next turn follows this one's answer). */
-  cursor: TurnCursor;
+  /** What it sends: prompt length and token ids, answer length, its place in its session. */
+  plan: TurnPlan;
   startMs: number;
   firstTokenMs: number | null;
   lastTokenMs: number;
@@ -24,7 +23,6 @@ export interface SimRequest {
   redispatched: boolean;
   migrated: boolean;
   feIndex: number;
-  attempts: number;
 }
 
 /** Where an attempt reports its end (the simulation loop). */
@@ -45,23 +43,33 @@ class StatsSink implements TokenSink {
 
   onStepTokens(nowMs: number, count: number, gapMs: number): void {
     const stats = this.#stats;
-    for (let i = 0; i < count; i++) stats.recordItl(gapMs);
+    stats.recordItl(gapMs, count);
     stats.progress(nowMs);
   }
-}
-
-const SINKS = new WeakMap<WorkerStats, StatsSink>();
-
-function sinkFor(stats: WorkerStats): StatsSink {
-  let s = SINKS.get(stats);
-  if (!s) SINKS.set(stats, (s = new StatsSink(stats)));
-  return s;
 }
 
 /** What an attempt asks its worker's engine about its own progress (tokens after the first go to a sink). */
 export interface ProgressSource {
   generatedOf(id: string): number;
   lastTokenMsOf(id: string): number;
+}
+
+/**
+ * What every attempt from one router replica to one worker shares (made once per pair, so an
+ * attempt carries one reference instead of six).
+ */
+export class AttemptRoute {
+  readonly sink: StatsSink;
+
+  constructor(
+    readonly host: AttemptHost,
+    readonly worker: number,
+    readonly workerId: string,
+    readonly stats: WorkerStats,
+    readonly engine: ProgressSource,
+  ) {
+    this.sink = new StatsSink(stats);
+  }
 }
 
 /**
@@ -74,41 +82,43 @@ export class SimAttempt implements EngineRequest {
   readonly id: string;
   readonly promptTokens: number;
   readonly maxTokens: number;
-  readonly promptTokenIds: Uint32Array;
   readonly req: SimRequest;
-  readonly worker: number;
-  readonly workerId: string;
-  readonly stats: WorkerStats;
+  readonly route: AttemptRoute;
   readonly startMs: number;
-  readonly sink: StatsSink | undefined;
-  readonly #engine: ProgressSource;
-  readonly #host: AttemptHost;
-  readonly #chunks: number[] | null;
   #tokens = 0;
   #lastMs: number;
   #firstMs: number | null = null;
   /** A token time already known (last times only grow), so most silence checks need no engine lookup. */
   #seenMs = 0;
+  /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
+  #ended = false;
   live = true;
 
   /** `id` must be unique among the attempts its engine knows (the simulator recycles them). */
-  constructor(host: AttemptHost, id: string, req: SimRequest, worker: number, workerId: string, stats: WorkerStats, engine: ProgressSource, nowMs: number) {
-    this.#host = host;
+  constructor(route: AttemptRoute, id: string, req: SimRequest, nowMs: number) {
+    this.route = route;
     this.id = id;
-    this.#engine = engine;
     this.req = req;
-    this.worker = worker;
-    this.workerId = workerId;
-    this.stats = stats;
-    req.attempts++;
-    this.promptTokens = req.promptTokens + req.tokens;
-    this.maxTokens = req.maxTokens - req.tokens;
-    // A migrated continuation's prompt also holds the answer so far; its prompt part still hits the cache.
-    this.promptTokenIds = req.promptTokenIds;
+    // A migrated continuation's prompt also holds the answer so far.
+    this.promptTokens = req.plan.promptTokens + req.tokens;
+    this.maxTokens = req.plan.maxTokens - req.tokens;
     this.startMs = nowMs;
     this.#lastMs = nowMs;
-    this.#chunks = req.chunks;
-    this.sink = req.chunks === null ? sinkFor(stats) : undefined;
+  }
+
+  /** The prompt's token ids, read by the engine at submit (a continuation's prompt part still hits the cache). */
+  get promptTokenIds(): Uint32Array {
+    return this.req.plan.promptTokenIds;
+  }
+
+  /** The route's sink when only first and last chunk times are kept (read by the engine once, at submit). */
+  get sink(): StatsSink | undefined {
+    return this.req.chunks === null ? this.route.sink : undefined;
+  }
+
+  /** The worker it was sent to. */
+  get workerId(): string {
+    return this.route.workerId;
   }
 
   /** When its first token arrived (null before). */
@@ -125,22 +135,22 @@ export class SimAttempt implements EngineRequest {
 
   /** Whether the engine, not this object, holds the count (a sink attempt past its first token). */
   #onEngine(): boolean {
-    return this.sink !== undefined && this.live && this.#tokens > 0;
+    return this.req.chunks === null && this.live && !this.#ended && this.#tokens > 0;
   }
 
   /** Tokens this attempt has received. */
   get tokens(): number {
-    return this.#onEngine() ? this.#engine.generatedOf(this.id) : this.#tokens;
+    return this.#onEngine() ? this.route.engine.generatedOf(this.id) : this.#tokens;
   }
 
   /** When it last received a token (its start before the first). */
   get lastMs(): number {
-    return this.#onEngine() ? this.#engine.lastTokenMsOf(this.id) : this.#lastMs;
+    return this.#onEngine() ? this.route.engine.lastTokenMsOf(this.id) : this.#lastMs;
   }
 
   onToken(count: number, nowMs: number): void {
     if (!this.live) return;
-    const stats = this.stats;
+    const stats = this.route.stats;
     if (this.#tokens === 0) {
       this.#firstMs = nowMs;
       this.#seenMs = nowMs;
@@ -152,27 +162,28 @@ export class SimAttempt implements EngineRequest {
     stats.progress(nowMs);
     this.#tokens += count;
     this.#lastMs = nowMs;
-    this.#chunks?.push(nowMs);
+    this.req.chunks?.push(nowMs);
   }
 
   onFinish(reason: 'length' | 'abort', nowMs: number): void {
     if (!this.live) return;
+    this.#ended = true;
     if (reason === 'length') {
       // The engine has forgotten it: every token has arrived, the last one now.
       this.#tokens = this.maxTokens;
       this.#lastMs = nowMs;
     }
-    this.#host.attemptEnded(this, reason, nowMs);
+    this.route.host.attemptEnded(this, reason, nowMs);
   }
 
   /** Stops listening to the engine and folds this attempt's tokens into the request. */
   end(): void {
     if (!this.live) return;
     if (this.#onEngine()) {
-      const g = this.#engine.generatedOf(this.id);
+      const g = this.route.engine.generatedOf(this.id);
       if (g >= 0) {
         this.#tokens = g;
-        this.#lastMs = this.#engine.lastTokenMsOf(this.id);
+        this.#lastMs = this.route.engine.lastTokenMsOf(this.id);
       }
     }
     this.live = false;

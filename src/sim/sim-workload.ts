@@ -22,15 +22,24 @@ export interface TurnPlan {
 export class SimWorkload {
   readonly workload: Workload;
   #next = 0;
+  /**
+   * First-turn plans by session index, made once (never mutated): sessions repeat round-robin.
+   * Null for a trace, whose token ids are built per request and not all kept at once.
+   */
+  readonly #firstPlans: (TurnPlan | undefined)[] | null;
 
   constructor(scenario: Scenario) {
     this.workload = workloadOf(scenario);
+    this.#firstPlans = scenario.workload?.kind === 'trace' ? null : [];
   }
 
   /** The first turn of the next session, round-robin over the sessions (as bench does). */
   next(): TurnPlan {
     const sessions = this.workload.sessions;
-    return this.first(sessions[this.#next++ % sessions.length]!);
+    const i = this.#next++ % sessions.length;
+    const plans = this.#firstPlans;
+    if (plans === null) return this.first(sessions[i]!);
+    return (plans[i] ??= this.first(sessions[i]!));
   }
 
   /** The first turn of a session. */
