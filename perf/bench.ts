@@ -1,11 +1,13 @@
 // Measures the bench client against `tailgate fleet`, side by side in one run:
 //   1. client CPU microseconds per SSE message: tailgate bench (one thread) vs a plain undici
 //      `request()` client that only counts "\n\n" in the body stream, and a floor: raw sockets
-//      with Node's `onread` that only count "\n\n" (what any Node client pays per read);
+//      with Node's `onread` that only count "\n\n" (what any Node client pays per read). A
+//      steady-state figure: every client first runs `--warm-rounds` unmeasured rounds at the
+//      measured size, so JIT compilation (on V8's helper threads, counted in process CPU) is done;
 //   2. stamping error: client first-token stamp minus the fleet's own send time of that chunk
 //      (`x-tailgate-timing: 1` makes the fleet add "tailgate_sent_ns"; both read CLOCK_MONOTONIC),
 //      on one thread and, from 512 streams, on `--threads 2`.
-// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--osl 64] [--rounds 2]
+// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--osl 64] [--rounds 2] [--warm-rounds 2]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -27,6 +29,7 @@ const CPU_STREAMS = Number(arg('cpu-streams', '256'));
 const OSL = Number(arg('osl', '64'));
 const WORKERS = Number(arg('workers', '8'));
 const ROUNDS = Number(arg('rounds', '2'));
+const WARM_ROUNDS = Number(arg('warm-rounds', '2'));
 
 async function startFleet(): Promise<{ urls: string[]; child: ChildProcess }> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-waiting', '4096'], {
@@ -143,6 +146,12 @@ async function main(): Promise<void> {
 
     const total = CPU_STREAMS * 2;
     await runBench(benchOpts(urls, 32, 64, { transport: 'socket' }));
+    // Until V8 has compiled the hot code of each client, its compile threads' CPU lands in the figures.
+    for (let round = 0; round < WARM_ROUNDS; round++) {
+      await plainClient(urls, CPU_STREAMS, total);
+      await floorClient(urls, CPU_STREAMS, total);
+      for (const transport of ['undici', 'socket'] as const) await runBench(benchOpts(urls, CPU_STREAMS, total, { transport }));
+    }
     const perMsg = { plain: [] as number[], floor: [] as number[], undici: [] as number[], socket: [] as number[] };
     const sysPerMsg = { plain: [] as number[], floor: [] as number[], undici: [] as number[], socket: [] as number[] };
     let msgs = 0;
@@ -164,7 +173,7 @@ async function main(): Promise<void> {
     }
     const avg = (a: number[]): number => a.reduce((s, x) => s + x, 0) / a.length;
     const plainUs = avg(perMsg.plain);
-    console.log(`\nCPU per SSE message (${CPU_STREAMS} streams, ${total} requests x ${OSL} tokens, ${msgs} messages per run, ${ROUNDS} rounds, fleet of ${WORKERS} 'small' workers in another process)`);
+    console.log(`\nCPU per SSE message (${CPU_STREAMS} streams, ${total} requests x ${OSL} tokens, ${msgs} messages per run, ${ROUNDS} rounds after ${WARM_ROUNDS} warm-up rounds, fleet of ${WORKERS} 'small' workers in another process)`);
     console.log('| client | us/message | of which kernel | ratio |');
     console.log('|---|---:|---:|---:|');
     console.log(`| plain undici request() counting \\n\\n | ${plainUs.toFixed(2)} | ${avg(sysPerMsg.plain).toFixed(2)} | 1.00 |`);

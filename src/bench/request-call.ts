@@ -3,6 +3,7 @@ import type { BenchDispatcher, BytesHandler } from './socket-pool.js';
 import type { Outcome, RequestRecord } from '../core/index.js';
 import type { Tokenizer } from '../workload/index.js';
 import { readStreamChunk } from '../openai/index.js';
+import { DATA_FIELD, EVENT_END, EventTemplate } from './event-template.js';
 import { SseBytesReader } from './sse-bytes.js';
 
 /** One prepared request: the serialized body is built once per dataset entry and reused. */
@@ -106,6 +107,8 @@ class Call implements BytesHandler {
   #worker: string | null = null;
   #isSse = false;
   #sse: SseBytesReader | null = null;
+  /** `#sse.idle` after the last push, kept here so the fast path touches one object less per event. */
+  #sseIdle = false;
   /** Arrival time of the read being decoded (stamped before any parsing). */
   #readAtMs = 0;
   /**
@@ -116,17 +119,17 @@ class Call implements BytesHandler {
   #contentLen = 0;
   #contentEscaped = false;
   /**
-   * The bytes around the content of this stream's last ordinary frame: a server repeats them
-   * byte for byte (same id, model, created), so later frames that match are read without a search.
+   * The bytes around the content of this stream's last ordinary event: a server repeats them byte
+   * for byte (same id, model, created), so later events that match are read without a search.
    */
-  #tplPrefix: Buffer | null = null;
-  #tplSuffix: Buffer | null = null;
+  #tpl: EventTemplate | null = null;
   #tplLearned = 0;
   #errorBody = '';
   #body: Buffer[] = [];
   #text = '';
   #firstMs: number | null = null;
-  #lastMs: number | null = null;
+  /** Arrival of the last bytes; NaN until some arrive (a number field from the start: stored per event without boxing). */
+  #lastMs = Number.NaN;
   #chunks: number[] = [];
   #done = false;
   #finished = false;
@@ -192,8 +195,10 @@ class Call implements BytesHandler {
     const ct = String(headers['content-type'] ?? '');
     this.#isSse = ct.includes('text/event-stream');
     if (statusCode >= 200 && statusCode < 300 && this.#req.streaming) {
-      if (this.#isSse) this.#sse = new SseBytesReader((b, start, end) => this.#onEvent(b, start, end));
-      else this.#failure = { outcome: 'protocol_error', message: `expected an SSE stream (text/event-stream), got ${ct || 'no content-type'}` };
+      if (this.#isSse) {
+        this.#sse = new SseBytesReader((b, start, end) => this.#onEvent(b, start, end));
+        this.#sseIdle = true;
+      } else this.#failure = { outcome: 'protocol_error', message: `expected an SSE stream (text/event-stream), got ${ct || 'no content-type'}` };
     }
   }
 
@@ -205,7 +210,11 @@ class Call implements BytesHandler {
     const at = readAtMs + this.#perfToRunMs;
     if (this.#sse) {
       this.#readAtMs = at;
-      this.#sse.push(b, start, end);
+      const rest = this.#tpl !== null && !this.#done && this.#sseIdle ? this.#templateEvents(b, start, end, at) : start;
+      if (rest < end) {
+        this.#sse.push(b, rest, end);
+        this.#sseIdle = this.#sse.idle;
+      }
       return;
     }
     if (this.#status !== null && (this.#status < 200 || this.#status >= 300 || this.#failure)) {
@@ -216,34 +225,58 @@ class Call implements BytesHandler {
     this.#lastMs = at;
   }
 
+  onResponseBytesNow(b: Buffer, start: number, end: number, readAtMs: number): number {
+    if (this.#tpl === null || this.#done || !this.#sseIdle) return start;
+    return this.#templateEvents(b, start, end, readAtMs + this.#perfToRunMs);
+  }
+
+  /**
+   * Whole events of the learned shape at the start of `b[start, end)`, taken straight from the read
+   * (no SSE scan); returns where the rest starts.
+   */
+  #templateEvents(b: Buffer, start: number, end: number, at: number): number {
+    const t = this.#tpl!;
+    let pos = start;
+    while (end - pos >= t.headLength + t.tailLength && t.headAt(b, pos)) {
+      const from = pos + t.headLength;
+      const to = stringEnd(b, from, end - t.tailLength + 1);
+      if (to < 0 || !t.tailAt(b, to)) break;
+      this.#lastMs = at;
+      this.#takeContent(b, from, to, at);
+      pos = to + t.tailLength;
+    }
+    return pos;
+  }
+
   /** One SSE event's data, `b[start, end)`. */
   #onEvent(b: Buffer, start: number, end: number): void {
     const at = this.#readAtMs;
     this.#lastMs = at;
     if (this.#done) return;
-    if (this.#tplPrefix !== null && this.#templateFrame(b, start, end, at)) return;
+    if (this.#tpl !== null && this.#templateFrame(b, start, end, at)) return;
     if (b[start] === 123 && this.#contentFrame(b, start, end, at)) return;
     this.#onMessage(b.toString('utf8', start, end), at);
   }
 
-  /** A frame equal to the learned one except for its content (no quote in it): only the content is new. */
+  /** An event's data equal to the learned payload except for its content: only the content is new. */
   #templateFrame(b: Buffer, start: number, end: number, at: number): boolean {
-    const prefix = this.#tplPrefix!;
-    const suffix = this.#tplSuffix!;
-    const from = start + prefix.length;
-    const to = end - suffix.length;
-    if (to <= from || !sameBytes(b, start, prefix) || !sameBytes(b, to, suffix)) return false;
-    let escaped = false;
-    for (let i = from; i < to; i++) {
-      const c = b[i]!;
-      if (c === 34) return false;
-      if (c === 92) escaped = true;
-    }
-    if (escaped) this.#contentEscaped = true;
+    const t = this.#tpl!;
+    // The learned bytes without the framing around the payload (`data: ` and the blank line).
+    const from = start + t.headLength - DATA_FIELD.length;
+    const to = end - t.tailLength + EVENT_END.length;
+    if (to < from || !t.headPartAt(b, start, DATA_FIELD.length)) return false;
+    if (stringEnd(b, from, to + 1) !== to || !t.tailPartAt(b, to, t.tailLength - EVENT_END.length)) return false;
+    this.#takeContent(b, from, to, at);
+    return true;
+  }
+
+  /** The body of a content string, `b[from, to)`, as a new token (nothing when empty). */
+  #takeContent(b: Buffer, from: number, to: number, at: number): void {
+    if (to === from) return;
     this.#firstMs ??= at;
     this.#chunks.push(at);
     this.#keepContent(b, from, to);
-    return true;
+    if (!this.#contentEscaped && hasByte(b, from, to, 92)) this.#contentEscaped = true;
   }
 
   /**
@@ -288,11 +321,9 @@ class Call implements BytesHandler {
       if (!this.#contentEscaped && d.lastIndexOf('\\', to) >= from) this.#contentEscaped = true;
     }
     if (finished) this.#finished = true;
-    else if (to > from && this.#tplLearned < 2) {
-      // Learn at most twice: frames that differ every time (e.g. a per-frame stamp) stay on this path.
-      this.#tplLearned++;
-      this.#tplPrefix = Buffer.from(b.subarray(start, start + from));
-      this.#tplSuffix = Buffer.from(b.subarray(start + to, end));
+    else if (to > from) {
+      // Learn at most twice: frames that differ every time (e.g. a per-frame stamp) stay on this path, tried no more.
+      this.#tpl = this.#tplLearned++ < 2 ? EventTemplate.ofEvent(b, start, start + from, start + to, end) : null;
     }
     return true;
   }
@@ -396,7 +427,7 @@ class Call implements BytesHandler {
         : { outcome: 'aborted', message: 'cancelled' };
     }
     if (this.#contentLen > 0) this.#text = this.#streamedText();
-    const endMs = this.#failure ? this.#opts.now() : (this.#lastMs ?? this.#opts.now());
+    const endMs = this.#failure || Number.isNaN(this.#lastMs) ? this.#opts.now() : this.#lastMs;
     const f = this.#failure;
     const record: RequestRecord = {
       id: this.#opts.id,
@@ -456,7 +487,21 @@ function closingQuote(d: string, q: number): number {
   return -1;
 }
 
-function sameBytes(b: Buffer, at: number, expected: Buffer): boolean {
-  for (let i = expected.length - 1; i >= 0; i--) if (b[at + i] !== expected[i]) return false;
-  return true;
+/**
+ * Index of the quote that closes the JSON string body starting at `from`, looking before `limit`;
+ * -1 when there is none or a raw control character comes first (JSON forbids it: the full parse decides).
+ */
+function stringEnd(b: Buffer, from: number, limit: number): number {
+  for (let i = from; i < limit; i++) {
+    const c = b[i]!;
+    if (c === 34) return i;
+    if (c === 92) i++;
+    else if (c < 32) return -1;
+  }
+  return -1;
+}
+
+function hasByte(b: Buffer, from: number, to: number, byte: number): boolean {
+  for (let i = from; i < to; i++) if (b[i] === byte) return true;
+  return false;
 }

@@ -83,3 +83,35 @@ test('the raw-socket client reports refused connections and early closes as conn
   assert.match(r.record.error ?? '', /ECONNREFUSED/);
   await refused.close();
 });
+
+test('the raw-socket fast lane takes the steady events of a chunk and leaves the rest, mid-chunk, to the general path', async (t) => {
+  const frame = (w: string, finish: string): string =>
+    `data: {"id":"c2","choices":[{"index":0,"delta":{"content":${JSON.stringify(w)}},"logprobs":null,"finish_reason":${finish}}]}\n\n`;
+  const chunk = (s: string): string => `${Buffer.byteLength(s).toString(16)}\r\n${s}\r\n`;
+  // Read 1 teaches the stream's event shape; read 2 is one chunk: four ordinary events, then the finish, usage and [DONE].
+  const first = chunk(frame(' a', 'null'));
+  const second = chunk([' b', ' "c"', ' d\\', ' é'].map((w) => frame(w, 'null')).join('') + frame(' e', '"stop"') + 'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":6,"total_tokens":7}}\n\ndata: [DONE]\n\n');
+  const head = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
+  const sockets = new Set<Socket>();
+  const server = createServer((socket: Socket) => {
+    sockets.add(socket);
+    socket.once('data', () => {
+      socket.write(head + first);
+      setTimeout(() => socket.write(second), 20);
+      setTimeout(() => socket.write('0\r\n\r\n'), 40);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const pool = new SocketPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
+  t.after(async () => {
+    await pool.close();
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  const req: PreparedRequest = { path: '/', body: '{}', headers: {}, streaming: true, inputTokens: 1 };
+  const { record, text } = await callOnce(pool, req, { id: 'x', phase: 'profiling', now: () => performance.now(), tokenizer: defaultTokenizer, workerHeader: 'x-w', timeoutMs: 5000 });
+  assert.equal(record.outcome, 'ok', `${record.error}`);
+  assert.equal(text, ' a b "c" d\\ é e');
+  assert.equal(record.chunkMs.length, 6);
+  assert.equal(record.outputTokens.server, 6);
+});

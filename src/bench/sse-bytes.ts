@@ -28,6 +28,11 @@ export class SseBytesReader {
     this.#onData = onData;
   }
 
+  /** Between events on LF framing: the next byte pushed starts a new event, so a caller may read whole events itself. */
+  get idle(): boolean {
+    return this.#carryLen === 0 && this.#general === null;
+  }
+
   /** Feeds the read `b[start, end)`. */
   push(b: Buffer, start: number, end: number): void {
     if (this.#general) {
