@@ -5,13 +5,17 @@
 //   node --import tsx perf/router.ts [--streams 256] [--requests 1024] [--no-install] [--skip-stall]
 //                                    [--rounds 2] [--targets tailgate,nginx] [--cpu-prof DIR]
 //
+// Two rows are the floor of a Node relay (no routing, metrics or parsing): `node bare relay` with
+// stream sockets, and `(handle-level)` reading into one shared buffer and writing with write(2) on
+// the client's descriptor, as tailgate's relay does.
+//
 // Every proxy runs at once and the measured runs take turns (--rounds rounds, rotating order), so a
 // change in the machine's load falls on all of them alike. --targets keeps the targets whose name contains one of the words; --cpu-prof writes a V8 CPU
 // profile of each tailgate router into DIR (for `node --cpu-prof`-style analysis).
 //
 // Installs nginx and haproxy from Debian (apt-get) when they are missing, unless --no-install.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -156,22 +160,63 @@ function tailgate(policy: string): Target {
 /**
  * The floor of a Node relay: round-robin, keep-alive upstream sockets, chunk frames forwarded as
  * they came, nothing else (no routing state, metrics or parsing). Runs as this script with
- * `--bare-relay URL...`.
+ * `--bare-relay URL...`. `handles`: the lower floor of what Node costs per message, the way the
+ * router relays: upstream reads into one shared buffer (`onread`) and client writes with one
+ * write(2) on the socket's descriptor (`--bare-relay-fd`).
  */
-function bareRelay(): Target {
+function bareRelay(handles: boolean): Target {
   return {
-    name: 'node bare relay',
+    name: handles ? 'node bare relay (handle-level)' : 'node bare relay',
     async start(backends) {
-      const p = await startLines(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--bare-relay', ...backends], 'ready');
+      const p = await startLines(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), handles ? '--bare-relay-fd' : '--bare-relay', ...backends], 'ready');
       const { url } = JSON.parse(p.lines[0]!) as { url: string };
       return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
     },
   };
 }
 
-function runBareRelay(urls: string[]): void {
+/** An upstream connection of the bare relay, the response it reads now, and what ends it if the connection closes. */
+interface BareConn {
+  s: Socket;
+  onData: ((d: Buffer, len: number) => void) | null;
+  onClose: (() => void) | null;
+}
+
+function runBareRelay(urls: string[], handles: boolean): void {
   const ups = urls.map((u) => new URL(u));
-  const idle: Socket[][] = ups.map(() => []);
+  const idle: BareConn[][] = ups.map(() => []);
+  const readBuf = Buffer.allocUnsafe(64 * 1024);
+  const open = (i: number): BareConn => {
+    const u = ups[i]!;
+    const c: BareConn = { s: undefined as unknown as Socket, onData: null, onClose: null };
+    const opts = { host: u.hostname, port: Number(u.port), noDelay: true };
+    if (handles) c.s = connect({ ...opts, onread: { buffer: readBuf, callback: (n: number) => (c.onData?.(readBuf, n), true) } });
+    else c.s = connect(opts).on('data', (d: Buffer) => c.onData?.(d, d.length));
+    c.s.on('error', () => undefined);
+    // a worker may close an idle keep-alive connection (between rounds): it leaves the pool, a response on it fails
+    c.s.on('close', () => {
+      const k = idle[i]!.indexOf(c);
+      if (k >= 0) idle[i]!.splice(k, 1);
+      c.onClose?.();
+    });
+    return c;
+  };
+  /** Writes `d[from, to)` to the client: one write(2) on its descriptor when nothing is queued (handle-level), else the stream. */
+  const send = (out: Socket, d: Buffer, from: number, to: number): boolean => {
+    if (handles && out.writableLength === 0) {
+      const fd = (out as unknown as { _handle?: { fd?: number } | null })._handle?.fd ?? -1;
+      let n = 0;
+      try {
+        if (fd >= 0) n = writeSync(fd, d, from, to - from);
+      } catch {
+        n = 0;
+      }
+      if (n === to - from) return true;
+      from += n;
+    }
+    // the shared read buffer is reused by the next read: the stream gets a copy
+    return out.write(handles ? Buffer.from(d.subarray(from, to)) : d.subarray(from, to));
+  };
   let next = 0;
   const server = createHttpServer({ noDelay: true, keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
     const parts: Buffer[] = [];
@@ -180,15 +225,18 @@ function runBareRelay(urls: string[]): void {
       const body = Buffer.concat(parts);
       const i = next++ % ups.length;
       const u = ups[i]!;
-      const s = idle[i]!.pop() ?? connect({ host: u.hostname, port: Number(u.port), noDelay: true }).on('error', () => undefined);
+      const conn = idle[i]!.pop() ?? open(i);
+      const s = conn.s;
+      conn.onClose = () => res.destroy();
       let head: Buffer | null = Buffer.alloc(0);
       let size = 0;
       let rem = 0;
       let state = 0; // 0 chunk header, 1 data, 2 data CRLF
-      const onData = (d: Buffer): void => {
+      conn.onData = (d: Buffer, len: number): void => {
         let off = 0;
         if (head) {
-          head = Buffer.concat([head, d]);
+          head = Buffer.concat([head, d.subarray(0, len)]);
+          len = head.length;
           const e = head.indexOf('\r\n\r\n');
           if (e < 0) return;
           d = head;
@@ -197,9 +245,9 @@ function runBareRelay(urls: string[]): void {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.flushHeaders();
         }
-        for (let p = off; p < d.length; ) {
+        for (let p = off; p < len; ) {
           if (state === 1) {
-            const k = Math.min(rem, d.length - p);
+            const k = Math.min(rem, len - p);
             p += k;
             rem -= k;
             if (rem === 0) state = 2;
@@ -212,10 +260,11 @@ function runBareRelay(urls: string[]): void {
                 // the terminal chunk: forward what came before it, end the response, keep the socket
                 let z = p - 1;
                 while (z > off && d[z - 1] !== 10) z--;
-                if (z > off) res.socket!.write(d.subarray(off, z));
+                if (z > off) send(res.socket!, d, off, z);
                 res.end();
-                s.off('data', onData);
-                idle[i]!.push(s);
+                conn.onData = null;
+                conn.onClose = null;
+                idle[i]!.push(conn);
                 return;
               }
               state = 1;
@@ -224,12 +273,11 @@ function runBareRelay(urls: string[]): void {
             } else if (c !== 13) size = size * 16 + (c <= 57 ? c - 48 : (c | 32) - 87);
           }
         }
-        if (!res.socket!.write(off === 0 ? d : d.subarray(off))) {
+        if (!send(res.socket!, d, off, len)) {
           s.pause();
           res.socket!.once('drain', () => s.resume());
         }
       };
-      s.on('data', onData);
       s.write(Buffer.concat([Buffer.from(`POST ${req.url} HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`), body]));
     });
   });
@@ -344,7 +392,7 @@ async function main(): Promise<void> {
   const bins = ensureInstalled();
   const fleet = await startLines(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-num-seqs', String(Math.max(64, Math.ceil(STREAMS / WORKERS) * 2))], 'ready');
   const backends = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url: string }).url);
-  const targets: Target[] = [tailgate('p2c'), tailgate('adaptive'), bareRelay()];
+  const targets: Target[] = [tailgate('p2c'), tailgate('adaptive'), bareRelay(false), bareRelay(true)];
   if (bins.nginx) targets.push(nginx(bins.nginx, 'least_conn'), nginx(bins.nginx, 'random two least_conn'));
   if (bins.haproxy) targets.push(haproxy(bins.haproxy));
   if (ONLY) targets.splice(0, targets.length, ...targets.filter((t) => ONLY.some((w) => t.name.includes(w))));
@@ -356,7 +404,8 @@ async function main(): Promise<void> {
       try {
         const p = await t.start(backends);
         running.push({ t, p, row: { name: t.name, ttftP50: 0, ttftP99: 0, latencyP99: 0, messages: 0, cpuS: 0, sysS: 0, errors: 0 } });
-        await bench(p.url, STREAMS); // warm the proxy (JIT, connection pools) before measuring
+        // warm the proxy before measuring: connection pools, and a Node proxy's JIT (still compiling after STREAMS requests)
+        await bench(p.url, REQUESTS);
       } catch (e) {
         console.error(`${t.name}: could not start (${e instanceof Error ? e.message : String(e)}); skipped`);
       }
@@ -425,5 +474,5 @@ async function main(): Promise<void> {
   if (!bins.nginx || !bins.haproxy) console.log('\n(nginx or haproxy not available: their rows are missing; run without --no-install as root to install them)');
 }
 
-if (args[0] === '--bare-relay') runBareRelay(args.slice(1));
+if (args[0] === '--bare-relay' || args[0] === '--bare-relay-fd') runBareRelay(args.slice(1), args[0] === '--bare-relay-fd');
 else await main();

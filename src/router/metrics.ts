@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Dispatcher } from '../routing/index.js';
 import type { Backend } from './backend.js';
 
@@ -19,9 +19,8 @@ export class RouterMetrics {
   readonly ejected: Counter<'worker'>;
   readonly rejected: Counter<'reason'>;
   readonly ttft: Histogram<'worker'>;
-  readonly itl: Histogram<'worker'>;
+  readonly itl: WorkerHistogram;
   readonly overhead: Histogram;
-  readonly #itlChildren = new Map<string, { observe(v: number): void }>();
 
   constructor(dispatcher: Dispatcher, backends: readonly Backend[]) {
     const registers = [this.registry];
@@ -63,18 +62,89 @@ export class RouterMetrics {
     this.ejected = counter('tailgate_router_worker_ejections_total', 'Times the worker was ejected by passive failures.');
     this.rejected = new Counter({ name: 'tailgate_router_requests_rejected_total', help: 'Requests answered by the router itself with an error.', labelNames: ['reason'] as const, registers });
     this.ttft = new Histogram({ name: 'tailgate_router_ttft_seconds', help: 'Time from sending to the worker to its first content token.', labelNames: ['worker'] as const, buckets: LATENCY_BUCKETS_S, registers });
-    this.itl = new Histogram({ name: 'tailgate_router_itl_seconds', help: 'Time between content messages of a stream (per-token latency).', labelNames: ['worker'] as const, buckets: ITL_BUCKETS_S, registers });
+    this.itl = new WorkerHistogram('tailgate_router_itl_seconds', 'Time between content messages of a stream (per-token latency).', ITL_BUCKETS_S);
+    // the registry reads a metric through get() alone (as it does for its cluster aggregates)
+    this.registry.registerMetric(this.itl as unknown as Metric);
     this.overhead = new Histogram({ name: 'tailgate_router_overhead_seconds', help: "Router's own time from a complete request to the upstream send (excludes queue wait).", buckets: OVERHEAD_BUCKETS_S, registers });
     for (const b of backends) {
-      this.#itlChildren.set(b.id, this.itl.labels({ worker: b.id }));
       for (const c of [this.dispatched, this.completed, this.failed, this.clientAborted, this.redispatched, this.migrated, this.retried, this.ejected]) c.inc({ worker: b.id }, 0);
     }
   }
 
-  /** Records one per-token latency sample of `worker` (hot path: the labelled child is cached). */
+  /** Records one per-token latency sample of `worker` (hot path: one per relayed read). */
   observeItl(worker: string, seconds: number): void {
-    const child = this.#itlChildren.get(worker);
-    if (child) child.observe(seconds);
-    else this.itl.observe({ worker }, seconds);
+    this.itl.observe(worker, seconds);
+  }
+}
+
+/** One line of a metric, as prom-client's registry reads it. */
+interface MetricLine {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName: string;
+}
+
+/** Bucket counts, sum and count of one label value. */
+interface Series {
+  readonly counts: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/**
+ * A histogram labelled by `worker` with the exposition of prom-client's, for a hot path:
+ * prom-client's `observe` (even on a labelled child) builds and hashes a label object per sample,
+ * 0.7-0.8 us; this one finds a bucket and adds, under 0.15 us.
+ */
+export class WorkerHistogram {
+  readonly name: string;
+  readonly help: string;
+  readonly type = 'histogram' as const;
+  readonly aggregator = 'sum' as const;
+  readonly #buckets: readonly number[];
+  readonly #series = new Map<string, Series>();
+
+  constructor(name: string, help: string, buckets: readonly number[]) {
+    this.name = name;
+    this.help = help;
+    this.#buckets = buckets;
+  }
+
+  observe(worker: string, value: number): void {
+    if (!Number.isFinite(value)) return;
+    let s = this.#series.get(worker);
+    if (s === undefined) this.#series.set(worker, (s = { counts: new Float64Array(this.#buckets.length), sum: 0, count: 0 }));
+    const b = this.#buckets;
+    let i = 0;
+    while (i < b.length && value > b[i]!) i++;
+    if (i < b.length) s.counts[i]!++;
+    s.sum += value;
+    s.count++;
+  }
+
+  /** The samples of `worker`, for tests: count and sum. */
+  series(worker: string): { count: number; sum: number } | undefined {
+    const s = this.#series.get(worker);
+    return s && { count: s.count, sum: s.sum };
+  }
+
+  reset(): void {
+    this.#series.clear();
+  }
+
+  get(): Promise<{ name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: MetricLine[] }> {
+    const values: MetricLine[] = [];
+    const bucket = `${this.name}_bucket`;
+    for (const [worker, s] of this.#series) {
+      let acc = 0;
+      for (let i = 0; i < this.#buckets.length; i++) {
+        acc += s.counts[i]!;
+        values.push({ labels: { le: this.#buckets[i]!, worker }, value: acc, metricName: bucket });
+      }
+      values.push({ labels: { le: '+Inf', worker }, value: s.count, metricName: bucket });
+      values.push({ labels: { worker }, value: s.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: { worker }, value: s.count, metricName: `${this.name}_count` });
+    }
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
   }
 }

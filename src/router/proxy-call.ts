@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { countTokens, promptTokenIds, type Clock } from '../core/index.js';
@@ -38,9 +39,6 @@ const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
  */
 type Mode = 'none' | 'track' | 'relay' | 'reframe' | 'continue' | 'whole' | 'discard';
 
-/** Received raw bytes kept for a lazy read are merged every this many reads. */
-const KEEP_MERGE = 64;
-
 /**
  * One upstream try of a call on one worker. Holds the worker's in-flight count from assignment
  * until `release()`, which runs exactly once whatever ends the attempt.
@@ -64,12 +62,12 @@ class Attempt implements ExchangeHandler {
   #splitter = new EventSplitter();
   /** Raw body bytes held back until the first content token. */
   #held: Buffer[] = [];
-  /** Raw body bytes received (when the text may be needed later: migration, access log), read only then. */
-  #kept: Buffer[] | null;
-  #keptMerged = 0;
+  /** The exchange keeps the raw body (when the text may be needed later: migration, access log), read only then. */
+  readonly #keepBody: boolean;
   #respHeaders: OutgoingHttpHeaders = {};
-  /** The client's socket while chunk frames go to it as they came. */
+  /** The client's socket while chunk frames go to it as they came, and its descriptor (-1: none). */
   #client: Socket | null = null;
+  #clientFd = -1;
   #sawDone = false;
   #sawFinish = false;
   #sawError = false;
@@ -90,7 +88,7 @@ class Attempt implements ExchangeHandler {
     this.continuation = continuation;
     this.startMs = call.ctx.clock.now();
     this.lastTokenMs = this.startMs;
-    this.#kept = call.ctx.migrate || call.ctx.accessLog !== undefined ? [] : null;
+    this.#keepBody = call.ctx.migrate || call.ctx.accessLog !== undefined;
   }
 
   /** Sends the request (after the call points to this attempt: a failure may report at once). */
@@ -98,7 +96,7 @@ class Attempt implements ExchangeHandler {
     const call = this.call;
     call.ctx.metrics.dispatched.inc({ worker: this.backend.id });
     const request = encodeRequest('POST', call.path, this.backend.host, upstreamHeaders(call.req.headers, body.length), body);
-    this.#exchange = this.backend.upstream.send(request, this);
+    this.#exchange = this.backend.upstream.send(request, this, this.#keepBody);
   }
 
   get released(): boolean {
@@ -122,9 +120,10 @@ class Attempt implements ExchangeHandler {
   /** The content this attempt received so far: its text and number of content messages. */
   received(): { text: string; chunks: number } {
     if (!this.#lazy) return { text: this.#text, chunks: this.#chunks };
-    if (this.#kept === null) return { text: '', chunks: 0 };
+    const body = this.#exchange?.body();
+    if (!body) return { text: '', chunks: 0 };
     // whole events only: an unfinished one never reached the client
-    const events = new EventSplitter().push(decodeBody(this.#framing, this.#kept));
+    const events = new EventSplitter().push(decodeBody(this.#framing, [body]));
     let text = '';
     let chunks = 0;
     if (events) {
@@ -173,15 +172,11 @@ class Attempt implements ExchangeHandler {
     if (this.cancelled) return;
     const mode = this.#mode;
     if (mode === 'relay') {
-      this.#relay(start === 0 && end === buf.length ? buf : buf.subarray(start, end));
+      this.#relay(buf, start, end);
       return;
     }
     if (mode === 'discard' || mode === 'none') return;
-    if (mode === 'track' || mode === 'reframe') {
-      const raw = start === 0 && end === buf.length ? buf : buf.subarray(start, end);
-      this.#keep(raw);
-      if (mode === 'track') this.#held.push(raw);
-    }
+    if (mode === 'track') this.#held.push(buf.subarray(start, end));
     this.#decoder!.scan(buf, start, end);
     if (this.#mode === 'track' && !this.cancelled && (this.firstContentMs >= 0 || this.#sawDone || this.#sawError || this.#sawFinish)) this.#startRelay();
   }
@@ -254,18 +249,17 @@ class Attempt implements ExchangeHandler {
     ctx.dispatcher.progress(id, now);
   }
 
-  /** The hot path: one read of a stream past its first token, forwarded as it came. */
-  #relay(raw: Buffer): void {
-    this.#keep(raw);
+  /** The hot path: one read of a stream past its first token, `buf[start, end)`, forwarded as it came. */
+  #relay(buf: Buffer, start: number, end: number): void {
     // one sample per read: messages that arrived in the same read carry no timing of their own
     this.#tick(this.call.ctx.clock.now());
     if (this.#exchange!.cleanCut()) {
-      this.#writeRaw(raw);
+      this.#writeRaw(buf, start, end);
       return;
     }
     // a read that stops mid-event: from here on only whole events go out
     this.#toReframe();
-    this.#decoder!.scan(raw, 0, raw.length);
+    this.#decoder!.scan(buf, start, end);
   }
 
   /** The first content token (or the end) arrived: the client gets the head and what was held. */
@@ -282,7 +276,9 @@ class Attempt implements ExchangeHandler {
     if (s && !s.destroyed && res.chunkedEncoding && res.writableLength === 0 && this.#exchange!.cleanCut()) {
       this.#mode = 'relay';
       this.#client = s;
-      this.#writeRaw(held.length === 1 ? held[0]! : Buffer.concat(held));
+      this.#clientFd = socketFd(s);
+      const first = held.length === 1 ? held[0]! : Buffer.concat(held);
+      this.#writeRaw(first, 0, first.length);
       return;
     }
     this.#toReframe();
@@ -293,18 +289,9 @@ class Attempt implements ExchangeHandler {
   #toReframe(): void {
     this.#mode = 'reframe';
     this.#client = null;
+    this.#clientFd = -1;
     this.#splitter = new EventSplitter();
     this.#decoder = new BodyScanner(this.#framing === 'chunked' ? 'chunked' : 'close', 0, (b, s, e) => this.#onPayload(b, s, e));
-  }
-
-  #keep(raw: Buffer): void {
-    const kept = this.#kept;
-    if (kept === null) return;
-    kept.push(raw);
-    if (kept.length - this.#keptMerged >= KEEP_MERGE) {
-      kept.push(Buffer.concat(kept.splice(this.#keptMerged)));
-      this.#keptMerged = kept.length;
-    }
   }
 
   /** The end of a relayed stream: how it ended, from its last events. */
@@ -317,7 +304,8 @@ class Attempt implements ExchangeHandler {
     if (t.partial) text = text.slice(text.indexOf('\n\n') + 2);
     forEachData(Buffer.from(text), (data) => this.#flags(readStreamChunk(data)));
     // not in the last events: read all of them, when kept, before calling the stream cut short
-    if (!this.#sawDone && !this.#sawFinish && !this.#sawError && this.#kept !== null) forEachData(decodeBody(this.#framing, this.#kept), (data) => this.#flags(readStreamChunk(data)));
+    const body = this.#exchange!.body();
+    if (!this.#sawDone && !this.#sawFinish && !this.#sawError && body !== null) forEachData(decodeBody(this.#framing, [body]), (data) => this.#flags(readStreamChunk(data)));
   }
 
   #flags(c: StreamChunk): void {
@@ -326,10 +314,16 @@ class Attempt implements ExchangeHandler {
     if (c.finishReason !== null) this.#sawFinish = true;
   }
 
-  #writeRaw(buf: Buffer): void {
+  /** Writes `buf[start, end)` to the client's socket (a view of it stays with the socket if it cannot take it at once). */
+  #writeRaw(buf: Buffer, start: number, end: number): void {
     const s = this.#client!;
     if (s.destroyed) return;
-    if (!s.write(buf) && !this.paused) {
+    let at = start;
+    if (s.writableLength === 0 && this.#clientFd >= 0) {
+      at += writeDirect(this.#clientFd, buf, start, end);
+      if (at === end) return;
+    }
+    if (!s.write(buf.subarray(at, end)) && !this.paused) {
       this.paused = true;
       this.#exchange?.pause();
       s.once('drain', this.#resume);
@@ -668,6 +662,30 @@ export class ProxyCall {
       migrated: this.resent === 'migrated',
       retries: this.retries,
     }));
+  }
+}
+
+/** The descriptor of a connected socket, or -1 (none exposed on this platform or socket type). */
+function socketFd(s: Socket): number {
+  // a TLS socket's descriptor carries ciphertext
+  if ((s as { encrypted?: boolean }).encrypted === true) return -1;
+  // net.Socket keeps its descriptor on the undocumented `_handle` (a TCP wrap's `fd`)
+  const fd = (s as unknown as { _handle?: { fd?: unknown } | null })._handle?.fd;
+  return typeof fd === 'number' ? fd : -1;
+}
+
+/**
+ * Writes `buf[start, end)` with one write(2) on a socket's descriptor, bypassing the stream machinery (a
+ * WriteWrap, a callback and a tick per write); returns the bytes written, 0 when the kernel took
+ * none or failed (the caller then writes the rest through the stream, which reports any error the
+ * usual way). Call it only while the socket is open (its descriptor is not reused) and nothing is
+ * queued in its stream (so the order of bytes holds).
+ */
+function writeDirect(fd: number, buf: Buffer, start: number, end: number): number {
+  try {
+    return writeSync(fd, buf, start, end - start);
+  } catch {
+    return 0;
   }
 }
 

@@ -211,3 +211,48 @@ test('an https worker behind a private CA is relayed like a plain one', async (t
   assert.equal(got.done, 1);
   await settle(r);
 });
+
+test('a client that stops reading while megabytes arrive gets them all, in order, once it reads again', async (t) => {
+  const { createServer } = await import('node:http');
+  const N = 3000;
+  const pad = 'x'.repeat(2000);
+  // ~6 MB: more than the kernel's socket buffers, so relayed writes must queue and the worker be paused
+  const server = createServer((req, res) => {
+    if (req.url === '/health') return void res.writeHead(200).end();
+    if (req.url === '/v1/models') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: M, object: 'model' }] }));
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(`data: {"id":"b","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n`);
+    let i = 0;
+    // one event per chunk, a turn apart: reads end between events, so the router relays them as they came
+    const step = (): void => {
+      if (i === N) return void res.end('data: [DONE]\n\n');
+      res.write(`data: {"id":"b","pad":"${pad}","choices":[{"index":0,"delta":{"content":" ${vocabWord(i)}"},"logprobs":null,"finish_reason":${i === N - 1 ? '"length"' : 'null'}}]}\n\n`);
+      i++;
+      setImmediate(step);
+    };
+    step();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  const r = await startRouter({ backends: [`http://127.0.0.1:${(server.address() as { port: number }).port}`], port: 0, policy: 'adaptive' });
+  t.after(() => r.close());
+  const { port } = new URL(r.url);
+  const raw = await new Promise<string>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      const parts: Buffer[] = [];
+      res.pause();
+      setTimeout(() => res.resume(), 400);
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(chat(N));
+  });
+  const got = readSse(raw);
+  assert.equal(got.errors, 0);
+  assert.equal(got.text, words(N));
+  assert.equal(got.done, 1);
+  await settle(r);
+});

@@ -8,7 +8,8 @@ export interface ExchangeHandler {
   onHead(status: number, headers: Record<string, string | string[]>, framing: BodyFraming): void;
   /**
    * Body bytes as the worker framed them (chunk headers included; the terminal chunk never):
-   * `buf[start, end)` may be forwarded as they are. The buffer is the handler's to keep.
+   * `buf[start, end)` may be forwarded as they are. Those bytes are never overwritten (the
+   * handler may keep a view of them), but the rest of `buf` is not the handler's.
    */
   onBody(buf: Buffer, start: number, end: number): void;
   /** The body ended as its framing says (the connection goes back to the pool). */
@@ -39,6 +40,9 @@ const MAX_HEAD_BYTES = 64 * 1024;
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 /** One read buffer for every plain connection: each read is copied out of it at once. */
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+/** Smallest body arena of an exchange. */
+const ARENA_BYTES = 16 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 /** One keep-alive connection; `exchange` is the request it serves now (null while idle). */
 interface Conn {
@@ -73,9 +77,12 @@ export class UpstreamPool {
     this.#opts = opts;
   }
 
-  /** Sends `request` (a whole HTTP/1.1 request: head and body) and reports its response to `handler`. */
-  send(request: Buffer, handler: ExchangeHandler): Exchange {
-    const ex = new Exchange(this, request, handler);
+  /**
+   * Sends `request` (a whole HTTP/1.1 request: head and body) and reports its response to
+   * `handler`; `keepBody`: the exchange holds every body byte it read, for {@link Exchange.body}.
+   */
+  send(request: Buffer, handler: ExchangeHandler, keepBody = false): Exchange {
+    const ex = new Exchange(this, request, handler, keepBody);
     this.assign(ex);
     return ex;
   }
@@ -173,18 +180,32 @@ export class Exchange {
   #conn: Conn | null = null;
   #head: Buffer | null = null;
   #scanner: BodyScanner | null = null;
-  /** Bytes of an unfinished chunk header, forwarded with the next read. */
-  #carry: Buffer | null = null;
+  readonly #keepBody: boolean;
+  /**
+   * Body bytes as read, appended and never overwritten (a region handed out stays valid): a read
+   * costs one copy and no new object. Holds the whole body when kept; else a full arena is left
+   * to whoever still holds a view of it.
+   */
+  #arena: Buffer = EMPTY;
+  #used = 0;
+  /** Where an unfinished chunk header begins in the arena (-1: none): it is scanned again with the next read. */
+  #carryAt = -1;
   #gotBytes = false;
   #retried = false;
   #over = false;
   #paused = false;
   #keepAlive = true;
 
-  constructor(pool: UpstreamPool, request: Buffer, handler: ExchangeHandler) {
+  constructor(pool: UpstreamPool, request: Buffer, handler: ExchangeHandler, keepBody: boolean) {
     this.#pool = pool;
     this.#request = request;
     this.#handler = handler;
+    this.#keepBody = keepBody;
+  }
+
+  /** Every body byte read so far, as the worker framed it (only when sent with `keepBody`). */
+  body(): Buffer | null {
+    return this.#keepBody ? this.#arena.subarray(0, this.#used) : null;
   }
 
   /** Stops reading from the worker (backpressure from the client). */
@@ -250,26 +271,40 @@ export class Exchange {
   bytes(read: Buffer, n: number): void {
     if (this.#over) return;
     this.#gotBytes = true;
-    let buf: Buffer;
-    let resumeAt = 0;
-    const carry = this.#carry;
-    if (carry) {
-      const len = n < 0 ? read.length : n;
-      buf = Buffer.allocUnsafe(carry.length + len);
-      carry.copy(buf, 0);
-      read.copy(buf, carry.length, 0, len);
-      resumeAt = carry.length;
-      this.#carry = null;
-    } else if (n >= 0) {
-      buf = Buffer.allocUnsafe(n);
-      read.copy(buf, 0, 0, n);
-    } else buf = read;
+    const len = n < 0 ? read.length : n;
     const scanner = this.#scanner;
     if (scanner === null) {
-      this.#readHead(buf);
+      this.#readHead(n < 0 ? read : Buffer.from(read.subarray(0, n)));
       return;
     }
-    this.#body(scanner, buf, 0, resumeAt);
+    this.#scanRead(scanner, read, 0, len);
+  }
+
+  /** Appends `read[start, end)` to the arena and scans it (with an unfinished chunk header before it). */
+  #scanRead(scanner: BodyScanner, read: Buffer, start: number, end: number): void {
+    const at = this.#append(read, start, end);
+    const carry = this.#carryAt;
+    this.#carryAt = -1;
+    this.#body(scanner, this.#arena, carry >= 0 ? carry : at, at);
+  }
+
+  /** Copies `read[start, end)` to the end of the arena; returns where it begins. */
+  #append(read: Buffer, start: number, end: number): number {
+    const len = end - start;
+    if (this.#used + len > this.#arena.length) {
+      // a fresh arena takes along what must stay contiguous: the whole body when kept, else an unfinished header
+      const from = this.#keepBody ? 0 : this.#carryAt >= 0 ? this.#carryAt : this.#used;
+      const live = this.#used - from;
+      const next = Buffer.allocUnsafeSlow(Math.max(ARENA_BYTES, this.#keepBody ? 2 * (live + len) : live + len));
+      this.#arena.copy(next, 0, from, this.#used);
+      if (this.#carryAt >= 0) this.#carryAt -= from;
+      this.#arena = next;
+      this.#used = live;
+    }
+    const at = this.#used;
+    read.copy(this.#arena, at, start, end);
+    this.#used = at + len;
+    return at;
   }
 
   #readHead(buf: Buffer): void {
@@ -302,18 +337,20 @@ export class Exchange {
       this.#finish(rest === all.length);
       return;
     }
-    if (rest < all.length) this.#body(scanner, all, rest, rest);
+    if (rest < all.length) this.#scanRead(scanner, all, rest, all.length);
   }
 
+  /** Scans `buf[start, #used)` (bytes before `resumeAt` were scanned before) and hands the forwardable ones on. */
   #body(scanner: BodyScanner, buf: Buffer, start: number, resumeAt: number): void {
-    const fwd = scanner.scan(buf, start, buf.length, resumeAt);
+    const end = this.#used;
+    const fwd = scanner.scan(buf, start, end, resumeAt);
     if (scanner.done) {
       if (fwd > start) this.#handler.onBody(buf, start, fwd);
       if (this.#over) return;
-      this.#finish(scanner.bodyEnd === buf.length && !scanner.malformed);
+      this.#finish(scanner.bodyEnd === end && !scanner.malformed);
       return;
     }
-    if (fwd < buf.length) this.#carry = buf.subarray(fwd);
+    if (fwd < end) this.#carryAt = fwd;
     if (fwd > start) this.#handler.onBody(buf, start, fwd);
   }
 
