@@ -92,3 +92,25 @@ test('worker stats: one outlier sample moves the average by a bounded step; a su
   for (let i = 0; i < 200; i++) s.recordItl(200);
   assert.ok(s.itlMsEwma > 190, `after a sustained slowdown ${s.itlMsEwma}`);
 });
+
+test('worker stats: a count of samples gives the very average of that many samples by the rule, one at a time', async () => {
+  const { WorkerStats } = await import('./index.js');
+  // The documented rule (defaults: alpha 0.05, cap 4x, the first 8 samples weighted up), sample by sample.
+  const rule = (avg: number, ms: number, seen: number): number => {
+    if (Number.isNaN(avg)) return ms;
+    if (seen < 8) return avg + Math.max(0.05, 1 / (seen + 1)) * (ms - avg);
+    return avg + 0.05 * ((avg > 0 ? Math.min(ms, 4 * avg) : ms) - avg);
+  };
+  const rng = createRng(3);
+  const s = new WorkerStats();
+  let avg = Number.NaN;
+  let seen = 0;
+  const gaps = [12, 12, 12.5, 0, 40, 7.25, Infinity, 9, 9, 3000, 9, -1, 0, 0.5];
+  for (let k = 0; k < 400; k++) {
+    const ms = k < gaps.length ? gaps[k]! : rng.int(1, 2) * 6.5;
+    const count = rng.int(0, k % 2 === 0 ? 40 : 400);
+    s.recordItl(ms, count);
+    if (ms >= 0) for (let i = 0; i < count; i++) avg = rule(avg, ms, seen++);
+    assert.ok(Object.is(s.itlMsEwma, avg), `call ${k}: ${s.itlMsEwma} vs ${avg}`);
+  }
+});

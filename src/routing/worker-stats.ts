@@ -48,10 +48,17 @@ export class WorkerStats {
 
   /** `count` per-token samples of the same latency (one engine step's tokens, counted at once). */
   recordItl(ms: number, count = 1): void {
-    if (!(ms >= 0)) return;
+    if (!(ms >= 0) || count <= 0) return;
     // the average stays in a local: a field write per sample boxed a number each time
     let avg = this.itlMsEwma;
-    for (let i = 0; i < count; i++) avg = this.#update(avg, ms, this.#itlAlpha, this.#itlSamples++);
+    let seen = this.#itlSamples;
+    for (let i = 0; i < count; i++) {
+      const next = this.#update(avg, ms, this.#itlAlpha, seen++);
+      // past the first 8 the rule depends on the average alone: unchanged once, unchanged for good
+      if (next === avg && seen > 8) break;
+      avg = next;
+    }
+    this.#itlSamples += count;
     this.itlMsEwma = avg;
   }
 

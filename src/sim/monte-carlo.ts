@@ -98,7 +98,8 @@ export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
     let cacheHits = 0;
     let cacheQueries = 0;
     for (let t = 0; t < opts.trials; t++) {
-      const r = runScenario(opts.scenario, policy, opts.seed + t, t === 0 ? { ...opts.sim, keepChunks: true } : { keepChunks: false, ...opts.sim });
+      // Later trials need only the summary: no records kept (the same figures, to the last bit).
+      const r = runScenario(opts.scenario, policy, opts.seed + t, t === 0 ? { ...opts.sim, keepChunks: true } : { keepChunks: false, recordMode: 'summary', ...opts.sim });
       if (t === 0) representative[policy] = r;
       if (!r.pass) failures++;
       ttft.push(stat(r, 'time_to_first_token', 'p99'));

@@ -2,7 +2,7 @@ import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core
 import { Engine, FaultSchedule, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import type { PolicyName, RouteRequest, WorkerView } from '../routing/index.js';
-import { summarize, type Summary } from '../stats/index.js';
+import { SummaryBuilder, summarize, type Summary } from '../stats/index.js';
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
@@ -18,10 +18,12 @@ export interface SimOptions {
    */
   keepChunks?: boolean;
   /**
-   * `records`: every RequestRecord is kept and summarised by stats/. `histogram`: records are
-   * folded into histograms as they end (fleet scale: hundreds of thousands of streams). @default 'records'
+   * `records`: every RequestRecord is kept and summarised by stats/. `summary`: the same summary,
+   * to the last bit, built as records end without keeping them (Monte Carlo trials).
+   * `histogram`: records are folded into histograms as they end (fleet scale: hundreds of
+   * thousands of streams). @default 'records'
    */
-  recordMode?: 'records' | 'histogram';
+  recordMode?: 'records' | 'summary' | 'histogram';
   /** Period of the per-worker in-flight samples (ms). @default 100 */
   sampleMs?: number;
   /** Stop simulating after this much virtual time (ms), whatever is left. @default 3_600_000 */
@@ -33,7 +35,7 @@ export interface SimResult {
   scenario: string;
   policy: PolicyName;
   seed: number;
-  /** Every request (warm-up and profiling); empty in `histogram` mode. */
+  /** Every request (warm-up and profiling); empty in `summary` and `histogram` modes. */
   records: RequestRecord[];
   summary: Summary;
   gates: GateResult[];
@@ -75,7 +77,6 @@ export function simWorkerId(i: number): string {
  */
 export function runScenario(scenario: Scenario, policy: PolicyName, seed: number, opts: SimOptions = {}): SimResult {
   const keepChunks = opts.keepChunks ?? true;
-  const histogramMode = opts.recordMode === 'histogram';
   const sampleMs = opts.sampleMs ?? 100;
   const maxSimulatedMs = opts.maxSimulatedMs ?? 3_600_000;
   const clock = new VirtualClock();
@@ -103,7 +104,11 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const workload = new SimWorkload(scenario);
 
   const records: RequestRecord[] = [];
-  const streaming = histogramMode ? new StreamingSummary() : null;
+  const streaming = opts.recordMode === 'histogram' ? new StreamingSummary() : null;
+  // Inter-chunk gaps (~2M a trial at seed scale) go through the 0.1% histogram: sorting them
+  // exactly was a tenth of a trial's time, and no gate or shape reads them.
+  const summaryOpts = { exactChunkGapLimit: 0 };
+  const builder = opts.recordMode === 'summary' ? new SummaryBuilder(summaryOpts) : null;
   let redispatched = 0;
   let migrated = 0;
   let rejected = 0;
@@ -135,6 +140,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       migrated: req.migrated,
     };
     if (streaming) streaming.add(rec);
+    else if (builder) builder.add(rec);
     else records.push(rec);
     phaseDone(req.phase, workload.followUp(req.plan.cursor, outcome === 'ok', req.tokens));
   };
@@ -392,9 +398,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   ids.forEach((id, w) => {
     perWorkerInflight[id] = { tMs, inflight: inflight[w]!, running: running[w]!, waiting: waiting[w]! };
   });
-  // Inter-chunk gaps (~2M a trial at seed scale) go through the 0.1% histogram: sorting them
-  // exactly was a tenth of a trial's time, and no gate or shape reads them.
-  const summary = streaming ? streaming.summary(perWorkerInflight) : summarize(records, { exactChunkGapLimit: 0 });
+  let summary: Summary;
+  if (streaming) summary = streaming.summary(perWorkerInflight);
+  else if (builder) summary = builder.build();
+  else summary = summarize(records, summaryOpts);
   const gates = judgeGates(summary, scenario.gates);
   const shape = classifyTrial({ summary, gates, expectedWorkers: n, workerSeries: perWorkerInflight });
   return {

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { isTailgateError } from '../core/index.js';
 import { isMetricBlock } from '../stats/index.js';
 import { reducedStall } from '../../test/sim-scenarios.js';
+import type { PolicyName } from '../routing/index.js';
 import { PRESETS, parseScenario, runMonteCarlo, runScenario, scenarioFromObject, simulateJson, wilsonInterval, type Scenario } from './index.js';
 
 function small(extra: Record<string, unknown> = {}): Scenario {
@@ -159,4 +160,23 @@ test('scenario validation names the bad field and its line', () => {
   rejects('workers: [4\n', /not valid YAML/);
   rejects('- 1\n', /a scenario is a YAML mapping/);
   rejects('concurrency: 64\nrequestCount: 100\n', /workers \(line 1\): missing \(expected number\)/);
+});
+
+test('summary mode gives the same summary as keeping every record, to the last bit', () => {
+  const cases: [Scenario, PolicyName, number, boolean][] = [
+    [small({ faults: ['worker=1,kind=stall,at=500ms,for=1500ms'], bursty: { quiet: '2s', active: '1s', meanStall: '400ms' } }), 'p2c', 7, false],
+    [small({ faults: ['worker=2,kind=stall,at=1s,for=3s'] }), 'adaptive', 3, true],
+    [small({ router: { replicas: 2, maxInflightPerWorker: 4, maxQueue: 8 } }), 'round-robin', 1, false],
+    [reducedStall(), 'round-robin', 2, false],
+  ];
+  let errors = 0;
+  for (const [s, policy, seed, keepChunks] of cases) {
+    const { records, ...kept } = runScenario(s, policy, seed, { keepChunks });
+    const { records: none, ...built } = runScenario(s, policy, seed, { keepChunks, recordMode: 'summary' });
+    assert.ok(records.length > 0);
+    errors += kept.summary.errorCount;
+    assert.equal(none.length, 0);
+    assert.equal(JSON.stringify(built), JSON.stringify(kept), `${s.name} / ${policy}`);
+  }
+  assert.ok(errors > 0, 'error groups are compared too');
 });

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createRng, type RequestRecord } from '../core/index.js';
 import {
-  LogHistogram, PERCENTILES, describe, isMetricBlock, percentile, summarize, syntheticError, syntheticRecord, timeSeries,
+  LogHistogram, PERCENTILES, SummaryBuilder, describe, inflightEvents, isMetricBlock, peakInflight, percentile, summarize, syntheticError, syntheticRecord, timeSeries,
+  type InflightPeak,
 } from './index.js';
 
 test('percentile interpolates linearly between ranks like numpy', () => {
@@ -178,4 +180,45 @@ test('LogHistogram ignores non-finite values and spans wide ranges', () => {
   assert.equal(b.count, 4);
   assert.equal(b.min, 0);
   assert.equal(b.max, 1e9);
+});
+
+test('peak in-flight matches a sweep of the ordered events, ties and unnamed workers included', () => {
+  const rng = createRng(5);
+  const records: RequestRecord[] = Array.from({ length: 3000 }, (_, i) => {
+    const startMs = rng.int(0, 400);
+    const r = syntheticRecord({ startMs, ttftMs: rng.int(0, 20), itlMs: 1, tokens: rng.int(1, 30), worker: `w${rng.int(0, 5)}` });
+    if (i % 7 === 0) r.worker = null;
+    if (i % 11 === 0) r.endMs = startMs - 1; // an end before its start counts as at the start
+    return r;
+  });
+  const ev = inflightEvents(records);
+  const overall: InflightPeak = { peak: 0, atMs: null };
+  const byWorker: Record<string, InflightPeak> = {};
+  const open = new Map<string, number>();
+  let total = 0;
+  for (let k = 0; k < ev.t.length; k++) {
+    total += ev.delta[k]!;
+    if (total > overall.peak) Object.assign(overall, { peak: total, atMs: ev.t[k]! });
+    const w = records[ev.rec[k]!]!.worker;
+    if (w === null) continue;
+    const c = (open.get(w) ?? 0) + ev.delta[k]!;
+    open.set(w, c);
+    const p = (byWorker[w] ??= { peak: 0, atMs: null });
+    if (c > p.peak) Object.assign(p, { peak: c, atMs: ev.t[k]! });
+  }
+  const got = peakInflight(records);
+  assert.deepEqual(got.overall, overall);
+  assert.deepEqual(Object.keys(got.byWorker).sort(), Object.keys(byWorker).sort());
+  for (const [w, p] of Object.entries(byWorker)) assert.deepEqual(got.byWorker[w], p, w);
+});
+
+test('SummaryBuilder: inter-chunk gaps move to the histogram in order when they pass the limit', () => {
+  const recs = Array.from({ length: 200 }, (_, i) => syntheticRecord({ startMs: i, ttftMs: 50, itlMs: 5 + (i % 17) / 3, tokens: 20 }));
+  const all = new SummaryBuilder({ exactChunkGapLimit: 0 });
+  const late = new SummaryBuilder({ exactChunkGapLimit: 1000 });
+  for (const r of recs) {
+    all.add(r);
+    late.add(r);
+  }
+  assert.equal(JSON.stringify(late.build()), JSON.stringify(all.build()));
 });

@@ -2,7 +2,7 @@ import { TailgateError, type RequestRecord } from '../core/index.js';
 import { describe, type MetricBlock, type ScalarMetric } from './metric-block.js';
 import { LogHistogram } from './log-histogram.js';
 import { GOODPUT_TAGS, METRIC_CATALOG, metricInfo } from './metric-catalog.js';
-import { peakInflight } from './inflight.js';
+import { peakInflightOf } from './inflight.js';
 import { percentile } from './percentile.js';
 import type { ErrorGroup, Summary, WorkerSummary } from './summary.js';
 
@@ -111,22 +111,20 @@ function capGroups(groups: ErrorGroup[]): ErrorGroup[] {
 }
 
 /**
- * Turns one run's records into AIPerf-named metrics over the PROFILING phase only (warm-up
- * excluded), plus error groups, a per-worker breakdown and token-source agreement.
+ * Builds the same Summary as {@link summarize} one record at a time, keeping only numbers (per
+ * metric columns, start/end/worker of every record for the peaks), never the records: a caller
+ * that needs only the summary can pass one reused record object. Order of `add` calls matters
+ * as in `summarize` (the order of `records`).
  *
  * @example
- * const s = summarize(records, { goodput: { time_to_first_token: 2000 } });
- * s.metrics.time_to_first_token; // { unit: 'ms', avg, min, max, p1..p99, std, count, sum }
+ * const b = new SummaryBuilder({ exactChunkGapLimit: 0 });
+ * for (const r of records) b.add(r);
+ * b.build(); // deep-equal to summarize(records, { exactChunkGapLimit: 0 })
  */
-export function summarize(records: readonly RequestRecord[], opts: SummarizeOptions = {}): Summary {
-  if (opts.goodput) checkGoodput(opts.goodput);
-  const goodTags = opts.goodput ? Object.entries(opts.goodput) : [];
-  const gapLimit = opts.exactChunkGapLimit ?? 4_000_000;
-
-  const prof: RequestRecord[] = [];
-  for (const r of records) if (r.phase === 'profiling') prof.push(r);
-
-  const cols = {
+export class SummaryBuilder {
+  readonly #goodTags: [string, number][];
+  readonly #gapLimit: number;
+  readonly #cols = {
     time_to_first_token: new Column(),
     time_to_second_token: new Column(),
     request_latency: new Column(),
@@ -137,36 +135,73 @@ export function summarize(records: readonly RequestRecord[], opts: SummarizeOpti
     usage_prompt_tokens: new Column(),
     usage_completion_tokens: new Column(),
   };
-  let gapCount = 0;
-  for (const r of prof) if (r.outcome === 'ok' && r.chunkMs.length > 1) gapCount += r.chunkMs.length - 1;
-  const exactGaps = gapCount <= gapLimit ? new Float64Array(gapCount) : null;
-  const gapHist = exactGaps ? null : new LogHistogram();
-  let gi = 0;
+  // Gaps stay exact up to the limit, then move (in order) into the histogram, as summarize decided up front.
+  #exactGaps: Column | null = new Column();
+  #gapHist: LogHistogram | null = null;
+  #startMs = Number.POSITIVE_INFINITY;
+  #endMs = Number.NEGATIVE_INFINITY;
+  #profiling = 0;
+  #okCount = 0;
+  #outputTokens = 0;
+  #goodCount = 0;
+  #clientIn = 0;
+  #serverIn = 0;
+  #clientOut = 0;
+  #serverOut = 0;
+  #withUsage = 0;
+  readonly #errors = new Map<string, ErrorGroup>();
+  readonly #perWorkerTtft = new Map<string, number[]>();
+  readonly #perWorkerLatency = new Map<string, number[]>();
+  readonly #perWorker: Record<string, WorkerSummary> = {};
+  #namedRequests = 0;
+  // Every record (all phases), for the in-flight peaks: start, end, worker index (-1: none).
+  readonly #evStart = new Column();
+  readonly #evEnd = new Column();
+  readonly #evWorker = new Column();
+  readonly #workerIndex = new Map<string, number>();
+  readonly #workerNames: string[] = [];
 
-  let startMs = Number.POSITIVE_INFINITY;
-  let endMs = Number.NEGATIVE_INFINITY;
-  let okCount = 0;
-  let outputTokens = 0;
-  let goodCount = 0;
-  let clientIn = 0;
-  let serverIn = 0;
-  let clientOut = 0;
-  let serverOut = 0;
-  let withUsage = 0;
-  const errors = new Map<string, ErrorGroup>();
-  const perWorkerTtft = new Map<string, number[]>();
-  const perWorkerLatency = new Map<string, number[]>();
-  const perWorker: Record<string, WorkerSummary> = {};
-  let namedRequests = 0;
+  constructor(opts: SummarizeOptions = {}) {
+    if (opts.goodput) checkGoodput(opts.goodput);
+    this.#goodTags = opts.goodput ? Object.entries(opts.goodput) : [];
+    this.#gapLimit = opts.exactChunkGapLimit ?? 4_000_000;
+    if (this.#gapLimit <= 0) this.#toHistogram();
+  }
 
-  for (const r of prof) {
-    if (r.startMs < startMs) startMs = r.startMs;
-    if (r.endMs > endMs) endMs = r.endMs;
+  #toHistogram(): void {
+    const h = new LogHistogram();
+    if (this.#exactGaps) for (const v of this.#exactGaps.values()) h.add(v);
+    this.#exactGaps = null;
+    this.#gapHist = h;
+  }
+
+  #addEvent(r: RequestRecord): void {
+    this.#evStart.push(r.startMs);
+    this.#evEnd.push(r.endMs);
+    let w = -1;
+    if (r.worker !== null) {
+      const known = this.#workerIndex.get(r.worker);
+      if (known !== undefined) w = known;
+      else {
+        w = this.#workerNames.push(r.worker) - 1;
+        this.#workerIndex.set(r.worker, w);
+      }
+    }
+    this.#evWorker.push(w);
+  }
+
+  /** Folds one record in; the builder keeps nothing that refers to it. */
+  add(r: RequestRecord): void {
+    this.#addEvent(r);
+    if (r.phase !== 'profiling') return;
+    this.#profiling++;
+    if (r.startMs < this.#startMs) this.#startMs = r.startMs;
+    if (r.endMs > this.#endMs) this.#endMs = r.endMs;
     const w = r.worker;
     let ws: WorkerSummary | undefined;
     if (w !== null) {
-      namedRequests++;
-      ws = perWorker[w] ??= {
+      this.#namedRequests++;
+      ws = this.#perWorker[w] ??= {
         requests: 0, ok: 0, shareOfRequests: 0, outputTokens: 0,
         ttftP50Ms: null, ttftP99Ms: null, requestLatencyP99Ms: null, peakInflight: 0, peakAtMs: null,
       };
@@ -175,14 +210,15 @@ export function summarize(records: readonly RequestRecord[], opts: SummarizeOpti
     if (r.outcome !== 'ok') {
       const message = (r.error ?? r.outcome).slice(0, 300);
       const key = `${r.outcome}\u0000${r.status ?? ''}\u0000${message}`;
-      const g = errors.get(key);
+      const g = this.#errors.get(key);
       if (g) g.count++;
-      else errors.set(key, { kind: r.outcome, status: r.status, message, count: 1 });
-      continue;
+      else this.#errors.set(key, { kind: r.outcome, status: r.status, message, count: 1 });
+      return;
     }
-    okCount++;
+    this.#okCount++;
+    const cols = this.#cols;
     const m = recordMetrics(r);
-    outputTokens += m.osl;
+    this.#outputTokens += m.osl;
     if (m.ttftMs !== null) cols.time_to_first_token.push(m.ttftMs);
     if (m.ttstMs !== null) cols.time_to_second_token.push(m.ttstMs);
     cols.request_latency.push(m.requestLatencyMs);
@@ -193,20 +229,26 @@ export function summarize(records: readonly RequestRecord[], opts: SummarizeOpti
     if (r.inputTokens.server !== null) cols.usage_prompt_tokens.push(r.inputTokens.server);
     if (r.outputTokens.server !== null) cols.usage_completion_tokens.push(r.outputTokens.server);
     if (r.inputTokens.server !== null || r.outputTokens.server !== null) {
-      withUsage++;
-      clientIn += r.inputTokens.client;
-      serverIn += r.inputTokens.server ?? r.inputTokens.client;
-      clientOut += r.outputTokens.client;
-      serverOut += r.outputTokens.server ?? r.outputTokens.client;
+      this.#withUsage++;
+      this.#clientIn += r.inputTokens.client;
+      this.#serverIn += r.inputTokens.server ?? r.inputTokens.client;
+      this.#clientOut += r.outputTokens.client;
+      this.#serverOut += r.outputTokens.server ?? r.outputTokens.client;
     }
     for (let k = 1; k < r.chunkMs.length; k++) {
       const gap = r.chunkMs[k]! - r.chunkMs[k - 1]!;
-      if (exactGaps) exactGaps[gi++] = gap;
-      else gapHist!.add(gap);
+      if (this.#exactGaps) {
+        if (this.#exactGaps.length < this.#gapLimit) {
+          this.#exactGaps.push(gap);
+          continue;
+        }
+        this.#toHistogram();
+      }
+      this.#gapHist!.add(gap);
     }
-    if (goodTags.length > 0) {
+    if (this.#goodTags.length > 0) {
       let good = true;
-      for (const [tag, limit] of goodTags) {
+      for (const [tag, limit] of this.#goodTags) {
         const v = goodValue(m, tag);
         const higher = metricInfo(tag)?.higherIsBetter === true;
         if (v === null || (higher ? v < limit : v > limit)) {
@@ -214,67 +256,86 @@ export function summarize(records: readonly RequestRecord[], opts: SummarizeOpti
           break;
         }
       }
-      if (good) goodCount++;
+      if (good) this.#goodCount++;
     }
     if (w !== null && ws) {
       ws.ok++;
       ws.outputTokens += m.osl;
-      if (m.ttftMs !== null) (perWorkerTtft.get(w) ?? perWorkerTtft.set(w, []).get(w)!).push(m.ttftMs);
-      (perWorkerLatency.get(w) ?? perWorkerLatency.set(w, []).get(w)!).push(m.requestLatencyMs);
+      if (m.ttftMs !== null) (this.#perWorkerTtft.get(w) ?? this.#perWorkerTtft.set(w, []).get(w)!).push(m.ttftMs);
+      (this.#perWorkerLatency.get(w) ?? this.#perWorkerLatency.set(w, []).get(w)!).push(m.requestLatencyMs);
     }
   }
 
-  if (prof.length === 0) {
-    startMs = 0;
-    endMs = 0;
-  }
-  const durationMs = Math.max(0, endMs - startMs);
-  const durationS = durationMs / 1000;
-  const metrics: Record<string, MetricBlock | ScalarMetric> = {};
-  for (const info of METRIC_CATALOG) {
-    if (info.kind !== 'record') continue;
-    if (info.tag === 'inter_chunk_latency') {
-      const block = exactGaps ? describe(exactGaps, info.unit) : gapHist!.toBlock(info.unit);
+  /** The summary of every record added; call once (it sorts the columns in place). */
+  build(): Summary {
+    const prof = this.#profiling;
+    const okCount = this.#okCount;
+    const startMs = prof === 0 ? 0 : this.#startMs;
+    const endMs = prof === 0 ? 0 : this.#endMs;
+    const durationMs = Math.max(0, endMs - startMs);
+    const durationS = durationMs / 1000;
+    const metrics: Record<string, MetricBlock | ScalarMetric> = {};
+    for (const info of METRIC_CATALOG) {
+      if (info.kind !== 'record') continue;
+      if (info.tag === 'inter_chunk_latency') {
+        const block = this.#exactGaps ? describe(this.#exactGaps.values(), info.unit) : this.#gapHist!.toBlock(info.unit);
+        if (block) metrics[info.tag] = block;
+        continue;
+      }
+      const cols = this.#cols;
+      const col = cols[info.tag as keyof typeof cols];
+      const block = describe(col.values(), info.unit);
       if (block) metrics[info.tag] = block;
-      continue;
     }
-    const col = cols[info.tag as keyof typeof cols];
-    const block = describe(col.values(), info.unit);
-    if (block) metrics[info.tag] = block;
+    const rate = (n: number): number => (durationS > 0 ? n / durationS : 0);
+    metrics.output_token_throughput = { unit: 'tokens/sec', avg: rate(this.#outputTokens) };
+    metrics.request_throughput = { unit: 'requests/sec', avg: rate(okCount) };
+    if (this.#goodTags.length > 0) metrics.goodput = { unit: 'requests/sec', avg: rate(this.#goodCount) };
+    metrics.request_count = { unit: 'requests', avg: okCount };
+    metrics.error_request_count = { unit: 'requests', avg: prof - okCount };
+    metrics.benchmark_duration = { unit: 'sec', avg: durationS };
+
+    const peaks = peakInflightOf(this.#evStart.values(), this.#evEnd.values(), this.#evWorker.values(), this.#workerNames).byWorker;
+    const named = this.#namedRequests;
+    for (const [w, ws] of Object.entries(this.#perWorker)) {
+      ws.shareOfRequests = named > 0 ? ws.requests / named : 0;
+      const ttft = sortedCopy(this.#perWorkerTtft.get(w) ?? []);
+      const lat = sortedCopy(this.#perWorkerLatency.get(w) ?? []);
+      ws.ttftP50Ms = p(ttft, 50);
+      ws.ttftP99Ms = p(ttft, 99);
+      ws.requestLatencyP99Ms = p(lat, 99);
+      ws.peakInflight = peaks[w]?.peak ?? 0;
+      ws.peakAtMs = peaks[w]?.atMs ?? null;
+    }
+
+    const gapPct = (client: number, server: number): number => (client > 0 ? (Math.abs(server - client) / client) * 100 : server > 0 ? 100 : 0);
+    const disagreementPct = this.#withUsage > 0 ? Math.max(gapPct(this.#clientIn, this.#serverIn), gapPct(this.#clientOut, this.#serverOut)) : null;
+
+    return {
+      metrics,
+      startMs,
+      endMs,
+      durationMs,
+      profilingCount: prof,
+      okCount,
+      errorCount: prof - okCount,
+      errorSummary: capGroups([...this.#errors.values()].sort((a, b) => b.count - a.count)),
+      perWorker: this.#perWorker,
+      tokenSources: { input: 'client', output: 'client', disagreementPct },
+    };
   }
-  const rate = (n: number): number => (durationS > 0 ? n / durationS : 0);
-  metrics.output_token_throughput = { unit: 'tokens/sec', avg: rate(outputTokens) };
-  metrics.request_throughput = { unit: 'requests/sec', avg: rate(okCount) };
-  if (goodTags.length > 0) metrics.goodput = { unit: 'requests/sec', avg: rate(goodCount) };
-  metrics.request_count = { unit: 'requests', avg: okCount };
-  metrics.error_request_count = { unit: 'requests', avg: prof.length - okCount };
-  metrics.benchmark_duration = { unit: 'sec', avg: durationS };
+}
 
-  const peaks = peakInflight(records).byWorker;
-  for (const [w, ws] of Object.entries(perWorker)) {
-    ws.shareOfRequests = namedRequests > 0 ? ws.requests / namedRequests : 0;
-    const ttft = sortedCopy(perWorkerTtft.get(w) ?? []);
-    const lat = sortedCopy(perWorkerLatency.get(w) ?? []);
-    ws.ttftP50Ms = p(ttft, 50);
-    ws.ttftP99Ms = p(ttft, 99);
-    ws.requestLatencyP99Ms = p(lat, 99);
-    ws.peakInflight = peaks[w]?.peak ?? 0;
-    ws.peakAtMs = peaks[w]?.atMs ?? null;
-  }
-
-  const gapPct = (client: number, server: number): number => (client > 0 ? (Math.abs(server - client) / client) * 100 : server > 0 ? 100 : 0);
-  const disagreementPct = withUsage > 0 ? Math.max(gapPct(clientIn, serverIn), gapPct(clientOut, serverOut)) : null;
-
-  return {
-    metrics,
-    startMs,
-    endMs,
-    durationMs,
-    profilingCount: prof.length,
-    okCount,
-    errorCount: prof.length - okCount,
-    errorSummary: capGroups([...errors.values()].sort((a, b) => b.count - a.count)),
-    perWorker,
-    tokenSources: { input: 'client', output: 'client', disagreementPct },
-  };
+/**
+ * Turns one run's records into AIPerf-named metrics over the PROFILING phase only (warm-up
+ * excluded), plus error groups, a per-worker breakdown and token-source agreement.
+ *
+ * @example
+ * const s = summarize(records, { goodput: { time_to_first_token: 2000 } });
+ * s.metrics.time_to_first_token; // { unit: 'ms', avg, min, max, p1..p99, std, count, sum }
+ */
+export function summarize(records: readonly RequestRecord[], opts: SummarizeOptions = {}): Summary {
+  const b = new SummaryBuilder(opts);
+  for (const r of records) b.add(r);
+  return b.build();
 }
