@@ -3,7 +3,7 @@
 // side in one run against the same simulated fleet; then a stall scenario through each.
 //
 //   node --import tsx perf/router.ts [--streams 256] [--requests 1024] [--no-install] [--skip-stall]
-//                                    [--rounds 2] [--targets tailgate,nginx] [--cpu-prof DIR]
+//                                    [--rounds 2] [--targets tailgate,nginx] [--cpu-prof DIR] [--baseline DIR]
 //
 // Two rows are the floor of a Node relay (no routing, metrics or parsing): `node bare relay` with
 // stream sockets, and `(handle-level)` reading into one shared buffer and writing with write(2) on
@@ -11,7 +11,8 @@
 //
 // Every proxy runs at once and the measured runs take turns (--rounds rounds, rotating order), so a
 // change in the machine's load falls on all of them alike. --targets keeps the targets whose name contains one of the words; --cpu-prof writes a V8 CPU
-// profile of each tailgate router into DIR (for `node --cpu-prof`-style analysis).
+// profile of each tailgate router into DIR (for `node --cpu-prof`-style analysis). --baseline adds
+// `tailgate adaptive (baseline)`: the router of another checkout DIR (with its node_modules), for an A/B in one run.
 //
 // Installs nginx and haproxy from Debian (apt-get) when they are missing, unless --no-install.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -41,6 +42,7 @@ const option = (name: string): string | undefined => {
 const ONLY = option('--targets')?.split(',').filter((w) => w !== '');
 const CPU_PROF = option('--cpu-prof');
 const ROUNDS = flag('--rounds', 2);
+const BASELINE = option('--baseline');
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -145,12 +147,13 @@ interface Target {
 
 const dir = mkdtempSync(join(tmpdir(), 'tailgate-perf-'));
 
-function tailgate(policy: string): Target {
+function tailgate(policy: string, checkout?: string): Target {
   return {
-    name: `tailgate ${policy}`,
+    name: checkout === undefined ? `tailgate ${policy}` : `tailgate ${policy} (baseline)`,
     async start(backends) {
       const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
-      const p = await startLines(process.execPath, [...prof, '--import', 'tsx', CLI, 'route', '--port', '0', '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
+      const cli = checkout === undefined ? CLI : join(checkout, 'src/cli/main.ts');
+      const p = await startLines(process.execPath, [...prof, '--import', 'tsx', cli, 'route', '--port', '0', '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
       const { url } = JSON.parse(p.lines[0]!) as { url: string };
       return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
     },
@@ -392,7 +395,7 @@ async function main(): Promise<void> {
   const bins = ensureInstalled();
   const fleet = await startLines(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-num-seqs', String(Math.max(64, Math.ceil(STREAMS / WORKERS) * 2))], 'ready');
   const backends = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url: string }).url);
-  const targets: Target[] = [tailgate('p2c'), tailgate('adaptive'), bareRelay(false), bareRelay(true)];
+  const targets: Target[] = [tailgate('p2c'), tailgate('adaptive'), ...(BASELINE ? [tailgate('adaptive', BASELINE)] : []), bareRelay(false), bareRelay(true)];
   if (bins.nginx) targets.push(nginx(bins.nginx, 'least_conn'), nginx(bins.nginx, 'random two least_conn'));
   if (bins.haproxy) targets.push(haproxy(bins.haproxy));
   if (ONLY) targets.splice(0, targets.length, ...targets.filter((t) => ONLY.some((w) => t.name.includes(w))));
