@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -18,6 +18,23 @@ function chunkedSse(): Buffer {
   return Buffer.from(`HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\nx-tailgate-worker: w1\r\ntransfer-encoding: chunked\r\n\r\n${body}`);
 }
 
+/** A loopback TCP server answering with `onSocket`, and a one-connection pool to it; both closed after the test. */
+async function servePool(t: TestContext, onSocket: (socket: Socket) => void): Promise<SocketPool> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket: Socket) => {
+    sockets.add(socket);
+    onSocket(socket);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const pool = new SocketPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
+  t.after(async () => {
+    await pool.close();
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+  return pool;
+}
+
 test('the raw-socket client decodes a chunked SSE response split at any bytes, over one kept-alive connection', async (t) => {
   const response = chunkedSse();
   const rng = createRng(7);
@@ -26,10 +43,8 @@ test('the raw-socket client decodes a chunked SSE response split at any bytes, o
   splits.push([1, 2], [response.length - 2, response.length - 1]);
   let connections = 0;
   let served = 0;
-  const sockets = new Set<Socket>();
-  const server = createServer((socket: Socket) => {
+  const pool = await servePool(t, (socket) => {
     connections++;
-    sockets.add(socket);
     let pending = '';
     socket.on('data', (d: Buffer) => {
       pending += d.toString('latin1');
@@ -43,13 +58,6 @@ test('the raw-socket client decodes a chunked SSE response split at any bytes, o
       setTimeout(() => socket.write(response.subarray(a, b)), 2);
       setTimeout(() => socket.write(response.subarray(b)), 4);
     });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const pool = new SocketPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
-  t.after(async () => {
-    await pool.close();
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((r) => server.close(() => r()));
   });
   const req: PreparedRequest = { path: '/v1/chat/completions', body: '{"x":1}', headers: { 'content-type': 'application/json' }, streaming: true, inputTokens: 3 };
   let now = 0;
@@ -92,22 +100,13 @@ test('the raw-socket fast lane takes the steady events of a chunk and leaves the
   const first = chunk(frame(' a', 'null'));
   const second = chunk([' b', ' "c"', ' d\\', ' é'].map((w) => frame(w, 'null')).join('') + frame(' e', '"stop"') + 'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":6,"total_tokens":7}}\n\ndata: [DONE]\n\n');
   const head = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
-  const sockets = new Set<Socket>();
-  const server = createServer((socket: Socket) => {
-    sockets.add(socket);
+  const pool = await servePool(t, (socket) =>
     socket.once('data', () => {
       socket.write(head + first);
       setTimeout(() => socket.write(second), 20);
       setTimeout(() => socket.write('0\r\n\r\n'), 40);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const pool = new SocketPool(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { connections: 1 });
-  t.after(async () => {
-    await pool.close();
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((r) => server.close(() => r()));
-  });
+    }),
+  );
   const req: PreparedRequest = { path: '/', body: '{}', headers: {}, streaming: true, inputTokens: 1 };
   const { record, text } = await callOnce(pool, req, { id: 'x', phase: 'profiling', now: () => performance.now(), tokenizer: defaultTokenizer, workerHeader: 'x-w', timeoutMs: 5000 });
   assert.equal(record.outcome, 'ok', `${record.error}`);
