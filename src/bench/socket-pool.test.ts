@@ -114,3 +114,20 @@ test('the raw-socket fast lane takes the steady events of a chunk and leaves the
   assert.equal(record.chunkMs.length, 6);
   assert.equal(record.outputTokens.server, 6);
 });
+
+test('a call that timed out while queued for a connection leaves the kept-alive connection in the pool', async (t) => {
+  let connections = 0;
+  const response = chunkedSse();
+  const pool = await servePool(t, (socket) => {
+    connections++;
+    socket.on('data', () => setTimeout(() => socket.write(response), 150));
+  });
+  const req: PreparedRequest = { path: '/', body: '{}', headers: {}, streaming: true, inputTokens: 3 };
+  const opts = { phase: 'profiling' as const, now: () => performance.now(), tokenizer: defaultTokenizer, workerHeader: 'x-tailgate-worker' };
+  const first = callOnce(pool, req, { ...opts, id: 'a', timeoutMs: 5000 });
+  const queued = callOnce(pool, req, { ...opts, id: 'b', timeoutMs: 20 });
+  assert.equal((await first).record.outcome, 'ok');
+  assert.equal((await queued).record.outcome, 'timeout');
+  assert.equal((await callOnce(pool, req, { ...opts, id: 'c', timeoutMs: 5000 })).record.outcome, 'ok');
+  assert.equal(connections, 1, 'one connection served all three');
+});

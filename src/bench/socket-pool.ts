@@ -191,6 +191,8 @@ class Conn {
   #sizeDone = false;
   #keepAlive = true;
   #dead = false;
+  /** A request was handed over but its bytes are not written yet (it may still be aborted for free). */
+  #unsent = false;
   /** Reads of this connection wait in the batch: later ones must queue behind them. */
   queued = false;
 
@@ -224,8 +226,10 @@ class Conn {
     this.#state = State.Head;
     this.#head = null;
     this.#keepAlive = true;
+    this.#unsent = true;
     handler.onRequestStart?.(this.#controller, {});
-    if (this.#handler !== handler) return; // aborted in onRequestStart
+    if (this.#handler !== handler) return; // aborted in onRequestStart (a call that timed out while queued)
+    this.#unsent = false;
     this.#socket.write(this.#pool.encode(opts));
   }
 
@@ -437,6 +441,13 @@ class Conn {
     this.#handler = null;
     this.#bytes = null;
     this.#state = State.Idle;
+    if (this.#unsent) {
+      // nothing was sent: the connection is as good as before and goes back to the pool
+      this.#unsent = false;
+      h?.onResponseError?.(this.#controller, err);
+      this.#pool.release(this);
+      return;
+    }
     this.#socket.destroy();
     h?.onResponseError?.(this.#controller, err);
   }
