@@ -210,7 +210,7 @@ class Call implements BytesHandler {
     const at = readAtMs + this.#perfToRunMs;
     if (this.#sse) {
       this.#readAtMs = at;
-      const rest = this.#tpl !== null && !this.#done && this.#sseIdle ? this.#templateEvents(b, start, end, at) : start;
+      const rest = this.#templateEvents(b, start, end, at);
       if (rest < end) {
         this.#sse.push(b, rest, end);
         this.#sseIdle = this.#sse.idle;
@@ -226,16 +226,16 @@ class Call implements BytesHandler {
   }
 
   onResponseBytesNow(b: Buffer, start: number, end: number, readAtMs: number): number {
-    if (this.#tpl === null || this.#done || !this.#sseIdle) return start;
     return this.#templateEvents(b, start, end, readAtMs + this.#perfToRunMs);
   }
 
   /**
    * Whole events of the learned shape at the start of `b[start, end)`, taken straight from the read
-   * (no SSE scan); returns where the rest starts.
+   * (no SSE scan) while the SSE reader holds no partial event; returns where the rest starts.
    */
   #templateEvents(b: Buffer, start: number, end: number, at: number): number {
-    const t = this.#tpl!;
+    const t = this.#tpl;
+    if (t === null || this.#done || !this.#sseIdle) return start;
     let pos = start;
     while (end - pos >= t.headLength + t.tailLength && t.headAt(b, pos)) {
       const from = pos + t.headLength;

@@ -3,19 +3,19 @@ import type { Scenario } from './scenario.js';
 
 /** Where a request stands in its session: the session, the turn, and the answers received so far. */
 export interface TurnCursor {
-  session: Session;
-  turn: number;
+  readonly session: Session;
+  readonly turn: number;
   /** Tokens of each earlier turn's answer, as received. */
-  answerTokens: number[];
+  readonly answerTokens: readonly number[];
 }
 
-/** What the simulator needs to send one turn. */
+/** What the simulator needs to send one turn (shared by every request of a first turn: never mutated). */
 export interface TurnPlan {
-  promptTokens: number;
-  maxTokens: number;
+  readonly promptTokens: number;
+  readonly maxTokens: number;
   /** Token ids of the whole prompt (the engine's prefix cache hashes them). */
-  promptTokenIds: Uint32Array;
-  cursor: TurnCursor;
+  readonly promptTokenIds: Uint32Array;
+  readonly cursor: TurnCursor;
 }
 
 /** The scenario's workload as the simulator's clients draw from it. */
