@@ -26,8 +26,8 @@ function cpuNsPerToken(prompts: readonly Uint32Array[] | null, caching: boolean)
   let n = 0;
   const all = Array.from({ length: engines }, (_, w) => new Engine({ clock, profile, id: `e${w}`, prefixCaching: caching }));
   const go = (e: Engine): void => {
-    const ids = prompts ? { promptTokenIds: prompts[n % prompts.length]! } : {};
-    e.submit({ id: `r${n++}`, promptTokens: 128, maxTokens: 128, sink, ...ids, onToken() {}, onFinish: () => go(e) });
+    const ids = prompts ? { promptTokenIds: prompts[n++ % prompts.length]! } : {};
+    e.submit({ promptTokens: 128, maxTokens: 128, sink, ...ids, onToken() {}, onFinish: () => go(e) });
   };
   for (const e of all) for (let i = 0; i < 256; i++) go(e);
   const c0 = process.cpuUsage();

@@ -106,12 +106,10 @@ function engineOnly(workers: number, delivery: 'onToken' | 'sink'): { tokens: nu
       itlSumMs += count * gapMs;
     },
   };
-  let n = 0;
   const engines = Array.from({ length: workers }, (_, w) => new Engine({ clock, profile, id: `e${w}` }));
   const go = (e: Engine, k: number): void => {
     const st = streams[k]!;
     e.submit({
-      id: `r${n++}`,
       promptTokens: 128,
       maxTokens: 128,
       ...(delivery === 'sink' ? { sink } : {}),

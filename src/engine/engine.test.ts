@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { VirtualClock, createRng } from '../core/index.js';
-import { Engine, type EngineRequest } from './engine.js';
+import { Engine, type EngineRequest, type Ticket } from './engine.js';
 import { getProfile, PROFILES, type EngineProfile } from './profile.js';
 import { FaultSchedule } from './fault-schedule.js';
 import { parseFault } from './fault.js';
@@ -12,9 +12,8 @@ interface Tally {
   firstMs: number | null;
 }
 
-function request(id: string, promptTokens: number, maxTokens: number, tally: Tally, onFinish?: () => void): EngineRequest {
+function request(promptTokens: number, maxTokens: number, tally: Tally, onFinish?: () => void): EngineRequest {
   return {
-    id,
     promptTokens,
     maxTokens,
     onToken: (n, t) => {
@@ -40,11 +39,10 @@ function closedLoop(engine: Engine, clock: VirtualClock, concurrency: number, le
   const rng = createRng(100);
   const prompts = Array.from({ length: entries }, () => Uint32Array.from({ length: len }, () => rng.int(0, 0x7fffffff)));
   const go = () => {
-    const id = `c${n++}`;
+    n++;
     const startMs = clock.now();
     let first = true;
     engine.submit({
-      id,
       promptTokens: len,
       maxTokens: len,
       ...(entries > 0 ? { promptTokenIds: prompts[n % entries]! } : {}),
@@ -101,7 +99,7 @@ test('a stalled engine makes no tokens while its in-flight grows, then drains', 
     clock.setTimer(i * 10, () => {
       const t: Tally = { tokens: 0, finished: null, firstMs: null };
       tallies.push(t);
-      assert.equal(engine.submit(request(`r${i}`, 128, 64, t)).ok, true);
+      assert.equal(engine.submit(request(128, 64, t)).ok, true);
     });
   }
   clock.runUntil(2_100); // the step in flight at 2 s has ended
@@ -123,7 +121,7 @@ test('a slow engine takes factor times longer per step', () => {
     const engine = new Engine({ clock, profile: getProfile('small') });
     engine.setFault({ slowFactor: factor });
     const t: Tally = { tokens: 0, finished: null, firstMs: null };
-    engine.submit(request('a', 16, 10, t));
+    engine.submit(request(16, 10, t));
     clock.run();
     return clock.now();
   };
@@ -136,18 +134,19 @@ test('abort frees the slot and the KV blocks at once', () => {
   const engine = new Engine({ clock, profile: getProfile('small'), maxNumSeqs: 1 });
   const a: Tally = { tokens: 0, finished: null, firstMs: null };
   const b: Tally = { tokens: 0, finished: null, firstMs: null };
-  engine.submit(request('a', 100, 1000, a));
-  engine.submit(request('b', 100, 5, b));
+  const ticketA = engine.submit(request(100, 1000, a));
+  assert.ok(ticketA.ok);
+  engine.submit(request(100, 5, b));
   clock.runUntil(500);
   assert.equal(engine.running, 1);
   assert.equal(engine.waiting, 1);
   assert.ok(engine.kvUsage > 0);
   assert.ok(a.tokens > 0);
-  assert.equal(engine.abort('a'), true);
+  assert.equal(engine.abort(ticketA), true);
   assert.equal(a.finished, 'abort');
   assert.equal(engine.running, 0, 'slot free at once');
   assert.equal(engine.kvUsage, 0, 'blocks free at once');
-  assert.equal(engine.abort('a'), false, 'second abort is a no-op');
+  assert.equal(engine.abort(ticketA), false, 'second abort is a no-op');
   const tokensOfA = a.tokens;
   clock.run();
   assert.equal(a.tokens, tokensOfA, 'no tokens after the abort');
@@ -161,14 +160,16 @@ test('abort of a waiting request and of one still in the frontend', () => {
   const clock = new VirtualClock();
   const engine = new Engine({ clock, profile: getProfile('small'), maxNumSeqs: 1 });
   const t: Tally[] = [0, 1, 2].map(() => ({ tokens: 0, finished: null, firstMs: null }));
-  engine.submit(request('x0', 10, 50, t[0]!));
-  engine.submit(request('x1', 10, 50, t[1]!));
-  assert.equal(engine.abort('x1'), true); // still in the frontend
+  engine.submit(request(10, 50, t[0]!));
+  const x1 = engine.submit(request(10, 50, t[1]!));
+  assert.ok(x1.ok);
+  assert.equal(engine.abort(x1), true); // still in the frontend
   clock.runUntil(100);
-  engine.submit(request('x2', 10, 50, t[2]!));
+  const x2 = engine.submit(request(10, 50, t[2]!));
+  assert.ok(x2.ok);
   clock.runUntil(200);
   assert.equal(engine.waiting, 1);
-  assert.equal(engine.abort('x2'), true); // waiting
+  assert.equal(engine.abort(x2), true); // waiting
   assert.equal(engine.waiting, 0);
   clock.run();
   assert.deepEqual(t.map((x) => [x.tokens, x.finished]), [[50, 'length'], [0, 'abort'], [0, 'abort']]);
@@ -178,13 +179,13 @@ test('the waiting queue is bounded: overflow is a queue_full value', () => {
   const clock = new VirtualClock();
   const engine = new Engine({ clock, profile: getProfile('small'), maxNumSeqs: 1, maxWaiting: 2 });
   const t = (): Tally => ({ tokens: 0, finished: null, firstMs: null });
-  assert.deepEqual(engine.submit(request('q0', 8, 100, t())), { ok: true });
+  assert.equal(engine.submit(request(8, 100, t())).ok, true);
   clock.runUntil(50);
   assert.equal(engine.running, 1);
-  assert.deepEqual(engine.submit(request('q1', 8, 100, t())), { ok: true });
-  assert.deepEqual(engine.submit(request('q2', 8, 100, t())), { ok: true });
-  assert.deepEqual(engine.submit(request('q3', 8, 100, t())), { ok: false, reason: 'queue_full' });
-  assert.deepEqual(engine.submit(request('q4', 8, getProfile('small').maxModelLen, t())), { ok: false, reason: 'too_long' });
+  assert.equal(engine.submit(request(8, 100, t())).ok, true);
+  assert.equal(engine.submit(request(8, 100, t())).ok, true);
+  assert.deepEqual(engine.submit(request(8, 100, t())), { ok: false, reason: 'queue_full' });
+  assert.deepEqual(engine.submit(request(8, getProfile('small').maxModelLen, t())), { ok: false, reason: 'too_long' });
 });
 
 test('token accounting is exact under chunked prefill, preemption and aborts (seeded)', () => {
@@ -192,20 +193,20 @@ test('token accounting is exact under chunked prefill, preemption and aborts (se
   const clock = new VirtualClock();
   const engine = new Engine({ clock, profile: tiny });
   const rng = createRng(42);
-  const tallies = new Map<string, { t: Tally; max: number }>();
+  const tallies: { t: Tally; max: number }[] = [];
   for (let i = 0; i < 200; i++) {
-    const id = `s${i}`;
     const max = rng.int(1, 100);
     const t: Tally = { tokens: 0, finished: null, firstMs: null };
-    tallies.set(id, { t, max });
+    tallies.push({ t, max });
     clock.setTimer(rng.int(0, 20_000), () => {
-      assert.equal(engine.submit(request(id, rng.int(1, 300), max, t)).ok, true);
-      if (rng.next() < 0.1) clock.setTimer(clock.now() + rng.int(0, 3000), () => engine.abort(id));
+      const ticket = engine.submit(request(rng.int(1, 300), max, t));
+      assert.ok(ticket.ok);
+      if (rng.next() < 0.1) clock.setTimer(clock.now() + rng.int(0, 3000), () => engine.abort(ticket));
     });
   }
   clock.run();
   let ok = 0;
-  for (const { t, max } of tallies.values()) {
+  for (const { t, max } of tallies) {
     if (t.finished === 'length') {
       assert.equal(t.tokens, max);
       ok++;
@@ -227,7 +228,7 @@ test('KV admission stops when the cache is full', () => {
   const clock = new VirtualClock();
   const engine = new Engine({ clock, profile: tiny });
   const t = (): Tally => ({ tokens: 0, finished: null, firstMs: null });
-  for (let i = 0; i < 4; i++) engine.submit(request(`k${i}`, 64, 1000, t())); // 4 blocks each
+  for (let i = 0; i < 4; i++) engine.submit(request(64, 1000, t())); // 4 blocks each
   clock.runUntil(30); // the frontend hands them over 1 ms apart; the second step admits what fits
   assert.equal(engine.running, 2);
   assert.equal(engine.waiting, 2);
@@ -253,6 +254,7 @@ test('a token sink gets every token after the first as counts, and the engine re
     const lastMs = new Float64Array(120);
     const finished: string[] = [];
     const samples: number[] = [];
+    const tickets: Ticket[] = [];
     let sinkTokens = 0;
     let sinkGapSumMs = 0;
     const makeSink = () => ({
@@ -268,8 +270,7 @@ test('a token sink gets every token after the first as counts, and the engine re
       const max = rng.int(1, 60);
       const prompt = rng.int(1, 200);
       clock.setTimer(rng.int(0, 1_000), () => {
-        engine.submit({
-          id: `r${i}`,
+        const ticket = engine.submit({
           promptTokens: prompt,
           maxTokens: max,
           ...(withSink ? { sink: i % 2 === 0 ? sinkA : sinkB } : {}),
@@ -290,11 +291,12 @@ test('a token sink gets every token after the first as counts, and the engine re
             finished.push(`r${i}`);
           },
         });
+        if (ticket.ok) tickets.push(ticket);
       });
     }
     for (let at = 5; at < 20_000; at += 37) {
       clock.setTimer(at, () => {
-        for (let i = 0; i < 120; i++) samples.push(engine.generatedOf(`r${i}`), engine.lastTokenMsOf(`r${i}`));
+        for (const ticket of tickets) samples.push(engine.generatedOf(ticket), engine.lastTokenMsOf(ticket));
       });
     }
     clock.run();
@@ -329,7 +331,7 @@ test('requests that arrive during a stall reach the queue and run once it ends',
     clock.setTimer(i * 10, () => {
       const x: Tally = { tokens: 0, finished: null, firstMs: null };
       t.push(x);
-      engine.submit(request(`p${i}`, 32, 3, x));
+      engine.submit(request(32, 3, x));
     });
   }
   clock.runUntil(1_000);

@@ -19,7 +19,6 @@ export interface TokenSink {
 
 /** One generation request as the engine sees it. The model never stops early: exactly `maxTokens`. */
 export interface EngineRequest {
-  id: string;
   promptTokens: number;
   maxTokens: number;
   /**
@@ -40,7 +39,15 @@ export interface EngineRequest {
   sink?: TokenSink | undefined;
 }
 
-export type SubmitResult = { ok: true } | { ok: false; reason: 'queue_full' | 'too_long' };
+/**
+ * A request the engine accepted, as `abort`, `generatedOf` and `lastTokenMsOf` take it (the engine
+ * keeps no table of ids: at fleet scale that lookup was a tenth of a simulation's time).
+ */
+export interface Ticket {
+  readonly ok: true;
+}
+
+export type SubmitResult = Ticket | { ok: false; reason: 'queue_full' | 'too_long' };
 
 export interface EngineStats {
   running: number;
@@ -95,28 +102,37 @@ const DONE = 3;
 const FREE = -1;
 const HOLE = -2;
 
-/** A request's cold state; while it runs, its hot counters live in the engine's running arrays. */
-interface Seq {
-  req: EngineRequest;
-  state: number;
+/** A request's cold state (and its ticket); while it runs, its hot counters live in the engine's running arrays. */
+class Seq implements Ticket {
+  readonly ok = true;
+  state = PENDING;
   /** Tokens to compute before decoding (the prompt; prompt + generated after a preemption). */
   prefillTarget: number;
   /** Tokens whose KV is in cache (kept here while not running). */
-  computed: number;
-  generated: number;
-  lastTokenMs: number;
-  admitted: boolean;
-  /** Index of its sink in the engine's sink table, -1 for none. */
-  sink: number;
+  computed = 0;
+  generated = 0;
+  lastTokenMs = 0;
+  admitted = false;
   /** Its entry in the running arrays while RUNNING. */
-  slot: number;
-  hashes: readonly number[] | null;
+  slot = -1;
   /** Per prompt block while running: its cache entry, or -1 if private (null: no full block, or caching off). */
-  entries: number[] | null;
+  entries: number[] | null = null;
   /** Prompt blocks offered to the cache so far (`entries[0..registered)` are set). */
-  registered: number;
+  registered = 0;
   /** How many of those are cache entries (the rest of its blocks are private). */
-  shared: number;
+  shared = 0;
+
+  constructor(
+    readonly engine: Engine,
+    readonly req: EngineRequest,
+    /** Copied from `req`, which is cold by the time the request runs. */
+    readonly maxTokens: number,
+    /** Index of its sink in the engine's sink table, -1 for none. */
+    readonly sink: number,
+    readonly hashes: readonly number[] | null,
+  ) {
+    this.prefillTarget = Math.max(1, req.promptTokens);
+  }
 }
 
 /**
@@ -135,7 +151,7 @@ interface Seq {
  * @example
  * const clock = new VirtualClock();
  * const engine = new Engine({ clock, profile: getProfile('small') });
- * engine.submit({ id: 'a', promptTokens: 128, maxTokens: 4, onToken() {}, onFinish() {} });
+ * engine.submit({ promptTokens: 128, maxTokens: 4, onToken() {}, onFinish() {} });
  * clock.run();
  */
 export class Engine {
@@ -146,7 +162,6 @@ export class Engine {
   readonly #maxWaiting: number;
   readonly #blockSize: number;
   readonly #onStepEnd: ((nowMs: number) => void) | undefined;
-  readonly #seqs = new Map<string, Seq>();
   // The running set: entry i is live while rSeq[i] !== null.
   #rLen = 0;
   #rSeq: (Seq | null)[] = [];
@@ -215,6 +230,8 @@ export class Engine {
   readonly #sinkIndex = new Map<TokenSink, number>();
   // Per step: requests that need their own callbacks (first token, no sink, or finished).
   readonly #deliver: (Seq | null)[] = [];
+  /** Prompt-block entry arrays of sequences that left the running set, reused by the next admissions. */
+  readonly #spareEntries: number[][] = [];
   #deliverKind = new Uint8Array(64);
 
   constructor(opts: EngineOptions) {
@@ -259,7 +276,7 @@ export class Engine {
   /** Accepts a request or says why not; never throws on load. */
   submit(req: EngineRequest): SubmitResult {
     if (req.promptTokens + req.maxTokens > this.profile.maxModelLen) return { ok: false, reason: 'too_long' };
-    if (this.#closed || this.#waitingCount + this.#pendingCount >= this.#maxWaiting || this.#seqs.has(req.id)) {
+    if (this.#closed || this.#waitingCount + this.#pendingCount >= this.#maxWaiting) {
       return { ok: false, reason: 'queue_full' };
     }
     let sink = -1;
@@ -278,22 +295,7 @@ export class Engine {
       }
     }
     const hashes = req.promptTokenIds ? cachedBlockHashes(req.promptTokenIds, this.#blockSize) : null;
-    const seq: Seq = {
-      req,
-      state: PENDING,
-      prefillTarget: Math.max(1, req.promptTokens),
-      computed: 0,
-      generated: 0,
-      lastTokenMs: 0,
-      admitted: false,
-      sink,
-      slot: -1,
-      hashes,
-      entries: this.#caching && hashes !== null && hashes.length > 0 ? new Array<number>(hashes.length).fill(-1) : null,
-      registered: 0,
-      shared: 0,
-    };
-    this.#seqs.set(req.id, seq);
+    const seq = new Seq(this, req, req.maxTokens, sink, hashes);
     this.#pendingCount++;
     // The frontend is one process handling requests one at a time (vLLM's API server), so a wave of
     // arrivals queues there; ready times stay in arrival order: a busy engine takes the due ones at
@@ -303,12 +305,17 @@ export class Engine {
     this.#pending.push(seq);
     this.#pendingReadyMs.push(readyMs);
     this.#armPending();
-    return { ok: true };
+    return seq;
   }
 
-  /** Aborts a request wherever it is; its slot and KV blocks are free at once. False if unknown or done. */
-  abort(id: string): boolean {
-    const seq = this.#seqs.get(id);
+  /** This engine's record of a ticket it issued (null for another engine's). */
+  #seqOf(t: Ticket): Seq | null {
+    return t instanceof Seq && t.engine === this ? t : null;
+  }
+
+  /** Aborts a request wherever it is; its slot and KV blocks are free at once. False if done or not this engine's. */
+  abort(ticket: Ticket): boolean {
+    const seq = this.#seqOf(ticket);
     if (!seq || seq.state === DONE) return false;
     if (seq.state === PENDING) this.#pendingCount--;
     else if (seq.state === WAITING) this.#waitingCount--;
@@ -317,7 +324,6 @@ export class Engine {
       if (this.#rSeq[seq.slot] === seq) this.#dropRunning(seq.slot);
     }
     seq.state = DONE;
-    this.#seqs.delete(id);
     this.#abortTotal++;
     seq.req.onFinish('abort', this.#clock.now());
     this.#kick();
@@ -337,11 +343,6 @@ export class Engine {
 
   get slowFactor(): number {
     return this.#slowFactor;
-  }
-
-  /** The chained hashes of a known request's full prompt blocks (null if no token ids were given). */
-  blockHashesOf(id: string): readonly number[] | null {
-    return this.#seqs.get(id)?.hashes ?? null;
   }
 
   stats(): EngineStats {
@@ -382,10 +383,14 @@ export class Engine {
     this.#rFin[i] = HOLE;
     this.#rHoles++;
     this.#pool.release(this.#rBlocks[i]! - seq.shared);
-    if (seq.registered > 0) {
-      this.#pool.deref(seq.entries!, seq.registered);
+    const entries = seq.entries;
+    if (entries !== null) {
+      this.#pool.deref(entries, seq.registered);
       seq.registered = 0;
       seq.shared = 0;
+      // Recycled while still in cache: the next admission writes over it.
+      this.#spareEntries.push(entries);
+      seq.entries = null;
     }
     this.#rBlocks[i] = 0;
     this.#rStep[i] = 0;
@@ -398,9 +403,10 @@ export class Engine {
    * last block.
    */
   #lookup(seq: Seq): number {
-    const entries = seq.entries;
-    if (entries === null) return 0;
-    return this.#pool.match(seq.hashes!, Math.min(entries.length, Math.floor((seq.prefillTarget - 1) / this.#blockSize)), entries);
+    const hashes = seq.hashes;
+    if (!this.#caching || hashes === null || hashes.length === 0) return 0;
+    const entries = (seq.entries ??= this.#spareEntries.pop() ?? []);
+    return this.#pool.match(hashes, Math.min(hashes.length, Math.floor((seq.prefillTarget - 1) / this.#blockSize)), entries);
   }
 
   /**
@@ -410,8 +416,8 @@ export class Engine {
   #register(seq: Seq, tokens: number): void {
     const entries = seq.entries;
     if (entries === null) return;
-    const upTo = Math.min(entries.length, Math.floor(tokens / this.#blockSize));
     const hashes = seq.hashes!;
+    const upTo = Math.min(hashes.length, Math.floor(tokens / this.#blockSize));
     for (let b = seq.registered; b < upTo; b++) {
       const e = this.#pool.register(hashes[b]!);
       entries[b] = e;
@@ -539,7 +545,7 @@ export class Engine {
     this.#rComputed[i] = seq.computed;
     this.#rTarget[i] = seq.prefillTarget;
     this.#rGenerated[i] = seq.generated;
-    this.#rMax[i] = seq.req.maxTokens;
+    this.#rMax[i] = seq.maxTokens;
     this.#rBlocks[i] = 0;
     this.#rStep[i] = 0;
     this.#rSink[i] = seq.sink;
@@ -587,19 +593,19 @@ export class Engine {
     for (let i = 0; i < this.#rLen && this.#lockCount > 0; i++) this.#unlock(i);
   }
 
-  /** Tokens a known request has generated so far (-1 if unknown or ended). */
-  generatedOf(id: string): number {
-    const seq = this.#seqs.get(id);
-    if (!seq) return -1;
+  /** Tokens a request has generated so far (-1 once it ended, or if not this engine's). */
+  generatedOf(ticket: Ticket): number {
+    const seq = this.#seqOf(ticket);
+    if (!seq || seq.state === DONE) return -1;
     if (seq.state !== RUNNING) return seq.generated;
     const i = seq.slot;
     return this.#rGenerated[i]! + (this.#rFin[i]! >= 0 ? this.#lockSteps - this.#rJoin[i]! : 0);
   }
 
-  /** When a known request last got a token (0 before its first; NaN if unknown or ended). */
-  lastTokenMsOf(id: string): number {
-    const seq = this.#seqs.get(id);
-    if (!seq) return Number.NaN;
+  /** When a request last got a token (0 before its first; NaN once it ended, or if not this engine's). */
+  lastTokenMsOf(ticket: Ticket): number {
+    const seq = this.#seqOf(ticket);
+    if (!seq || seq.state === DONE) return Number.NaN;
     if (seq.state !== RUNNING) return seq.lastTokenMs;
     return this.#rFin[seq.slot]! >= 0 ? this.#lockLastMs : this.#rLastMs[seq.slot]!;
   }
@@ -837,7 +843,6 @@ export class Engine {
         this.#runningCount--;
         this.#successTotal++;
         seq.state = DONE;
-        this.#seqs.delete(seq.req.id);
         this.#dropRunning(i);
         deliver[nd] = seq;
         kinds[nd++] = 2;
@@ -871,7 +876,6 @@ export class Engine {
         this.#runningCount--;
         this.#successTotal++;
         seq.state = DONE;
-        this.#seqs.delete(seq.req.id);
         this.#dropRunning(i);
       } else if (sink >= 0) this.#join(i, now);
       deliver[nd] = seq;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { VirtualClock, createRng, type Rng } from '../core/index.js';
-import { Engine } from './engine.js';
+import { Engine, type Ticket } from './engine.js';
 import { getProfile, PROFILES, type EngineProfile } from './profile.js';
 
 /** `n` random token ids. */
@@ -10,17 +10,17 @@ function ids(rng: Rng, n: number): Uint32Array {
 }
 
 interface Outcome {
+  ticket: Ticket;
   ttftMs: number;
   tokens: number;
   finished: 'length' | 'abort' | null;
 }
 
 /** Submits one request with token ids now and records its TTFT, tokens and end. */
-function send(engine: Engine, clock: VirtualClock, id: string, prompt: Uint32Array | null, maxTokens: number): Outcome {
-  const o: Outcome = { ttftMs: Number.NaN, tokens: 0, finished: null };
+function send(engine: Engine, clock: VirtualClock, prompt: Uint32Array | null, maxTokens: number): Outcome {
+  const o: Omit<Outcome, 'ticket'> = { ttftMs: Number.NaN, tokens: 0, finished: null };
   const t0 = clock.now();
   const r = engine.submit({
-    id,
     promptTokens: prompt?.length ?? 64,
     maxTokens,
     ...(prompt ? { promptTokenIds: prompt } : {}),
@@ -33,13 +33,13 @@ function send(engine: Engine, clock: VirtualClock, id: string, prompt: Uint32Arr
     },
   });
   assert.ok(r.ok);
-  return o;
+  return Object.assign(o, { ticket: r });
 }
 
 /** Sends one request and runs the clock until the engine is idle; returns the stats' change. */
-function one(engine: Engine, clock: VirtualClock, id: string, prompt: Uint32Array | null, maxTokens = 1) {
+function one(engine: Engine, clock: VirtualClock, prompt: Uint32Array | null, maxTokens = 1) {
   const before = engine.stats();
-  const o = send(engine, clock, id, prompt, maxTokens);
+  const o = send(engine, clock, prompt, maxTokens);
   clock.run();
   assert.equal(o.finished, 'length');
   const after = engine.stats();
@@ -58,23 +58,23 @@ test('a repeated prompt hits: exact hit tokens, its prefill skipped, TTFT down; 
   assert.equal(engine.prefixCaching, true, 'on by default');
   const rng = createRng(1);
   const p = ids(rng, 2000);
-  const first = one(engine, clock, 'a', p, 4);
+  const first = one(engine, clock, p, 4);
   assert.deepEqual([first.queries, first.hits, first.prefilled, first.prompt], [2000, 0, 2000, 2000]);
   assert.equal(engine.cachedBlocks, 125, 'every full prompt block stayed cached');
   assert.equal(engine.kvUsage, 0, 'idle cached blocks count as free');
-  const second = one(engine, clock, 'b', p, 4);
+  const second = one(engine, clock, p, 4);
   // 2000 tokens = 125 blocks; at most 1999 may hit, so 124 blocks = 1984 tokens, and 16 are computed.
   assert.deepEqual([second.queries, second.hits, second.prefilled, second.prompt], [2000, 1984, 16, 2000]);
   assert.ok(second.ttftMs < first.ttftMs / 3, `TTFT ${second.ttftMs.toFixed(1)} ms vs ${first.ttftMs.toFixed(1)} ms`);
   // A block-aligned prompt seen whole: the last block is recomputed, not just the last token.
   const q = ids(rng, 64);
-  one(engine, clock, 'c', q);
-  const again = one(engine, clock, 'd', q);
+  one(engine, clock, q);
+  const again = one(engine, clock, q);
   assert.deepEqual([again.hits, again.prefilled], [48, 16]);
   // One more token than a block: every full block hits and one token is computed.
   const r = ids(rng, 65);
-  one(engine, clock, 'e', r);
-  const f = one(engine, clock, 'f', r);
+  one(engine, clock, r);
+  const f = one(engine, clock, r);
   assert.deepEqual([f.hits, f.prefilled], [64, 1]);
 });
 
@@ -85,8 +85,8 @@ test('a shared prefix hits up to where the prompts part, at block granularity', 
   const system = ids(rng, 100);
   const a = Uint32Array.from([...system, ...ids(rng, 30)]);
   const b = Uint32Array.from([...system, ...ids(rng, 40)]);
-  one(engine, clock, 'a', a);
-  const hit = one(engine, clock, 'b', b);
+  one(engine, clock, a);
+  const hit = one(engine, clock, b);
   assert.equal(hit.hits, 96, '6 full blocks of the 100 shared tokens; the 7th block mixes in the suffix');
   assert.equal(hit.queries, 140);
 });
@@ -96,8 +96,8 @@ test('sequences running together share cached blocks instead of allocating them'
     const clock = new VirtualClock();
     const engine = new Engine({ clock, profile: getProfile('small'), prefixCaching: caching });
     const p = ids(createRng(3), 320);
-    one(engine, clock, 'warm', p);
-    for (let i = 0; i < 4; i++) send(engine, clock, `s${i}`, p, 100);
+    one(engine, clock, p);
+    for (let i = 0; i < 4; i++) send(engine, clock, p, 100);
     clock.runUntil(clock.now() + 200);
     assert.equal(engine.running, 4);
     return engine.kvUsage * engine.profile.kvBlocks;
@@ -113,26 +113,26 @@ test('under KV pressure idle cached blocks are evicted least recently freed firs
   const engine = new Engine({ clock, profile: tiny });
   const rng = createRng(4);
   const [a, b, c] = [ids(rng, 64), ids(rng, 64), ids(rng, 64)];
-  for (const [k, p] of [['a', a], ['b', b], ['c', c]] as const) one(engine, clock, k, p);
+  for (const p of [a, b, c]) one(engine, clock, p);
   assert.equal(engine.cachedBlocks, 12, 'the whole pool holds idle cached blocks');
   assert.equal(engine.kvUsage, 0);
   // Two blocks of room: a (freed first) loses them, its tail first.
-  one(engine, clock, 'd', ids(rng, 32));
-  assert.equal(one(engine, clock, 'a2', a).hits, 32, "a's first two blocks are left");
-  assert.equal(one(engine, clock, 'c2', c).hits, 48, 'c untouched');
+  one(engine, clock, ids(rng, 32));
+  assert.equal(one(engine, clock, a).hits, 32, "a's first two blocks are left");
+  assert.equal(one(engine, clock, c).hits, 48, 'c untouched');
 
   // Held blocks survive an allocation that evicts every idle one.
   const fresh = new Engine({ clock, profile: tiny });
   const q = ids(rng, 64);
   const held = ids(rng, 64);
-  one(fresh, clock, 'q', q);
-  const r = send(fresh, clock, 'r', held, 30); // holds 4 cached blocks while it decodes
-  send(fresh, clock, 's', ids(rng, 128), 1); // 8 blocks: the 4 unused ones and all 4 of q's
+  one(fresh, clock, q);
+  const r = send(fresh, clock, held, 30); // holds 4 cached blocks while it decodes
+  send(fresh, clock, ids(rng, 128), 1); // 8 blocks: the 4 unused ones and all 4 of q's
   clock.runUntil(clock.now() + 100);
   assert.equal(r.finished, null, 'r still running');
   const before = fresh.stats().prefixCacheHitsTotal;
-  send(fresh, clock, 't', held, 1);
-  send(fresh, clock, 'q2', q, 1);
+  send(fresh, clock, held, 1);
+  send(fresh, clock, q, 1);
   clock.run();
   assert.equal(r.finished, 'length');
   assert.equal(fresh.stats().prefixCacheHitsTotal - before, 48, "t hit r's held blocks; q's were evicted");
@@ -142,16 +142,16 @@ test('abort and preemption drop references: shared blocks stay with the other ho
   const clock = new VirtualClock();
   const engine = new Engine({ clock, profile: getProfile('small') });
   const p = ids(createRng(5), 160);
-  const x = send(engine, clock, 'x', p, 500);
+  const x = send(engine, clock, p, 500);
   clock.runUntil(100);
-  const y = send(engine, clock, 'y', p, 500);
+  const y = send(engine, clock, p, 500);
   clock.runUntil(200);
   const shared = engine.kvUsage;
   assert.equal(engine.stats().prefixCacheHitsTotal, 144);
-  assert.equal(engine.abort('x'), true);
+  assert.equal(engine.abort(x.ticket), true);
   assert.equal(x.finished, 'abort');
   assert.ok(engine.kvUsage > 0 && engine.kvUsage < shared, 'y still holds the shared blocks');
-  const z = send(engine, clock, 'z', p, 1);
+  const z = send(engine, clock, p, 1);
   clock.run();
   assert.equal(engine.stats().prefixCacheHitsTotal, 288, "z hit the blocks x left and y holds");
   assert.deepEqual([y.tokens, z.tokens, engine.kvUsage], [500, 1, 0]);
@@ -167,8 +167,9 @@ test('abort and preemption drop references: shared blocks stay with the other ho
     const max = rng.int(1, 80);
     const prompt = Uint32Array.from([...prefixes[rng.int(0, 2)]!, ...ids(rng, rng.int(0, 100))]);
     c2.setTimer(rng.int(0, 20_000), () => {
-      outcomes.push({ o: send(e2, c2, `s${i}`, prompt, max), max });
-      if (rng.next() < 0.1) c2.setTimer(c2.now() + rng.int(0, 2000), () => e2.abort(`s${i}`));
+      const o = send(e2, c2, prompt, max);
+      outcomes.push({ o, max });
+      if (rng.next() < 0.1) c2.setTimer(c2.now() + rng.int(0, 2000), () => e2.abort(o.ticket));
     });
   }
   c2.run();
@@ -185,7 +186,7 @@ test('abort and preemption drop references: shared blocks stay with the other ho
   assert.equal(s.requestSuccessTotal, ok);
   assert.equal(e2.kvUsage, 0, 'every reference dropped');
   assert.ok(e2.cachedBlocks > 0 && e2.cachedBlocks <= tiny.kvBlocks);
-  const last = one(e2, c2, 'last', prefixes[1]!);
+  const last = one(e2, c2, prefixes[1]!);
   assert.equal(last.hits, 144, 'the cache still serves what it holds');
 });
 
@@ -194,8 +195,8 @@ test('caching off, or no token ids: no lookups, no hits, nothing cached, same ti
     const clock = new VirtualClock();
     const engine = new Engine({ clock, profile: getProfile('small'), prefixCaching: caching });
     const p = withIds ? ids(createRng(7), 64) : null;
-    const a = one(engine, clock, 'a', p, 3);
-    const b = one(engine, clock, 'b', p, 3);
+    const a = one(engine, clock, p, 3);
+    const b = one(engine, clock, p, 3);
     return { a, b, cached: engine.cachedBlocks, s: engine.stats() };
   };
   for (const [caching, withIds] of [[false, true], [true, false]] as const) {
@@ -223,12 +224,12 @@ test('with caching on, token-sink delivery and per-request callbacks run the sam
       const prompt = Uint32Array.from([...prefixes[rng.int(0, 2)]!, ...ids(rng, rng.int(0, 100))]);
       const abortAfterMs = rng.next() < 0.1 ? rng.int(0, 2000) : -1;
       clock.setTimer(rng.int(0, 20_000), () => {
-        engine.submit({
-          id: `s${i}`, promptTokens: prompt.length, maxTokens: max, promptTokenIds: prompt, ...(useSink ? { sink } : {}),
+        const ticket = engine.submit({
+          promptTokens: prompt.length, maxTokens: max, promptTokenIds: prompt, ...(useSink ? { sink } : {}),
           onToken() {},
           onFinish: (reason, t) => ends.push(`s${i} ${reason} ${t.toFixed(3)}`),
         });
-        if (abortAfterMs >= 0) clock.setTimer(clock.now() + abortAfterMs, () => engine.abort(`s${i}`));
+        if (ticket.ok && abortAfterMs >= 0) clock.setTimer(clock.now() + abortAfterMs, () => engine.abort(ticket));
       });
     }
     clock.run();

@@ -127,7 +127,6 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   };
 
   const result = engine.submit({
-    id,
     promptTokens,
     maxTokens,
     promptTokenIds: promptIds,
@@ -184,7 +183,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   res.on('close', () => {
     if (!done) {
       done = true;
-      engine.abort(id);
+      engine.abort(result);
     }
   });
   if (v.stream) {

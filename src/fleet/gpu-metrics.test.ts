@@ -29,7 +29,7 @@ test('utilisation follows the engine busy fraction; a stall idles the GPU, a hos
     assert.equal(page.malformedLines, 0);
     return readDcgm(page.samples);
   };
-  engines[0]!.submit({ id: 'a', promptTokens: 16, maxTokens: 400, onToken() {}, onFinish() {} });
+  engines[0]!.submit({ promptTokens: 16, maxTokens: 400, onToken() {}, onFinish() {} });
   clock.runUntil(1000);
   const first = read();
   let w0 = first[0];

@@ -149,15 +149,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // Per replica, per worker index: made at the first attempt on that pair.
   const routesOf: (AttemptRoute | undefined)[][] = frontends.map(() => []);
 
-  // Attempt ids are recycled once the engine has forgotten them: a fresh string per attempt would
-  // be hashed at every engine lookup and live as long as the attempt (262144 at fleet scale).
-  const freeIds: string[] = [];
-  let nextId = 0;
-
   const host: AttemptHost = {
     attemptEnded(a, reason, nowMs) {
       a.end();
-      freeIds.push(a.id);
       const fe = frontends[a.req.feIndex]!;
       if (fe.deadlinesOn) active[a.req.feIndex]!.delete(a);
       fe.dispatcher.release(a.workerId);
@@ -175,15 +169,15 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const wi = workerIndex.get(w.id)!;
     const routes = routesOf[feIndex]!;
     const route = (routes[wi] ??= new AttemptRoute(host, wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!));
-    const a = new SimAttempt(route, freeIds.pop() ?? `a${nextId++}`, req, clock.now());
+    const a = new SimAttempt(route, req, clock.now());
     const r = engines[wi]!.submit(a);
     if (!r.ok) {
       a.end();
-      freeIds.push(a.id);
       fe.dispatcher.release(w.id);
       finishRequest(req, clock.now(), w.id, 'http_error', r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full' ? 'worker queue full' : 'prompt too long');
       return;
     }
+    a.ticket = r;
     if (fe.deadlinesOn) active[feIndex]!.add(a);
   };
 
@@ -222,8 +216,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       migrated++;
     }
     fe.failure(a.workerId);
-    engines[a.route.worker]!.abort(a.id);
-    freeIds.push(a.id);
+    engines[a.route.worker]!.abort(a.ticket!);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));
   };

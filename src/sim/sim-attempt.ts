@@ -1,5 +1,5 @@
 import type { RequestRecord } from '../core/index.js';
-import type { EngineRequest, TokenSink } from '../engine/index.js';
+import type { EngineRequest, Ticket, TokenSink } from '../engine/index.js';
 import type { WorkerStats } from '../routing/index.js';
 import type { TurnPlan } from './sim-workload.js';
 
@@ -50,8 +50,8 @@ class StatsSink implements TokenSink {
 
 /** What an attempt asks its worker's engine about its own progress (tokens after the first go to a sink). */
 export interface ProgressSource {
-  generatedOf(id: string): number;
-  lastTokenMsOf(id: string): number;
+  generatedOf(ticket: Ticket): number;
+  lastTokenMsOf(ticket: Ticket): number;
 }
 
 /**
@@ -79,7 +79,6 @@ export class AttemptRoute {
  * `lastMs` are read from the engine, so at fleet scale a token touches no per-attempt object.
  */
 export class SimAttempt implements EngineRequest {
-  readonly id: string;
   readonly promptTokens: number;
   readonly maxTokens: number;
   readonly req: SimRequest;
@@ -93,11 +92,11 @@ export class SimAttempt implements EngineRequest {
   /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
   #ended = false;
   live = true;
+  /** What its engine returned when it accepted it. */
+  ticket: Ticket | null = null;
 
-  /** `id` must be unique among the attempts its engine knows (the simulator recycles them). */
-  constructor(route: AttemptRoute, id: string, req: SimRequest, nowMs: number) {
+  constructor(route: AttemptRoute, req: SimRequest, nowMs: number) {
     this.route = route;
-    this.id = id;
     this.req = req;
     // A migrated continuation's prompt also holds the answer so far.
     this.promptTokens = req.plan.promptTokens + req.tokens;
@@ -134,18 +133,18 @@ export class SimAttempt implements EngineRequest {
   }
 
   /** Whether the engine, not this object, holds the count (a sink attempt past its first token). */
-  #onEngine(): boolean {
-    return this.req.chunks === null && this.live && !this.#ended && this.#tokens > 0;
+  #onEngine(): this is { ticket: Ticket } {
+    return this.req.chunks === null && this.live && !this.#ended && this.#tokens > 0 && this.ticket !== null;
   }
 
   /** Tokens this attempt has received. */
   get tokens(): number {
-    return this.#onEngine() ? this.route.engine.generatedOf(this.id) : this.#tokens;
+    return this.#onEngine() ? this.route.engine.generatedOf(this.ticket) : this.#tokens;
   }
 
   /** When it last received a token (its start before the first). */
   get lastMs(): number {
-    return this.#onEngine() ? this.route.engine.lastTokenMsOf(this.id) : this.#lastMs;
+    return this.#onEngine() ? this.route.engine.lastTokenMsOf(this.ticket) : this.#lastMs;
   }
 
   onToken(count: number, nowMs: number): void {
@@ -180,10 +179,10 @@ export class SimAttempt implements EngineRequest {
   end(): void {
     if (!this.live) return;
     if (this.#onEngine()) {
-      const g = this.route.engine.generatedOf(this.id);
+      const g = this.route.engine.generatedOf(this.ticket);
       if (g >= 0) {
         this.#tokens = g;
-        this.#lastMs = this.route.engine.lastTokenMsOf(this.id);
+        this.#lastMs = this.route.engine.lastTokenMsOf(this.ticket);
       }
     }
     this.live = false;
