@@ -122,15 +122,21 @@ class Seq implements Ticket {
   /** How many of those are cache entries (the rest of its blocks are private). */
   shared = 0;
 
+  // Copied from `req`, which is cold in memory by the time the request is admitted.
+  readonly promptTokens: number;
+  readonly maxTokens: number;
+  readonly onAdmit: ((nowMs: number) => void) | undefined;
+
   constructor(
     readonly engine: Engine,
     readonly req: EngineRequest,
-    /** Copied from `req`, which is cold by the time the request runs. */
-    readonly maxTokens: number,
     /** Index of its sink in the engine's sink table, -1 for none. */
     readonly sink: number,
     readonly hashes: readonly number[] | null,
   ) {
+    this.promptTokens = req.promptTokens;
+    this.maxTokens = req.maxTokens;
+    this.onAdmit = req.onAdmit;
     this.prefillTarget = Math.max(1, req.promptTokens);
   }
 }
@@ -186,6 +192,13 @@ export class Engine {
   #lockLastMs = 0;
   /** The step in flight decodes the cohort. */
   #lockStepping = false;
+  /** Cohort members by the #lockSteps at which they finish (stale ones are skipped: see #collectFinishing). */
+  readonly #finishing = new Map<number, Seq[]>();
+  // Running entries outside the cohort, in index order: every FREE entry, and some that have since
+  // joined or left (dropped at the next #endStep), so a step visits them, not the whole running set.
+  #loose = new Int32Array(64);
+  #looseLen = 0;
+  #finSlots = new Int32Array(64);
   #lockBySink = new Int32Array(4);
   #lockFlush = new Int32Array(4);
   /** Members by the cohort step (mod block size) at which each needs a new KV block. */
@@ -295,7 +308,7 @@ export class Engine {
       }
     }
     const hashes = req.promptTokenIds ? cachedBlockHashes(req.promptTokenIds, this.#blockSize) : null;
-    const seq = new Seq(this, req, req.maxTokens, sink, hashes);
+    const seq = new Seq(this, req, sink, hashes);
     this.#pendingCount++;
     // The frontend is one process handling requests one at a time (vLLM's API server), so a wave of
     // arrivals queues there; ready times stay in arrival order: a busy engine takes the due ones at
@@ -517,6 +530,16 @@ export class Engine {
     }
     for (let i = j; i < n; i++) seqs[i] = null;
     this.#rLen = j;
+    this.#rebuildLoose();
+  }
+
+  /** Lists every FREE running entry afresh (after compaction moved them, or the cohort dissolved). */
+  #rebuildLoose(): void {
+    if (this.#loose.length < this.#rLen) this.#loose = new Int32Array(this.#rComputed.length);
+    const fin = this.#rFin;
+    let k = 0;
+    for (let i = 0; i < this.#rLen; i++) if (fin[i] === FREE) this.#loose[k++] = i;
+    this.#looseLen = k;
   }
 
   /** Appends `seq` to the running arrays (growing them if full); returns its entry. */
@@ -552,6 +575,12 @@ export class Engine {
     this.#rLastMs[i] = seq.lastTokenMs;
     this.#rFin[i] = FREE;
     seq.slot = i;
+    if (this.#looseLen === this.#loose.length) {
+      const grown = new Int32Array(this.#loose.length * 2);
+      grown.set(this.#loose);
+      this.#loose = grown;
+    }
+    this.#loose[this.#looseLen++] = i;
     return i;
   }
 
@@ -563,8 +592,12 @@ export class Engine {
     if (this.#rBlocks[i] !== Math.ceil(c / bs)) return;
     if (this.#lockCount === 0) this.#lockLastMs = now;
     const s = this.#lockSteps;
+    const fin = s + this.#rMax[i]! - this.#rGenerated[i]!;
     this.#rJoin[i] = s;
-    this.#rFin[i] = s + this.#rMax[i]! - this.#rGenerated[i]!;
+    this.#rFin[i] = fin;
+    const bucket = this.#finishing.get(fin);
+    if (bucket === undefined) this.#finishing.set(fin, [this.#rSeq[i]!]);
+    else bucket.push(this.#rSeq[i]!);
     this.#lockCount++;
     this.#lockBySink[this.#rSink[i]!]!++;
     this.#lockPhase[(((s - c) % bs) + bs) % bs]!++;
@@ -591,6 +624,8 @@ export class Engine {
 
   #unlockAll(): void {
     for (let i = 0; i < this.#rLen && this.#lockCount > 0; i++) this.#unlock(i);
+    this.#finishing.clear();
+    this.#rebuildLoose();
   }
 
   /** Tokens a request has generated so far (-1 once it ended, or if not this engine's). */
@@ -697,8 +732,12 @@ export class Engine {
       } else this.#unlockAll();
     }
     const fin = this.#rFin;
-    // Decodes first, then chunks of prompts already running, as vLLM V1 spends its budget.
-    for (let i = 0; i < this.#rLen && budget > 0; i++) {
+    const loose = this.#loose;
+    const nLoose = this.#looseLen;
+    // Decodes first, then chunks of prompts already running, as vLLM V1 spends its budget (the
+    // cohort's decodes are counted above; the rest are loose, visited in admission order).
+    for (let k = 0; k < nLoose && budget > 0; k++) {
+      const i = loose[k]!;
       if (fin[i] !== FREE) continue;
       const c = computed[i]!;
       if (c < target[i]!) {
@@ -713,8 +752,9 @@ export class Engine {
       budget--;
       decode++;
     }
-    for (let i = 0; i < this.#rLen && budget > 0 && prefilling > 0; i++) {
-      if (seqs[i] === null) continue;
+    for (let k = 0; k < nLoose && budget > 0 && prefilling > 0; k++) {
+      const i = loose[k]!;
+      if (fin[i] !== FREE) continue;
       const c = computed[i]!;
       const t = target[i]!;
       if (c >= t) continue;
@@ -757,12 +797,12 @@ export class Engine {
       prefill += n;
       if (!s.admitted) {
         s.admitted = true;
-        this.#promptTokensTotal += s.req.promptTokens;
+        this.#promptTokensTotal += s.promptTokens;
         if (this.#caching && s.hashes !== null) {
-          this.#cacheQueriesTotal += s.req.promptTokens;
+          this.#cacheQueriesTotal += s.promptTokens;
           this.#cacheHitsTotal += cached;
         }
-        s.req.onAdmit?.(this.#clock.now());
+        s.onAdmit?.call(s.req, this.#clock.now());
       }
     }
     if (prefill + decode === 0) {
@@ -788,6 +828,28 @@ export class Engine {
       sinks[k]!.onStepTokens(now, count, lockGapMs);
     }
     for (let i = 0; i < nb; i++) sinks[this.#bSink[i]!]!.onStepTokens(now, 1, this.#bGapMs[i]!);
+  }
+
+  /**
+   * Writes to #finSlots, ascending, the entries of the cohort members that finish at cohort step
+   * `at`, and returns how many. A bucket may hold members that have left the cohort since, or one
+   * twice (it left and rejoined with the same finishing step): those are skipped.
+   */
+  #collectFinishing(at: number): number {
+    const bucket = this.#finishing.get(at);
+    if (bucket === undefined) return 0;
+    this.#finishing.delete(at);
+    if (this.#finSlots.length < bucket.length) this.#finSlots = new Int32Array(bucket.length * 2);
+    const slots = this.#finSlots;
+    let m = 0;
+    for (const seq of bucket) {
+      const i = seq.slot;
+      if (seq.state === RUNNING && this.#rSeq[i] === seq && this.#rFin[i] === at) slots[m++] = i;
+    }
+    if (m > 1) slots.subarray(0, m).sort();
+    let u = Math.min(m, 1);
+    for (let k = 1; k < m; k++) if (slots[k] !== slots[u - 1]) slots[u++] = slots[k]!;
+    return u;
   }
 
   #endStep(): void {
@@ -830,15 +892,18 @@ export class Engine {
       this.#lockSteps++;
       this.#lockFlush.set(this.#lockBySink);
     }
-    const lockSteps = this.#lockSteps;
-    // First the bookkeeping over the dense arrays (no callbacks, so nothing moves under it).
+    // First the bookkeeping over the dense arrays (no callbacks, so nothing moves under it): the
+    // cohort members this step finished and the loose entries, merged in index order.
     // Delivery kinds: 0 onToken, 1 onToken + onFinish, 2 onFinish (its last token went to a sink).
-    const n = this.#rLen;
-    for (let i = 0; i < n; i++) {
-      const f = fin[i]!;
-      if (f >= 0) {
-        if (f !== lockSteps) continue;
+    const nf = hasLock ? this.#collectFinishing(this.#lockSteps) : 0;
+    const finSlots = this.#finSlots;
+    const loose = this.#loose;
+    const nLoose = this.#looseLen;
+    let kept = 0;
+    for (let k = 0, f = 0; k < nLoose || f < nf; ) {
+      if (f < nf && (k === nLoose || finSlots[f]! <= loose[k]!)) {
         // A cohort member's last token: it leaves with its counters brought up to date.
+        const i = finSlots[f++]!;
         const seq = seqs[i]!;
         this.#runningCount--;
         this.#successTotal++;
@@ -848,12 +913,20 @@ export class Engine {
         kinds[nd++] = 2;
         continue;
       }
+      const i = loose[k++]!;
+      if (fin[i] !== FREE) continue;
       const t = step[i]!;
-      if (t === 0) continue;
+      if (t === 0) {
+        loose[kept++] = i;
+        continue;
+      }
       step[i] = 0;
       const c = computed[i]! + t;
       computed[i] = c;
-      if (c < target[i]!) continue;
+      if (c < target[i]!) {
+        loose[kept++] = i;
+        continue;
+      }
       tokens++;
       const g = generated[i]! + 1;
       generated[i] = g;
@@ -878,9 +951,11 @@ export class Engine {
         seq.state = DONE;
         this.#dropRunning(i);
       } else if (sink >= 0) this.#join(i, now);
+      else loose[kept++] = i;
       deliver[nd] = seq;
       kinds[nd++] = kind;
     }
+    this.#looseLen = kept;
     this.#generationTokensTotal += tokens;
     // Then the callbacks, which may submit or abort: sinks in bulk, then requests one by one.
     if (hasLock || nb > 0) this.#flushSinks(now, lockGapMs, nb);
