@@ -46,19 +46,23 @@ export class WorkerStats {
     this.ttftMsEwma = this.#update(this.ttftMsEwma, ms, this.#ttftAlpha, this.#ttftSamples++);
   }
 
-  /** `count` per-token samples of the same latency (one engine step's tokens, counted at once). */
+  /**
+   * `count` per-token samples of the same latency (one engine step's tokens, counted at once):
+   * the rule applied `count` times, the uncapped part in closed form (equal to within rounding).
+   */
   recordItl(ms: number, count = 1): void {
     if (!(ms >= 0) || count <= 0) return;
-    // the average stays in a local: a field write per sample boxed a number each time
     let avg = this.itlMsEwma;
     let seen = this.#itlSamples;
-    for (let i = 0; i < count; i++) {
-      const next = this.#update(avg, ms, this.#itlAlpha, seen++);
-      // past the first 8 the rule depends on the average alone: unchanged once, unchanged for good
-      if (next === avg && seen > 8) break;
-      avg = next;
-    }
     this.#itlSamples += count;
+    let left = count;
+    // the first samples and capped outliers one at a time (a capped sample moves the average up by a fixed factor)
+    while (left > 0 && (seen < 8 || Number.isNaN(avg) || (avg > 0 && ms > this.#cap * avg))) {
+      avg = this.#update(avg, ms, this.#itlAlpha, seen++);
+      left--;
+    }
+    // from here every sample is uncapped (the average only moves toward `ms`): n steps of avg += alpha (ms - avg)
+    if (left > 0) avg = ms + (avg - ms) * (1 - this.#itlAlpha) ** left;
     this.itlMsEwma = avg;
   }
 
