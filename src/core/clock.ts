@@ -117,7 +117,9 @@ export class VirtualClock implements Clock {
     while (i > 0) {
       const parent = (i - 1) >> 1;
       if (!this.#less(h[i]!, h[parent]!)) break;
-      [h[i], h[parent]] = [h[parent]!, h[i]!];
+      const up = h[parent]!;
+      h[parent] = h[i]!;
+      h[i] = up;
       i = parent;
     }
   }
@@ -136,7 +138,9 @@ export class VirtualClock implements Clock {
         if (l < h.length && this.#less(h[l]!, h[m]!)) m = l;
         if (r < h.length && this.#less(h[r]!, h[m]!)) m = r;
         if (m === i) break;
-        [h[i], h[m]] = [h[m]!, h[i]!];
+        const down = h[m]!;
+        h[m] = h[i]!;
+        h[i] = down;
         i = m;
       }
     }
