@@ -135,14 +135,16 @@ export class BlockPool {
     const e = this.#created++;
     if (e >= this.#ref.length) {
       const cap = Math.min(this.total, Math.max(64, this.#ref.length * 2));
+      // One buffer for the four tables: allocating a typed array costs microseconds, and a fleet has thousands of pools.
+      const buf = new ArrayBuffer(cap * 16);
       const grow = <T extends Int32Array | Uint32Array>(a: T, b: T): T => {
         b.set(a);
         return b;
       };
-      this.#hash = grow(this.#hash, new Uint32Array(cap));
-      this.#ref = grow(this.#ref, new Int32Array(cap));
-      this.#prev = grow(this.#prev, new Int32Array(cap));
-      this.#next = grow(this.#next, new Int32Array(cap));
+      this.#hash = grow(this.#hash, new Uint32Array(buf, 0, cap));
+      this.#ref = grow(this.#ref, new Int32Array(buf, cap * 4, cap));
+      this.#prev = grow(this.#prev, new Int32Array(buf, cap * 8, cap));
+      this.#next = grow(this.#next, new Int32Array(buf, cap * 12, cap));
     }
     return e;
   }

@@ -168,25 +168,26 @@ export class Engine {
   readonly #maxWaiting: number;
   readonly #blockSize: number;
   readonly #onStepEnd: ((nowMs: number) => void) | undefined;
-  // The running set: entry i is live while rSeq[i] !== null.
+  // The running set: entry i is live while rSeq[i] !== null. Its per-entry arrays (and the per-step
+  // scratch arrays sized like them) are views on one buffer, see #allocRunning.
   #rLen = 0;
   #rSeq: (Seq | null)[] = [];
-  #rComputed = new Int32Array(64);
-  #rTarget = new Int32Array(64);
-  #rGenerated = new Int32Array(64);
-  #rMax = new Int32Array(64);
-  #rBlocks = new Int32Array(64);
-  #rStep = new Int32Array(64);
-  #rSink = new Int32Array(64);
-  #rLastMs = new Float64Array(64);
+  #rComputed = new Int32Array(0);
+  #rTarget = new Int32Array(0);
+  #rGenerated = new Int32Array(0);
+  #rMax = new Int32Array(0);
+  #rBlocks = new Int32Array(0);
+  #rStep = new Int32Array(0);
+  #rSink = new Int32Array(0);
+  #rLastMs = new Float64Array(0);
   // The cohort: running sink requests past their first token that all got their last token at
   // #lockLastMs and get one more at every step. They advance as one count (#lockSteps), so a
   // step costs O(1) for them instead of O(sequences); an entry keeps its computed and generated
   // counts as of #rJoin and is brought up to date (#unlock) only when something touches it alone.
   // #rFin: for a cohort member, the #lockSteps after which it has all its tokens; otherwise FREE
   // (running alone) or HOLE (dropped). One dense read per entry tells a step's loops what to skip.
-  #rFin = new Int32Array(64);
-  #rJoin = new Int32Array(64);
+  #rFin = new Int32Array(0);
+  #rJoin = new Int32Array(0);
   #lockSteps = 0;
   #lockCount = 0;
   #lockLastMs = 0;
@@ -196,7 +197,7 @@ export class Engine {
   readonly #finishing = new Map<number, Seq[]>();
   // Running entries outside the cohort, in index order: every FREE entry, and some that have since
   // joined or left (dropped at the next #endStep), so a step visits them, not the whole running set.
-  #loose = new Int32Array(64);
+  #loose = new Int32Array(0);
   #looseLen = 0;
   #finSlots = new Int32Array(64);
   #lockBySink = new Int32Array(4);
@@ -238,14 +239,14 @@ export class Engine {
   #busyMsTotal = 0;
   readonly #sinks: TokenSink[] = [];
   // One step's sink tokens outside the cohort: which sink, the gap.
-  #bSink = new Int32Array(64);
-  #bGapMs = new Float64Array(64);
+  #bSink = new Int32Array(0);
+  #bGapMs = new Float64Array(0);
   readonly #sinkIndex = new Map<TokenSink, number>();
   // Per step: requests that need their own callbacks (first token, no sink, or finished).
   readonly #deliver: (Seq | null)[] = [];
   /** Prompt-block entry arrays of sequences that left the running set, reused by the next admissions. */
   readonly #spareEntries: number[][] = [];
-  #deliverKind = new Uint8Array(64);
+  #deliverKind = new Uint8Array(0);
 
   constructor(opts: EngineOptions) {
     this.#clock = opts.clock;
@@ -258,6 +259,7 @@ export class Engine {
     this.#pool = new BlockPool(opts.profile.kvBlocks);
     this.#caching = opts.prefixCaching ?? true;
     this.#onStepEnd = opts.onStepEnd;
+    this.#allocRunning(64);
   }
 
   get running(): number {
@@ -535,35 +537,48 @@ export class Engine {
 
   /** Lists every FREE running entry afresh (after compaction moved them, or the cohort dissolved). */
   #rebuildLoose(): void {
-    if (this.#loose.length < this.#rLen) this.#loose = new Int32Array(this.#rComputed.length);
     const fin = this.#rFin;
     let k = 0;
     for (let i = 0; i < this.#rLen; i++) if (fin[i] === FREE) this.#loose[k++] = i;
     this.#looseLen = k;
   }
 
+  /**
+   * Gives the running set's arrays room for `cap` entries, keeping their contents: views on one
+   * buffer (allocating a typed array costs microseconds, and a fleet has thousands of engines).
+   * The loose list and the scratch arrays never hold more than the running arrays do.
+   */
+  #allocRunning(cap: number): void {
+    const buf = new ArrayBuffer(cap * 61);
+    let at = 0;
+    const view = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (b: ArrayBuffer, offset: number, n: number) => T): T => {
+      const a = make(buf, at, cap);
+      a.set(old);
+      at += cap * a.BYTES_PER_ELEMENT;
+      return a;
+    };
+    const f64 = (b: ArrayBuffer, offset: number, n: number) => new Float64Array(b, offset, n);
+    const i32 = (b: ArrayBuffer, offset: number, n: number) => new Int32Array(b, offset, n);
+    this.#rLastMs = view(this.#rLastMs, f64);
+    this.#bGapMs = view(this.#bGapMs, f64);
+    this.#rComputed = view(this.#rComputed, i32);
+    this.#rTarget = view(this.#rTarget, i32);
+    this.#rGenerated = view(this.#rGenerated, i32);
+    this.#rMax = view(this.#rMax, i32);
+    this.#rBlocks = view(this.#rBlocks, i32);
+    this.#rStep = view(this.#rStep, i32);
+    this.#rSink = view(this.#rSink, i32);
+    this.#rFin = view(this.#rFin, i32);
+    this.#rJoin = view(this.#rJoin, i32);
+    this.#loose = view(this.#loose, i32);
+    this.#bSink = view(this.#bSink, i32);
+    this.#deliverKind = view(this.#deliverKind, (b, offset, n) => new Uint8Array(b, offset, n));
+  }
+
   /** Appends `seq` to the running arrays (growing them if full); returns its entry. */
   #pushRunning(seq: Seq): number {
     const i = this.#rLen++;
-    if (i >= this.#rComputed.length) {
-      const cap = this.#rComputed.length * 2;
-      const grow = <T extends Int32Array | Float64Array | Uint8Array>(a: T, make: (n: number) => T): T => {
-        const b = make(cap);
-        b.set(a);
-        return b;
-      };
-      const i32 = (n: number) => new Int32Array(n);
-      this.#rComputed = grow(this.#rComputed, i32);
-      this.#rTarget = grow(this.#rTarget, i32);
-      this.#rGenerated = grow(this.#rGenerated, i32);
-      this.#rMax = grow(this.#rMax, i32);
-      this.#rBlocks = grow(this.#rBlocks, i32);
-      this.#rStep = grow(this.#rStep, i32);
-      this.#rSink = grow(this.#rSink, i32);
-      this.#rLastMs = grow(this.#rLastMs, (n) => new Float64Array(n));
-      this.#rFin = grow(this.#rFin, i32);
-      this.#rJoin = grow(this.#rJoin, i32);
-    }
+    if (i >= this.#rComputed.length) this.#allocRunning(this.#rComputed.length * 2);
     this.#rSeq[i] = seq;
     this.#rComputed[i] = seq.computed;
     this.#rTarget[i] = seq.prefillTarget;
@@ -575,11 +590,6 @@ export class Engine {
     this.#rLastMs[i] = seq.lastTokenMs;
     this.#rFin[i] = FREE;
     seq.slot = i;
-    if (this.#looseLen === this.#loose.length) {
-      const grown = new Int32Array(this.#loose.length * 2);
-      grown.set(this.#loose);
-      this.#loose = grown;
-    }
     this.#loose[this.#looseLen++] = i;
     return i;
   }
@@ -869,12 +879,6 @@ export class Engine {
     const deliver = this.#deliver;
     let nd = 0;
     let nb = 0;
-    if (this.#deliverKind.length < this.#rLen) {
-      const cap = this.#rLen * 2;
-      this.#deliverKind = new Uint8Array(cap);
-      this.#bSink = new Int32Array(cap);
-      this.#bGapMs = new Float64Array(cap);
-    }
     const kinds = this.#deliverKind;
     const bSink = this.#bSink;
     const bGap = this.#bGapMs;
