@@ -142,11 +142,11 @@ test('abort frees the slot and the KV blocks at once', () => {
   assert.equal(engine.waiting, 1);
   assert.ok(engine.kvUsage > 0);
   assert.ok(a.tokens > 0);
-  assert.equal(engine.abort(ticketA), true);
+  assert.equal(engine.abort(ticketA.ticket), true);
   assert.equal(a.finished, 'abort');
   assert.equal(engine.running, 0, 'slot free at once');
   assert.equal(engine.kvUsage, 0, 'blocks free at once');
-  assert.equal(engine.abort(ticketA), false, 'second abort is a no-op');
+  assert.equal(engine.abort(ticketA.ticket), false, 'second abort is a no-op');
   const tokensOfA = a.tokens;
   clock.run();
   assert.equal(a.tokens, tokensOfA, 'no tokens after the abort');
@@ -163,16 +163,39 @@ test('abort of a waiting request and of one still in the frontend', () => {
   engine.submit(request(10, 50, t[0]!));
   const x1 = engine.submit(request(10, 50, t[1]!));
   assert.ok(x1.ok);
-  assert.equal(engine.abort(x1), true); // still in the frontend
+  assert.equal(engine.abort(x1.ticket), true); // still in the frontend
   clock.runUntil(100);
   const x2 = engine.submit(request(10, 50, t[2]!));
   assert.ok(x2.ok);
   clock.runUntil(200);
   assert.equal(engine.waiting, 1);
-  assert.equal(engine.abort(x2), true); // waiting
+  assert.equal(engine.abort(x2.ticket), true); // waiting
   assert.equal(engine.waiting, 0);
   clock.run();
   assert.deepEqual(t.map((x) => [x.tokens, x.finished]), [[50, 'length'], [0, 'abort'], [0, 'abort']]);
+});
+
+test('a ticket kept after its request ended is stale: it never reaches the request that reuses its record', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('small') });
+  const t = (): Tally => ({ tokens: 0, finished: null, firstMs: null });
+  const first = engine.submit(request(8, 3, t()));
+  const second = engine.submit(request(8, 3, t()));
+  assert.ok(first.ok && second.ok);
+  clock.run();
+  assert.equal(engine.abort(second.ticket), false, 'already finished');
+  const later = t();
+  const next = engine.submit(request(8, 50, later)); // reuses a finished request's record
+  assert.ok(next.ok);
+  clock.runUntil(clock.now() + 100);
+  for (const old of [first.ticket, second.ticket]) {
+    assert.equal(engine.abort(old), false);
+    assert.equal(engine.generatedOf(old), -1);
+    assert.ok(Number.isNaN(engine.lastTokenMsOf(old)));
+  }
+  assert.ok(engine.generatedOf(next.ticket) > 0);
+  clock.run();
+  assert.deepEqual([later.tokens, later.finished], [50, 'length'], 'the new request ran to its end');
 });
 
 test('the waiting queue is bounded: overflow is a queue_full value', () => {
@@ -201,7 +224,7 @@ test('token accounting is exact under chunked prefill, preemption and aborts (se
     clock.setTimer(rng.int(0, 20_000), () => {
       const ticket = engine.submit(request(rng.int(1, 300), max, t));
       assert.ok(ticket.ok);
-      if (rng.next() < 0.1) clock.setTimer(clock.now() + rng.int(0, 3000), () => engine.abort(ticket));
+      if (rng.next() < 0.1) clock.setTimer(clock.now() + rng.int(0, 3000), () => engine.abort(ticket.ticket));
     });
   }
   clock.run();
@@ -291,7 +314,7 @@ test('a token sink gets every token after the first as counts, and the engine re
             finished.push(`r${i}`);
           },
         });
-        if (ticket.ok) tickets.push(ticket);
+        if (ticket.ok) tickets.push(ticket.ticket);
       });
     }
     for (let at = 5; at < 20_000; at += 37) {

@@ -40,14 +40,15 @@ export interface EngineRequest {
 }
 
 /**
- * A request the engine accepted, as `abort`, `generatedOf` and `lastTokenMsOf` take it (the engine
- * keeps no table of ids: at fleet scale that lookup was a tenth of a simulation's time).
+ * A request the engine accepted, as `abort`, `generatedOf` and `lastTokenMsOf` of the same engine
+ * take it: a number naming the engine's record of it and that record's use, so a ticket kept after
+ * its request ended is stale, never another request's. (The engine reuses its records and keeps no
+ * table of ids: at fleet scale, a record per request and an id lookup were a third of a
+ * simulation's time.)
  */
-export interface Ticket {
-  readonly ok: true;
-}
+export type Ticket = number & { readonly __ticket: never };
 
-export type SubmitResult = Ticket | { ok: false; reason: 'queue_full' | 'too_long' };
+export type SubmitResult = { ok: true; ticket: Ticket } | { ok: false; reason: 'queue_full' | 'too_long' };
 
 export interface EngineStats {
   running: number;
@@ -102,12 +103,28 @@ const DONE = 3;
 const FREE = -1;
 const HOLE = -2;
 
-/** A request's cold state (and its ticket); while it runs, its hot counters live in the engine's running arrays. */
-class Seq implements Ticket {
-  readonly ok = true;
-  state = PENDING;
+// A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
+const RECORDS = 2 ** 21;
+const IDLE: EngineRequest = { promptTokens: 0, maxTokens: 0, onToken() {}, onFinish() {} };
+
+/**
+ * A request's cold state; while it runs, its hot counters live in the engine's running arrays.
+ * Records are reused (`start`) once nothing in the engine refers to their last request.
+ */
+class Seq {
+  /** How many requests this record has held (part of their tickets). */
+  uses = 0;
+  req: EngineRequest = IDLE;
+  state = DONE;
+  // Copied from `req`, which is cold in memory by the time the request is admitted.
+  promptTokens = 0;
+  maxTokens = 0;
+  onAdmit: ((nowMs: number) => void) | undefined = undefined;
+  /** Index of its sink in the engine's sink table, -1 for none. */
+  sink = -1;
+  hashes: readonly number[] | null = null;
   /** Tokens to compute before decoding (the prompt; prompt + generated after a preemption). */
-  prefillTarget: number;
+  prefillTarget = 1;
   /** Tokens whose KV is in cache (kept here while not running). */
   computed = 0;
   generated = 0;
@@ -122,22 +139,27 @@ class Seq implements Ticket {
   /** How many of those are cache entries (the rest of its blocks are private). */
   shared = 0;
 
-  // Copied from `req`, which is cold in memory by the time the request is admitted.
-  readonly promptTokens: number;
-  readonly maxTokens: number;
-  readonly onAdmit: ((nowMs: number) => void) | undefined;
+  constructor(readonly index: number) {}
 
-  constructor(
-    readonly engine: Engine,
-    readonly req: EngineRequest,
-    /** Index of its sink in the engine's sink table, -1 for none. */
-    readonly sink: number,
-    readonly hashes: readonly number[] | null,
-  ) {
+  /** Takes `req` (pending in the frontend); returns its ticket. */
+  start(req: EngineRequest, sink: number, hashes: readonly number[] | null): Ticket {
+    this.uses++;
+    this.req = req;
+    this.state = PENDING;
     this.promptTokens = req.promptTokens;
     this.maxTokens = req.maxTokens;
     this.onAdmit = req.onAdmit;
+    this.sink = sink;
+    this.hashes = hashes;
     this.prefillTarget = Math.max(1, req.promptTokens);
+    this.computed = 0;
+    this.generated = 0;
+    this.lastTokenMs = 0;
+    this.admitted = false;
+    this.slot = -1;
+    this.registered = 0;
+    this.shared = 0;
+    return (this.uses * RECORDS + this.index) as Ticket;
   }
 }
 
@@ -244,6 +266,9 @@ export class Engine {
   readonly #sinkIndex = new Map<TokenSink, number>();
   // Per step: requests that need their own callbacks (first token, no sink, or finished).
   readonly #deliver: (Seq | null)[] = [];
+  // Every record this engine made (by index), and those free for reuse, most recently freed last.
+  readonly #seqs: Seq[] = [];
+  readonly #spareSeqs: Seq[] = [];
   /** Prompt-block entry arrays of sequences that left the running set, reused by the next admissions. */
   readonly #spareEntries: number[][] = [];
   #deliverKind = new Uint8Array(0);
@@ -310,7 +335,9 @@ export class Engine {
       }
     }
     const hashes = req.promptTokenIds ? cachedBlockHashes(req.promptTokenIds, this.#blockSize) : null;
-    const seq = new Seq(this, req, sink, hashes);
+    const seq = this.#spareSeqs.pop() ?? this.#newSeq();
+    if (seq === null) return { ok: false, reason: 'queue_full' };
+    const ticket = seq.start(req, sink, hashes);
     this.#pendingCount++;
     // The frontend is one process handling requests one at a time (vLLM's API server), so a wave of
     // arrivals queues there; ready times stay in arrival order: a busy engine takes the due ones at
@@ -320,18 +347,39 @@ export class Engine {
     this.#pending.push(seq);
     this.#pendingReadyMs.push(readyMs);
     this.#armPending();
+    return { ok: true, ticket };
+  }
+
+  /** A new record, or null if the engine holds as many requests as tickets can name. */
+  #newSeq(): Seq | null {
+    if (this.#seqs.length === RECORDS) return null;
+    const seq = new Seq(this.#seqs.length);
+    this.#seqs.push(seq);
     return seq;
   }
 
-  /** This engine's record of a ticket it issued (null for another engine's). */
-  #seqOf(t: Ticket): Seq | null {
-    return t instanceof Seq && t.engine === this ? t : null;
+  /**
+   * Returns a record for reuse once nothing refers to its request: after its last callback, or
+   * when a queue meets it aborted. Its request object is let go.
+   */
+  #recycle(seq: Seq): void {
+    seq.req = IDLE;
+    seq.onAdmit = undefined;
+    this.#spareSeqs.push(seq);
+  }
+
+  /** The record a ticket names while its request is known (null once ended and reused, or if malformed). */
+  #seqOf(ticket: Ticket): Seq | null {
+    const index = ticket % RECORDS;
+    const seq = this.#seqs[index];
+    return seq !== undefined && seq.uses * RECORDS + index === ticket ? seq : null;
   }
 
   /** Aborts a request wherever it is; its slot and KV blocks are free at once. False if done or not this engine's. */
   abort(ticket: Ticket): boolean {
     const seq = this.#seqOf(ticket);
     if (!seq || seq.state === DONE) return false;
+    const running = seq.state === RUNNING;
     if (seq.state === PENDING) this.#pendingCount--;
     else if (seq.state === WAITING) this.#waitingCount--;
     else {
@@ -341,6 +389,8 @@ export class Engine {
     seq.state = DONE;
     this.#abortTotal++;
     seq.req.onFinish('abort', this.#clock.now());
+    // A queued one is still listed in its queue, which recycles it when it gets there.
+    if (running) this.#recycle(seq);
     this.#kick();
     return true;
   }
@@ -450,7 +500,10 @@ export class Engine {
     while (h < q.length && ready[h]! <= now) {
       const seq = q[h]!;
       q[h++] = undefined;
-      if (seq.state !== PENDING) continue;
+      if (seq.state !== PENDING) {
+        this.#recycle(seq); // aborted while pending
+        continue;
+      }
       this.#pendingCount--;
       seq.state = WAITING;
       this.#waiting.push(seq);
@@ -697,6 +750,7 @@ export class Engine {
     while (this.#waitingHead < w.length) {
       const s = w[this.#waitingHead];
       if (s && s.state === WAITING) return s;
+      if (s) this.#recycle(s); // aborted while waiting
       w[this.#waitingHead++] = undefined;
     }
     return undefined;
@@ -974,6 +1028,7 @@ export class Engine {
       }
       if (kind === 1) seq.req.onToken(1, now);
       seq.req.onFinish('length', now);
+      this.#recycle(seq);
     }
     this.#onStepEnd?.(now);
     // The next step starts at once (vLLM's busy loop), not after another timer.

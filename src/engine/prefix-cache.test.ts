@@ -33,7 +33,7 @@ function send(engine: Engine, clock: VirtualClock, prompt: Uint32Array | null, m
     },
   });
   assert.ok(r.ok);
-  return Object.assign(o, { ticket: r });
+  return Object.assign(o, { ticket: r.ticket });
 }
 
 /** Sends one request and runs the clock until the engine is idle; returns the stats' change. */
@@ -229,7 +229,7 @@ test('with caching on, token-sink delivery and per-request callbacks run the sam
           onToken() {},
           onFinish: (reason, t) => ends.push(`s${i} ${reason} ${t.toFixed(3)}`),
         });
-        if (ticket.ok && abortAfterMs >= 0) clock.setTimer(clock.now() + abortAfterMs, () => engine.abort(ticket));
+        if (ticket.ok && abortAfterMs >= 0) clock.setTimer(clock.now() + abortAfterMs, () => engine.abort(ticket.ticket));
       });
     }
     clock.run();

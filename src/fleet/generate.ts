@@ -183,7 +183,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   res.on('close', () => {
     if (!done) {
       done = true;
-      engine.abort(result);
+      engine.abort(result.ticket);
     }
   });
   if (v.stream) {

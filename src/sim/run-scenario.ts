@@ -177,7 +177,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       finishRequest(req, clock.now(), w.id, 'http_error', r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full' ? 'worker queue full' : 'prompt too long');
       return;
     }
-    a.ticket = r;
+    a.ticket = r.ticket;
     if (fe.deadlinesOn) active[feIndex]!.add(a);
   };
 
