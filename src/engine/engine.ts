@@ -232,9 +232,11 @@ export class Engine {
   #waitingCount = 0;
   #pendingCount = 0;
   // Requests still in the frontend, oldest first, and when each reaches the scheduler.
+  // [head, tail) of these two; emptied by resetting both, so the arrays keep their room.
   readonly #pending: (Seq | undefined)[] = [];
   readonly #pendingReadyMs: number[] = [];
   #pendingHead = 0;
+  #pendingTail = 0;
   #pendingTimer: Timer | null = null;
   /** When the frontend finishes the requests it already holds. */
   #frontendFreeMs = -Infinity;
@@ -264,6 +266,9 @@ export class Engine {
   #bSink = new Int32Array(0);
   #bGapMs = new Float64Array(0);
   readonly #sinkIndex = new Map<TokenSink, number>();
+  // The sink of the last submit (requests come in runs with one sink: a map lookup each was cold).
+  #lastSink: TokenSink | undefined = undefined;
+  #lastSinkIndex = -1;
   // Per step: requests that need their own callbacks (first token, no sink, or finished).
   readonly #deliver: (Seq | null)[] = [];
   // Every record this engine made (by index), and those free for reuse, most recently freed last.
@@ -320,7 +325,8 @@ export class Engine {
       return { ok: false, reason: 'queue_full' };
     }
     let sink = -1;
-    if (req.sink) {
+    if (req.sink === this.#lastSink) sink = this.#lastSinkIndex;
+    else if (req.sink) {
       sink = this.#sinkIndex.get(req.sink) ?? -1;
       if (sink < 0) {
         sink = this.#sinks.length;
@@ -333,6 +339,8 @@ export class Engine {
           this.#lockFlush = new Int32Array(sink * 2);
         }
       }
+      this.#lastSink = req.sink;
+      this.#lastSinkIndex = sink;
     }
     const hashes = req.promptTokenIds ? cachedBlockHashes(req.promptTokenIds, this.#blockSize) : null;
     const seq = this.#spareSeqs.pop() ?? this.#newSeq();
@@ -344,8 +352,14 @@ export class Engine {
     // its next step's start, an idle one sets one timer for the oldest.
     const readyMs = Math.max(this.#clock.now(), this.#frontendFreeMs) + this.profile.frontendOverheadMs;
     this.#frontendFreeMs = readyMs;
-    this.#pending.push(seq);
-    this.#pendingReadyMs.push(readyMs);
+    const t = this.#pendingTail++;
+    if (t < this.#pending.length) {
+      this.#pending[t] = seq;
+      this.#pendingReadyMs[t] = readyMs;
+    } else {
+      this.#pending.push(seq);
+      this.#pendingReadyMs.push(readyMs);
+    }
     this.#armPending();
     return { ok: true, ticket };
   }
@@ -496,8 +510,9 @@ export class Engine {
     const q = this.#pending;
     const ready = this.#pendingReadyMs;
     let h = this.#pendingHead;
-    if (h === q.length || ready[h]! > now) return;
-    while (h < q.length && ready[h]! <= now) {
+    const tail = this.#pendingTail;
+    if (h === tail || ready[h]! > now) return;
+    while (h < tail && ready[h]! <= now) {
       const seq = q[h]!;
       q[h++] = undefined;
       if (seq.state !== PENDING) {
@@ -509,13 +524,14 @@ export class Engine {
       this.#waiting.push(seq);
       this.#waitingCount++;
     }
-    if (h === q.length) {
-      q.length = 0;
-      ready.length = 0;
+    if (h === tail) {
       h = 0;
-    } else if (h > 1024 && h * 2 > q.length) {
-      q.splice(0, h);
-      ready.splice(0, h);
+      this.#pendingTail = 0;
+    } else if (h > 1024 && h * 2 > tail) {
+      q.copyWithin(0, h, tail);
+      ready.copyWithin(0, h, tail);
+      q.fill(undefined, tail - h, tail);
+      this.#pendingTail = tail - h;
       h = 0;
     }
     this.#pendingHead = h;
@@ -524,7 +540,7 @@ export class Engine {
   /** While no step is in flight or due, wakes the engine when the oldest pending request is ready. */
   #armPending(): void {
     if (this.#pendingTimer || this.#inStep || this.#timer || this.#closed) return;
-    if (this.#pendingHead === this.#pending.length) return;
+    if (this.#pendingHead === this.#pendingTail) return;
     this.#pendingTimer = this.#clock.setTimer(this.#pendingReadyMs[this.#pendingHead]!, this.#onPendingDue);
   }
 

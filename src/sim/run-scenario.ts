@@ -6,7 +6,7 @@ import { SummaryBuilder, summarize, type Summary } from '../stats/index.js';
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
-import { AttemptRoute, SimAttempt, type AttemptHost, type SimRequest } from './sim-attempt.js';
+import { AttemptRoute, SimAttempt, SimRequest, type AttemptHost } from './sim-attempt.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
 
@@ -117,6 +117,11 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   // ---- the request path: replica -> dispatcher -> engine, and back ----
 
+  // Finished requests and ended attempts, reused: at fleet scale, new objects for each were
+  // promoted to the old generation (they live for the whole answer) and collected there.
+  const spareRequests: SimRequest[] = [];
+  const spareAttempts: SimAttempt[] = [];
+
   const finishRequest = (req: SimRequest, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
     if (nowMs > lastEndMs) lastEndMs = nowMs;
     let chunkMs: number[];
@@ -142,7 +147,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     if (streaming) streaming.add(rec);
     else if (builder) builder.add(rec);
     else records.push(rec);
-    phaseDone(req.phase, workload.followUp(req.plan.cursor, outcome === 'ok', req.tokens));
+    const followUp = workload.followUp(req.plan.cursor, outcome === 'ok', req.tokens);
+    const phase = req.phase;
+    spareRequests.push(req);
+    phaseDone(phase, followUp);
   };
 
   const active: Set<SimAttempt>[] = frontends.map(() => new Set());
@@ -161,6 +169,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       } else {
         finishRequest(a.req, nowMs, a.workerId, 'aborted', null, 'aborted by the engine');
       }
+      spareAttempts.push(a);
     },
   };
 
@@ -169,12 +178,13 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const wi = workerIndex.get(w.id)!;
     const routes = routesOf[feIndex]!;
     const route = (routes[wi] ??= new AttemptRoute(host, wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!));
-    const a = new SimAttempt(route, req, clock.now());
+    const a = spareAttempts.pop()?.restart(route, req, clock.now()) ?? new SimAttempt(route, req, clock.now());
     const r = engines[wi]!.submit(a);
     if (!r.ok) {
       a.end();
       fe.dispatcher.release(w.id);
       finishRequest(req, clock.now(), w.id, 'http_error', r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full' ? 'worker queue full' : 'prompt too long');
+      spareAttempts.push(a);
       return;
     }
     a.ticket = r.ticket;
@@ -219,6 +229,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     engines[a.route.worker]!.abort(a.ticket!);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));
+    spareAttempts.push(a);
   };
 
   // The router's periodic deadline sweep (src/router/router.ts: every 50 ms).
@@ -261,20 +272,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const send = (phase: RequestRecord['phase'], plan: TurnPlan): void => {
     const i = seq++;
     const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
-    const req: SimRequest = {
-      index: i,
-      phase,
-      plan,
-      startMs: clock.now(),
-      firstTokenMs: null,
-      lastTokenMs: 0,
-      chunks: keepChunks ? [] : null,
-      tokens: 0,
-      resent: false,
-      redispatched: false,
-      migrated: false,
-      feIndex,
-    };
+    const req = (spareRequests.pop() ?? new SimRequest()).restart(i, phase, plan, clock.now(), keepChunks, feIndex);
     dispatch(req, feIndex);
   };
 

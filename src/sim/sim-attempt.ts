@@ -5,24 +5,42 @@ import type { TurnPlan } from './sim-workload.js';
 
 /**
  * One client request as the simulator tracks it across attempts. At fleet scale hundreds of
- * thousands are in flight at once, so it holds its (shared) plan rather than copies of it.
+ * thousands are in flight at once, so it holds its (shared) plan rather than copies of it, and the
+ * simulator reuses finished ones (`restart`).
  */
-export interface SimRequest {
-  index: number;
-  phase: RequestRecord['phase'];
+export class SimRequest {
+  index = 0;
+  phase: RequestRecord['phase'] = 'profiling';
   /** What it sends: prompt length and token ids, answer length, its place in its session. */
-  plan: TurnPlan;
-  startMs: number;
-  firstTokenMs: number | null;
-  lastTokenMs: number;
+  plan!: TurnPlan;
+  startMs = 0;
+  firstTokenMs: number | null = null;
+  lastTokenMs = 0;
   /** Every chunk time (null when only first and last are kept). */
-  chunks: number[] | null;
+  chunks: number[] | null = null;
   /** Tokens received from attempts that have ended. */
-  tokens: number;
-  resent: boolean;
-  redispatched: boolean;
-  migrated: boolean;
-  feIndex: number;
+  tokens = 0;
+  resent = false;
+  redispatched = false;
+  migrated = false;
+  feIndex = 0;
+
+  /** Makes this (new or finished) request the `index`th, sent now through replica `feIndex`. */
+  restart(index: number, phase: RequestRecord['phase'], plan: TurnPlan, nowMs: number, keepChunks: boolean, feIndex: number): this {
+    this.index = index;
+    this.phase = phase;
+    this.plan = plan;
+    this.startMs = nowMs;
+    this.firstTokenMs = null;
+    this.lastTokenMs = 0;
+    this.chunks = keepChunks ? [] : null;
+    this.tokens = 0;
+    this.resent = false;
+    this.redispatched = false;
+    this.migrated = false;
+    this.feIndex = feIndex;
+    return this;
+  }
 }
 
 /** Where an attempt reports its end (the simulation loop). */
@@ -79,13 +97,14 @@ export class AttemptRoute {
  * `lastMs` are read from the engine, so at fleet scale a token touches no per-attempt object.
  */
 export class SimAttempt implements EngineRequest {
-  readonly promptTokens: number;
-  readonly maxTokens: number;
-  readonly req: SimRequest;
-  readonly route: AttemptRoute;
-  readonly startMs: number;
+  // Set by `restart` (the constructor's too).
+  promptTokens!: number;
+  maxTokens!: number;
+  req!: SimRequest;
+  route!: AttemptRoute;
+  startMs!: number;
   #tokens = 0;
-  #lastMs: number;
+  #lastMs = 0;
   #firstMs: number | null = null;
   /** A token time already known (last times only grow), so most silence checks need no engine lookup. */
   #seenMs = 0;
@@ -96,6 +115,14 @@ export class SimAttempt implements EngineRequest {
   ticket: Ticket | null = null;
 
   constructor(route: AttemptRoute, req: SimRequest, nowMs: number) {
+    this.restart(route, req, nowMs);
+  }
+
+  /**
+   * Makes this (ended) attempt a new one of `req` on `route`: the simulator reuses them, since at
+   * fleet scale an object per attempt was promoted to the old generation and collected there.
+   */
+  restart(route: AttemptRoute, req: SimRequest, nowMs: number): this {
     this.route = route;
     this.req = req;
     // A migrated continuation's prompt also holds the answer so far.
@@ -103,6 +130,13 @@ export class SimAttempt implements EngineRequest {
     this.maxTokens = req.plan.maxTokens - req.tokens;
     this.startMs = nowMs;
     this.#lastMs = nowMs;
+    this.#tokens = 0;
+    this.#firstMs = null;
+    this.#seenMs = 0;
+    this.#ended = false;
+    this.live = true;
+    this.ticket = null;
+    return this;
   }
 
   /** The prompt's token ids, read by the engine at submit (a continuation's prompt part still hits the cache). */
