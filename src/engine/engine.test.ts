@@ -266,9 +266,10 @@ test('a token sink gets every token after the first as counts, and the engine re
   // The same seeded workload twice: per-token callbacks, then a sink (whose requests advance as
   // one cohort); per request, the token count, the first and last token times and the finish must
   // agree, and so must the engine's own answer to "how far is it" at sampled moments.
-  const run = (sinks: 0 | 1 | 2) => {
+  // `long`: every fourth answer is longer than the steps the engine tracks finishes for in its ring.
+  const run = (sinks: 0 | 1 | 2, long = false) => {
     const withSink = sinks > 0;
-    const tiny: EngineProfile = { ...PROFILES['small']!, name: 'tiny', kvBlocks: 40, maxNumBatchedTokens: 128, maxNumSeqs: 8, maxWaiting: 1000 };
+    const tiny: EngineProfile = { ...PROFILES['small']!, name: 'tiny', kvBlocks: long ? 400 : 40, maxNumBatchedTokens: 128, maxNumSeqs: 8, maxWaiting: 1000 };
     const clock = new VirtualClock();
     const engine = new Engine({ clock, profile: tiny });
     const rng = createRng(7);
@@ -290,7 +291,7 @@ test('a token sink gets every token after the first as counts, and the engine re
     const sinkA = makeSink();
     const sinkB = sinks === 2 ? makeSink() : sinkA;
     for (let i = 0; i < 120; i++) {
-      const max = rng.int(1, 60);
+      const max = long && i % 4 === 0 ? rng.int(520, 900) : rng.int(1, 60);
       const prompt = rng.int(1, 200);
       clock.setTimer(rng.int(0, 1_000), () => {
         const ticket = engine.submit({
@@ -343,6 +344,10 @@ test('a token sink gets every token after the first as counts, and the engine re
   assert.ok(Math.abs(b.sinkGapSumMs - a.gapSumMs) < 1e-6, 'and every gap');
   assert.ok(Math.abs(c.sinkGapSumMs - b.sinkGapSumMs) < 1e-6);
   assert.deepEqual({ ...c, sinkGapSumMs: 0 }, { ...b, sinkGapSumMs: 0 }, 'two sinks on one engine each get their own requests');
+  const d = run(0, true);
+  const e = run(1, true);
+  assert.equal(d.finished.length, 120);
+  assert.deepEqual([e.tokens, e.firstMs, e.lastMs, e.finished, e.samples], [d.tokens, d.firstMs, d.lastMs, d.finished, d.samples], 'long answers too');
 });
 
 test('requests that arrive during a stall reach the queue and run once it ends', () => {

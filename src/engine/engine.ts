@@ -102,6 +102,8 @@ const DONE = 3;
 // Running entries outside the cohort (see #rFin).
 const FREE = -1;
 const HOLE = -2;
+/** Steps ahead within which a cohort member's finishing step is kept in a ring (a power of two). */
+const FINISH_RING = 512;
 
 // A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
 const RECORDS = 2 ** 21;
@@ -216,7 +218,10 @@ export class Engine {
   /** The step in flight decodes the cohort. */
   #lockStepping = false;
   /** Cohort members by the #lockSteps at which they finish (stale ones are skipped: see #collectFinishing). */
-  readonly #finishing = new Map<number, Seq[]>();
+  // Near ones (within FINISH_RING steps) in a ring indexed by that step, the rest in a map: the
+  // ring costs no hashing, and a bucket is emptied (not dropped) when its step comes.
+  readonly #finishing: (Seq[] | undefined)[] = new Array<Seq[] | undefined>(FINISH_RING).fill(undefined);
+  readonly #finishingFar = new Map<number, Seq[]>();
   // Running entries outside the cohort, in index order: every FREE entry, and some that have since
   // joined or left (dropped at the next #endStep), so a step visits them, not the whole running set.
   #loose = new Int32Array(0);
@@ -674,9 +679,12 @@ export class Engine {
     const fin = s + this.#rMax[i]! - this.#rGenerated[i]!;
     this.#rJoin[i] = s;
     this.#rFin[i] = fin;
-    const bucket = this.#finishing.get(fin);
-    if (bucket === undefined) this.#finishing.set(fin, [this.#rSeq[i]!]);
-    else bucket.push(this.#rSeq[i]!);
+    if (fin - s < FINISH_RING) (this.#finishing[fin & (FINISH_RING - 1)] ??= []).push(this.#rSeq[i]!);
+    else {
+      const far = this.#finishingFar.get(fin);
+      if (far === undefined) this.#finishingFar.set(fin, [this.#rSeq[i]!]);
+      else far.push(this.#rSeq[i]!);
+    }
     this.#lockCount++;
     this.#lockBySink[this.#rSink[i]!]!++;
     this.#lockPhase[(((s - c) % bs) + bs) % bs]!++;
@@ -703,7 +711,8 @@ export class Engine {
 
   #unlockAll(): void {
     for (let i = 0; i < this.#rLen && this.#lockCount > 0; i++) this.#unlock(i);
-    this.#finishing.clear();
+    for (const bucket of this.#finishing) if (bucket !== undefined) bucket.length = 0;
+    this.#finishingFar.clear();
     this.#rebuildLoose();
   }
 
@@ -916,20 +925,30 @@ export class Engine {
    * twice (it left and rejoined with the same finishing step): those are skipped.
    */
   #collectFinishing(at: number): number {
-    const bucket = this.#finishing.get(at);
-    if (bucket === undefined) return 0;
-    this.#finishing.delete(at);
-    if (this.#finSlots.length < bucket.length) this.#finSlots = new Int32Array(bucket.length * 2);
+    const near = this.#finishing[at & (FINISH_RING - 1)];
+    const far = this.#finishingFar.size > 0 ? this.#finishingFar.get(at) : undefined;
+    if (far !== undefined) this.#finishingFar.delete(at);
+    const n = (near?.length ?? 0) + (far?.length ?? 0);
+    if (n === 0) return 0;
+    if (this.#finSlots.length < n) this.#finSlots = new Int32Array(n * 2);
+    let m = near === undefined ? 0 : this.#takeFinishing(near, at, 0);
+    if (far !== undefined) m = this.#takeFinishing(far, at, m);
+    if (near !== undefined) near.length = 0;
     const slots = this.#finSlots;
-    let m = 0;
-    for (const seq of bucket) {
-      const i = seq.slot;
-      if (seq.state === RUNNING && this.#rSeq[i] === seq && this.#rFin[i] === at) slots[m++] = i;
-    }
     if (m > 1) slots.subarray(0, m).sort();
     let u = Math.min(m, 1);
     for (let k = 1; k < m; k++) if (slots[k] !== slots[u - 1]) slots[u++] = slots[k]!;
     return u;
+  }
+
+  /** Appends to #finSlots, from `m` on, the entries of `bucket`'s members still finishing at `at`; returns the new count. */
+  #takeFinishing(bucket: readonly Seq[], at: number, m: number): number {
+    const slots = this.#finSlots;
+    for (const seq of bucket) {
+      const i = seq.slot;
+      if (seq.state === RUNNING && this.#rSeq[i] === seq && this.#rFin[i] === at) slots[m++] = i;
+    }
+    return m;
   }
 
   #endStep(): void {
