@@ -35,13 +35,6 @@ export class BlockPool {
   #created = 0;
   readonly #spare: number[] = [];
   #matchedIdle = 0;
-  /** Bumped whenever a hash gains or loses its entry: a remembered run holds while this is unchanged. */
-  #epoch = 0;
-  /**
-   * The cached run last found for each hash array (prompts share theirs), so a prompt seen again
-   * costs no hash probes: at fleet scale each probe of a cold table was a cache miss.
-   */
-  readonly #runs = new WeakMap<readonly number[], { epoch: number; entries: number[] }>();
 
   constructor(total: number) {
     this.total = total;
@@ -68,23 +61,12 @@ export class BlockPool {
    * `maxBlocks`) that the cache holds, and returns its length. Changes nothing.
    */
   match(hashes: readonly number[], maxBlocks: number, into: number[]): number {
-    let run = this.#runs.get(hashes);
-    if (run === undefined || run.epoch !== this.#epoch) {
-      const entries = run?.entries ?? [];
-      entries.length = 0;
-      for (const h of hashes) {
-        const e = this.#byHash.get(h);
-        if (e < 0) break;
-        entries.push(e);
-      }
-      if (run === undefined) this.#runs.set(hashes, (run = { epoch: this.#epoch, entries }));
-      else run.epoch = this.#epoch;
-    }
-    const k = Math.min(run.entries.length, maxBlocks);
     let idle = 0;
-    for (let b = 0; b < k; b++) {
-      const e = run.entries[b]!;
-      into[b] = e;
+    let k = 0;
+    for (; k < maxBlocks; k++) {
+      const e = this.#byHash.get(hashes[k]!);
+      if (e < 0) break;
+      into[k] = e;
       if (this.#ref[e] === 0) idle++;
     }
     this.#matchedIdle = idle;
@@ -128,7 +110,6 @@ export class BlockPool {
     this.#hash[e] = hash;
     this.#ref[e] = 1;
     this.#byHash.set(hash, e);
-    this.#epoch++;
     return e;
   }
 
@@ -173,7 +154,6 @@ export class BlockPool {
     this.#unlink(e);
     this.#idle--;
     this.#byHash.delete(this.#hash[e]!);
-    this.#epoch++;
     this.#spare.push(e);
   }
 
