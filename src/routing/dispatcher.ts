@@ -493,7 +493,9 @@ export class Dispatcher {
     pool.cap = this.capacity;
     const v = this.policy.pickFrom(pool, entry.req, this.#rng);
     pool.entry = undefined;
-    return v === undefined ? undefined : this.#workers.get(v.id);
+    if (v === undefined) return undefined;
+    // Policies pick from the pool's own entries: no lookup by id needed for those.
+    return v instanceof WorkerEntry && this.#list[v.index] === v ? v : this.#workers.get(v.id);
   }
 
   #assign(w: WorkerEntry, entry: QueueEntry): void {
