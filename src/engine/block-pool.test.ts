@@ -66,6 +66,9 @@ test('allocation uses unused blocks first, then evicts idle entries least recent
   assert.equal(pool.match([11], 1, into), 0);
   assert.equal(pool.match([21, 22, 23], 3, into), 1);
   assert.equal(pool.free, 1);
+  // A hint at an evicted entry (which still has 12 in its slot of the hash table) is not a cached 12.
+  assert.ok(pool.register(12, a[1]!) >= 0, '12 is cached anew');
+  assert.equal(pool.register(12, a[1]!), -1, 'and then it is cached');
 });
 
 test('held entries are never evicted; a hash already cached stays a private block', () => {

@@ -64,7 +64,10 @@ export class BlockPool {
     let idle = 0;
     let k = 0;
     for (; k < maxBlocks; k++) {
-      const e = this.#byHash.get(hashes[k]!);
+      const h = hashes[k]!;
+      // A prompt's blocks are usually cached together, in consecutive entries: try the next one first.
+      let e = k > 0 ? into[k - 1]! + 1 : -1;
+      if (!this.#holds(e, h)) e = this.#byHash.get(h);
       if (e < 0) break;
       into[k] = e;
       if (this.#ref[e] === 0) idle++;
@@ -102,10 +105,11 @@ export class BlockPool {
   /**
    * Turns one full private block, just scheduled, into a cache entry under `hash` with one
    * reference (its owner's), and returns the entry; -1 if that hash is already cached (the block
-   * stays private: the cache keeps one block per hash).
+   * stays private: the cache keeps one block per hash). `hint`: an entry that may hold `hash`,
+   * checked first (the previous block's entry + 1 usually does: no hash probe then).
    */
-  register(hash: number): number {
-    if (this.#byHash.get(hash) >= 0) return -1;
+  register(hash: number, hint = -1): number {
+    if (this.#holds(hint, hash) || this.#byHash.get(hash) >= 0) return -1;
     const e = this.#spare.pop() ?? this.#newEntry();
     this.#hash[e] = hash;
     this.#ref[e] = 1;
@@ -131,6 +135,11 @@ export class BlockPool {
     }
   }
 
+  /** Whether entry `e` is cached under `hash` (a check of two array slots: no hash probe). */
+  #holds(e: number, hash: number): boolean {
+    return e >= 0 && e < this.#created && this.#ref[e]! >= 0 && this.#hash[e] === hash;
+  }
+
   #newEntry(): number {
     const e = this.#created++;
     if (e >= this.#ref.length) {
@@ -154,6 +163,7 @@ export class BlockPool {
     this.#unlink(e);
     this.#idle--;
     this.#byHash.delete(this.#hash[e]!);
+    this.#ref[e] = -1; // no longer an entry (see #holds)
     this.#spare.push(e);
   }
 

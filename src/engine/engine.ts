@@ -503,7 +503,7 @@ export class Engine {
     const hashes = seq.hashes!;
     const upTo = Math.min(hashes.length, Math.floor(tokens / this.#blockSize));
     for (let b = seq.registered; b < upTo; b++) {
-      const e = this.#pool.register(hashes[b]!);
+      const e = this.#pool.register(hashes[b]!, b > 0 ? entries[b - 1]! + 1 : -1);
       entries[b] = e;
       if (e >= 0) seq.shared++;
     }
