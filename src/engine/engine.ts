@@ -221,6 +221,8 @@ export class Engine {
   // Near ones (within FINISH_RING steps) in a ring indexed by that step, the rest in a map: the
   // ring costs no hashing, and a bucket is emptied (not dropped) when its step comes.
   readonly #finishing: (Seq[] | undefined)[] = new Array<Seq[] | undefined>(FINISH_RING).fill(undefined);
+  /** How much of each ring bucket is in use (a bucket is overwritten, not shrunk: regrowing it was garbage). */
+  readonly #finishingLen = new Int32Array(FINISH_RING);
   readonly #finishingFar = new Map<number, Seq[]>();
   // Running entries outside the cohort, in index order: every FREE entry, and some that have since
   // joined or left (dropped at the next #endStep), so a step visits them, not the whole running set.
@@ -232,8 +234,10 @@ export class Engine {
   /** Members by the cohort step (mod block size) at which each needs a new KV block. */
   readonly #lockPhase: Int32Array;
   #runningCount = 0;
-  #waiting: (Seq | undefined)[] = [];
+  // [head, tail), kept like the frontend queue below.
+  readonly #waiting: (Seq | undefined)[] = [];
   #waitingHead = 0;
+  #waitingTail = 0;
   #waitingCount = 0;
   #pendingCount = 0;
   // Requests still in the frontend, oldest first, and when each reaches the scheduler.
@@ -526,7 +530,7 @@ export class Engine {
       }
       this.#pendingCount--;
       seq.state = WAITING;
-      this.#waiting.push(seq);
+      this.#pushWaiting(seq);
       this.#waitingCount++;
     }
     if (h === tail) {
@@ -679,7 +683,10 @@ export class Engine {
     const fin = s + this.#rMax[i]! - this.#rGenerated[i]!;
     this.#rJoin[i] = s;
     this.#rFin[i] = fin;
-    if (fin - s < FINISH_RING) (this.#finishing[fin & (FINISH_RING - 1)] ??= []).push(this.#rSeq[i]!);
+    if (fin - s < FINISH_RING) {
+      const k = fin & (FINISH_RING - 1);
+      (this.#finishing[k] ??= [])[this.#finishingLen[k]!++] = this.#rSeq[i]!;
+    }
     else {
       const far = this.#finishingFar.get(fin);
       if (far === undefined) this.#finishingFar.set(fin, [this.#rSeq[i]!]);
@@ -711,7 +718,7 @@ export class Engine {
 
   #unlockAll(): void {
     for (let i = 0; i < this.#rLen && this.#lockCount > 0; i++) this.#unlock(i);
-    for (const bucket of this.#finishing) if (bucket !== undefined) bucket.length = 0;
+    this.#finishingLen.fill(0);
     this.#finishingFar.clear();
     this.#rebuildLoose();
   }
@@ -765,28 +772,49 @@ export class Engine {
     seq.lastTokenMs = this.#rLastMs[i]!;
     seq.state = WAITING;
     this.#dropRunning(i);
-    if (this.#waitingHead > 0) this.#waiting[--this.#waitingHead] = seq;
-    else this.#waiting.unshift(seq);
+    if (this.#waitingHead === 0) {
+      // Room at the front: shift the queue up one.
+      this.#pushWaiting(undefined);
+      this.#waiting.copyWithin(1, 0, this.#waitingTail - 1);
+      this.#waitingHead = 1;
+    }
+    this.#waiting[--this.#waitingHead] = seq;
     this.#waitingCount++;
+  }
+
+  #pushWaiting(seq: Seq | undefined): void {
+    const t = this.#waitingTail++;
+    if (t < this.#waiting.length) this.#waiting[t] = seq;
+    else this.#waiting.push(seq);
   }
 
   #popWaiting(): Seq | undefined {
     const w = this.#waiting;
-    while (this.#waitingHead < w.length) {
+    while (this.#waitingHead < this.#waitingTail) {
       const s = w[this.#waitingHead];
       if (s && s.state === WAITING) return s;
       if (s) this.#recycle(s); // aborted while waiting
       w[this.#waitingHead++] = undefined;
     }
+    this.#waitingHead = 0;
+    this.#waitingTail = 0;
     return undefined;
   }
 
   #shiftWaiting(): void {
-    this.#waiting[this.#waitingHead++] = undefined;
+    const w = this.#waiting;
+    w[this.#waitingHead++] = undefined;
     this.#waitingCount--;
-    if (this.#waitingHead > 1024 && this.#waitingHead * 2 > this.#waiting.length) {
-      this.#waiting = this.#waiting.slice(this.#waitingHead);
+    const head = this.#waitingHead;
+    const tail = this.#waitingTail;
+    if (head === tail) {
       this.#waitingHead = 0;
+      this.#waitingTail = 0;
+    } else if (head > 1024 && head * 2 > tail) {
+      w.copyWithin(0, head, tail);
+      w.fill(undefined, tail - head, tail);
+      this.#waitingHead = 0;
+      this.#waitingTail = tail - head;
     }
   }
 
@@ -925,15 +953,16 @@ export class Engine {
    * twice (it left and rejoined with the same finishing step): those are skipped.
    */
   #collectFinishing(at: number): number {
-    const near = this.#finishing[at & (FINISH_RING - 1)];
+    const k = at & (FINISH_RING - 1);
+    const nNear = this.#finishingLen[k]!;
+    this.#finishingLen[k] = 0;
     const far = this.#finishingFar.size > 0 ? this.#finishingFar.get(at) : undefined;
     if (far !== undefined) this.#finishingFar.delete(at);
-    const n = (near?.length ?? 0) + (far?.length ?? 0);
+    const n = nNear + (far?.length ?? 0);
     if (n === 0) return 0;
     if (this.#finSlots.length < n) this.#finSlots = new Int32Array(n * 2);
-    let m = near === undefined ? 0 : this.#takeFinishing(near, at, 0);
-    if (far !== undefined) m = this.#takeFinishing(far, at, m);
-    if (near !== undefined) near.length = 0;
+    let m = nNear === 0 ? 0 : this.#takeFinishing(this.#finishing[k]!, nNear, at, 0);
+    if (far !== undefined) m = this.#takeFinishing(far, far.length, at, m);
     const slots = this.#finSlots;
     if (m > 1) slots.subarray(0, m).sort();
     let u = Math.min(m, 1);
@@ -941,10 +970,11 @@ export class Engine {
     return u;
   }
 
-  /** Appends to #finSlots, from `m` on, the entries of `bucket`'s members still finishing at `at`; returns the new count. */
-  #takeFinishing(bucket: readonly Seq[], at: number, m: number): number {
+  /** Appends to #finSlots, from `m` on, the entries of the first `n` members of `bucket` still finishing at `at`; returns the new count. */
+  #takeFinishing(bucket: readonly Seq[], n: number, at: number, m: number): number {
     const slots = this.#finSlots;
-    for (const seq of bucket) {
+    for (let b = 0; b < n; b++) {
+      const seq = bucket[b]!;
       const i = seq.slot;
       if (seq.state === RUNNING && this.#rSeq[i] === seq && this.#rFin[i] === at) slots[m++] = i;
     }

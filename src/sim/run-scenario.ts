@@ -126,14 +126,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     if (nowMs > lastEndMs) lastEndMs = nowMs;
     let chunkMs: number[];
     if (req.chunks) chunkMs = req.chunks;
-    else if (req.firstTokenMs === null) chunkMs = [];
+    else if (Number.isNaN(req.firstTokenMs)) chunkMs = [];
     else chunkMs = req.tokens > 1 ? [req.firstTokenMs, req.lastTokenMs] : [req.firstTokenMs];
     const rec: RequestRecord = {
       id: `${req.phase}-${req.index}`,
       phase: req.phase,
       worker,
       startMs: req.startMs,
-      firstTokenMs: req.firstTokenMs,
+      firstTokenMs: Number.isNaN(req.firstTokenMs) ? null : req.firstTokenMs,
       chunkMs,
       endMs: nowMs,
       inputTokens: { client: req.plan.promptTokens, server: req.plan.promptTokens },
@@ -226,7 +226,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       migrated++;
     }
     fe.failure(a.workerId);
-    engines[a.route.worker]!.abort(a.ticket!);
+    engines[a.route.worker]!.abort(a.ticket);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));
     spareAttempts.push(a);

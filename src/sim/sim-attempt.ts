@@ -14,7 +14,9 @@ export class SimRequest {
   /** What it sends: prompt length and token ids, answer length, its place in its session. */
   plan!: TurnPlan;
   startMs = 0;
-  firstTokenMs: number | null = null;
+  // Times are numbers, never null, so a reused request updates them in place (a null/number field boxes each write).
+  /** NaN before the first token. */
+  firstTokenMs = Number.NaN;
   lastTokenMs = 0;
   /** Every chunk time (null when only first and last are kept). */
   chunks: number[] | null = null;
@@ -31,7 +33,7 @@ export class SimRequest {
     this.phase = phase;
     this.plan = plan;
     this.startMs = nowMs;
-    this.firstTokenMs = null;
+    this.firstTokenMs = Number.NaN;
     this.lastTokenMs = 0;
     this.chunks = keepChunks ? [] : null;
     this.tokens = 0;
@@ -105,14 +107,15 @@ export class SimAttempt implements EngineRequest {
   startMs!: number;
   #tokens = 0;
   #lastMs = 0;
-  #firstMs: number | null = null;
+  /** NaN before the first token. */
+  #firstMs = Number.NaN;
   /** A token time already known (last times only grow), so most silence checks need no engine lookup. */
   #seenMs = 0;
   /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
   #ended = false;
   live = true;
-  /** What its engine returned when it accepted it. */
-  ticket: Ticket | null = null;
+  /** What its engine returned when it accepted it (-1 before). */
+  ticket = -1 as Ticket;
 
   constructor(route: AttemptRoute, req: SimRequest, nowMs: number) {
     this.restart(route, req, nowMs);
@@ -131,11 +134,11 @@ export class SimAttempt implements EngineRequest {
     this.startMs = nowMs;
     this.#lastMs = nowMs;
     this.#tokens = 0;
-    this.#firstMs = null;
+    this.#firstMs = Number.NaN;
     this.#seenMs = 0;
     this.#ended = false;
     this.live = true;
-    this.ticket = null;
+    this.ticket = -1 as Ticket;
     return this;
   }
 
@@ -156,19 +159,19 @@ export class SimAttempt implements EngineRequest {
 
   /** When its first token arrived (null before). */
   get firstMs(): number | null {
-    return this.#firstMs;
+    return Number.isNaN(this.#firstMs) ? null : this.#firstMs;
   }
 
   /** Whether it has had a first token and then no token for at least `limitMs` before `nowMs`. */
   silentFor(nowMs: number, limitMs: number): boolean {
-    if (this.#firstMs === null || nowMs - this.#seenMs < limitMs) return false;
+    if (Number.isNaN(this.#firstMs) || nowMs - this.#seenMs < limitMs) return false;
     this.#seenMs = this.lastMs;
     return nowMs - this.#seenMs >= limitMs;
   }
 
   /** Whether the engine, not this object, holds the count (a sink attempt past its first token). */
-  #onEngine(): this is { ticket: Ticket } {
-    return this.req.chunks === null && this.live && !this.#ended && this.#tokens > 0 && this.ticket !== null;
+  #onEngine(): boolean {
+    return this.req.chunks === null && this.live && !this.#ended && this.#tokens > 0;
   }
 
   /** Tokens this attempt has received. */
@@ -188,7 +191,7 @@ export class SimAttempt implements EngineRequest {
       this.#firstMs = nowMs;
       this.#seenMs = nowMs;
       stats.recordTtft(nowMs - this.startMs);
-      if (this.req.firstTokenMs === null) this.req.firstTokenMs = nowMs;
+      if (Number.isNaN(this.req.firstTokenMs)) this.req.firstTokenMs = nowMs;
     } else {
       stats.recordItl(nowMs - this.#lastMs);
     }
