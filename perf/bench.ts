@@ -182,6 +182,10 @@ async function main(): Promise<void> {
       const us = avg(perMsg[transport]);
       console.log(`| tailgate bench, 1 thread, --transport ${transport} | ${us.toFixed(2)} | ${avg(sysPerMsg[transport]).toFixed(2)} | ${(us / plainUs).toFixed(2)} |`);
     }
+    // The averages hide the spread: each round's own figures, and each round's ratio to that round's plain client.
+    const rounds = (a: number[]): string => a.map((x) => x.toFixed(2)).join(', ');
+    console.log(`per round, us/message: plain ${rounds(perMsg.plain)}; floor ${rounds(perMsg.floor)}; bench undici ${rounds(perMsg.undici)}; bench socket ${rounds(perMsg.socket)}`);
+    console.log(`per round, bench socket / plain: ${rounds(perMsg.socket.map((x, i) => x / perMsg.plain[i]!))}`);
 
     // Both processes read CLOCK_MONOTONIC: map this process's performance.now() onto hrtime ns.
     // The tightest of many bracketed reads, so a preemption between the two reads cannot skew it.

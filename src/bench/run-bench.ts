@@ -63,7 +63,13 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       ? new SocketPool(t.origin, { connections })
       : new Pool(t.origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 }),
   );
-  const prepared = o.targets.map((t) => prepareRequests(o, workload, t.path));
+  // Targets differ in origin, seldom in path: requests are serialized once per distinct path.
+  const byPath = new Map<string, (session: Session) => PreparedRequest>();
+  const prepared = o.targets.map((t) => {
+    let p = byPath.get(t.path);
+    if (!p) byPath.set(t.path, (p = prepareRequests(o, workload, t.path)));
+    return p;
+  });
   const stop = new AbortController();
   const calls = new CallGroup();
   stop.signal.addEventListener('abort', () => calls.abortAll(), { once: true });
