@@ -7,7 +7,7 @@
 //   2. stamping error: client first-token stamp minus the fleet's own send time of that chunk
 //      (`x-tailgate-timing: 1` makes the fleet add "tailgate_sent_ns"; both read CLOCK_MONOTONIC),
 //      on one thread and, from 512 streams, on `--threads 2`.
-// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--osl 64] [--rounds 2] [--warm-rounds 2]
+// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--cpu-requests 2048] [--osl 64] [--rounds 2] [--warm-rounds 2]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -26,6 +26,8 @@ function arg(name: string, fallback: string): string {
 
 const STREAMS = arg('streams', '256,512,1024,2048').split(',').map(Number);
 const CPU_STREAMS = Number(arg('cpu-streams', '256'));
+// Requests per measured run of each client: enough that a run's fixed costs (workload, summary) are not counted as per-message cost.
+const CPU_REQUESTS = Number(arg('cpu-requests', String(CPU_STREAMS * 8)));
 const OSL = Number(arg('osl', '64'));
 const WORKERS = Number(arg('workers', '8'));
 const ROUNDS = Number(arg('rounds', '2'));
@@ -144,7 +146,7 @@ async function main(): Promise<void> {
     await floorClient(urls, 32, 64);
     await runBench(benchOpts(urls, 32, 64));
 
-    const total = CPU_STREAMS * 2;
+    const total = CPU_REQUESTS;
     await runBench(benchOpts(urls, 32, 64, { transport: 'socket' }));
     // Until V8 has compiled the hot code of each client, its compile threads' CPU lands in the figures.
     for (let round = 0; round < WARM_ROUNDS; round++) {
