@@ -580,11 +580,12 @@ export class Engine {
   }
 
   /**
-   * Squeezes out dropped entries once they are a quarter of the arrays: every loop skips holes,
-   * and compacting at every step moved (and touched the cold Seq of) each entry once per finish.
+   * Squeezes out dropped entries once they are half the arrays, or the arrays are full. A step
+   * visits only the loose entries and the finishing ones, so holes cost little; a compaction
+   * moves every later entry and touches its (cold) record.
    */
   #compactRunning(): void {
-    if (this.#rHoles * 4 < this.#rLen || this.#rHoles === 0) return;
+    if (this.#rHoles === 0 || (this.#rHoles * 2 < this.#rLen && this.#rLen < this.#rComputed.length)) return;
     this.#rHoles = 0;
     const seqs = this.#rSeq;
     const n = this.#rLen;
