@@ -175,8 +175,8 @@ class Seq {
  * A step's duration is decided at its start; its tokens are delivered at its end.
  *
  * The running set is kept as parallel typed arrays (one entry per running sequence, in admission
- * order, removed lazily and compacted at a step's start once a quarter are holes), so a step
- * touches dense memory rather than one object per sequence.
+ * order, removed lazily and compacted at a step's start once half are holes); a step visits
+ * the entries outside the decode cohort (see #loose) and the cohort members that finish.
  *
  * @example
  * const clock = new VirtualClock();
@@ -192,6 +192,26 @@ export class Engine {
   readonly #maxWaiting: number;
   readonly #blockSize: number;
   readonly #onStepEnd: ((nowMs: number) => void) | undefined;
+  // What a submit reads and writes, side by side (a submit finds its engine cold in memory).
+  #closed = false;
+  #inStep = false;
+  #timer: Timer | null = null;
+  #pendingTimer: Timer | null = null;
+  #waitingCount = 0;
+  #pendingCount = 0;
+  // The sink of the last submit (requests come in runs with one sink: a map lookup each was cold).
+  #lastSink: TokenSink | undefined = undefined;
+  #lastSinkIndex = -1;
+  /** Records free for reuse, most recently freed last. */
+  readonly #spareSeqs: Seq[] = [];
+  // Requests still in the frontend, oldest first, and when each reaches the scheduler: [head, tail)
+  // of these two, emptied by resetting both, so the arrays keep their room.
+  readonly #pending: (Seq | undefined)[] = [];
+  readonly #pendingReadyMs: number[] = [];
+  #pendingHead = 0;
+  #pendingTail = 0;
+  /** When the frontend finishes the requests it already holds. */
+  #frontendFreeMs = -Infinity;
   // The running set: entry i is live while rSeq[i] !== null. Its per-entry arrays (and the per-step
   // scratch arrays sized like them) are views on one buffer, see #allocRunning.
   #rLen = 0;
@@ -238,26 +258,12 @@ export class Engine {
   readonly #waiting: (Seq | undefined)[] = [];
   #waitingHead = 0;
   #waitingTail = 0;
-  #waitingCount = 0;
-  #pendingCount = 0;
-  // Requests still in the frontend, oldest first, and when each reaches the scheduler.
-  // [head, tail) of these two; emptied by resetting both, so the arrays keep their room.
-  readonly #pending: (Seq | undefined)[] = [];
-  readonly #pendingReadyMs: number[] = [];
-  #pendingHead = 0;
-  #pendingTail = 0;
-  #pendingTimer: Timer | null = null;
-  /** When the frontend finishes the requests it already holds. */
-  #frontendFreeMs = -Infinity;
   // Dropped entries in the running arrays since the last compaction.
   #rHoles = 0;
   readonly #pool: BlockPool;
   readonly #caching: boolean;
-  #timer: Timer | null = null;
-  #inStep = false;
   #stalled = false;
   #slowFactor = 1;
-  #closed = false;
   #stepPrefill = 0;
   #stepStartMs = 0;
   #promptTokensTotal = 0;
@@ -275,14 +281,10 @@ export class Engine {
   #bSink = new Int32Array(0);
   #bGapMs = new Float64Array(0);
   readonly #sinkIndex = new Map<TokenSink, number>();
-  // The sink of the last submit (requests come in runs with one sink: a map lookup each was cold).
-  #lastSink: TokenSink | undefined = undefined;
-  #lastSinkIndex = -1;
   // Per step: requests that need their own callbacks (first token, no sink, or finished).
   readonly #deliver: (Seq | null)[] = [];
-  // Every record this engine made (by index), and those free for reuse, most recently freed last.
+  // Every record this engine made (by index); those free for reuse are in #spareSeqs.
   readonly #seqs: Seq[] = [];
-  readonly #spareSeqs: Seq[] = [];
   /** Prompt-block entry arrays of sequences that left the running set, reused by the next admissions. */
   readonly #spareEntries: number[][] = [];
   #deliverKind = new Uint8Array(0);
