@@ -121,34 +121,25 @@ export class VirtualClock implements Clock {
       this.#atMs = at;
       this.#order = ord;
     }
-    const keys = this.#atMs;
-    const orders = this.#order;
-    const items = this.#items;
     const atMs = item.atMs;
     // Sift up: parents later than the new timer move down into the hole.
     let i = this.#size++;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (keys[p]! < atMs || (keys[p] === atMs && orders[p]! < order)) break;
-      keys[i] = keys[p]!;
-      orders[i] = orders[p]!;
-      items[i] = items[p];
+      if (this.#earlier(p, atMs, order)) break;
+      this.#move(i, p);
       i = p;
     }
-    keys[i] = atMs;
-    orders[i] = order;
-    items[i] = item;
+    this.#set(i, atMs, order, item);
   }
 
   #pop(): Scheduled {
-    const keys = this.#atMs;
-    const orders = this.#order;
     const items = this.#items;
     const top = items[0]!;
     const n = --this.#size;
     const last = items[n]!;
-    const atMs = keys[n]!;
-    const order = orders[n]!;
+    const atMs = this.#atMs[n]!;
+    const order = this.#order[n]!;
     items[n] = undefined;
     if (n > 0) {
       // Sift down: the earlier child moves up into the hole until the last timer fits there.
@@ -156,17 +147,29 @@ export class VirtualClock implements Clock {
       for (;;) {
         let c = 2 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && (keys[c + 1]! < keys[c]! || (keys[c + 1] === keys[c] && orders[c + 1]! < orders[c]!))) c++;
-        if (atMs < keys[c]! || (atMs === keys[c] && order < orders[c]!)) break;
-        keys[i] = keys[c]!;
-        orders[i] = orders[c]!;
-        items[i] = items[c];
+        if (c + 1 < n && this.#earlier(c + 1, this.#atMs[c]!, this.#order[c]!)) c++;
+        if (!this.#earlier(c, atMs, order)) break;
+        this.#move(i, c);
         i = c;
       }
-      keys[i] = atMs;
-      orders[i] = order;
-      items[i] = last;
+      this.#set(i, atMs, order, last);
     }
     return top;
+  }
+
+  /** Whether the timer in slot `i` is due before one at `atMs` set as the `order`th. */
+  #earlier(i: number, atMs: number, order: number): boolean {
+    const at = this.#atMs[i]!;
+    return at < atMs || (at === atMs && this.#order[i]! < order);
+  }
+
+  #move(to: number, from: number): void {
+    this.#set(to, this.#atMs[from]!, this.#order[from]!, this.#items[from]!);
+  }
+
+  #set(i: number, atMs: number, order: number, item: Scheduled): void {
+    this.#atMs[i] = atMs;
+    this.#order[i] = order;
+    this.#items[i] = item;
   }
 }
