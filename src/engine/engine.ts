@@ -40,11 +40,11 @@ export interface EngineRequest {
 }
 
 /**
- * A request the engine accepted, as `abort`, `generatedOf` and `lastTokenMsOf` of the same engine
- * take it: a number naming the engine's record of it and that record's use, so a ticket kept after
- * its request ended is stale, never another request's. (The engine reuses its records and keeps no
- * table of ids: at fleet scale, a record per request and an id lookup were a third of a
- * simulation's time.)
+ * A request the engine accepted, as `abort`, `generatedOf` and `lastTokenMsOf` of the engine that
+ * issued it take it (another engine's ticket may name one of its own requests): a number naming the
+ * engine's record of it and that record's use, so a ticket kept after its request ended is stale,
+ * never another request's. (The engine reuses its records and keeps no table of ids: at fleet
+ * scale, a record per request and an id lookup were a third of a simulation's time.)
  */
 export type Ticket = number & { readonly __ticket: never };
 
@@ -237,9 +237,9 @@ export class Engine {
   #lockLastMs = 0;
   /** The step in flight decodes the cohort. */
   #lockStepping = false;
-  /** Cohort members by the #lockSteps at which they finish (stale ones are skipped: see #collectFinishing). */
-  // Near ones (within FINISH_RING steps) in a ring indexed by that step, the rest in a map: the
-  // ring costs no hashing, and a bucket is emptied (not dropped) when its step comes.
+  // Cohort members by the #lockSteps at which they finish (stale ones are skipped: see
+  // #collectFinishing): near ones (within FINISH_RING steps) in a ring indexed by that step, the
+  // rest in a map. The ring costs no hashing, and a bucket is emptied (not dropped) when its step comes.
   readonly #finishing: (Seq[] | undefined)[] = new Array<Seq[] | undefined>(FINISH_RING).fill(undefined);
   /** How much of each ring bucket is in use (a bucket is overwritten, not shrunk: regrowing it was garbage). */
   readonly #finishingLen = new Int32Array(FINISH_RING);
@@ -400,7 +400,7 @@ export class Engine {
     return seq !== undefined && seq.uses * RECORDS + index === ticket ? seq : null;
   }
 
-  /** Aborts a request wherever it is; its slot and KV blocks are free at once. False if done or not this engine's. */
+  /** Aborts a request wherever it is; its slot and KV blocks are free at once. False if it already ended. */
   abort(ticket: Ticket): boolean {
     const seq = this.#seqOf(ticket);
     if (!seq || seq.state === DONE) return false;
@@ -689,8 +689,7 @@ export class Engine {
     if (fin - s < FINISH_RING) {
       const k = fin & (FINISH_RING - 1);
       (this.#finishing[k] ??= [])[this.#finishingLen[k]!++] = this.#rSeq[i]!;
-    }
-    else {
+    } else {
       const far = this.#finishingFar.get(fin);
       if (far === undefined) this.#finishingFar.set(fin, [this.#rSeq[i]!]);
       else far.push(this.#rSeq[i]!);
@@ -726,7 +725,7 @@ export class Engine {
     this.#rebuildLoose();
   }
 
-  /** Tokens a request has generated so far (-1 once it ended, or if not this engine's). */
+  /** Tokens a request has generated so far (-1 once it ended). */
   generatedOf(ticket: Ticket): number {
     const seq = this.#seqOf(ticket);
     if (!seq || seq.state === DONE) return -1;
@@ -735,7 +734,7 @@ export class Engine {
     return this.#rGenerated[i]! + (this.#rFin[i]! >= 0 ? this.#lockSteps - this.#rJoin[i]! : 0);
   }
 
-  /** When a request last got a token (0 before its first; NaN once it ended, or if not this engine's). */
+  /** When a request last got a token (0 before its first; NaN once it ended). */
   lastTokenMsOf(ticket: Ticket): number {
     const seq = this.#seqOf(ticket);
     if (!seq || seq.state === DONE) return Number.NaN;
