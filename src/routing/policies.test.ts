@@ -101,17 +101,20 @@ test('worker stats: a count of samples gives the average of that many samples by
     if (seen < 8) return avg + Math.max(0.05, 1 / (seen + 1)) * (ms - avg);
     return avg + 0.05 * ((avg > 0 ? Math.min(ms, 4 * avg) : ms) - avg);
   };
+  // Calls of [ms, count] against the rule sample by sample: equal to within rounding (the uncapped run is in closed form).
+  const check = (calls: [number, number][]): void => {
+    const s = new WorkerStats();
+    let avg = Number.NaN;
+    let seen = 0;
+    calls.forEach(([ms, count], k) => {
+      s.recordItl(ms, count);
+      if (ms >= 0) for (let i = 0; i < count; i++) avg = rule(avg, ms, seen++);
+      assert.ok(Number.isNaN(avg) ? Number.isNaN(s.itlMsEwma) : Math.abs(s.itlMsEwma - avg) <= 1e-12 * avg, `call ${k}: ${s.itlMsEwma} vs ${avg}`);
+    });
+  };
   const rng = createRng(3);
-  const s = new WorkerStats();
-  let avg = Number.NaN;
-  let seen = 0;
   const gaps = [12, 12, 12.5, 0, 40, 7.25, Infinity, 9, 9, 3000, 9, -1, 0, 0.5];
-  for (let k = 0; k < 400; k++) {
-    const ms = k < gaps.length ? gaps[k]! : rng.int(1, 2) * 6.5;
-    const count = rng.int(0, k % 2 === 0 ? 40 : 400);
-    s.recordItl(ms, count);
-    if (ms >= 0) for (let i = 0; i < count; i++) avg = rule(avg, ms, seen++);
-    // equal to within rounding (the uncapped run is computed in closed form)
-    assert.ok(Number.isNaN(avg) ? Number.isNaN(s.itlMsEwma) : Math.abs(s.itlMsEwma - avg) <= 1e-12 * avg, `call ${k}: ${s.itlMsEwma} vs ${avg}`);
-  }
+  check(Array.from({ length: 400 }, (_, k) => [k < gaps.length ? gaps[k]! : rng.int(1, 2) * 6.5, rng.int(0, k % 2 === 0 ? 40 : 400)]));
+  // An average of exactly 0 has no cap: the next positive samples are capped once it moves.
+  check([[0, 20], [10, 50], [0, 300], [5, 30]]);
 });

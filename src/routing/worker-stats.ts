@@ -56,10 +56,12 @@ export class WorkerStats {
     let seen = this.#itlSamples;
     this.#itlSamples += count;
     let left = count;
-    // the first samples and capped outliers one at a time (a capped sample moves the average up by a fixed factor)
-    while (left > 0 && (seen < 8 || Number.isNaN(avg) || (avg > 0 && ms > this.#cap * avg))) {
-      avg = this.#update(avg, ms, this.#itlAlpha, seen++);
-      left--;
+    // One at a time: the first samples, an average of 0 (no cap yet), and capped outliers (each
+    // moves the average up by a fixed factor); an average that stops changing stays put.
+    while (left > 0 && (seen < 8 || !(avg > 0) || ms > this.#cap * avg)) {
+      const next = this.#update(avg, ms, this.#itlAlpha, seen++);
+      left = next === avg && seen > 8 ? 0 : left - 1;
+      avg = next;
     }
     // from here every sample is uncapped (the average only moves toward `ms`): n steps of avg += alpha (ms - avg)
     if (left > 0) avg = ms + (avg - ms) * (1 - this.#itlAlpha) ** left;
