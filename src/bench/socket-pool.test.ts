@@ -130,4 +130,11 @@ test('a call that timed out while queued for a connection leaves the kept-alive 
   assert.equal((await queued).record.outcome, 'timeout');
   assert.equal((await callOnce(pool, req, { ...opts, id: 'c', timeoutMs: 5000 })).record.outcome, 'ok');
   assert.equal(connections, 1, 'one connection served all three');
+  // Thousands of queued calls that all timed out are handed the connection one after another, without recursing.
+  const busy = callOnce(pool, req, { ...opts, id: 'd', timeoutMs: 5000 });
+  const late = Array.from({ length: 3000 }, (_, i) => callOnce(pool, req, { ...opts, id: `q${i}`, timeoutMs: 5 }));
+  assert.equal((await busy).record.outcome, 'ok');
+  for (const call of late) assert.equal((await call).record.outcome, 'timeout');
+  assert.equal((await callOnce(pool, req, { ...opts, id: 'e', timeoutMs: 5000 })).record.outcome, 'ok');
+  assert.equal(connections, 1);
 });

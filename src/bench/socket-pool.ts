@@ -91,6 +91,8 @@ export class SocketPool implements BenchDispatcher {
   readonly #max: number;
   readonly #idle: Conn[] = [];
   readonly #queue: Array<() => void> = [];
+  /** `release` is handing idle connections to queued calls (a release inside it just adds to the idle list). */
+  #handing = false;
   #open = 0;
   #closed = false;
   /** Request bytes per dispatch options object: callers that reuse one per prepared request encode it once. */
@@ -129,7 +131,14 @@ export class SocketPool implements BenchDispatcher {
       return;
     }
     this.#idle.push(conn);
-    this.#queue.shift()?.();
+    // A loop, not recursion: a queued call that already timed out hands the connection straight back.
+    if (this.#handing) return;
+    this.#handing = true;
+    try {
+      while (this.#idle.length > 0 && this.#queue.length > 0) this.#queue.shift()!();
+    } finally {
+      this.#handing = false;
+    }
   }
 
   /** A connection went away (closed by either side). */
@@ -261,7 +270,8 @@ class Conn {
   #readNow(b: Buffer, end: number, at: number): number {
     const h = this.#bytes;
     let pos = 0;
-    while (h !== null && this.#state === State.ChunkSize && pos < end) {
+    // Only at the start of a chunk-size line: one the last read ended inside belongs to the general path.
+    while (h !== null && this.#state === State.ChunkSize && this.#sizeDigits === 0 && !this.#sizeDone && pos < end) {
       let i = pos;
       let size = 0;
       for (; i < end; i++) {
