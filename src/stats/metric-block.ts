@@ -49,7 +49,10 @@ export function describe(values: Float64Array, unit: string): MetricBlock | null
     const d = values[i]! - avg;
     m2 += d * d;
   }
-  const p = PERCENTILES.map((q) => percentile(values, q));
+  // A typed array: a plain one holds small integers for some columns and doubles for others, and
+  // that change of kind de-optimized this function on every summary.
+  const p = new Float64Array(PERCENTILES.length);
+  for (let i = 0; i < p.length; i++) p[i] = percentile(values, PERCENTILES[i]!);
   return {
     unit,
     avg,
