@@ -220,5 +220,10 @@ test('SummaryBuilder: inter-chunk gaps move to the histogram in order when they 
     all.add(r);
     late.add(r);
   }
-  assert.equal(JSON.stringify(late.build()), JSON.stringify(all.build()));
+  const histogram = JSON.stringify(all.build());
+  assert.equal(JSON.stringify(late.build()), histogram);
+  assert.equal(JSON.stringify(summarize(recs, { exactChunkGapLimit: 1000 })), histogram, 'summarize past the limit: the histogram from the start');
+  // 200 records x 19 gaps: a limit of exactly 3800 keeps them all exact.
+  assert.equal(JSON.stringify(summarize(recs, { exactChunkGapLimit: 3800 })), JSON.stringify(summarize(recs)));
+  assert.notEqual(JSON.stringify(summarize(recs, { exactChunkGapLimit: 3799 })), JSON.stringify(summarize(recs)));
 });

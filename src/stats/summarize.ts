@@ -110,6 +110,9 @@ function capGroups(groups: ErrorGroup[]): ErrorGroup[] {
   ];
 }
 
+/** Inter-chunk gaps kept exactly by default; more go through the 0.1% histogram. */
+const EXACT_GAP_LIMIT = 4_000_000;
+
 /**
  * Builds the same Summary as {@link summarize} one record at a time, keeping only numbers (per
  * metric columns, start/end/worker of every record for the peaks), never the records: a caller
@@ -164,7 +167,7 @@ export class SummaryBuilder {
   constructor(opts: SummarizeOptions = {}) {
     if (opts.goodput) checkGoodput(opts.goodput);
     this.#goodTags = opts.goodput ? Object.entries(opts.goodput) : [];
-    this.#gapLimit = opts.exactChunkGapLimit ?? 4_000_000;
+    this.#gapLimit = opts.exactChunkGapLimit ?? EXACT_GAP_LIMIT;
     if (this.#gapLimit <= 0) this.#toHistogram();
   }
 
@@ -335,7 +338,10 @@ export class SummaryBuilder {
  * s.metrics.time_to_first_token; // { unit: 'ms', avg, min, max, p1..p99, std, count, sum }
  */
 export function summarize(records: readonly RequestRecord[], opts: SummarizeOptions = {}): Summary {
-  const b = new SummaryBuilder(opts);
+  // Past the limit, gaps go straight to the histogram (a builder would first keep the limit's worth exactly).
+  let gaps = 0;
+  for (const r of records) if (r.phase === 'profiling' && r.outcome === 'ok') gaps += Math.max(0, r.chunkMs.length - 1);
+  const b = new SummaryBuilder(gaps > (opts.exactChunkGapLimit ?? EXACT_GAP_LIMIT) ? { ...opts, exactChunkGapLimit: 0 } : opts);
   for (const r of records) b.add(r);
   return b.build();
 }
