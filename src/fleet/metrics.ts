@@ -1,4 +1,5 @@
 import type { EngineStats } from '../engine/index.js';
+import { BucketHistogram } from '../stats/index.js';
 
 /** vLLM V1's bucket lists (vllm/v1/metrics/loggers.py), as fixtures/vllm-metrics.txt prints them. */
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0];
@@ -20,31 +21,6 @@ export function formatPromFloat(v: number): string {
   return s;
 }
 
-/** A cumulative histogram with fixed upper bounds (seconds). */
-class Histogram {
-  readonly bounds: readonly number[];
-  readonly counts: Float64Array;
-  count = 0;
-  sum = 0;
-
-  constructor(bounds: readonly number[]) {
-    this.bounds = bounds;
-    this.counts = new Float64Array(bounds.length);
-  }
-
-  observe(v: number): void {
-    this.count++;
-    this.sum += v;
-    const b = this.bounds;
-    for (let i = 0; i < b.length; i++) {
-      if (v <= b[i]!) {
-        this.counts[i]!++;
-        return;
-      }
-    }
-  }
-}
-
 const FINISH_REASONS = ['stop', 'length', 'abort', 'error', 'repetition'] as const;
 export type MetricsFinishReason = (typeof FINISH_REASONS)[number];
 
@@ -54,12 +30,12 @@ export type MetricsFinishReason = (typeof FINISH_REASONS)[number];
  * must cost little. Gauges and token counters come from the engine's own stats at render time.
  */
 export class WorkerMetrics {
-  readonly ttft = new Histogram(TTFT_BUCKETS);
-  readonly itl = new Histogram(ITL_BUCKETS);
-  readonly e2e = new Histogram(REQUEST_BUCKETS);
-  readonly queue = new Histogram(REQUEST_BUCKETS);
-  readonly prefill = new Histogram(REQUEST_BUCKETS);
-  readonly decode = new Histogram(REQUEST_BUCKETS);
+  readonly ttft = new BucketHistogram(TTFT_BUCKETS);
+  readonly itl = new BucketHistogram(ITL_BUCKETS);
+  readonly e2e = new BucketHistogram(REQUEST_BUCKETS);
+  readonly queue = new BucketHistogram(REQUEST_BUCKETS);
+  readonly prefill = new BucketHistogram(REQUEST_BUCKETS);
+  readonly decode = new BucketHistogram(REQUEST_BUCKETS);
   readonly finished: Record<MetricsFinishReason, number> = { stop: 0, length: 0, abort: 0, error: 0, repetition: 0 };
   readonly #labels: string;
   readonly #createdS: string;
@@ -116,7 +92,7 @@ export class WorkerMetrics {
     return `${engine},${name}="${value}",${model}`;
   }
 
-  #histogram(out: string[], name: string, help: string, h: Histogram): void {
+  #histogram(out: string[], name: string, help: string, h: BucketHistogram): void {
     let s = `# HELP ${name} ${help}\n# TYPE ${name} histogram\n`;
     let cum = 0;
     for (let i = 0; i < h.bounds.length; i++) {

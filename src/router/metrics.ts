@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Dispatcher } from '../routing/index.js';
+import { BucketHistogram } from '../stats/index.js';
 import type { Backend } from './backend.js';
 
 const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -85,12 +86,6 @@ interface MetricLine {
 }
 
 /** Bucket counts, sum and count of one label value. */
-interface Series {
-  readonly counts: Float64Array;
-  sum: number;
-  count: number;
-}
-
 /**
  * A histogram labelled by `worker` with the exposition of prom-client's, for a hot path:
  * prom-client's `observe` (even on a labelled child) builds and hashes a label object per sample,
@@ -102,7 +97,7 @@ export class WorkerHistogram {
   readonly type = 'histogram' as const;
   readonly aggregator = 'sum' as const;
   readonly #buckets: readonly number[];
-  readonly #series = new Map<string, Series>();
+  readonly #series = new Map<string, BucketHistogram>();
 
   constructor(name: string, help: string, buckets: readonly number[]) {
     this.name = name;
@@ -113,13 +108,8 @@ export class WorkerHistogram {
   observe(worker: string, value: number): void {
     if (!Number.isFinite(value)) return;
     let s = this.#series.get(worker);
-    if (s === undefined) this.#series.set(worker, (s = { counts: new Float64Array(this.#buckets.length), sum: 0, count: 0 }));
-    const b = this.#buckets;
-    let i = 0;
-    while (i < b.length && value > b[i]!) i++;
-    if (i < b.length) s.counts[i]!++;
-    s.sum += value;
-    s.count++;
+    if (s === undefined) this.#series.set(worker, (s = new BucketHistogram(this.#buckets)));
+    s.observe(value);
   }
 
   /** The samples of `worker`, for tests: count and sum. */

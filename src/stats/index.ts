@@ -3,6 +3,7 @@ export type { Percentile } from './percentile.js';
 export { describe, isMetricBlock } from './metric-block.js';
 export type { MetricBlock, ScalarMetric } from './metric-block.js';
 export { LogHistogram } from './log-histogram.js';
+export { BucketHistogram } from './bucket-histogram.js';
 export { METRIC_CATALOG, GOODPUT_TAGS, metricInfo } from './metric-catalog.js';
 export type { MetricInfo } from './metric-catalog.js';
 export type { ErrorGroup, Summary, WorkerSummary } from './summary.js';
