@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isTailgateError } from '../core/index.js';
-import { isMetricBlock } from '../stats/index.js';
+import { isMetricBlock, summarize, syntheticError } from '../stats/index.js';
+import { StreamingSummary } from './streaming-summary.js';
 import { reducedStall } from '../../test/sim-scenarios.js';
 import type { PolicyName } from '../routing/index.js';
 import { PRESETS, parseScenario, runMonteCarlo, runScenario, scenarioFromObject, simulateJson, wilsonInterval, type Scenario } from './index.js';
@@ -179,4 +180,14 @@ test('summary mode gives the same summary as keeping every record, to the last b
     assert.equal(JSON.stringify(built), JSON.stringify(kept), `${s.name} / ${policy}`);
   }
   assert.ok(errors > 0, 'error groups are compared too');
+});
+
+test('histogram mode groups errors as summarize does: bounded, messages cut to 300 characters', () => {
+  const recs = Array.from({ length: 100 }, (_, i) => syntheticError({ startMs: i, endMs: i + 1, outcome: 'timeout', status: null, error: `timed out: request ${i} ${'x'.repeat(400)}` }));
+  const streaming = new StreamingSummary();
+  for (const r of recs) streaming.add(r);
+  const groups = streaming.summary({}).errorSummary;
+  assert.deepEqual(groups, summarize(recs).errorSummary);
+  assert.equal(groups.length, 20);
+  assert.ok(groups.every((g) => g.message.length <= 300));
 });

@@ -1,6 +1,6 @@
 import type { RequestRecord } from '../core/index.js';
 import type { WorkerSeries } from '../gate/index.js';
-import { LogHistogram, recordMetrics, type ErrorGroup, type MetricBlock, type ScalarMetric, type Summary, type WorkerSummary } from '../stats/index.js';
+import { ErrorGroups, LogHistogram, recordMetrics, type MetricBlock, type ScalarMetric, type Summary, type WorkerSummary } from '../stats/index.js';
 
 type Tag = 'time_to_first_token' | 'request_latency' | 'inter_token_latency' | 'output_token_throughput_per_user' | 'output_sequence_length' | 'input_sequence_length';
 
@@ -30,7 +30,7 @@ export class StreamingSummary {
   #profiling = 0;
   #ok = 0;
   #outputTokens = 0;
-  readonly #errors = new Map<string, ErrorGroup>();
+  readonly #errors = new ErrorGroups();
   readonly #perWorker: Record<string, WorkerSummary> = {};
 
   /** Folds one record in (warm-up records are ignored, as in `summarize`). */
@@ -48,11 +48,7 @@ export class StreamingSummary {
       ws.requests++;
     }
     if (r.outcome !== 'ok') {
-      const message = r.error ?? r.outcome;
-      const key = `${r.outcome}\u0000${r.status ?? ''}\u0000${message}`;
-      const g = this.#errors.get(key);
-      if (g) g.count++;
-      else this.#errors.set(key, { kind: r.outcome, status: r.status, message, count: 1 });
+      this.#errors.add(r);
       return;
     }
     this.#ok++;
@@ -111,7 +107,7 @@ export class StreamingSummary {
       profilingCount: this.#profiling,
       okCount: this.#ok,
       errorCount: this.#profiling - this.#ok,
-      errorSummary: [...this.#errors.values()].sort((a, b) => b.count - a.count),
+      errorSummary: this.#errors.list(),
       perWorker: this.#perWorker,
       tokenSources: { input: 'client', output: 'client', disagreementPct: this.#ok > 0 ? 0 : null },
     };

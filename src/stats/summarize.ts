@@ -99,15 +99,31 @@ function p(sorted: Float64Array, q: number): number | null {
 
 /** Messages that carry ids would make one group per request: keep the largest, fold the rest. */
 const MAX_ERROR_GROUPS = 20;
-function capGroups(groups: ErrorGroup[]): ErrorGroup[] {
-  if (groups.length <= MAX_ERROR_GROUPS) return groups;
-  const rest = groups.slice(MAX_ERROR_GROUPS - 1);
-  const other = rest.reduce((n, g) => n + g.count, 0);
-  const kinds = [...new Set(rest.map((g) => g.kind))];
-  return [
-    ...groups.slice(0, MAX_ERROR_GROUPS - 1),
-    { kind: rest[0]!.kind, status: null, message: `${rest.length} other distinct errors (${kinds.join(', ')})`, count: other },
-  ];
+
+/** Failed requests grouped by outcome, status and message (cut to 300 characters), as `error_summary` lists them. */
+export class ErrorGroups {
+  readonly #groups = new Map<string, ErrorGroup>();
+
+  add(r: RequestRecord): void {
+    const message = (r.error ?? r.outcome).slice(0, 300);
+    const key = `${r.outcome}\u0000${r.status ?? ''}\u0000${message}`;
+    const g = this.#groups.get(key);
+    if (g) g.count++;
+    else this.#groups.set(key, { kind: r.outcome, status: r.status, message, count: 1 });
+  }
+
+  /** The groups, largest first, at most MAX_ERROR_GROUPS (the smallest folded into one). */
+  list(): ErrorGroup[] {
+    const groups = [...this.#groups.values()].sort((a, b) => b.count - a.count);
+    if (groups.length <= MAX_ERROR_GROUPS) return groups;
+    const rest = groups.slice(MAX_ERROR_GROUPS - 1);
+    const other = rest.reduce((n, g) => n + g.count, 0);
+    const kinds = [...new Set(rest.map((g) => g.kind))];
+    return [
+      ...groups.slice(0, MAX_ERROR_GROUPS - 1),
+      { kind: rest[0]!.kind, status: null, message: `${rest.length} other distinct errors (${kinds.join(', ')})`, count: other },
+    ];
+  }
 }
 
 /** Inter-chunk gaps kept exactly by default; more go through the 0.1% histogram. */
@@ -152,7 +168,7 @@ export class SummaryBuilder {
   #clientOut = 0;
   #serverOut = 0;
   #withUsage = 0;
-  readonly #errors = new Map<string, ErrorGroup>();
+  readonly #errors = new ErrorGroups();
   readonly #perWorkerTtft = new Map<string, number[]>();
   readonly #perWorkerLatency = new Map<string, number[]>();
   readonly #perWorker: Record<string, WorkerSummary> = {};
@@ -211,11 +227,7 @@ export class SummaryBuilder {
       ws.requests++;
     }
     if (r.outcome !== 'ok') {
-      const message = (r.error ?? r.outcome).slice(0, 300);
-      const key = `${r.outcome}\u0000${r.status ?? ''}\u0000${message}`;
-      const g = this.#errors.get(key);
-      if (g) g.count++;
-      else this.#errors.set(key, { kind: r.outcome, status: r.status, message, count: 1 });
+      this.#errors.add(r);
       return;
     }
     this.#okCount++;
@@ -322,7 +334,7 @@ export class SummaryBuilder {
       profilingCount: prof,
       okCount,
       errorCount: prof - okCount,
-      errorSummary: capGroups([...this.#errors.values()].sort((a, b) => b.count - a.count)),
+      errorSummary: this.#errors.list(),
       perWorker: this.#perWorker,
       tokenSources: { input: 'client', output: 'client', disagreementPct },
     };
