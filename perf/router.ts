@@ -16,7 +16,7 @@
 //
 // Installs nginx and haproxy from Debian (apt-get) when they are missing, unless --no-install.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { runBench } from '../src/bench/index.js';
+import { socketFd, writeDirect } from '../src/router/direct-write.js';
 import { isMetricBlock } from '../src/stats/index.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
@@ -207,13 +208,8 @@ function runBareRelay(urls: string[], handles: boolean): void {
   /** Writes `d[from, to)` to the client: one write(2) on its descriptor when nothing is queued (handle-level), else the stream. */
   const send = (out: Socket, d: Buffer, from: number, to: number): boolean => {
     if (handles && out.writableLength === 0) {
-      const fd = (out as unknown as { _handle?: { fd?: number } | null })._handle?.fd ?? -1;
-      let n = 0;
-      try {
-        if (fd >= 0) n = writeSync(fd, d, from, to - from);
-      } catch {
-        n = 0;
-      }
+      const fd = socketFd(out);
+      const n = fd >= 0 ? writeDirect(fd, d, from, to) : 0;
       if (n === to - from) return true;
       from += n;
     }

@@ -1,4 +1,3 @@
-import { writeSync } from 'node:fs';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { countTokens, promptTokenIds, type Clock } from '../core/index.js';
@@ -8,6 +7,7 @@ import type { Dispatcher, RouteRequest, WorkerView } from '../routing/index.js';
 import type { Backend } from './backend.js';
 import { BodyScanner, decodeBody, type BodyFraming } from './body-scanner.js';
 import { continuationBody } from './continuation.js';
+import { socketFd, writeDirect } from './direct-write.js';
 import type { HealthTracker } from './health.js';
 import { clientHeaders, sendError, upstreamHeaders } from './http-util.js';
 import type { RouterMetrics } from './metrics.js';
@@ -662,30 +662,6 @@ export class ProxyCall {
       migrated: this.resent === 'migrated',
       retries: this.retries,
     }));
-  }
-}
-
-/** The descriptor of a connected socket, or -1 (none exposed on this platform or socket type). */
-function socketFd(s: Socket): number {
-  // a TLS socket's descriptor carries ciphertext
-  if ((s as { encrypted?: boolean }).encrypted === true) return -1;
-  // net.Socket keeps its descriptor on the undocumented `_handle` (a TCP wrap's `fd`)
-  const fd = (s as unknown as { _handle?: { fd?: unknown } | null })._handle?.fd;
-  return typeof fd === 'number' ? fd : -1;
-}
-
-/**
- * Writes `buf[start, end)` with one write(2) on a socket's descriptor, bypassing the stream machinery (a
- * WriteWrap, a callback and a tick per write); returns the bytes written, 0 when the kernel took
- * none or failed (the caller then writes the rest through the stream, which reports any error the
- * usual way). Call it only while the socket is open (its descriptor is not reused) and nothing is
- * queued in its stream (so the order of bytes holds).
- */
-function writeDirect(fd: number, buf: Buffer, start: number, end: number): number {
-  try {
-    return writeSync(fd, buf, start, end - start);
-  } catch {
-    return 0;
   }
 }
 
