@@ -112,6 +112,7 @@ test('the raw-socket fast lane takes the steady events of a chunk and leaves the
   assert.equal(record.outcome, 'ok', `${record.error}`);
   assert.equal(text, ' a b "c" d\\ é e');
   assert.equal(record.chunkMs.length, 6);
+  assert.ok(pool.fastLaneBytes > 0, 'the second chunk went through the fast lane');
   assert.equal(record.outputTokens.server, 6);
 });
 

@@ -91,6 +91,8 @@ export class SocketPool implements BenchDispatcher {
   readonly #max: number;
   readonly #idle: Conn[] = [];
   readonly #queue: Array<() => void> = [];
+  /** Response bytes the fast lane took whole during their read (`Conn#readNow`): shows it is in use. */
+  fastLaneBytes = 0;
   /** `release` is handing idle connections to queued calls (a release inside it just adds to the idle list). */
   #handing = false;
   #open = 0;
@@ -259,6 +261,7 @@ class Conn {
   onSocketRead(n: number): void {
     const at = performance.now();
     const rest = this.queued ? 0 : this.#readNow(READ_BUFFER, n, at);
+    this.#pool.fastLaneBytes += rest;
     if (rest < n) queueRead(this, rest, n, at);
   }
 
