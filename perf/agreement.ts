@@ -5,15 +5,19 @@
 // Fleet, router and bench share this process by default; --fleet-process runs `tailgate fleet` apart.
 // --live-runs N repeats the live side (the simulation is deterministic) and prints its run-to-run
 // spread: on a shared 2-core machine the live figures move more than the targets allow.
-// Run: node --import tsx perf/agreement.ts [--policy least-loaded] [--concurrency 192] [--requests 768] [--fleet-process] [--live-runs 3]
+// Each live TTFT is split by the fleet's timing stamps (`x-tailgate-timing: 1`: when the worker got
+// the request, when its first token left) into the way to the worker, the worker's own time and the
+// way back; the simulation models only the worker, so its TTFT is also set beside the worker's part.
+// --osl-stddev spreads answer lengths (default 0, as in the seed: answers end in waves).
+// Run: node --import tsx perf/agreement.ts [--policy least-loaded] [--concurrency 192] [--requests 768] [--osl-stddev 0] [--fleet-process] [--live-runs 3]
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { runBench } from '../src/bench/index.js';
+import { runBench, type CallResult } from '../src/bench/index.js';
 import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
 import type { PolicyName } from '../src/routing/index.js';
-import { isMetricBlock, type Summary } from '../src/stats/index.js';
+import { isMetricBlock, percentile, type Summary } from '../src/stats/index.js';
 import { runScenario, scenarioFromObject } from '../src/sim/index.js';
 
 function arg(name: string, fallback: string): string {
@@ -29,6 +33,7 @@ const warmup = Number(arg('warmup', String(concurrency)));
 const liveRuns = Math.max(1, Number(arg('live-runs', '1')));
 const isl = 128;
 const osl = 128;
+const oslStddev = Number(arg('osl-stddev', '0'));
 const model = 'Qwen/Qwen3-8B';
 const seed = 100;
 
@@ -41,7 +46,7 @@ const scenario = scenarioFromObject({
   requestCount: requests,
   warmupRequestCount: warmup,
   inputTokens: { mean: isl, stddev: 0 },
-  outputTokens: { mean: osl, stddev: 0 },
+  outputTokens: { mean: osl, stddev: oslStddev },
   datasetSeed: seed,
 }, 'perf/agreement');
 
@@ -64,12 +69,44 @@ function spawnFleet(): Promise<{ urls: string[]; close(): Promise<void> }> {
   });
 }
 
-/** One live run: fleet -> router -> bench on loopback. */
-async function liveRun(): Promise<Summary> {
+// The fleet and this process read the same monotonic clock: hrtime ns = performance.now() ms x 1e6 + offset.
+let clockOffsetNs = 0;
+for (let i = 0, best = Number.POSITIVE_INFINITY; i < 200; i++) {
+  const before = performance.now();
+  const hr = Number(process.hrtime.bigint());
+  const after = performance.now();
+  if (after - before < best) {
+    best = after - before;
+    clockOffsetNs = hr - ((before + after) / 2) * 1e6;
+  }
+}
+
+/** A live run's TTFTs split by the fleet's timing stamps (ms, profiling requests). */
+interface TtftSplit {
+  toWorker: number[];
+  inWorker: number[];
+  toClient: number[];
+}
+
+/** One live run: fleet -> router -> bench on loopback; `split` gets each TTFT's parts. */
+async function liveRun(split: TtftSplit): Promise<Summary> {
   const fleet = !process.argv.includes('--fleet-process')
     ? await startFleet({ workers, port: 0, profile: 'small', model }).then((f) => ({ urls: f.workers.map((w) => w.url), close: () => f.close() }))
     : await spawnFleet();
   const router = await startRouter({ backends: fleet.urls, port: 0, policy, seed: 1 });
+  const originMs = performance.now();
+  const toRunMs = (ns: string): number => (Number(ns) - clockOffsetNs) / 1e6 - originMs;
+  const onCall = (c: CallResult): void => {
+    const rec = c.record;
+    if (rec.phase !== 'profiling' || rec.firstTokenMs === null || c.firstData === null) return;
+    const m = /"tailgate_sent_ns":"(\d+)","tailgate_arrival_ns":"(\d+)"/.exec(c.firstData);
+    if (!m) return;
+    const sent = toRunMs(m[1]!);
+    const arrived = toRunMs(m[2]!);
+    split.toWorker.push(arrived - rec.startMs);
+    split.inWorker.push(sent - arrived);
+    split.toClient.push(rec.firstTokenMs - sent);
+  };
   try {
     const r = await runBench({
       url: router.url,
@@ -80,8 +117,13 @@ async function liveRun(): Promise<Summary> {
       warmupRequestCount: warmup,
       inputTokensMean: isl,
       outputTokensMean: osl,
+      outputTokensStddev: oslStddev,
       numDatasetEntries: 100,
       randomSeed: seed,
+      headers: { 'x-tailgate-timing': '1' },
+      originMs,
+      keepFirstData: true,
+      onCall,
     });
     return r.summary;
   } finally {
@@ -91,8 +133,13 @@ async function liveRun(): Promise<Summary> {
 }
 
 const lives: Summary[] = [];
+const splits: TtftSplit[] = [];
 const liveT0 = performance.now();
-for (let k = 0; k < liveRuns; k++) lives.push(await liveRun());
+for (let k = 0; k < liveRuns; k++) {
+  const split: TtftSplit = { toWorker: [], inWorker: [], toClient: [] };
+  lives.push(await liveRun(split));
+  splits.push(split);
+}
 const liveWallS = (performance.now() - liveT0) / 1000;
 
 const simT0 = performance.now();
@@ -106,6 +153,7 @@ function get(s: Summary, tag: string, stat: 'avg' | 'p50' | 'p99'): number {
   return isMetricBlock(m) ? m[stat] : Number.NaN;
 }
 
+const p50 = (xs: number[]): number => (xs.length ? percentile(Float64Array.from(xs).sort(), 50) : Number.NaN);
 const metrics: [string, string, 'avg' | 'p50' | 'p99', number][] = [
   ['output tokens/s (avg)', 'output_token_throughput', 'avg', 0.1],
   ['TTFT p50 (ms)', 'time_to_first_token', 'p50', 0.1],
@@ -113,13 +161,14 @@ const metrics: [string, string, 'avg' | 'p50' | 'p99', number][] = [
   ['ITL p50 (ms)', 'inter_token_latency', 'p50', Number.NaN],
   ['request latency p99 (ms)', 'request_latency', 'p99', Number.NaN],
 ];
+const rows: { name: string; live: number[]; sim: number; tol: number }[] = metrics.map(([name, tag, stat, tol]) => ({ name, live: lives.map((l) => get(l, tag, stat)), sim: get(sim.summary, tag, stat), tol }));
+// What the simulation models is the worker's part of TTFT (it has no transport): compared on its own.
+rows.splice(3, 0, { name: 'TTFT p50 in the worker (ms)', live: splits.map((x) => p50(x.inWorker)), sim: get(sim.summary, 'time_to_first_token', 'p50'), tol: Number.NaN });
 // The median live run is compared; with several runs, the live range shows the live side's own noise.
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[(xs.length - 1) >> 1]!;
 const head = ['metric', 'live', 'simulated', 'sim/live', 'target', 'verdict', ...(liveRuns > 1 ? ['live min-max', 'spread'] : [])];
-const body = metrics.map(([name, tag, stat, tol]) => {
-  const ls = lives.map((l) => get(l, tag, stat));
+const body = rows.map(({ name, live: ls, sim: sv, tol }) => {
   const l = median(ls);
-  const sv = get(sim.summary, tag, stat);
   const ratio = sv / l;
   const within = Number.isNaN(tol) ? '' : Math.abs(ratio - 1) <= tol ? 'within' : 'OUTSIDE';
   const lo = Math.min(...ls);
@@ -139,3 +188,8 @@ console.log(`live: ${liveRuns} run(s) in ${liveWallS.toFixed(1)} s wall; simulat
 // and every live latency carries that delay, which no simulated term should be tuned to absorb.
 const itlLate = median(lives.map((l) => get(l, 'inter_token_latency', 'p50'))) / get(sim.summary, 'inter_token_latency', 'p50') - 1;
 if (itlLate > 0.1) console.log(`warning: live steps ran ${(itlLate * 100).toFixed(0)}% longer than the profile's (ITL p50): the live side was CPU-bound, run on a quiet machine`);
+// Where live TTFT goes: the way to the worker (bench, router and the fleet's HTTP handling, queued behind
+// each other on this machine's cores), the worker's own time (what the simulation models), the way back.
+const all = (k: keyof TtftSplit): number[] => splits.flatMap((x) => x[k]);
+const ms = (xs: number[]): string => p50(xs).toFixed(1);
+console.log(`live TTFT split by the fleet's timing stamps (p50 of each part, ${all('inWorker').length} requests): client -> worker ${ms(all('toWorker'))} ms, in the worker ${ms(all('inWorker'))} ms, worker -> client ${ms(all('toClient'))} ms`);

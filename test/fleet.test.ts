@@ -71,7 +71,7 @@ test('tailgate fleet: vLLM routes, framing, bad input, faults', async (t) => {
     assert.equal(res.headers.get('x-tailgate-worker'), f.ids[0]);
     const frames = await sse(res);
     assert.equal(frames.at(-1), '[DONE]');
-    const chunks = frames.slice(0, -1).map((d) => JSON.parse(d) as { choices: { delta: { content?: string; role?: string }; finish_reason: string | null }[]; usage?: Record<string, number>; tailgate_sent_ns?: string });
+    const chunks = frames.slice(0, -1).map((d) => JSON.parse(d) as { choices: { delta: { content?: string; role?: string }; finish_reason: string | null }[]; usage?: Record<string, number>; tailgate_sent_ns?: string; tailgate_arrival_ns?: string });
     assert.equal(chunks[0]!.choices[0]!.delta.role, 'assistant');
     const content = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
     const usage = chunks.at(-1)!.usage!;
@@ -80,6 +80,12 @@ test('tailgate fleet: vLLM routes, framing, bad input, faults', async (t) => {
     assert.equal(chunks.at(-2)!.choices[0]!.finish_reason, 'length');
     const stamped = chunks.filter((c) => c.choices[0]?.delta.content);
     assert.ok(stamped.every((c) => /^\d+$/.test(c.tailgate_sent_ns ?? '')), 'every content chunk carries tailgate_sent_ns');
+    // The request arrived once, before the first frame left, and the first frame left first.
+    const arrivals = new Set(stamped.map((c) => c.tailgate_arrival_ns));
+    assert.equal(arrivals.size, 1);
+    const sent = stamped.map((c) => BigInt(c.tailgate_sent_ns!));
+    assert.ok(BigInt(stamped[0]!.tailgate_arrival_ns!) < sent[0]!, 'arrival before the first send');
+    assert.ok(sent.every((x, i) => i === 0 || x >= sent[i - 1]!), 'send times never go back');
   });
 
   await t.test('completions stream one token per message without a role chunk', async () => {

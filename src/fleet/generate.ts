@@ -51,9 +51,14 @@ function outputText(from: number, to: number): string {
   return s;
 }
 
-/** Appends `"tailgate_sent_ns":"<now>"` to a frame's top-level JSON object (frames end in `}\n\n`). */
-function stamp(frame: string): string {
-  return `${frame.slice(0, -3)},"tailgate_sent_ns":"${process.hrtime.bigint()}"}\n\n`;
+/**
+ * Appends `"tailgate_sent_ns":"<now>","tailgate_arrival_ns":"<arrivalNs>"` to a frame's top-level
+ * JSON object (frames end in `}\n\n`): when the frame left and when the worker got the request's
+ * head, both on the monotonic clock, so a client on the same machine can split its TTFT into
+ * the way there, the worker's own time and the way back.
+ */
+function stamp(frame: string, arrivalNs: bigint): string {
+  return `${frame.slice(0, -3)},"tailgate_sent_ns":"${process.hrtime.bigint()}","tailgate_arrival_ns":"${arrivalNs}"}\n\n`;
 }
 
 /**
@@ -61,9 +66,10 @@ function stamp(frame: string): string {
  * framing (role chunk with the first token, K tokens per message, the last token with
  * finish_reason, usage when asked, [DONE]) or one JSON body. A slow reader gets its pending
  * tokens merged into one message on 'drain' rather than buffered frame by frame; a client that
- * goes away aborts the request in the engine.
+ * goes away aborts the request in the engine. `arrivalNs` is when the worker got the request's
+ * head (monotonic ns); with `x-tailgate-timing: 1` every content frame carries it and its own send time.
  */
-export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse): void {
+export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): void {
   const { clock, engine, metrics } = ctx;
   const arrivalMs = clock.now();
   // Real token ids under the shared rule, so equal text is equal KV blocks in the prefix cache.
@@ -105,7 +111,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   const ascii = Buffer.byteLength(probe) === probe.length;
   const writeContent = (from: number, to: number) => {
     let f = pre + (to - from === 1 ? quotedToken(from) : JSON.stringify(outputText(from, to))) + post;
-    if (timing) f = stamp(f);
+    if (timing) f = stamp(f, arrivalNs);
     if (headPending) {
       headPending = false;
       f = enc.role() + f;
@@ -159,7 +165,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
       const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
       if (v.stream) {
         let f = enc.finish(outputText(sent, generated), 'length');
-        if (timing) f = stamp(f);
+        if (timing) f = stamp(f, arrivalNs);
         if (headPending) f = enc.role() + f;
         res.end(f + enc.usage(usage) + DONE_FRAME);
       } else {

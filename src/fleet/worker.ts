@@ -178,7 +178,7 @@ export class FleetWorker {
         this.#json(res, 500, JSON.stringify(errorBody(500, 'simulated engine error (fault kind=error)', { type: 'InternalServerError' })));
         return;
       }
-      this.#generate(path === '/v1/chat/completions' ? 'chat' : 'completions', req, res).catch((e: unknown) => this.#internal(res, e));
+      this.#generate(path === '/v1/chat/completions' ? 'chat' : 'completions', req, res, process.hrtime.bigint()).catch((e: unknown) => this.#internal(res, e));
       return;
     }
     if (method === 'GET' && path === '/health') {
@@ -210,7 +210,7 @@ export class FleetWorker {
     return (req.url ?? '').startsWith('/admin/') && LOOPBACK.has(req.socket.remoteAddress ?? '');
   }
 
-  async #generate(kind: EndpointKind, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #generate(kind: EndpointKind, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): Promise<void> {
     const body = await readBody(req, this.#opts.maxBodyBytes);
     if (!body.ok) {
       if (body.tooLarge) {
@@ -236,7 +236,7 @@ export class FleetWorker {
       return;
     }
     if (res.destroyed) return;
-    serveGeneration(this.#ctx, v.value, req, res);
+    serveGeneration(this.#ctx, v.value, req, res, arrivalNs);
   }
 
   async #admin(method: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
