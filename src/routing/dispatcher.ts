@@ -345,7 +345,9 @@ export class Dispatcher {
   /**
    * Places a request: on a worker with room now (`onAssign` is called before this returns),
    * in the queue (`onAssign` is called later, from `release` or `setHealthy`), or nowhere when
-   * the queue is full. The assigned worker's in-flight is already counted when `onAssign` runs.
+   * the queue is full. The assigned worker's in-flight is already counted when `onAssign` runs;
+   * it gets the worker itself, a live read-only view (not a copy: the simulator assigns ~100k
+   * requests a simulated second), whose `model` is the worker's first.
    */
   submit(req: RouteRequest, onAssign: (worker: WorkerView) => void, opts: SubmitOptions = {}): SubmitResult {
     if (!opts.resend) {
@@ -503,7 +505,7 @@ export class Dispatcher {
     w.inflight++;
     this.#totalInflight++;
     this.policy.assigned?.(w.id, entry.req);
-    entry.onAssign(view(w, entry.req.model, w.healthy));
+    entry.onAssign(w);
   }
 
   #dequeued(model: string): void {

@@ -15,7 +15,7 @@ export class SimRequest {
   plan!: TurnPlan;
   startMs = 0;
   // Times are numbers, never null, so a reused request updates them in place (a null/number field boxes each write).
-  /** NaN before the first token. */
+  /** NaN before the first token (set when the attempt that got it ends). */
   firstTokenMs = Number.NaN;
   lastTokenMs = 0;
   /** Every chunk time (null when only first and last are kept). */
@@ -113,6 +113,8 @@ export class SimAttempt implements EngineRequest {
   #seenMs = 0;
   /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
   #ended = false;
+  /** The request's chunk times (null: only first and last are kept, later tokens go to the route's sink). */
+  #chunks: number[] | null = null;
   live = true;
   /** What its engine returned when it accepted it (-1 before). */
   ticket = -1 as Ticket;
@@ -137,6 +139,7 @@ export class SimAttempt implements EngineRequest {
     this.#firstMs = Number.NaN;
     this.#seenMs = 0;
     this.#ended = false;
+    this.#chunks = req.chunks;
     this.live = true;
     this.ticket = -1 as Ticket;
     return this;
@@ -149,7 +152,7 @@ export class SimAttempt implements EngineRequest {
 
   /** The route's sink when only first and last chunk times are kept (read by the engine once, at submit). */
   get sink(): StatsSink | undefined {
-    return this.req.chunks === null ? this.route.sink : undefined;
+    return this.#chunks === null ? this.route.sink : undefined;
   }
 
   /** The worker it was sent to. */
@@ -171,7 +174,7 @@ export class SimAttempt implements EngineRequest {
 
   /** Whether the engine, not this object, holds the count (a sink attempt past its first token). */
   #onEngine(): boolean {
-    return this.req.chunks === null && this.live && !this.#ended && this.#tokens > 0;
+    return this.#chunks === null && this.live && !this.#ended && this.#tokens > 0;
   }
 
   /** Tokens this attempt has received. */
@@ -191,14 +194,13 @@ export class SimAttempt implements EngineRequest {
       this.#firstMs = nowMs;
       this.#seenMs = nowMs;
       stats.recordTtft(nowMs - this.startMs);
-      if (Number.isNaN(this.req.firstTokenMs)) this.req.firstTokenMs = nowMs;
     } else {
       stats.recordItl(nowMs - this.#lastMs);
     }
     stats.progress(nowMs);
     this.#tokens += count;
     this.#lastMs = nowMs;
-    this.req.chunks?.push(nowMs);
+    this.#chunks?.push(nowMs);
   }
 
   onFinish(reason: 'length' | 'abort', nowMs: number): void {
@@ -223,7 +225,9 @@ export class SimAttempt implements EngineRequest {
       }
     }
     this.live = false;
+    // The request's first token is its first attempt's (a later attempt starts after this one ended).
     const req = this.req;
+    if (Number.isNaN(req.firstTokenMs)) req.firstTokenMs = this.#firstMs;
     req.tokens += this.#tokens;
     if (this.#tokens > 0) req.lastTokenMs = this.#lastMs;
   }
