@@ -50,15 +50,20 @@ export function tokenId(word: string): number {
 export function promptTokenIds(text: string): Uint32Array {
   const out = new Uint32Array(countTokens(text));
   let n = 0;
-  let start = -1;
-  for (let i = 0; i <= text.length; i++) {
-    const c = i < text.length ? text.charCodeAt(i) : 32;
-    const space = c === 32 || c === 10 || c === 9 || c === 13;
-    if (!space && start < 0) start = i;
-    else if (space && start >= 0) {
-      out[n++] = tokenId(text.slice(start, i));
-      start = -1;
+  let inWord = false;
+  let h = 0;
+  // tokenId of each word, hashed as it is scanned (no substring per word: the fleet does this per request).
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 32 || c === 10 || c === 9 || c === 13) {
+      if (inWord) out[n++] = h >>> 0;
+      inWord = false;
+      continue;
     }
+    if (!inWord) h = 0x811c9dc5;
+    inWord = true;
+    h = Math.imul(h ^ c, 0x01000193);
   }
+  if (inWord) out[n] = h >>> 0;
   return out;
 }
