@@ -19,6 +19,7 @@ import { startRouter } from '../src/router/index.js';
 import type { PolicyName } from '../src/routing/index.js';
 import { isMetricBlock, percentile, type Summary } from '../src/stats/index.js';
 import { runScenario, scenarioFromObject } from '../src/sim/index.js';
+import { hrtimeOffsetNs } from './monotonic.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -69,17 +70,8 @@ function spawnFleet(): Promise<{ urls: string[]; close(): Promise<void> }> {
   });
 }
 
-// The fleet and this process read the same monotonic clock: hrtime ns = performance.now() ms x 1e6 + offset.
-let clockOffsetNs = 0;
-for (let i = 0, best = Number.POSITIVE_INFINITY; i < 200; i++) {
-  const before = performance.now();
-  const hr = Number(process.hrtime.bigint());
-  const after = performance.now();
-  if (after - before < best) {
-    best = after - before;
-    clockOffsetNs = hr - ((before + after) / 2) * 1e6;
-  }
-}
+// The fleet and this process read the same monotonic clock.
+const clockOffsetNs = hrtimeOffsetNs();
 
 /** A live run's TTFTs split by the fleet's timing stamps (ms, profiling requests). */
 interface TtftSplit {

@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
 import { percentile } from '../src/stats/index.js';
+import { hrtimeOffsetNs } from './monotonic.js';
 import { runBench, type BenchOptions, type CallResult } from '../src/bench/index.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
@@ -190,18 +191,7 @@ async function main(): Promise<void> {
     console.log(`per round, bench socket / plain: ${rounds(perMsg.socket.map((x, i) => x / perMsg.plain[i]!))}`);
 
     // Both processes read CLOCK_MONOTONIC: map this process's performance.now() onto hrtime ns.
-    // The tightest of many bracketed reads, so a preemption between the two reads cannot skew it.
-    let offsetNs = 0;
-    let bestGap = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < 200; i++) {
-      const before = performance.now();
-      const hr = Number(process.hrtime.bigint());
-      const after = performance.now();
-      if (after - before < bestGap) {
-        bestGap = after - before;
-        offsetNs = hr - ((before + after) / 2) * 1e6;
-      }
-    }
+    const offsetNs = hrtimeOffsetNs();
     console.log(`\nStamping error: client first-token stamp - fleet send time of that chunk (ms)`);
     console.log('| transport | threads | streams | requests | p50 | p90 | p99 | max | client CPU % | loop delay p99 ms |');
     console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
