@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vocabWord } from '../src/core/index.js';
 import { runBench, writeBenchArtifacts, type BenchOptions } from '../src/bench/index.js';
+import { scenarioFromObject } from '../src/sim/index.js';
+import { SimWorkload } from '../src/sim/sim-workload.js';
+import { turnMessages } from '../src/workload/index.js';
 import { spawn } from 'node:child_process';
 import { CLI, runCli } from './helpers.js';
 
@@ -253,6 +256,24 @@ for (const transport of ['undici', 'socket'] as const) {
   });
 }
 
+test('requests draw dataset entries as AIPerf does (shuffle by default, sequential when asked), and simulate draws the same order', async (t) => {
+  const fake = await startFake(t);
+  const order = async (extra: Partial<BenchOptions>): Promise<number[]> => {
+    fake.bodies.length = 0;
+    const r = await runBench({ ...base(fake.url), concurrency: 1, requestCount: 20, warmupRequestCount: 0, outputTokensMean: 1, ...extra });
+    const byPrompt = new Map(r.workload.sessions.map((s) => [turnMessages(s, 0, [])[0]!.content, s.index]));
+    return fake.bodies.map((b) => byPrompt.get((b['messages'] as Array<{ content: string }>)[0]!.content)!);
+  };
+  const shuffled = await order({});
+  assert.deepEqual([...shuffled.slice(0, 10)].sort((a, b) => a - b), [...Array(10).keys()], 'every entry once in the first pass');
+  assert.deepEqual([...shuffled.slice(10)].sort((a, b) => a - b), [...Array(10).keys()], 'and once in the second');
+  assert.notDeepEqual(shuffled.slice(0, 10), [...Array(10).keys()]);
+  assert.deepEqual(await order({ datasetSamplingStrategy: 'sequential' }), [...Array(20).keys()].map((i) => i % 10));
+  // The simulator's clients, given the same dataset and seed, send the same entries in the same order.
+  const sim = new SimWorkload(scenarioFromObject({ name: 'x', workers: 1, concurrency: 1, requestCount: 20, inputTokens: { mean: 32, stddev: 0 }, outputTokens: { mean: 1, stddev: 0 }, datasetEntries: 10, datasetSeed: 100 }, 'test'));
+  assert.deepEqual(Array.from({ length: 20 }, () => sim.next().cursor.session.index), shuffled);
+});
+
 test('threads share the load, finish warm-up together, and their records merge', async (t) => {
   const fake = await startFake(t);
   const r = await runBench({ ...base(fake.url, 'socket'), threads: 2, concurrency: 6, requestCount: 15, warmupRequestCount: 4 });
@@ -328,6 +349,7 @@ test('CLI: invalid flag values exit 2 with a one-line message', async () => {
     [['--goodput', 'ttft:100'], /unknown --goodput metric "ttft"/],
     [['--url', 'ftp://x'], /only http and https/],
     [['--threads', '0'], /--threads.*expected an integer >= 1/],
+    [['--dataset-sampling-strategy', 'lifo'], /expected one of sequential, shuffle, random/],
     [['--no-such-flag'], /unknown option/],
   ];
   for (const [args, re] of cases) {

@@ -1,7 +1,7 @@
 import { TailgateError } from '../core/index.js';
 import { GOODPUT_TAGS } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
-import { defaultTokenizer, type ArrivalMode, type Tokenizer } from '../workload/index.js';
+import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, type ArrivalMode, type SamplingStrategy, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import type { CallResult } from './request-call.js';
 
@@ -76,6 +76,8 @@ export interface BenchOptions {
   conversationTurnDelayRatio?: number;
   /** A Mooncake-style JSONL trace to send instead of synthetic prompts (`--input-file`). */
   inputFile?: string;
+  /** How requests draw dataset entries (`--dataset-sampling-strategy`). @default shuffle for synthetic prompts, sequential for a trace (AIPerf's) */
+  datasetSamplingStrategy?: SamplingStrategy;
   /** Send each trace line at its timestamp (`--fixed-schedule`). @default true for a trace without --concurrency or --request-rate */
   fixedSchedule?: boolean;
   /** Shift the trace's timestamps so the first is 0 (`--fixed-schedule-auto-offset`). @default false */
@@ -164,6 +166,7 @@ export interface ResolvedBenchOptions {
   randomSeed: number;
   /** What is sent: synthetic prompts (with prefixes and turns) or a trace file. */
   workload: BenchWorkloadSpec;
+  datasetSampling: SamplingStrategy;
   /** Trace replay: requests go out at the trace's timestamps (an open loop; `--concurrency`, if given, is the ceiling). */
   fixedSchedule: boolean;
   extraInputs: Record<string, unknown>;
@@ -231,6 +234,9 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--output-tokens-mean', o.outputTokensMean, 1);
   numAtLeast('--output-tokens-stddev', o.outputTokensStddev, 0);
   const workload = resolveWorkload(o);
+  if (o.datasetSamplingStrategy !== undefined && !SAMPLING_STRATEGIES.includes(o.datasetSamplingStrategy)) {
+    throw bad(`unknown --dataset-sampling-strategy "${String(o.datasetSamplingStrategy)}" (use one of: ${SAMPLING_STRATEGIES.join(', ')})`);
+  }
   const fixedSchedule = workload.kind === 'trace' && (o.fixedSchedule ?? (o.requestRate === undefined && o.concurrency === undefined));
   if (o.fixedSchedule && workload.kind !== 'trace') throw bad('--fixed-schedule replays a trace: give it with --input-file');
   if (fixedSchedule) {
@@ -273,6 +279,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     numDatasetEntries: o.numDatasetEntries ?? 100,
     randomSeed: o.randomSeed ?? 0,
     workload,
+    datasetSampling: o.datasetSamplingStrategy ?? defaultSampling(workload.kind),
     fixedSchedule,
     extraInputs: { ...(o.extraInputs ?? {}) },
     headers: { ...(o.headers ?? {}) },
@@ -343,6 +350,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       extra: Object.entries(r.extraInputs),
       headers: Object.keys(r.headers),
       random_seed: r.randomSeed,
+      dataset_sampling_strategy: r.datasetSampling,
       goodput: r.goodput,
       prompt: {
         input_tokens: { mean: r.inputTokensMean, stddev: r.inputTokensStddev },

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { TailgateError, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
-import { arrivals, timedSessions, turnMessages, type Session, type Workload } from '../workload/index.js';
+import { arrivals, sessionSampler, timedSessions, turnMessages, type Session, type Workload } from '../workload/index.js';
 import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
@@ -80,9 +80,9 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   const records: RequestRecord[] = [];
   const monitor = new SelfCheckMonitor();
   let seq = 0;
-  // Sessions are taken round-robin across both phases, as request i took entry i mod N before.
-  let sessionSeq = 0;
-  const nextSession = (): Session => sessions[sessionSeq++ % sessions.length]!;
+  // Sessions are drawn across both phases by the sampling strategy (a thread draws its own order).
+  const draw = sessionSampler(o.datasetSampling, sessions.length, o.randomSeed + 7919 * (opts.arrivalSalt ?? 0));
+  const nextSession = (): Session => sessions[draw()]!;
   let inflight = 0;
   let selfCheck: SelfCheck | undefined;
   let startTime: Date;

@@ -53,6 +53,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('concurrency', flags['concurrency']);
   set('requestRate', flags['requestRate']);
   set('requestRateMode', flags['requestRateMode']);
+  set('datasetSamplingStrategy', flags['datasetSamplingStrategy']);
   set('requestCount', flags['requestCount']);
   set('warmupRequestCount', flags['warmupRequestCount']);
   set('benchmarkDurationMs', flags['benchmarkDuration'], (s: number) => s * 1000);

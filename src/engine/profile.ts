@@ -55,7 +55,7 @@ export interface EngineProfile {
  * template, tokenisation), done by one process one request at a time. The TTFT tail comes from
  * there: when a wave of requests arrives together (burst start, identical lengths finishing in the
  * same step) the last of 256 waits ~0.77 s in that queue. The seed's setup simulated
- * (`tailgate demo --simulate`) gives 126k tok/s and TTFT p50 33 ms / p99 733 ms, inside the
+ * (`tailgate demo --simulate`) gives 126k tok/s and TTFT p50 30 ms / p99 732 ms, inside the
  * healthy H100 figures of REFERENCE §1 (108k-127k, 664-973 ms with round-robin); with the
  * frontend modelled as parallel (a fixed delay) p99 was 90 ms, far below every measured fleet.
  * KV: (80 GB x 0.9 - 16.4 GB weights - ~4 GB activations) / 147 KiB per token (36 layers x 8 KV

@@ -15,6 +15,7 @@ const AICR_H100: Scenario = {
   outputTokens: { mean: 128, stddev: 0 },
   datasetEntries: 100,
   datasetSeed: 100,
+  datasetSampling: 'shuffle',
   router: { replicas: 1, replicaPick: 'round-robin' },
   faults: [],
   bursty: null,

@@ -6,7 +6,7 @@ import { TailgateError, parseDurationMs } from '../core/index.js';
 import { getProfile, parseFault, type FaultSpec } from '../engine/index.js';
 import { parseGate, type Gate } from '../gate/index.js';
 import type { DeadlineSetting } from '../routing/index.js';
-import { parseTrace, TRACE_BLOCK_TOKENS, type TraceLine } from '../workload/index.js';
+import { SAMPLING_STRATEGIES, defaultSampling, parseTrace, TRACE_BLOCK_TOKENS, type SamplingStrategy, type TraceLine } from '../workload/index.js';
 
 /** The seeded bursty stall process of the seed report (see `burstyStalls` in engine/). */
 export interface BurstySpec {
@@ -62,6 +62,8 @@ export interface Scenario {
   datasetSeed: number;
   /** @default { kind: 'synthetic' } */
   workload?: WorkloadSpec;
+  /** How requests draw dataset entries (AIPerf `--dataset-sampling-strategy`). @default shuffle; sequential for a trace */
+  datasetSampling: SamplingStrategy;
   router: RouterSpec;
   /** Fixed fault windows; `atMs` counts from the start of the run (warm-up included). */
   faults: FaultSpec[];
@@ -131,6 +133,7 @@ const SCHEMA = z.strictObject({
   outputTokens: lengths.default({ mean: 128, stddev: 0 }),
   datasetEntries: z.number().int().min(1).default(100),
   datasetSeed: z.number().int().min(0).default(100),
+  datasetSampling: z.enum(SAMPLING_STRATEGIES).optional(),
   workload: WORKLOAD.default({ kind: 'synthetic' }),
   router: z
     .strictObject({
@@ -233,6 +236,7 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     datasetEntries: raw.datasetEntries,
     datasetSeed: raw.datasetSeed,
     workload,
+    datasetSampling: raw.datasetSampling ?? defaultSampling(workload.kind),
     router,
     faults,
     bursty: raw.bursty === null ? null : { quietMs: raw.bursty.quiet, activeMs: raw.bursty.active, meanStallMs: raw.bursty.meanStall },

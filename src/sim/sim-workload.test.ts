@@ -10,7 +10,7 @@ import { SimWorkload } from './sim-workload.js';
 const FLEET = 'workers: 2\nprofile: small\n';
 
 test('scenario workload: shared-prefix requests carry the group prefix and its token ids', () => {
-  const s = parseScenario(`${FLEET}concurrency: 8\nrequestCount: 64\ndatasetEntries: 32\ninputTokens: { mean: 40 }\noutputTokens: { mean: 4 }\nworkload:\n  kind: shared-prefix\n  groups: 4\n  prefixTokens: 64\n`, 'sp.yaml');
+  const s = parseScenario(`${FLEET}concurrency: 8\nrequestCount: 64\ndatasetEntries: 32\ndatasetSampling: sequential\ninputTokens: { mean: 40 }\noutputTokens: { mean: 4 }\nworkload:\n  kind: shared-prefix\n  groups: 4\n  prefixTokens: 64\n`, 'sp.yaml');
   assert.deepEqual(s.workload, { kind: 'shared-prefix', groups: 4, prefixTokens: 64, prefixRole: 'system', userContextTokens: 0 });
   const w = new SimWorkload(s);
   const a = w.next();

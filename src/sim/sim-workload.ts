@@ -1,4 +1,4 @@
-import { buildWorkload, timedSessions, traceWorkload, turnInputTokens, turnTokenIds, type Session, type Workload } from '../workload/index.js';
+import { buildWorkload, sessionSampler, timedSessions, traceWorkload, turnInputTokens, turnTokenIds, type Session, type Workload } from '../workload/index.js';
 import type { Scenario } from './scenario.js';
 
 /** Where a request stands in its session: the session, the turn, and the answers received so far. */
@@ -21,9 +21,10 @@ export interface TurnPlan {
 /** The scenario's workload as the simulator's clients draw from it. */
 export class SimWorkload {
   readonly workload: Workload;
-  #next = 0;
+  /** The index of the next session, drawn as bench draws it (same strategy, same seed). */
+  readonly #draw: () => number;
   /**
-   * First-turn plans by session index, made once (never mutated): sessions repeat round-robin.
+   * First-turn plans by session index, made once (never mutated): sessions repeat.
    * Null for a trace, whose token ids are built per request and not all kept at once.
    */
   readonly #firstPlans: (TurnPlan | undefined)[] | null;
@@ -31,12 +32,13 @@ export class SimWorkload {
   constructor(scenario: Scenario) {
     this.workload = workloadOf(scenario);
     this.#firstPlans = scenario.workload?.kind === 'trace' ? null : [];
+    this.#draw = sessionSampler(scenario.datasetSampling, this.workload.sessions.length, scenario.datasetSeed);
   }
 
-  /** The first turn of the next session, round-robin over the sessions (as bench does). */
+  /** The first turn of the next session, drawn as bench draws it. */
   next(): TurnPlan {
     const sessions = this.workload.sessions;
-    const i = this.#next++ % sessions.length;
+    const i = this.#draw();
     const plans = this.#firstPlans;
     if (plans === null) return this.first(sessions[i]!);
     return (plans[i] ??= this.first(sessions[i]!));

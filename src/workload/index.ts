@@ -10,3 +10,5 @@ export type { WorkloadOptions } from './build.js';
 export { buildWorkload } from './build.js';
 export type { TraceLine, TraceOptions } from './trace.js';
 export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, timedSessions, traceWorkload } from './trace.js';
+export type { SamplingStrategy } from './sampler.js';
+export { SAMPLING_STRATEGIES, defaultSampling, sessionSampler } from './sampler.js';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens } from '../core/index.js';
-import { arrivalTimesMs, arrivals, buildDataset, defaultTokenizer, type Tokenizer } from './index.js';
+import { arrivalTimesMs, arrivals, buildDataset, defaultSampling, defaultTokenizer, sessionSampler, type SamplingStrategy, type Tokenizer } from './index.js';
 
 const base = { seed: 100, entries: 100, inputTokensMean: 128, inputTokensStddev: 0, outputTokensMean: 128, outputTokensStddev: 0 };
 
@@ -78,4 +78,24 @@ test('the arrival iterator is lazy and unbounded without a limit', () => {
   assert.equal(n, 100_000);
   assert.throws(() => arrivalTimesMs({ ratePerS: 1, mode: 'constant', seed: 1 }), { code: 'CONFIG_INVALID' });
   assert.throws(() => arrivalTimesMs({ ratePerS: 0, mode: 'constant', seed: 1, count: 1 }), { code: 'CONFIG_INVALID' });
+});
+
+test('dataset sampling as AIPerf: shuffle sees every entry once per pass, sequential wraps, random repeats; a seed fixes the order', () => {
+  const draw = (s: SamplingStrategy, seed: number, n: number): number[] => {
+    const next = sessionSampler(s, 10, seed);
+    return Array.from({ length: n }, next);
+  };
+  assert.deepEqual(draw('sequential', 1, 12), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]);
+  const shuffled = draw('shuffle', 1, 30);
+  for (let pass = 0; pass < 3; pass++) assert.deepEqual([...shuffled.slice(pass * 10, pass * 10 + 10)].sort((a, b) => a - b), [...Array(10).keys()]);
+  assert.notDeepEqual(shuffled.slice(0, 10), [...Array(10).keys()], 'a shuffled pass is not the dataset order');
+  assert.notDeepEqual(shuffled.slice(0, 10), shuffled.slice(10, 20), 'each pass is reshuffled');
+  assert.deepEqual(draw('shuffle', 1, 30), shuffled);
+  assert.notDeepEqual(draw('shuffle', 2, 30), shuffled);
+  const random = draw('random', 1, 200);
+  assert.ok(random.every((i) => i >= 0 && i < 10) && new Set(random).size === 10);
+  assert.ok(new Set(random.slice(0, 10)).size < 10, 'with replacement: ten draws repeat some entry');
+  assert.deepEqual(draw('random', 1, 200), random);
+  assert.equal(defaultSampling('synthetic'), 'shuffle');
+  assert.equal(defaultSampling('trace'), 'sequential');
 });
