@@ -100,7 +100,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const replicaRng = rng.fork();
   let replicaCursor = 0;
 
-  // Sessions (and their token ids) are built once; requests reuse them round-robin.
+  // Sessions (and their token ids) are built once; requests draw them as bench does.
   const workload = new SimWorkload(scenario);
 
   const records: RequestRecord[] = [];

@@ -57,7 +57,7 @@ test('scenario workload: a trace replays at its timestamps; bad workloads are on
     [`${FLEET}concurrency: 2\nrequestCount: 1\nworkload: { kind: shared-prefix, groups: 4, prefixTokens: 8, size: 2 }\n`, /workload\.size.*unknown field/],
   ];
   for (const [yaml, message] of errors) assert.throws(() => parseScenario(yaml, join(dir, 's.yaml')), (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && message.test(e.message), yaml);
-  // A trace used as a dataset (no replay) runs under the given load, round-robin.
+  // A trace used as a dataset (no replay) runs under the given load, its lines in order.
   const d = parseScenario(`${FLEET}concurrency: 2\nrequestCount: 6\nworkload: { kind: trace, file: t.jsonl, fixedSchedule: false }\n`, join(dir, 's.yaml'));
   assert.equal(runScenario(d, 'p2c', 1).records.length, 6);
 });

@@ -34,7 +34,7 @@ export interface Session {
 
 export type WorkloadKind = 'synthetic' | 'shared-prefix' | 'multi-turn' | 'trace';
 
-/** What a run sends: sessions used round-robin (closed or rate loop) or at their timestamps. */
+/** What a run sends: sessions drawn by the sampling strategy (closed or rate loop) or sent at their timestamps. */
 export interface Workload {
   kind: WorkloadKind;
   sessions: Session[];
@@ -47,8 +47,8 @@ export interface PromptMessage {
 }
 
 /**
- * A piece over fixed text whose ids are computed once and kept (entries reused round-robin
- * across many requests cost one tokenization).
+ * A piece over fixed text whose ids are computed once and kept (entries reused across many
+ * requests cost one tokenization).
  */
 export function textPiece(text: string, tokens: number): Piece {
   let ids: Uint32Array | null = null;
