@@ -66,8 +66,8 @@ function stamp(frame: string, arrivalNs: bigint): string {
  * framing (role chunk with the first token, K tokens per message, the last token with
  * finish_reason, usage when asked, [DONE]) or one JSON body. A slow reader gets its pending
  * tokens merged into one message on 'drain' rather than buffered frame by frame; a client that
- * goes away aborts the request in the engine. `arrivalNs` is when the worker got the request's
- * head (monotonic ns); with `x-tailgate-timing: 1` every content frame carries it and its own send time.
+ * goes away aborts the request in the engine. With `x-tailgate-timing: 1`, `arrivalNs` is when the
+ * worker got the request's head (monotonic ns), and every content frame carries it and its own send time.
  */
 export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): void {
   const { clock, engine, metrics } = ctx;

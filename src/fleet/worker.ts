@@ -178,7 +178,7 @@ export class FleetWorker {
         this.#json(res, 500, JSON.stringify(errorBody(500, 'simulated engine error (fault kind=error)', { type: 'InternalServerError' })));
         return;
       }
-      this.#generate(path === '/v1/chat/completions' ? 'chat' : 'completions', req, res, process.hrtime.bigint()).catch((e: unknown) => this.#internal(res, e));
+      this.#generate(path === '/v1/chat/completions' ? 'chat' : 'completions', req, res, req.headers['x-tailgate-timing'] === '1' ? process.hrtime.bigint() : 0n).catch((e: unknown) => this.#internal(res, e));
       return;
     }
     if (method === 'GET' && path === '/health') {
