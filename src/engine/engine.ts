@@ -630,6 +630,8 @@ export class Engine {
    * The loose list and the scratch arrays never hold more than the running arrays do.
    */
   #allocRunning(cap: number): void {
+    // Per entry: 2 Float64 + 11 Int32 + 1 Uint8 = 61 bytes, laid out widest first so every view is
+    // aligned (a view past the end throws, so a table added without growing this fails at once).
     const buf = new ArrayBuffer(cap * 61);
     let at = 0;
     const view = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (b: ArrayBuffer, offset: number, n: number) => T): T => {

@@ -85,7 +85,6 @@ interface MetricLine {
   metricName: string;
 }
 
-/** Bucket counts, sum and count of one label value. */
 /**
  * A histogram labelled by `worker` with the exposition of prom-client's, for a hot path:
  * prom-client's `observe` (even on a labelled child) builds and hashes a label object per sample,
