@@ -130,7 +130,8 @@ class Seq {
   /** Tokens whose KV is in cache (kept here while not running). */
   computed = 0;
   generated = 0;
-  lastTokenMs = 0;
+  /** NaN only until `start` (a field that starts as a small integer is converted, in every record, when a fraction is first stored). */
+  lastTokenMs = Number.NaN;
   admitted = false;
   /** Its entry in the running arrays while RUNNING. */
   slot = -1;

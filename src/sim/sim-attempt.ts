@@ -13,11 +13,14 @@ export class SimRequest {
   phase: RequestRecord['phase'] = 'profiling';
   /** What it sends: prompt length and token ids, answer length, its place in its session. */
   plan!: TurnPlan;
-  startMs = 0;
-  // Times are numbers, never null, so a reused request updates them in place (a null/number field boxes each write).
+  // Times are numbers, never null, so a reused request updates them in place (a null/number field
+  // boxes each write), and start as NaN, not 0: V8 keeps a field that starts as a small integer in
+  // a form that cannot hold a fraction, and converts every live request when the first time with one
+  // is stored (hundreds of thousands at once, at fleet scale).
+  startMs = Number.NaN;
   /** NaN before the first token (set when the attempt that got it ends). */
   firstTokenMs = Number.NaN;
-  lastTokenMs = 0;
+  lastTokenMs = Number.NaN;
   /** Every chunk time (null when only first and last are kept). */
   chunks: number[] | null = null;
   /** Tokens received from attempts that have ended. */
@@ -99,18 +102,19 @@ export class AttemptRoute {
  * `lastMs` are read from the engine, so at fleet scale a token touches no per-attempt object.
  */
 export class SimAttempt implements EngineRequest {
-  // Set by `restart` (the constructor's too).
-  promptTokens!: number;
-  maxTokens!: number;
+  // Set by `restart` (the constructor's too). Numbers start as numbers (a field declared without a
+  // value starts undefined, and V8 then boxes every number stored in it), times as NaN (see SimRequest).
+  promptTokens = 0;
+  maxTokens = 0;
   req!: SimRequest;
   route!: AttemptRoute;
-  startMs!: number;
+  startMs = Number.NaN;
   #tokens = 0;
-  #lastMs = 0;
+  #lastMs = Number.NaN;
   /** NaN before the first token. */
   #firstMs = Number.NaN;
   /** A token time already known (last times only grow), so most silence checks need no engine lookup. */
-  #seenMs = 0;
+  #seenMs = Number.NaN;
   /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
   #ended = false;
   /** The request's chunk times (null: only first and last are kept, later tokens go to the route's sink). */
