@@ -102,7 +102,7 @@ const DONE = 3;
 // Running entries outside the cohort (see #rFin).
 const FREE = -1;
 const HOLE = -2;
-/** Steps ahead within which a cohort member's finishing step is kept in a ring (a power of two). */
+/** Buckets of cohort members by finishing step (a power of two; a member due later than that is skipped until its turn). */
 const FINISH_RING = 512;
 
 // A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
@@ -238,13 +238,16 @@ export class Engine {
   #lockLastMs = 0;
   /** The step in flight decodes the cohort. */
   #lockStepping = false;
-  // Cohort members by the #lockSteps at which they finish (stale ones are skipped: see
-  // #collectFinishing): near ones (within FINISH_RING steps) in a ring indexed by that step, the
-  // rest in a map. The ring costs no hashing, and a bucket is emptied (not dropped) when its step comes.
-  readonly #finishing: (Seq[] | undefined)[] = new Array<Seq[] | undefined>(FINISH_RING).fill(undefined);
-  /** How much of each ring bucket is in use (a bucket is overwritten, not shrunk: regrowing it was garbage). */
-  readonly #finishingLen = new Int32Array(FINISH_RING);
-  readonly #finishingFar = new Map<number, Seq[]>();
+  // Cohort members by the #lockSteps at which they finish, modulo FINISH_RING: a doubly linked
+  // list of record indices per ring bucket, in the order they joined. A member is listed from its
+  // #join to its #unlock, so a bucket holds exactly the members due at its step and any due a whole
+  // number of turns later (skipped until then). Typed arrays: no hashing, and no object per bucket
+  // (at fleet scale those were most of what the garbage collector promoted).
+  readonly #finHead = new Int32Array(FINISH_RING).fill(-1);
+  readonly #finTail = new Int32Array(FINISH_RING).fill(-1);
+  /** By record index: the next and previous member of its bucket (-1: none). */
+  #finNext = new Int32Array(0);
+  #finPrev = new Int32Array(0);
   // Running entries outside the cohort, in index order: every FREE entry, and some that have since
   // joined or left (dropped at the next #endStep), so a step visits them, not the whole running set.
   #loose = new Int32Array(0);
@@ -381,6 +384,16 @@ export class Engine {
     if (this.#seqs.length === RECORDS) return null;
     const seq = new Seq(this.#seqs.length);
     this.#seqs.push(seq);
+    if (seq.index >= this.#finNext.length) {
+      const cap = Math.max(64, 2 * seq.index);
+      const buf = new ArrayBuffer(cap * 8);
+      const next = new Int32Array(buf, 0, cap);
+      const prev = new Int32Array(buf, cap * 4, cap);
+      next.set(this.#finNext);
+      prev.set(this.#finPrev);
+      this.#finNext = next;
+      this.#finPrev = prev;
+    }
     return seq;
   }
 
@@ -689,14 +702,14 @@ export class Engine {
     const fin = s + this.#rMax[i]! - this.#rGenerated[i]!;
     this.#rJoin[i] = s;
     this.#rFin[i] = fin;
-    if (fin - s < FINISH_RING) {
-      const k = fin & (FINISH_RING - 1);
-      (this.#finishing[k] ??= [])[this.#finishingLen[k]!++] = this.#rSeq[i]!;
-    } else {
-      const far = this.#finishingFar.get(fin);
-      if (far === undefined) this.#finishingFar.set(fin, [this.#rSeq[i]!]);
-      else far.push(this.#rSeq[i]!);
-    }
+    const r = this.#rSeq[i]!.index;
+    const k = fin & (FINISH_RING - 1);
+    const tail = this.#finTail[k]!;
+    this.#finPrev[r] = tail;
+    this.#finNext[r] = -1;
+    if (tail >= 0) this.#finNext[tail] = r;
+    else this.#finHead[k] = r;
+    this.#finTail[k] = r;
     this.#lockCount++;
     this.#lockBySink[this.#rSink[i]!]!++;
     this.#lockPhase[(((s - c) % bs) + bs) % bs]!++;
@@ -704,8 +717,17 @@ export class Engine {
 
   /** Takes entry `i` out of the cohort, bringing its counters, blocks and step up to date. */
   #unlock(i: number): void {
-    if (this.#rFin[i]! < 0) return;
+    const fin = this.#rFin[i]!;
+    if (fin < 0) return;
     this.#rFin[i] = FREE;
+    const r = this.#rSeq[i]!.index;
+    const bucket = fin & (FINISH_RING - 1);
+    const prev = this.#finPrev[r]!;
+    const next = this.#finNext[r]!;
+    if (prev >= 0) this.#finNext[prev] = next;
+    else this.#finHead[bucket] = next;
+    if (next >= 0) this.#finPrev[next] = prev;
+    else this.#finTail[bucket] = prev;
     const bs = this.#blockSize;
     const join = this.#rJoin[i]!;
     const k = this.#lockSteps - join;
@@ -723,8 +745,6 @@ export class Engine {
 
   #unlockAll(): void {
     for (let i = 0; i < this.#rLen && this.#lockCount > 0; i++) this.#unlock(i);
-    this.#finishingLen.fill(0);
-    this.#finishingFar.clear();
     this.#rebuildLoose();
   }
 
@@ -954,34 +974,26 @@ export class Engine {
 
   /**
    * Writes to #finSlots, ascending, the entries of the cohort members that finish at cohort step
-   * `at`, and returns how many. A bucket may hold members that have left the cohort since, or one
-   * twice (it left and rejoined with the same finishing step): those are skipped.
+   * `at`, and returns how many (they stay listed until #dropRunning unlocks them). Members joined
+   * in entry order, so an insertion sort has little to move.
    */
   #collectFinishing(at: number): number {
-    const k = at & (FINISH_RING - 1);
-    const nNear = this.#finishingLen[k]!;
-    this.#finishingLen[k] = 0;
-    const far = this.#finishingFar.size > 0 ? this.#finishingFar.get(at) : undefined;
-    if (far !== undefined) this.#finishingFar.delete(at);
-    const n = nNear + (far?.length ?? 0);
-    if (n === 0) return 0;
-    if (this.#finSlots.length < n) this.#finSlots = new Int32Array(n * 2);
-    let m = nNear === 0 ? 0 : this.#takeFinishing(this.#finishing[k]!, nNear, at, 0);
-    if (far !== undefined) m = this.#takeFinishing(far, far.length, at, m);
-    const slots = this.#finSlots;
-    if (m > 1) slots.subarray(0, m).sort();
-    let u = Math.min(m, 1);
-    for (let k = 1; k < m; k++) if (slots[k] !== slots[u - 1]) slots[u++] = slots[k]!;
-    return u;
-  }
-
-  /** Appends to #finSlots, from `m` on, the entries of the first `n` members of `bucket` still finishing at `at`; returns the new count. */
-  #takeFinishing(bucket: readonly Seq[], n: number, at: number, m: number): number {
-    const slots = this.#finSlots;
-    for (let b = 0; b < n; b++) {
-      const seq = bucket[b]!;
-      const i = seq.slot;
-      if (seq.state === RUNNING && this.#rSeq[i] === seq && this.#rFin[i] === at) slots[m++] = i;
+    const next = this.#finNext;
+    const seqs = this.#seqs;
+    const fin = this.#rFin;
+    let slots = this.#finSlots;
+    let m = 0;
+    for (let r = this.#finHead[at & (FINISH_RING - 1)]!; r >= 0; r = next[r]!) {
+      const i = seqs[r]!.slot;
+      if (fin[i] !== at) continue;
+      if (m === slots.length) {
+        const grown = new Int32Array(m * 2);
+        grown.set(slots);
+        this.#finSlots = slots = grown;
+      }
+      let j = m++;
+      for (; j > 0 && slots[j - 1]! > i; j--) slots[j] = slots[j - 1]!;
+      slots[j] = i;
     }
     return m;
   }
