@@ -60,6 +60,15 @@ export interface SimResult {
   completed: boolean;
 }
 
+/** A record to fill in (the simulator's server counts are its client counts). */
+function blankRecord(): RequestRecord {
+  return {
+    id: '', phase: 'profiling', worker: null, startMs: 0, firstTokenMs: null, chunkMs: [], endMs: 0,
+    inputTokens: { client: 0, server: 0 }, outputTokens: { client: 0, server: 0 },
+    outcome: 'ok', status: null, error: null, redispatched: false, migrated: false,
+  };
+}
+
 /** The id of simulated worker `i`, shaped like every worker id in the project (`host:port`). */
 export function simWorkerId(i: number): string {
   return `sim-${i}:8000`;
@@ -122,28 +131,38 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const spareRequests: SimRequest[] = [];
   const spareAttempts: SimAttempt[] = [];
 
+  // Summary and histogram modes fold each record in as it ends and keep nothing of it, so one
+  // record (and one first-and-last chunk list) serves every request: at fleet scale, a record and
+  // its parts per request were most of what a run allocated.
+  const reused: RequestRecord | null = streaming || builder ? blankRecord() : null;
+  const firstLast: number[] = [];
+
   const finishRequest = (req: SimRequest, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
     if (nowMs > lastEndMs) lastEndMs = nowMs;
-    let chunkMs: number[];
-    if (req.chunks) chunkMs = req.chunks;
-    else if (Number.isNaN(req.firstTokenMs)) chunkMs = [];
-    else chunkMs = req.tokens > 1 ? [req.firstTokenMs, req.lastTokenMs] : [req.firstTokenMs];
-    const rec: RequestRecord = {
-      id: `${req.phase}-${req.index}`,
-      phase: req.phase,
-      worker,
-      startMs: req.startMs,
-      firstTokenMs: Number.isNaN(req.firstTokenMs) ? null : req.firstTokenMs,
-      chunkMs,
-      endMs: nowMs,
-      inputTokens: { client: req.plan.promptTokens, server: req.plan.promptTokens },
-      outputTokens: { client: req.tokens, server: req.tokens },
-      outcome,
-      status,
-      error,
-      redispatched: req.redispatched,
-      migrated: req.migrated,
-    };
+    let chunkMs = req.chunks;
+    if (chunkMs === null) {
+      chunkMs = reused ? firstLast : [];
+      chunkMs.length = 0;
+      if (!Number.isNaN(req.firstTokenMs)) {
+        chunkMs.push(req.firstTokenMs);
+        if (req.tokens > 1) chunkMs.push(req.lastTokenMs);
+      }
+    }
+    const rec = reused ?? blankRecord();
+    rec.id = reused ? '' : `${req.phase}-${req.index}`;
+    rec.phase = req.phase;
+    rec.worker = worker;
+    rec.startMs = req.startMs;
+    rec.firstTokenMs = Number.isNaN(req.firstTokenMs) ? null : req.firstTokenMs;
+    rec.chunkMs = chunkMs;
+    rec.endMs = nowMs;
+    rec.inputTokens.client = rec.inputTokens.server = req.plan.promptTokens;
+    rec.outputTokens.client = rec.outputTokens.server = req.tokens;
+    rec.outcome = outcome;
+    rec.status = status;
+    rec.error = error;
+    rec.redispatched = req.redispatched;
+    rec.migrated = req.migrated;
     if (streaming) streaming.add(rec);
     else if (builder) builder.add(rec);
     else records.push(rec);

@@ -1,6 +1,6 @@
 import type { RequestRecord } from '../core/index.js';
 import type { WorkerSeries } from '../gate/index.js';
-import { ErrorGroups, LogHistogram, recordMetrics, type MetricBlock, type ScalarMetric, type Summary, type WorkerSummary } from '../stats/index.js';
+import { ErrorGroups, LogHistogram, blankMetrics, recordMetrics, type MetricBlock, type ScalarMetric, type Summary, type WorkerSummary } from '../stats/index.js';
 
 type Tag = 'time_to_first_token' | 'request_latency' | 'inter_token_latency' | 'output_token_throughput_per_user' | 'output_sequence_length' | 'input_sequence_length';
 
@@ -9,6 +9,7 @@ type Tag = 'time_to_first_token' | 'request_latency' | 'inter_token_latency' | '
  * as `summarize`, with percentiles from 0.1% log histograms. Inter-chunk gaps are not kept.
  */
 export class StreamingSummary {
+  readonly #m = blankMetrics();
   readonly #h = {
     time_to_first_token: new LogHistogram(),
     request_latency: new LogHistogram(),
@@ -52,7 +53,7 @@ export class StreamingSummary {
       return;
     }
     this.#ok++;
-    const m = recordMetrics(r);
+    const m = recordMetrics(r, this.#m);
     this.#outputTokens += m.osl;
     if (ws) {
       ws.ok++;

@@ -33,8 +33,9 @@ export interface RecordMetrics {
  * The per-request metrics of one ok record (REFERENCE §3): request latency ends at the last
  * content chunk (or the response end when nothing streamed); ITL only when OSL >= 2 and the
  * response streamed at least two chunks (a non-streaming response has no inter-token timing).
+ * Written into `into` when given (a caller folding records in one by one reuses one).
  */
-export function recordMetrics(r: RequestRecord): RecordMetrics {
+export function recordMetrics(r: RequestRecord, into?: RecordMetrics): RecordMetrics {
   const n = r.chunkMs.length;
   const lastMs = n > 0 ? r.chunkMs[n - 1]! : r.endMs;
   const requestLatencyMs = lastMs - r.startMs;
@@ -43,7 +44,21 @@ export function recordMetrics(r: RequestRecord): RecordMetrics {
   const osl = r.outputTokens.client;
   const itlMs = ttftMs !== null && osl >= 2 && n >= 2 ? (requestLatencyMs - ttftMs) / (osl - 1) : null;
   const outputTokensPerSPerUser = itlMs !== null && itlMs > 0 ? 1000 / itlMs : null;
-  return { ttftMs, ttstMs, requestLatencyMs, itlMs, outputTokensPerSPerUser, osl, isl: r.inputTokens.client };
+  const isl = r.inputTokens.client;
+  if (!into) return { ttftMs, ttstMs, requestLatencyMs, itlMs, outputTokensPerSPerUser, osl, isl };
+  into.ttftMs = ttftMs;
+  into.ttstMs = ttstMs;
+  into.requestLatencyMs = requestLatencyMs;
+  into.itlMs = itlMs;
+  into.outputTokensPerSPerUser = outputTokensPerSPerUser;
+  into.osl = osl;
+  into.isl = isl;
+  return into;
+}
+
+/** A RecordMetrics to fill with `recordMetrics(r, into)`. */
+export function blankMetrics(): RecordMetrics {
+  return { ttftMs: null, ttstMs: null, requestLatencyMs: 0, itlMs: null, outputTokensPerSPerUser: null, osl: 0, isl: 0 };
 }
 
 function goodValue(m: RecordMetrics, tag: string): number | null {
@@ -141,6 +156,7 @@ const EXACT_GAP_LIMIT = 4_000_000;
  * b.build(); // deep-equal to summarize(records, { exactChunkGapLimit: 0 })
  */
 export class SummaryBuilder {
+  readonly #m = blankMetrics();
   readonly #goodTags: [string, number][];
   readonly #gapLimit: number;
   readonly #cols = {
@@ -232,7 +248,7 @@ export class SummaryBuilder {
     }
     this.#okCount++;
     const cols = this.#cols;
-    const m = recordMetrics(r);
+    const m = recordMetrics(r, this.#m);
     this.#outputTokens += m.osl;
     if (m.ttftMs !== null) cols.time_to_first_token.push(m.ttftMs);
     if (m.ttstMs !== null) cols.time_to_second_token.push(m.ttstMs);
