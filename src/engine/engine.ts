@@ -304,7 +304,8 @@ export class Engine {
     this.#pool = new BlockPool(opts.profile.kvBlocks);
     this.#caching = opts.prefixCaching ?? true;
     this.#onStepEnd = opts.onStepEnd;
-    this.#allocRunning(64);
+    // Room for a full running set at once: each growth is a fresh buffer (and its page faults).
+    this.#allocRunning(Math.min(1024, Math.max(16, this.#maxNumSeqs)));
   }
 
   get running(): number {
@@ -674,8 +675,12 @@ export class Engine {
 
   /** Appends `seq` to the running arrays (growing them if full); returns its entry. */
   #pushRunning(seq: Seq): number {
+    if (this.#rLen === this.#rComputed.length) {
+      // Full: squeeze out the holes first, grow only if there are none.
+      this.#compactRunning();
+      if (this.#rLen === this.#rComputed.length) this.#allocRunning(this.#rLen * 2);
+    }
     const i = this.#rLen++;
-    if (i >= this.#rComputed.length) this.#allocRunning(this.#rComputed.length * 2);
     this.#rSeq[i] = seq;
     this.#rComputed[i] = seq.computed;
     this.#rTarget[i] = seq.prefillTarget;

@@ -91,8 +91,9 @@ function peaksFromSeries(series: Record<string, WorkerSeries>): Peak[] {
       const t = s.tMs[at]!;
       for (const other of ids) {
         const o = series[other]!;
-        // Series from one collector share timestamps; otherwise take the nearest sample at or before t.
-        let j = o === s ? at : o.tMs.findIndex((x) => x > t) - 1;
+        // Series sampled together (one collector, the simulator) share their timestamps, often the
+        // very array: the same index; otherwise the nearest sample at or before t.
+        let j = o === s || o.tMs === s.tMs ? at : o.tMs.findIndex((x) => x > t) - 1;
         if (j < -1) j = o.tMs.length - 1;
         total += j >= 0 ? load(o, j) : 0;
       }
