@@ -224,6 +224,8 @@ export class Engine {
   #rBlocks = new Int32Array(0);
   #rStep = new Int32Array(0);
   #rSink = new Int32Array(0);
+  /** The entry's record index (what the cohort's lists link), so they need not read the record. */
+  #rRec = new Int32Array(0);
   #rLastMs = new Float64Array(0);
   // The cohort: running sink requests past their first token that all got their last token at
   // #lockLastMs and get one more at every step. They advance as one count (#lockSteps), so a
@@ -619,6 +621,7 @@ export class Engine {
         this.#rBlocks[j] = this.#rBlocks[i]!;
         this.#rStep[j] = this.#rStep[i]!;
         this.#rSink[j] = this.#rSink[i]!;
+        this.#rRec[j] = this.#rRec[i]!;
         this.#rLastMs[j] = this.#rLastMs[i]!;
         this.#rFin[j] = this.#rFin[i]!;
         this.#rJoin[j] = this.#rJoin[i]!;
@@ -645,9 +648,9 @@ export class Engine {
    * The loose list and the scratch arrays never hold more than the running arrays do.
    */
   #allocRunning(cap: number): void {
-    // Per entry: 2 Float64 + 11 Int32 + 1 Uint8 = 61 bytes, laid out widest first so every view is
+    // Per entry: 2 Float64 + 12 Int32 + 1 Uint8 = 65 bytes, laid out widest first so every view is
     // aligned (a view past the end throws, so a table added without growing this fails at once).
-    const buf = new ArrayBuffer(cap * 61);
+    const buf = new ArrayBuffer(cap * 65);
     let at = 0;
     const view = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (b: ArrayBuffer, offset: number, n: number) => T): T => {
       const a = make(buf, at, cap);
@@ -666,6 +669,7 @@ export class Engine {
     this.#rBlocks = view(this.#rBlocks, i32);
     this.#rStep = view(this.#rStep, i32);
     this.#rSink = view(this.#rSink, i32);
+    this.#rRec = view(this.#rRec, i32);
     this.#rFin = view(this.#rFin, i32);
     this.#rJoin = view(this.#rJoin, i32);
     this.#loose = view(this.#loose, i32);
@@ -689,6 +693,7 @@ export class Engine {
     this.#rBlocks[i] = 0;
     this.#rStep[i] = 0;
     this.#rSink[i] = seq.sink;
+    this.#rRec[i] = seq.index;
     this.#rLastMs[i] = seq.lastTokenMs;
     this.#rFin[i] = FREE;
     seq.slot = i;
@@ -707,7 +712,7 @@ export class Engine {
     const fin = s + this.#rMax[i]! - this.#rGenerated[i]!;
     this.#rJoin[i] = s;
     this.#rFin[i] = fin;
-    const r = this.#rSeq[i]!.index;
+    const r = this.#rRec[i]!;
     const k = fin & (FINISH_RING - 1);
     const tail = this.#finTail[k]!;
     this.#finPrev[r] = tail;
@@ -725,7 +730,7 @@ export class Engine {
     const fin = this.#rFin[i]!;
     if (fin < 0) return;
     this.#rFin[i] = FREE;
-    const r = this.#rSeq[i]!.index;
+    const r = this.#rRec[i]!;
     const bucket = fin & (FINISH_RING - 1);
     const prev = this.#finPrev[r]!;
     const next = this.#finNext[r]!;
