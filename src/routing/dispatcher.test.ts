@@ -108,9 +108,15 @@ test('dispatcher: auto deadlines follow fleet latency with floors; fixed and off
   d.recordTtft('a', 1);
   d.recordTtft('b', 1);
   assert.ok(d.ttftDeadlineMs(1) >= 100);
+  // The bounds a deadline never goes below (the simulator checks nothing younger): the floors here.
+  assert.equal(d.minDeadlineMs('ttft'), 100);
+  assert.equal(d.minDeadlineMs('stall'), 50);
+  assert.ok(d.ttftDeadlineMs(1) >= d.minDeadlineMs('ttft') && d.stallDeadlineMs() >= d.minDeadlineMs('stall'));
   const fixed = new Dispatcher({ policy: createPolicy('p2c'), rng: createRng(1), ttftDeadline: 800, stallDeadline: 'off' });
   assert.equal(fixed.ttftDeadlineMs(5), 800);
   assert.equal(fixed.stallDeadlineMs(), Number.POSITIVE_INFINITY);
+  assert.equal(fixed.minDeadlineMs('ttft'), 800);
+  assert.equal(fixed.minDeadlineMs('stall'), Number.POSITIVE_INFINITY);
 });
 
 test('dispatcher: the re-send budget caps the share of re-sent requests', () => {

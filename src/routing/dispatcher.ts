@@ -437,6 +437,18 @@ export class Dispatcher {
     return Math.max(this.#opts.stallDeadlineFloorMs ?? 1000, (this.#opts.stallDeadlineFactor ?? 20) * fleet.itlMs);
   }
 
+  /**
+   * A time no deadline of this kind ever falls below, whatever the fleet does (Infinity when
+   * off): a request younger or more recently heard from than this cannot be due yet.
+   */
+  minDeadlineMs(kind: 'ttft' | 'stall'): number {
+    const s = (kind === 'ttft' ? this.#opts.ttftDeadline : this.#opts.stallDeadline) ?? 'auto';
+    if (s === 'off') return Number.POSITIVE_INFINITY;
+    if (typeof s === 'number') return s;
+    const floor = (kind === 'ttft' ? this.#opts.ttftDeadlineFloorMs : this.#opts.stallDeadlineFloorMs) ?? 1000;
+    return Math.min(this.#opts.noDataDeadlineMs ?? 10_000, floor);
+  }
+
   /** Spends one re-send from the capped budget; false when the cap is reached. */
   tryResend(): boolean {
     return this.#budget.trySpend();

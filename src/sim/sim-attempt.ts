@@ -122,6 +122,9 @@ export class SimAttempt implements EngineRequest {
   live = true;
   /** What its engine returned when it accepted it (-1 before). */
   ticket = -1 as Ticket;
+  /** The simulator's deadline sweep: the sweep it is filed under (-1: none), and its place in the sweep's order. */
+  sweepKey = -1;
+  startSeq = 0;
 
   constructor(route: AttemptRoute, req: SimRequest, nowMs: number) {
     this.restart(route, req, nowMs);
@@ -167,6 +170,11 @@ export class SimAttempt implements EngineRequest {
   /** When its first token arrived (null before). */
   get firstMs(): number | null {
     return Number.isNaN(this.#firstMs) ? null : this.#firstMs;
+  }
+
+  /** A time it is known to have had a token at (0 before the first): it cannot be silent for longer than since then. */
+  get seenMs(): number {
+    return this.#seenMs;
   }
 
   /** Whether it has had a first token and then no token for at least `limitMs` before `nowMs`. */
