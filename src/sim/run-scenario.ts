@@ -262,6 +262,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // Per replica: attempts by the sweep (time / SWEEP_MS) that looks at them, and the last sweep done.
   const wheels = frontends.map(() => ({ slots: new Map<number, SimAttempt[]>(), done: 0 }));
   function fileForSweep(a: SimAttempt, feIndex: number, atMs: number): void {
+    a.sweepKey = -1;
+    // Never due (that deadline is off): not filed at all.
+    if (atMs === Number.POSITIVE_INFINITY) return;
     const wheel = wheels[feIndex]!;
     const key = Math.max(wheel.done + 1, Math.ceil(atMs / SWEEP_MS));
     a.sweepKey = key;
