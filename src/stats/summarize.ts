@@ -44,16 +44,15 @@ export function recordMetrics(r: RequestRecord, into?: RecordMetrics): RecordMet
   const osl = r.outputTokens.client;
   const itlMs = ttftMs !== null && osl >= 2 && n >= 2 ? (requestLatencyMs - ttftMs) / (osl - 1) : null;
   const outputTokensPerSPerUser = itlMs !== null && itlMs > 0 ? 1000 / itlMs : null;
-  const isl = r.inputTokens.client;
-  if (!into) return { ttftMs, ttstMs, requestLatencyMs, itlMs, outputTokensPerSPerUser, osl, isl };
-  into.ttftMs = ttftMs;
-  into.ttstMs = ttstMs;
-  into.requestLatencyMs = requestLatencyMs;
-  into.itlMs = itlMs;
-  into.outputTokensPerSPerUser = outputTokensPerSPerUser;
-  into.osl = osl;
-  into.isl = isl;
-  return into;
+  const m = into ?? blankMetrics();
+  m.ttftMs = ttftMs;
+  m.ttstMs = ttstMs;
+  m.requestLatencyMs = requestLatencyMs;
+  m.itlMs = itlMs;
+  m.outputTokensPerSPerUser = outputTokensPerSPerUser;
+  m.osl = osl;
+  m.isl = r.inputTokens.client;
+  return m;
 }
 
 /** A RecordMetrics to fill with `recordMetrics(r, into)`. */
