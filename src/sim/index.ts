@@ -6,7 +6,7 @@ export { runScenario, simWorkerId } from './run-scenario.js';
 export type { FrontendSettings } from './frontend.js';
 export { routerDefaults } from './frontend.js';
 export type { MonteCarloOptions, MonteCarloResult, PolicyOutcome, Spread } from './monte-carlo.js';
-export { runMonteCarlo } from './monte-carlo.js';
+export { KEEP_RECORDS_LIMIT, runMonteCarlo } from './monte-carlo.js';
 export { wilsonInterval } from './wilson.js';
 export type { SimulateRun } from './sim-output.js';
 export { formatSimulate, simulateJson, simulateReportDoc } from './sim-output.js';

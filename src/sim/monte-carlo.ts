@@ -12,7 +12,11 @@ export interface MonteCarloOptions {
   trials: number;
   /** Trial t of every policy uses seed `seed + t` (common random numbers across policies). */
   seed: number;
-  /** Applied to every trial except the first of each policy, which keeps every chunk (charts). */
+  /**
+   * Applied to every trial. By default the first trial of each policy keeps every record and chunk
+   * (the report's charts) and later ones only an exact summary; above {@link KEEP_RECORDS_LIMIT}
+   * requests a trial, every trial folds its records into histograms as they end.
+   */
   sim?: SimOptions;
   /** Called after each trial (progress). */
   onTrial?: ((policy: PolicyName, trial: number, result: SimResult) => void) | undefined;
@@ -80,8 +84,18 @@ function stat(r: SimResult, tag: string, key: 'p50' | 'p99' | 'avg'): number {
  * const mc = runMonteCarlo({ scenario: PRESETS['aicr-h100-bursty']!, policies: ['round-robin', 'adaptive'], trials: 50, seed: 1 });
  * mc.policies['adaptive']?.failProbability;
  */
+/**
+ * Above this many requests a trial (warm-up and profiling), no trial keeps records, nor a column
+ * per metric: at fleet scale (~100k requests a simulated second) every record and chunk time of
+ * one trial took gigabytes, and the garbage collector most of the time.
+ */
+export const KEEP_RECORDS_LIMIT = 100_000;
+
 export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
   const t0 = performance.now();
+  const fleetScale = opts.scenario.requestCount + opts.scenario.warmupRequestCount > KEEP_RECORDS_LIMIT;
+  const first: SimOptions = fleetScale ? { keepChunks: false, recordMode: 'histogram', ...opts.sim } : { ...opts.sim, keepChunks: true };
+  const later: SimOptions = { keepChunks: false, recordMode: fleetScale ? 'histogram' : 'summary', ...opts.sim };
   const policies: Partial<Record<PolicyName, PolicyOutcome>> = {};
   const representative: Partial<Record<PolicyName, SimResult>> = {};
   let simulatedMs = 0;
@@ -99,7 +113,7 @@ export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
     let cacheQueries = 0;
     for (let t = 0; t < opts.trials; t++) {
       // Later trials need only the summary: no records kept (the same figures, to the last bit).
-      const r = runScenario(opts.scenario, policy, opts.seed + t, t === 0 ? { ...opts.sim, keepChunks: true } : { keepChunks: false, recordMode: 'summary', ...opts.sim });
+      const r = runScenario(opts.scenario, policy, opts.seed + t, t === 0 ? first : later);
       if (t === 0) representative[policy] = r;
       if (!r.pass) failures++;
       ttft.push(stat(r, 'time_to_first_token', 'p99'));

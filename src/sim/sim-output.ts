@@ -14,6 +14,11 @@ export interface SimulateRun {
   wallMs: number;
 }
 
+/** 327x, 12x, 1.43x, 0.18x: whole above 10, two decimals below (a fleet-scale run is near 1x). */
+function speedupText(x: number): string {
+  return `${x >= 10 ? Math.round(x) : x.toFixed(2)}x`;
+}
+
 function totals(run: SimulateRun): { simulatedSeconds: number; wallSeconds: number; speedup: number } {
   const simulatedSeconds = run.scenarios.reduce((n, s) => n + s.result.simulatedMs, 0) / 1000;
   const wallSeconds = run.wallMs / 1000;
@@ -119,7 +124,7 @@ export function formatSimulate(run: SimulateRun): string {
   }
   if (run.scenarios.length > 1) out.push(table(matrixRows(run)), '');
   const t = totals(run);
-  out.push(`simulated ${r1(t.simulatedSeconds)} s of fleet time in ${t.wallSeconds.toFixed(2)} s wall: ${Math.round(t.speedup)}x real time`);
+  out.push(`simulated ${r1(t.simulatedSeconds)} s of fleet time in ${t.wallSeconds.toFixed(2)} s wall: ${speedupText(t.speedup)} real time`);
   return `${out.join('\n')}\n`;
 }
 
@@ -189,7 +194,7 @@ export function simulateReportDoc(run: SimulateRun): ReportDoc {
       trials: String(run.trials),
       'simulated seconds': r1(t.simulatedSeconds).toString(),
       'wall seconds': (Math.round(t.wallSeconds * 100) / 100).toString(),
-      'simulated / wall': `${Math.round(t.speedup)}x`,
+      'simulated / wall': speedupText(t.speedup),
     },
     sections,
   };

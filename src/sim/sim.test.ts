@@ -5,7 +5,7 @@ import { isMetricBlock, summarize, syntheticError } from '../stats/index.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { reducedStall } from '../../test/sim-scenarios.js';
 import type { PolicyName } from '../routing/index.js';
-import { PRESETS, parseScenario, runMonteCarlo, runScenario, scenarioFromObject, simulateJson, wilsonInterval, type Scenario } from './index.js';
+import { KEEP_RECORDS_LIMIT, PRESETS, parseScenario, runMonteCarlo, runScenario, scenarioFromObject, simulateJson, wilsonInterval, type Scenario } from './index.js';
 
 function small(extra: Record<string, unknown> = {}): Scenario {
   return scenarioFromObject({ workers: 4, concurrency: 128, requestCount: 600, warmupRequestCount: 64, inputTokens: { mean: 96, stddev: 30 }, outputTokens: { mean: 40, stddev: 15 }, ...extra }, 'test');
@@ -113,6 +113,19 @@ test('Monte Carlo: fail probability with a Wilson interval per policy; JSON has 
   assert.equal(json.policies['p2c']!.failProbability, 1);
   assert.ok(json.policies['p2c']!.ttftP99Ms.p90 >= json.policies['p2c']!.ttftP99Ms.p50, 'p90 >= p50');
   assert.ok(json.policies['p2c']!.outputTokensPerS.p50 > 0, 'throughput');
+});
+
+test('Monte Carlo at fleet scale keeps no records, not even for the first trial; below it the first trial keeps every chunk', () => {
+  const smallRun = runMonteCarlo({ scenario: small(), policies: ['p2c'], trials: 1, seed: 1 });
+  assert.equal(smallRun.representative['p2c']!.records.length, 664);
+  assert.ok(smallRun.representative['p2c']!.records.some((r) => r.chunkMs.length > 2), 'every chunk time');
+  // Short answers on many workers, so that just over the limit of requests runs quickly.
+  const big = scenarioFromObject({ workers: 64, concurrency: 8192, requestCount: KEEP_RECORDS_LIMIT + 1, outputTokens: { mean: 4, stddev: 0 } }, 'test');
+  const fleet = runMonteCarlo({ scenario: big, policies: ['p2c'], trials: 1, seed: 1 });
+  const rep = fleet.representative['p2c']!;
+  assert.equal(rep.records.length, 0);
+  assert.equal(rep.summary.okCount, KEEP_RECORDS_LIMIT + 1, 'every request still counted');
+  assert.ok(isMetricBlock(rep.summary.metrics['time_to_first_token']), 'percentiles from the histograms');
 });
 
 test('wilsonInterval matches known values', () => {
