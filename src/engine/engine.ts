@@ -306,8 +306,9 @@ export class Engine {
     this.#pool = new BlockPool(opts.profile.kvBlocks);
     this.#caching = opts.prefixCaching ?? true;
     this.#onStepEnd = opts.onStepEnd;
-    // Room for a full running set at once: each growth is a fresh buffer (and its page faults).
-    this.#allocRunning(Math.min(1024, Math.max(16, this.#maxNumSeqs)));
+    // Room for a full running set and as many holes (compacted once they are half the entries):
+    // each growth is a fresh buffer (and its page faults).
+    this.#allocRunning(Math.min(2048, Math.max(16, 2 * this.#maxNumSeqs)));
   }
 
   get running(): number {
@@ -984,8 +985,7 @@ export class Engine {
 
   /**
    * Writes to #finSlots, ascending, the entries of the cohort members that finish at cohort step
-   * `at`, and returns how many (they stay listed until #dropRunning unlocks them). Members joined
-   * in entry order, so an insertion sort has little to move.
+   * `at`, and returns how many (they stay listed until #dropRunning unlocks them).
    */
   #collectFinishing(at: number): number {
     const next = this.#finNext;
@@ -1001,9 +1001,17 @@ export class Engine {
         grown.set(slots);
         this.#finSlots = slots = grown;
       }
-      let j = m++;
-      for (; j > 0 && slots[j - 1]! > i; j--) slots[j] = slots[j - 1]!;
-      slots[j] = i;
+      slots[m++] = i;
+    }
+    // Mostly in entry order already (members join in it), and usually a few: insertion sort then.
+    if (m > 32) slots.subarray(0, m).sort();
+    else {
+      for (let k = 1; k < m; k++) {
+        const v = slots[k]!;
+        let j = k;
+        for (; j > 0 && slots[j - 1]! > v; j--) slots[j] = slots[j - 1]!;
+        slots[j] = v;
+      }
     }
     return m;
   }

@@ -77,6 +77,13 @@ function stat(r: SimResult, tag: string, key: 'p50' | 'p99' | 'avg'): number {
 }
 
 /**
+ * Above this many requests a trial (warm-up and profiling), no trial keeps records, nor a column
+ * per metric: at fleet scale (~100k requests a simulated second) every record and chunk time of
+ * one trial took gigabytes, and the garbage collector most of the time.
+ */
+export const KEEP_RECORDS_LIMIT = 100_000;
+
+/**
  * Runs `trials` seeds of a scenario under each policy and reports, per policy, the gate's fail
  * probability (Wilson 95% interval) and the spread of TTFT p99 and throughput.
  *
@@ -84,13 +91,6 @@ function stat(r: SimResult, tag: string, key: 'p50' | 'p99' | 'avg'): number {
  * const mc = runMonteCarlo({ scenario: PRESETS['aicr-h100-bursty']!, policies: ['round-robin', 'adaptive'], trials: 50, seed: 1 });
  * mc.policies['adaptive']?.failProbability;
  */
-/**
- * Above this many requests a trial (warm-up and profiling), no trial keeps records, nor a column
- * per metric: at fleet scale (~100k requests a simulated second) every record and chunk time of
- * one trial took gigabytes, and the garbage collector most of the time.
- */
-export const KEEP_RECORDS_LIMIT = 100_000;
-
 export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
   const t0 = performance.now();
   const fleetScale = opts.scenario.requestCount + opts.scenario.warmupRequestCount > KEEP_RECORDS_LIMIT;
@@ -112,7 +112,8 @@ export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
     let cacheHits = 0;
     let cacheQueries = 0;
     for (let t = 0; t < opts.trials; t++) {
-      // Later trials need only the summary: no records kept (the same figures, to the last bit).
+      // Later trials need only the summary: no records kept (the same figures, to the last bit; at
+      // fleet scale every trial, the first too, keeps histograms only).
       const r = runScenario(opts.scenario, policy, opts.seed + t, t === 0 ? first : later);
       if (t === 0) representative[policy] = r;
       if (!r.pass) failures++;

@@ -142,7 +142,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     let chunkMs = req.chunks;
     if (chunkMs === null) {
       chunkMs = reused ? firstLast : [];
-      chunkMs.length = 0;
+      if (reused) chunkMs.length = 0;
       if (!Number.isNaN(req.firstTokenMs)) {
         chunkMs.push(req.firstTokenMs);
         if (req.tokens > 1) chunkMs.push(req.lastTokenMs);
@@ -289,8 +289,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       if (slot === undefined) continue;
       wheel.slots.delete(key);
       for (const a of slot) {
-        // Ended, or filed again since (a reused attempt may be listed twice).
-        if (a.sweepKey !== key || !a.live) continue;
+        // Ended, or filed again since (a reused attempt may be listed twice, or by another replica).
+        if (a.sweepKey !== key || !a.live || a.req.feIndex !== feIndex || a.req.resent) continue;
         a.sweepKey = -1;
         if (a.firstMs === null) {
           const promptTokens = a.req.plan.promptTokens;

@@ -149,6 +149,8 @@ export class SimAttempt implements EngineRequest {
     this.#chunks = req.chunks;
     this.live = true;
     this.ticket = -1 as Ticket;
+    // Any entry the sweep still holds for its last use is stale now.
+    this.sweepKey = -1;
     return this;
   }
 

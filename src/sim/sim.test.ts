@@ -128,6 +128,19 @@ test('Monte Carlo at fleet scale keeps no records, not even for the first trial;
   assert.ok(isMetricBlock(rep.summary.metrics['time_to_first_token']), 'percentiles from the histograms');
 });
 
+test('the deadline sweep re-sends a request at most once, from its own replica, while workers stall one after another', () => {
+  // Attempts are reused: one that served a re-sent request, or another replica, must never be
+  // looked at by a sweep as if it were still the attempt it was (every counted re-send is one request).
+  const faults = Array.from({ length: 7 }, (_, i) => ({ worker: i, kind: 'stall' as const, atMs: 4000 + 700 * i, forMs: 6000 }));
+  for (const router of [PRESETS['aicr-h100-stall']!.router, { ...PRESETS['aicr-h100-stall']!.router, replicas: 3, replicaPick: 'random' as const }]) {
+    const r = runScenario({ ...PRESETS['aicr-h100-stall']!, faults, router }, 'adaptive', 1, { keepChunks: false });
+    const resent = r.records.filter((x) => x.redispatched || x.migrated);
+    assert.ok(r.migrated > 0, 'streams were migrated');
+    assert.equal(r.redispatched + r.migrated, resent.length, 'each re-send is a different request');
+    assert.equal(resent.filter((x) => x.redispatched && x.migrated).length, 0);
+  }
+});
+
 test('wilsonInterval matches known values', () => {
   const w = wilsonInterval(0, 200);
   assert.equal(w.low, 0);
