@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { TailgateError } from '../core/index.js';
 import { choiceArg, intArg, numberArg } from './args.js';
 import { startAtArg } from './bench-shard.js';
+import { SAMPLING_STRATEGIES } from '../workload/sampler.js';
 
 type Parser = (value: string, previous: unknown) => unknown;
 
@@ -44,7 +45,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'osl', flags: '--output-tokens-mean <n>', aliases: ['--prompt-output-tokens-mean', '--osl'], description: 'requested output tokens (max_tokens)', parse: intArg(1) },
   { key: 'oslStddev', flags: '--output-tokens-stddev <n>', aliases: ['--prompt-output-tokens-stddev', '--osl-stddev'], description: 'output length standard deviation', parse: numberArg(0) },
   { key: 'numDatasetEntries', flags: '--num-dataset-entries <n>', aliases: ['--num-prompts'], description: 'distinct prompts (default 100)', parse: intArg(1) },
-  { key: 'datasetSamplingStrategy', flags: '--dataset-sampling-strategy <s>', description: 'how requests draw dataset entries: sequential, shuffle or random (default shuffle; sequential for --input-file)', parse: choiceArg(['sequential', 'shuffle', 'random'] as const) },
+  { key: 'datasetSamplingStrategy', flags: '--dataset-sampling-strategy <s>', description: `how requests draw dataset entries: ${SAMPLING_STRATEGIES.join(', ')} (default shuffle; sequential for --input-file)`, parse: choiceArg(SAMPLING_STRATEGIES) },
   { key: 'randomSeed', flags: '--random-seed <n>', description: 'seed for prompts and arrivals (default 0)', parse: intArg(0) },
   { key: 'numPrefixPrompts', flags: '--num-prefix-prompts <n>', aliases: ['--prompt-prefix-pool-size', '--prefix-prompt-pool-size'], description: 'shared prefixes: N groups, entry i starts with prefix i mod N (with --prefix-prompt-length)', parse: intArg(0) },
   { key: 'prefixPromptLength', flags: '--prefix-prompt-length <n>', aliases: ['--prompt-prefix-length'], description: 'tokens of each shared prefix', parse: intArg(0) },

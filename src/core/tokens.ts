@@ -29,13 +29,14 @@ export function vocabWord(index: number): string {
   return VOCAB[index % VOCAB.length]!;
 }
 
+// FNV-1a, 32 bits: tokenId and promptTokenIds must hash a word alike.
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
 /** A stable 32-bit id for a word under the shared rule (FNV-1a), so equal text means equal tokens. */
 export function tokenId(word: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < word.length; i++) {
-    h ^= word.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
+  let h = FNV_OFFSET;
+  for (let i = 0; i < word.length; i++) h = Math.imul(h ^ word.charCodeAt(i), FNV_PRIME);
   return h >>> 0;
 }
 
@@ -60,9 +61,9 @@ export function promptTokenIds(text: string): Uint32Array {
       inWord = false;
       continue;
     }
-    if (!inWord) h = 0x811c9dc5;
+    if (!inWord) h = FNV_OFFSET;
     inWord = true;
-    h = Math.imul(h ^ c, 0x01000193);
+    h = Math.imul(h ^ c, FNV_PRIME);
   }
   if (inWord) out[n] = h >>> 0;
   return out;
