@@ -531,7 +531,10 @@ export class ProxyCall {
       if (!d.tryResend()) return;
       this.resent = 'redispatched';
       m.redispatched.inc({ worker: a.backend.id });
-      this.ctx.health.failure(a.backend);
+      // A worker that sent tokens to other streams while this one waited is queueing, not failing:
+      // the request still moves, but the worker is not suspected (at a fleet's slot capacity,
+      // suspecting busy workers took capacity away exactly when it was short).
+      if (!d.progressedSince(a.backend.id, a.startMs)) this.ctx.health.failure(a.backend);
       a.cancel();
       this.tried.add(a.backend.id);
       this.dispatch();

@@ -206,6 +206,26 @@ test('re-dispatches a stream with no first token by its deadline; the client see
   for (const u of ups) assert.equal(u.open, 0, 'cancelled attempts are closed upstream');
 });
 
+test('a first token late on a worker that keeps streaming to others moves the request but does not eject the worker', async (t) => {
+  const ups = await fleet(t, [{ itlMs: 20 }, { itlMs: 20 }]);
+  const r = await router(t, ups, { policy: 'round-robin', ttftDeadline: 150, stallDeadline: 'off' });
+  // a long stream keeps its worker busy and producing
+  const long = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: chat(60), headers: { 'content-type': 'application/json' } });
+  const busy = ups.find((u) => u.id === long.headers.get('x-tailgate-worker'))!;
+  // from now on that worker queues new requests behind a long wait, like a full engine
+  busy.behaviour = { itlMs: 20, ttftMs: 2000 };
+  const short = await Promise.all(Array.from({ length: 8 }, () => post(r, chat(3))));
+  for (const got of short) {
+    assert.equal(got.status, 200);
+    assert.equal(got.text, words(3));
+  }
+  assert.equal((await long.text()).includes('[DONE]'), true, 'the long stream completed');
+  const metrics = await r.metrics();
+  assert.match(metrics, new RegExp(`tailgate_router_requests_redispatched_total\\{worker="${busy.id}"\\} [3-9]`), 'the waiting requests moved');
+  assert.match(metrics, new RegExp(`tailgate_router_worker_ejections_total\\{worker="${busy.id}"\\} 0`), 'a queueing worker is not a failing one');
+  await settle(r);
+});
+
 /** Waits (bounded) until some fake upstream has received the request. */
 async function untilReached(ups: readonly FakeUpstream[]): Promise<void> {
   for (let i = 0; i < 500 && !ups.some((u) => u.requests.length > 0); i++) await new Promise((res) => setTimeout(res, 5));

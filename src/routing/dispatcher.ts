@@ -306,6 +306,11 @@ export class Dispatcher {
     return this.#workers.get(id)?.stats;
   }
 
+  /** Whether `id` produced a token, for any request, after `ms`. */
+  progressedSince(id: string, ms: number): boolean {
+    return (this.#workers.get(id)?.stats.lastProgressMs ?? Number.NEGATIVE_INFINITY) > ms;
+  }
+
   inflight(id: string): number {
     return this.#workers.get(id)?.inflight ?? 0;
   }

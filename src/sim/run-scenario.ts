@@ -245,7 +245,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       req.migrated = true;
       migrated++;
     }
-    fe.failure(a.workerId);
+    // As the router: a missed first token on a worker that kept producing for others is queueing, not a failure.
+    if (kind === 'migrate' || !fe.dispatcher.progressedSince(a.workerId, a.startMs)) fe.failure(a.workerId);
     engines[a.route.worker]!.abort(a.ticket);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));
