@@ -57,6 +57,8 @@ export interface WorkerStatus {
   healthy: boolean;
   ejected: boolean;
   inflight: number;
+  /** Requests it was seen to run at once (learned by the `auto` cap when it queued one); null: not learned. */
+  slots: number | null;
 }
 
 /** A running router. */

@@ -47,6 +47,8 @@ class Attempt implements ExchangeHandler {
   readonly call: ProxyCall;
   readonly backend: Backend;
   readonly startMs: number;
+  /** The worker's in-flight count with this attempt, when it was sent: its place in the worker's queue at worst. */
+  readonly position: number;
   readonly continuation: boolean;
   #released = false;
   cancelled = false;
@@ -87,6 +89,7 @@ class Attempt implements ExchangeHandler {
     this.backend = backend;
     this.continuation = continuation;
     this.startMs = call.ctx.clock.now();
+    this.position = call.ctx.dispatcher.inflight(backend.id);
     this.lastTokenMs = this.startMs;
     this.#keepBody = call.ctx.migrate || call.ctx.accessLog !== undefined;
   }
@@ -532,9 +535,10 @@ export class ProxyCall {
       this.resent = 'redispatched';
       m.redispatched.inc({ worker: a.backend.id });
       // A worker that sent tokens to other streams while this one waited is queueing, not failing:
-      // the request still moves, but the worker is not suspected (at a fleet's slot capacity,
-      // suspecting busy workers took capacity away exactly when it was short).
-      if (!d.progressedSince(a.backend.id, a.startMs)) this.ctx.health.failure(a.backend);
+      // the request still moves, the worker is not suspected (at a fleet's slot capacity, suspecting
+      // busy workers took capacity away exactly when it was short), and it takes fewer at once.
+      if (d.progressedSince(a.backend.id, a.startMs)) d.sawQueueing(a.backend.id, a.position);
+      else this.ctx.health.failure(a.backend);
       a.cancel();
       this.tried.add(a.backend.id);
       this.dispatch();

@@ -288,9 +288,9 @@ test('a client that disconnects mid-stream cancels upstream and releases its cou
 test('/workers, /metrics, /ready report the fleet; close() drains open streams', async (t) => {
   const ups = await fleet(t, [{ itlMs: 5 }, {}]);
   const r = await startRouter({ backends: ups.map((u) => u.url), port: 0 });
-  const workers = (await (await fetch(`${r.url}/workers`)).json()) as { id: string; url: string; healthy: boolean; ejected: boolean; inflight: number }[];
+  const workers = (await (await fetch(`${r.url}/workers`)).json()) as { id: string; url: string; healthy: boolean; ejected: boolean; inflight: number; slots: number | null }[];
   assert.deepEqual(workers.map((w) => w.id), ups.map((u) => u.id));
-  assert.ok(workers.every((w) => w.healthy && !w.ejected && w.inflight === 0 && w.url.startsWith('http://')));
+  assert.ok(workers.every((w) => w.healthy && !w.ejected && w.inflight === 0 && w.slots === null && w.url.startsWith('http://')));
   assert.equal((await fetch(`${r.url}/ready`)).status, 200);
   const streaming = post(r, chat(40));
   await new Promise((res) => setTimeout(res, 30));

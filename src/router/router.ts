@@ -142,7 +142,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   }
 
   function workers(): WorkerStatus[] {
-    return backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id) }));
+    return backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id), slots: dispatcher.slots(b.id) }));
   }
 
   const sweep = setInterval(() => {

@@ -26,6 +26,11 @@ export interface DispatcherOptions {
   /** @default 8 */
   capFloor?: number;
   /**
+   * With the `auto` cap, how long a worker's learned slot count holds (see
+   * {@link Dispatcher.sawQueueing}); then it is forgotten and learned again if still true. @default 60000
+   */
+  slotsMemoryMs?: number;
+  /**
    * Requests a half-open worker (suspected of stalling, or re-admitted after an ejection) may hold
    * until it produces a token or completes a request again. @default 1
    */
@@ -85,6 +90,9 @@ class WorkerEntry implements WorkerView {
   readonly stats = new WorkerStats();
   /** Half-open since this time (ms); NaN when it takes a full share. */
   halfOpenSinceMs = Number.NaN;
+  /** Requests it was seen to run at once (Infinity: not learned), and when that was learned. */
+  slots = Number.POSITIVE_INFINITY;
+  slotsLearnedMs = Number.NaN;
 
   constructor(id: string, index: number, models: ReadonlySet<string> | '*', healthy: boolean) {
     this.id = id;
@@ -147,6 +155,7 @@ export class Dispatcher {
   readonly #cap: number | 'auto';
   readonly #capFactor: number;
   readonly #capFloor: number;
+  readonly #slotsMemoryMs: number;
   readonly #halfOpenMax: number;
   readonly #refreshMs: number;
   readonly #maxQueue: number;
@@ -173,6 +182,7 @@ export class Dispatcher {
     this.#cap = opts.maxInflightPerWorker ?? Number.POSITIVE_INFINITY;
     this.#capFactor = opts.capFactor ?? 1.25;
     this.#capFloor = opts.capFloor ?? 8;
+    this.#slotsMemoryMs = opts.slotsMemoryMs ?? 60_000;
     this.#halfOpenMax = opts.halfOpenMaxInflight ?? 1;
     this.#refreshMs = opts.fleetRefreshMs ?? 100;
     this.#maxQueue = opts.maxQueue ?? 1024;
@@ -304,6 +314,33 @@ export class Dispatcher {
   /** The latency statistics of a worker (feed them with `recordTtft`, `recordItl`, `progress`). */
   stats(id: string): WorkerStats | undefined {
     return this.#workers.get(id)?.stats;
+  }
+
+  /**
+   * A request sent to `id` as its `position`-th in flight waited in the worker's own queue (no first
+   * token by its deadline while the worker kept producing for others): the worker runs fewer than
+   * `position` requests at once (vLLM's `max_num_seqs`, or what its KV cache holds). With the `auto`
+   * cap the worker then takes at most `position - 1` (not below `capFloor`) and the rest wait in
+   * this queue for the first worker with a free slot, for `slotsMemoryMs`. Without it, two random
+   * choices at a fleet's slot capacity leave requests a whole answer long in one worker's queue
+   * while another has a slot free.
+   */
+  sawQueueing(id: string, position: number): void {
+    const w = this.#workers.get(id);
+    if (!w || this.#cap !== 'auto') return;
+    const slots = Math.max(this.#capFloor, position - 1);
+    if (slots < w.slots || this.#slotsExpired(w)) w.slots = slots;
+    w.slotsLearnedMs = this.#now ? this.#now() : Number.NaN;
+  }
+
+  /** The requests `id` was seen to run at once (null: none learned, or forgotten). */
+  slots(id: string): number | null {
+    const w = this.#workers.get(id);
+    return w && w.slots !== Number.POSITIVE_INFINITY && !this.#slotsExpired(w) ? w.slots : null;
+  }
+
+  #slotsExpired(w: WorkerEntry): boolean {
+    return this.#now !== undefined && this.#now() - w.slotsLearnedMs > this.#slotsMemoryMs;
   }
 
   /** Whether `id` produced a token, for any request, after `ms`. */
@@ -533,6 +570,10 @@ export class Dispatcher {
 
   #hasRoom(w: WorkerEntry, cap: number): boolean {
     if (!w.healthy || w.inflight >= cap) return false;
+    if (w.inflight >= w.slots) {
+      if (!this.#slotsExpired(w)) return false;
+      w.slots = Number.POSITIVE_INFINITY;
+    }
     if (w.halfOpen && w.inflight >= this.#halfOpenMax) {
       this.#recheck(w);
       return !w.halfOpen;

@@ -196,6 +196,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const routes = routesOf[feIndex]!;
     const route = (routes[wi] ??= new AttemptRoute(host, wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!));
     const a = spareAttempts.pop()?.restart(route, req, clock.now()) ?? new SimAttempt(route, req, clock.now());
+    a.position = w.inflight;
     const r = engines[wi]!.submit(a);
     if (!r.ok) {
       a.end();
@@ -246,7 +247,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       migrated++;
     }
     // As the router: a missed first token on a worker that kept producing for others is queueing, not a failure.
-    if (kind === 'migrate' || !fe.dispatcher.progressedSince(a.workerId, a.startMs)) fe.failure(a.workerId);
+    if (kind === 'redispatch' && fe.dispatcher.progressedSince(a.workerId, a.startMs)) fe.dispatcher.sawQueueing(a.workerId, a.position);
+    else fe.failure(a.workerId);
     engines[a.route.worker]!.abort(a.ticket);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));

@@ -109,6 +109,8 @@ export class SimAttempt implements EngineRequest {
   req!: SimRequest;
   route!: AttemptRoute;
   startMs = Number.NaN;
+  /** Its worker's in-flight count with it, when it was sent (set by the runner, as the router's attempt keeps it). */
+  position = 0;
   #tokens = 0;
   #lastMs = Number.NaN;
   /** NaN before the first token. */
