@@ -534,11 +534,9 @@ export class ProxyCall {
       if (!d.tryResend()) return;
       this.resent = 'redispatched';
       m.redispatched.inc({ worker: a.backend.id });
-      // A worker that sent tokens to other streams while this one waited is queueing, not failing:
-      // the request still moves, the worker is not suspected (at a fleet's slot capacity, suspecting
-      // busy workers took capacity away exactly when it was short), and it takes fewer at once.
-      if (d.progressedSince(a.backend.id, a.startMs)) d.sawQueueing(a.backend.id, a.position);
-      else this.ctx.health.failure(a.backend);
+      // Only a worker that produced nothing meanwhile is suspected; a busy one is queueing (the request
+      // still moves: at a fleet's slot capacity, suspecting busy workers took capacity away when short).
+      if (d.missedFirstToken(a.backend.id, a.startMs, a.position)) this.ctx.health.failure(a.backend);
       a.cancel();
       this.tried.add(a.backend.id);
       this.dispatch();

@@ -189,15 +189,19 @@ test('dispatcher: the auto cap follows the fair share, so one worker out does no
   assert.equal(d.capacity, Math.ceil((1.25 * 500) / 3));
 });
 
-test('dispatcher: a worker seen queueing takes no more than it runs at once; the rest wait for the first free slot', () => {
+test('dispatcher: a missed first token counts against a silent worker; a busy one takes no more than it runs at once', () => {
   let now = 0;
   const d = new Dispatcher({ policy: createPolicy('p2c'), rng: createRng(5), maxInflightPerWorker: 'auto', now: () => now, slotsMemoryMs: 60_000 });
   for (const id of ['a', 'b']) d.addWorker(id, { models: [M] });
-  assert.equal(d.slots('a'), null, 'nothing learned yet');
-  // the 21st request sent to each waited in its queue: each runs 20 at once
-  d.sawQueueing('a', 21);
-  d.sawQueueing('b', 21);
-  d.sawQueueing('a', 25);
+  assert.equal(d.missedFirstToken('a', 0, 21), true, 'no token from it since the request was sent: a failure');
+  assert.equal(d.slots('a'), null);
+  now = 10;
+  d.progress('a', 10);
+  d.progress('b', 10);
+  // the 21st request sent to each waited in its queue while it streamed to others: each runs 20 at once
+  assert.equal(d.missedFirstToken('a', 5, 21), false, 'queueing, not failing');
+  d.missedFirstToken('b', 5, 21);
+  d.missedFirstToken('a', 5, 25);
   assert.deepEqual([d.slots('a'), d.slots('b')], [20, 20], 'a later place in the queue says nothing new');
   const results = Array.from({ length: 50 }, () => d.submit({ model: M, promptTokens: 1 }, () => {}));
   assert.equal(results.filter((r) => r === 'assigned').length, 40);
@@ -205,13 +209,14 @@ test('dispatcher: a worker seen queueing takes no more than it runs at once; the
   d.release('b');
   assert.deepEqual([d.inflight('b'), d.queueLength], [20, 9], 'a freed slot takes the oldest waiter');
   // forgotten after slotsMemoryMs (learned again if still true): the waiters go out again
-  now = 60_001;
+  now = 60_011;
   assert.equal(d.slots('a'), null);
   d.release('a');
   assert.equal(d.queueLength, 0);
   // a fixed cap is the user's word: nothing is learned under it
   const fixed = fleet('p2c', 50, 100, ['a']);
-  fixed.sawQueueing('a', 21);
+  fixed.progress('a', 10);
+  assert.equal(fixed.missedFirstToken('a', 5, 21), false);
   assert.equal(fixed.slots('a'), null);
 });
 

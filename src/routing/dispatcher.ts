@@ -27,7 +27,7 @@ export interface DispatcherOptions {
   capFloor?: number;
   /**
    * With the `auto` cap, how long a worker's learned slot count holds (see
-   * {@link Dispatcher.sawQueueing}); then it is forgotten and learned again if still true. @default 60000
+   * {@link Dispatcher.missedFirstToken}); then it is forgotten and learned again if still true. @default 60000
    */
   slotsMemoryMs?: number;
   /**
@@ -317,20 +317,23 @@ export class Dispatcher {
   }
 
   /**
-   * A request sent to `id` as its `position`-th in flight waited in the worker's own queue (no first
-   * token by its deadline while the worker kept producing for others): the worker runs fewer than
-   * `position` requests at once (vLLM's `max_num_seqs`, or what its KV cache holds). With the `auto`
-   * cap the worker then takes at most `position - 1` (not below `capFloor`) and the rest wait in
-   * this queue for the first worker with a free slot, for `slotsMemoryMs`. Without it, two random
+   * A request sent to `id` at `sentMs` as its `position`-th in flight had no first token by its
+   * deadline. Returns true when that counts against the worker: it sent no token to any stream
+   * meanwhile (stalled, or worse). Otherwise the worker is queueing, not failing: it runs fewer than
+   * `position` requests at once (vLLM's `max_num_seqs`, or what its KV cache holds), and with the
+   * `auto` cap it then takes at most `position - 1` (not below `capFloor`) while the rest wait in
+   * this queue for the first worker with a free slot, for `slotsMemoryMs`. Without that, two random
    * choices at a fleet's slot capacity leave requests a whole answer long in one worker's queue
    * while another has a slot free.
    */
-  sawQueueing(id: string, position: number): void {
+  missedFirstToken(id: string, sentMs: number, position: number): boolean {
     const w = this.#workers.get(id);
-    if (!w || this.#cap !== 'auto') return;
+    if (!w || !(w.stats.lastProgressMs > sentMs)) return true;
+    if (this.#cap !== 'auto') return false;
     const slots = Math.max(this.#capFloor, position - 1);
     if (slots < w.slots || this.#slotsExpired(w)) w.slots = slots;
     w.slotsLearnedMs = this.#now ? this.#now() : Number.NaN;
+    return false;
   }
 
   /** The requests `id` was seen to run at once (null: none learned, or forgotten). */
@@ -341,11 +344,6 @@ export class Dispatcher {
 
   #slotsExpired(w: WorkerEntry): boolean {
     return this.#now !== undefined && this.#now() - w.slotsLearnedMs > this.#slotsMemoryMs;
-  }
-
-  /** Whether `id` produced a token, for any request, after `ms`. */
-  progressedSince(id: string, ms: number): boolean {
-    return (this.#workers.get(id)?.stats.lastProgressMs ?? Number.NEGATIVE_INFINITY) > ms;
   }
 
   inflight(id: string): number {

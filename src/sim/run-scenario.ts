@@ -246,9 +246,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       req.migrated = true;
       migrated++;
     }
-    // As the router: a missed first token on a worker that kept producing for others is queueing, not a failure.
-    if (kind === 'redispatch' && fe.dispatcher.progressedSince(a.workerId, a.startMs)) fe.dispatcher.sawQueueing(a.workerId, a.position);
-    else fe.failure(a.workerId);
+    if (kind === 'migrate' || fe.dispatcher.missedFirstToken(a.workerId, a.startMs, a.position)) fe.failure(a.workerId);
     engines[a.route.worker]!.abort(a.ticket);
     fe.dispatcher.release(a.workerId);
     dispatch(req, feIndex, new Set([a.workerId]));
