@@ -90,9 +90,9 @@ class WorkerEntry implements WorkerView {
   readonly stats = new WorkerStats();
   /** Half-open since this time (ms); NaN when it takes a full share. */
   halfOpenSinceMs = Number.NaN;
-  /** Requests it was seen to run at once (Infinity: not learned), and when that was learned. */
+  /** Requests it was seen to run at once (Infinity: not learned), until when that holds. */
   slots = Number.POSITIVE_INFINITY;
-  slotsLearnedMs = Number.NaN;
+  slotsUntilMs = Number.POSITIVE_INFINITY;
 
   constructor(id: string, index: number, models: ReadonlySet<string> | '*', healthy: boolean) {
     this.id = id;
@@ -171,6 +171,8 @@ export class Dispatcher {
   #totalInflight = 0;
   #fullShareWorkers = 0;
   #halfOpenWorkers = 0;
+  /** Workers with learned slots (forgotten by #recheckAll). */
+  #slotWorkers = 0;
   #recheckedAtMs = Number.NEGATIVE_INFINITY;
   #promptTokensEwma = Number.NaN;
   #draining = false;
@@ -241,6 +243,7 @@ export class Dispatcher {
     if (!w || w.inflight > 0) return false;
     if (w.halfOpen) this.#halfOpenWorkers--;
     else if (w.healthy) this.#fullShareWorkers--;
+    if (w.slots !== Number.POSITIVE_INFINITY) this.#slotWorkers--;
     this.#workers.delete(id);
     this.#list.splice(w.index, 1);
     for (let i = w.index; i < this.#list.length; i++) this.#list[i]!.index = i;
@@ -330,20 +333,24 @@ export class Dispatcher {
     const w = this.#workers.get(id);
     if (!w || !(w.stats.lastProgressMs > sentMs)) return true;
     if (this.#cap !== 'auto') return false;
+    const nowMs = this.#now ? this.#now() : Number.NaN;
     const slots = Math.max(this.#capFloor, position - 1);
-    if (slots < w.slots || this.#slotsExpired(w)) w.slots = slots;
-    w.slotsLearnedMs = this.#now ? this.#now() : Number.NaN;
+    if (w.slots === Number.POSITIVE_INFINITY) this.#slotWorkers++;
+    if (slots < w.slots || nowMs > w.slotsUntilMs) w.slots = slots;
+    w.slotsUntilMs = Number.isNaN(nowMs) ? Number.POSITIVE_INFINITY : nowMs + this.#slotsMemoryMs;
     return false;
   }
 
   /** The requests `id` was seen to run at once (null: none learned, or forgotten). */
   slots(id: string): number | null {
     const w = this.#workers.get(id);
-    return w && w.slots !== Number.POSITIVE_INFINITY && !this.#slotsExpired(w) ? w.slots : null;
+    if (!w || w.slots === Number.POSITIVE_INFINITY || (this.#now && this.#now() > w.slotsUntilMs)) return null;
+    return w.slots;
   }
 
-  #slotsExpired(w: WorkerEntry): boolean {
-    return this.#now !== undefined && this.#now() - w.slotsLearnedMs > this.#slotsMemoryMs;
+  #forgetSlots(w: WorkerEntry): void {
+    w.slots = w.slotsUntilMs = Number.POSITIVE_INFINITY;
+    this.#slotWorkers--;
   }
 
   inflight(id: string): number {
@@ -530,13 +537,19 @@ export class Dispatcher {
     if (w.healthy) this.#fullShareWorkers++;
   }
 
-  /** Now and then, closes every half-open worker that produced a token since (picks see them lazily). */
+  /**
+   * Now and then, closes every half-open worker that produced a token since and forgets slots
+   * learned too long ago (picks and the queue see both lazily).
+   */
   #recheckAll(): void {
-    if (this.#halfOpenWorkers === 0 || !this.#now) return;
+    if ((this.#halfOpenWorkers === 0 && this.#slotWorkers === 0) || !this.#now) return;
     const nowMs = this.#now();
     if (nowMs - this.#recheckedAtMs < this.#refreshMs) return;
     this.#recheckedAtMs = nowMs;
-    for (const w of this.#list) if (w.halfOpen) this.#recheck(w);
+    for (const w of this.#list) {
+      if (w.halfOpen) this.#recheck(w);
+      if (nowMs > w.slotsUntilMs) this.#forgetSlots(w);
+    }
   }
 
   #place(entry: QueueEntry): WorkerEntry | undefined {
@@ -567,11 +580,7 @@ export class Dispatcher {
   }
 
   #hasRoom(w: WorkerEntry, cap: number): boolean {
-    if (!w.healthy || w.inflight >= cap) return false;
-    if (w.inflight >= w.slots) {
-      if (!this.#slotsExpired(w)) return false;
-      w.slots = Number.POSITIVE_INFINITY;
-    }
+    if (!w.healthy || w.inflight >= cap || w.inflight >= w.slots) return false;
     if (w.halfOpen && w.inflight >= this.#halfOpenMax) {
       this.#recheck(w);
       return !w.halfOpen;
@@ -592,6 +601,8 @@ export class Dispatcher {
       return;
     }
     this.#draining = true;
+    // Slots forgotten by now may make room for the waiters.
+    if (this.#slotWorkers > 0) this.#recheckAll();
     try {
       do {
         this.#drainAgain = false;
