@@ -1,6 +1,6 @@
 import type { ShapeVerdict, WorkerSeries } from './shapes.js';
 
-/** Where a failure lives; see the README, "Where a failure lives". */
+/** Where a failure lives; see docs/validate.md, "Where a failure lives". */
 export type Locus = 'engine-host' | 'gpu' | 'router' | 'client' | 'unknown';
 
 /** One worker's GPU telemetry over time (a worker with several GPUs: mean utilisation, summed power, lowest clock). NaN where a scrape had no value. */
@@ -45,7 +45,7 @@ export interface LocusVerdict {
   missing: string[];
 }
 
-/** Thresholds of the locus rules (README, "Where a failure lives"). */
+/** Thresholds of the locus rules (docs/validate.md, "Where a failure lives"). */
 export const LOCUS_RULES = {
   /** A GPU at or below this median utilisation (%) while its worker holds requests is waiting on the host. */
   idleUtilPct: 40,
@@ -199,7 +199,7 @@ function workerLocus(input: LocusInput, worker: string): LocusVerdict {
  * Names where a failing trial's trouble lives, from the shape, per-worker load, per-worker GPU
  * telemetry, the router's queue and the load generator's self-check. First rule that holds wins:
  * a worker the shape implicates (its GPU: `gpu` or `engine-host`) > `client` > `router` > the
- * fleet's GPUs as a whole (`gpu` or `engine-host`) > `unknown`. Rules and thresholds: the README, "Where a failure lives".
+ * fleet's GPUs as a whole (`gpu` or `engine-host`) > `unknown`. Rules and thresholds: docs/validate.md, "Where a failure lives".
  *
  * @example
  * locateTrial({ shape, workerSeries, gpuSeries }).locus // 'engine-host'

@@ -1,7 +1,7 @@
 import type { Summary } from '../stats/index.js';
 import type { GateResult } from './gate.js';
 
-/** The names a failing (or marginal) trial can get, see README "Failure shapes". */
+/** The names a failing (or marginal) trial can get, see docs/validate.md, "Failure shapes". */
 export type Shape = 'clean' | 'knee-jitter' | 'single-worker-backup' | 'broad-degradation' | 'under-provisioned' | 'client-bound' | 'errors';
 
 /** Per-worker load over time: router in-flight, and/or the worker's own running/waiting gauges. */
@@ -34,7 +34,7 @@ export interface ShapeVerdict {
   explanation: string;
 }
 
-/** Thresholds of the rules; documented in the README, "Failure shapes". */
+/** Thresholds of the rules; documented in docs/validate.md, "Failure shapes". */
 export const SHAPE_RULES = {
   /** `errors`: more than this share of profiling requests failed. */
   errorShare: 0.05,
