@@ -1,7 +1,7 @@
 import type { Rng } from '../core/index.js';
 import { ArrayPool, minIndexBy, sampleTwo } from './candidates.js';
-import type { AdaptiveOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
-import { relativeLatency, type FleetLatency } from './worker-stats.js';
+import type { AdaptiveOptions, FleetLatency, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
+import { relativeLatency } from './worker-stats.js';
 
 /**
  * Two random choices compared on `(inflight + 1) x rel^w`, where `rel` is the worker's recent

@@ -1,6 +1,6 @@
 import type { Rng } from '../core/index.js';
-import type { RouteRequest, WorkerPool, WorkerView } from './policy.js';
-import { fleetLatency, type FleetLatency } from './worker-stats.js';
+import type { FleetLatency, RouteRequest, WorkerPool, WorkerView } from './policy.js';
+import { fleetLatency } from './worker-stats.js';
 
 /** Random draws before a sampler falls back to scanning (a pool where few workers are eligible). */
 const TRIES = 8;

@@ -1,7 +1,7 @@
 import type { Rng } from '../core/index.js';
-import type { RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
+import type { FleetLatency, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 import { ResendBudget } from './resend-budget.js';
-import { WorkerStats, fleetLatency, type FleetLatency } from './worker-stats.js';
+import { WorkerStats, fleetLatency } from './worker-stats.js';
 
 /** A deadline setting: derived from recent latency, a fixed number of ms, or disabled. */
 export type DeadlineSetting = 'auto' | number | 'off';

@@ -1,4 +1,4 @@
-export type { AdaptiveOptions, PolicyName, PolicyOptions, PrefixOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
+export type { AdaptiveOptions, FleetLatency, PolicyName, PolicyOptions, PrefixOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 export { POLICY_NAMES, usesAdaptiveDefaults } from './policy.js';
 export { createPolicy } from './create-policy.js';
 export { AdaptivePolicy } from './adaptive.js';
@@ -9,7 +9,7 @@ export { PrefixGreedyPolicy } from './prefix-greedy.js';
 export { PrefixIndex } from './prefix-index.js';
 export { RandomPolicy } from './random-policy.js';
 export { RoundRobinPolicy } from './round-robin.js';
-export type { FleetLatency, WorkerStatsOptions } from './worker-stats.js';
+export type { WorkerStatsOptions } from './worker-stats.js';
 export { WorkerStats, fleetLatency, relativeLatency } from './worker-stats.js';
 export type { DeadlineSetting, DispatcherOptions, SubmitOptions, SubmitResult } from './dispatcher.js';
 export { Dispatcher } from './dispatcher.js';

@@ -1,5 +1,4 @@
 import type { Rng } from '../core/index.js';
-import type { FleetLatency } from './worker-stats.js';
 
 /**
  * A read-only snapshot of one worker, as a policy sees it. The router and the simulator build
@@ -23,6 +22,12 @@ export interface WorkerView {
    * runtime's clock); -Infinity when neither happened. Silence is measured from here.
    */
   readonly lastProgressMs: number;
+}
+
+/** The fleet's median time to first token and per-token latency (ms), the yardstick of relative scores. */
+export interface FleetLatency {
+  ttftMs: number;
+  itlMs: number;
 }
 
 /** What a policy needs to know about the request it places. */

@@ -1,4 +1,4 @@
-import type { WorkerView } from './policy.js';
+import type { FleetLatency, WorkerView } from './policy.js';
 
 /** Recent latency of one worker, smoothed. */
 export interface WorkerStatsOptions {
@@ -96,11 +96,6 @@ export class WorkerStats {
  * The fleet's typical latency: lower medians over workers that have data (NaN when none has);
  * the lower median stays typical while fewer than half the workers are slow.
  */
-export interface FleetLatency {
-  ttftMs: number;
-  itlMs: number;
-}
-
 function lowerMedian(values: number[]): number {
   if (values.length === 0) return Number.NaN;
   values.sort((a, b) => a - b);
