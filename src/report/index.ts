@@ -9,3 +9,4 @@ export type { Chart, ReportDoc, ReportSection } from './report-doc.js';
 export { escapeXml, formatNumber } from './escape.js';
 export { mergeShardExports, findShardDirs, readShardExport, recordFromJsonl } from './merge-shards.js';
 export type { MergeOptions, MergeResult, ShardExport } from './merge-shards.js';
+export { workerIdOf, workerName, workerNames, workerOrder } from './worker-names.js';
