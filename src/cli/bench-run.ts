@@ -10,10 +10,13 @@ import {
   writeBenchArtifacts,
   type BenchOptions,
 } from '../bench/index.js';
-import { tokenizerPathOf } from './bench.js';
+import { LOG_LEVELS, tokenizerPathOf } from './bench.js';
 import { loadTokenizer } from '../workload/index.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
+
+/** AIPerf's log levels. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
 export interface BenchInvocation {
@@ -28,13 +31,28 @@ export interface BenchInvocation {
   startAtMs?: number;
   /** `--tokenizer` on disk, loaded by {@link runBenchCommand}; null for the built-in word rule. */
   tokenizerPath: string | null;
+  /** AIPerf `--log-level` (`-v` DEBUG, `-vv` TRACE). @default 'INFO' */
+  logLevel: LogLevel;
+}
+
+/** AIPerf's `--log-level`, `-v` (DEBUG) and `-vv`/`--extra-verbose` (TRACE), last one named wins over none. */
+export function logLevelOf(flags: Record<string, unknown>): LogLevel {
+  const verbose = (flags['verbose'] as number | undefined) ?? 0;
+  if (flags['extraVerbose'] === true || verbose >= 2) return 'TRACE';
+  if (verbose === 1) return 'DEBUG';
+  return (flags['logLevel'] as LogLevel | undefined) ?? 'INFO';
+}
+
+/** Whether a line at `line` level prints under the chosen `level`. */
+export function logs(level: LogLevel, line: LogLevel): boolean {
+  return LOG_LEVELS.indexOf(line) >= LOG_LEVELS.indexOf(level);
 }
 
 /** Turns merged flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */
 export function benchInvocation(flags: Record<string, unknown>): BenchInvocation {
   const model = flags['model'] as string | undefined;
   if (!model) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
-  const notes: string[] = [];
+  const notes: string[] = [...((flags['ignoredFlagWarnings'] as string[] | undefined) ?? [])];
   const tokenizer = tokenizerPathOf(flags);
   if (tokenizer.note) notes.push(tokenizer.note);
   const opts: BenchOptions = {
@@ -86,7 +104,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('apiKey', flags['apiKey']);
   set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
   set('workerHeader', flags['workerHeader']);
-  set('transport', flags['transport']);
+  if (flags['transport'] !== 'http') set('transport', flags['transport']);
   set('threads', flags['threads']);
   const shard = shardOf(flags);
   if (shard) applyShard(opts, shard);
@@ -94,6 +112,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   return {
     options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
     tokenizerPath: tokenizer.path,
+    logLevel: logLevelOf(flags),
     ...(shard !== undefined && { shard }),
     ...(startAtMs !== undefined && { startAtMs }),
   };
@@ -101,10 +120,11 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
 export async function runBenchCommand(flags: Record<string, unknown>): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizerPath } = benchInvocation(flags);
-  resolveBenchOptions(opts);
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizerPath, logLevel } = benchInvocation(flags);
+  const resolved = resolveBenchOptions(opts);
   if (tokenizerPath !== null) opts.tokenizer = await loadTokenizer(tokenizerPath);
-  for (const n of notes) process.stderr.write(`tailgate: ${n}\n`);
+  if (logs(logLevel, 'WARNING')) for (const n of notes) process.stderr.write(`tailgate: ${n}\n`);
+  if (logs(logLevel, 'DEBUG')) process.stderr.write(`tailgate: debug: resolved run ${JSON.stringify(resolved, (k, v: unknown) => (k === 'tokenizer' || typeof v === 'function' ? undefined : v))}\n`);
   const showProgress = process.stderr.isTTY === true && !process.env['CI'];
   if (showProgress) opts.onProgress = (p) => process.stderr.write(`\r\x1b[2K${formatProgress(p)}`);
 

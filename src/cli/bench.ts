@@ -4,6 +4,7 @@ import { TailgateError } from '../core/index.js';
 import { choiceArg, intArg, numberArg } from './args.js';
 import { startAtArg } from './bench-shard.js';
 import { SAMPLING_STRATEGIES } from '../workload/sampler.js';
+import { AIPERF_FLAGS, ignoredFlagWarning, type AiperfFlag } from '../bench/aiperf-flags.js';
 
 type Parser = (value: string, previous: unknown) => unknown;
 
@@ -16,6 +17,8 @@ interface FlagSpec {
   parse?: Parser;
   variadic?: boolean;
   defaultValue?: unknown;
+  /** Also declare `--no-<name>` (sets the key to false). */
+  negatable?: boolean;
 }
 
 const positiveNumber = (value: string): number => {
@@ -24,6 +27,16 @@ const positiveNumber = (value: string): number => {
   return n;
 };
 
+const countUp = (_value: string, previous: unknown): number => ((previous as number | undefined) ?? 0) + 1;
+
+/** AIPerf's log levels, quietest last. */
+export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'NOTICE', 'WARNING', 'SUCCESS', 'ERROR', 'CRITICAL'] as const;
+
+function upperChoice<T extends string>(choices: readonly T[]) {
+  const parse = choiceArg(choices);
+  return (value: string): T => parse(value.toUpperCase());
+}
+
 const collectAll = (value: string, previous: unknown): string[] => [...((previous as string[] | undefined) ?? []), value];
 
 /** Every flag of `tailgate bench`, with every alias AIPerf accepts. */
@@ -31,6 +44,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'url', flags: '-u, --url <url...>', description: 'base URL of the OpenAI-compatible server; several are used round-robin (default http://localhost:8000)', parse: collectAll, variadic: true },
   { key: 'model', flags: '-m, --model <name>', aliases: ['--model-names'], description: 'model name to request' },
   { key: 'endpointType', flags: '--endpoint-type <type>', description: 'chat or completions', parse: choiceArg(['chat', 'completions'] as const), defaultValue: 'chat' },
+  { key: 'urlStrategy', flags: '--url-strategy <s>', description: 'how requests pick one of several URLs: round_robin (the only one, as in AIPerf)', parse: choiceArg(['round_robin'] as const) },
   { key: 'endpoint', flags: '--endpoint <path>', aliases: ['--custom-endpoint'], description: 'endpoint path (default /v1/chat/completions or /v1/completions)' },
   { key: 'streaming', flags: '--streaming', description: 'stream responses (SSE); off unless given, as in AIPerf' },
   { key: 'concurrency', flags: '--concurrency <n>', description: 'closed loop: requests kept in flight (with --request-rate: the ceiling)', parse: intArg(1) },
@@ -59,7 +73,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'conversationTurnDelayRatio', flags: '--conversation-turn-delay-ratio <x>', aliases: ['--session-delay-ratio'], description: 'scales every think time (default 1)', parse: numberArg(0) },
   { key: 'inputFile', flags: '--input-file <path>', description: 'a Mooncake-style JSONL trace (timestamp, input_length, output_length, hash_ids) to send instead of synthetic prompts' },
   { key: 'customDatasetType', flags: '--custom-dataset-type <type>', description: 'format of --input-file: mooncake_trace (the only one this release)', parse: choiceArg(['mooncake_trace', 'single_turn', 'multi_turn', 'random_pool'] as const) },
-  { key: 'fixedSchedule', flags: '--fixed-schedule', description: 'send each trace line at its timestamp (the default for a trace without --concurrency or --request-rate)' },
+  { key: 'fixedSchedule', flags: '--fixed-schedule', description: 'send each trace line at its timestamp (the default for a trace without --concurrency or --request-rate; --no-fixed-schedule: never)', negatable: true },
   { key: 'fixedScheduleAutoOffset', flags: '--fixed-schedule-auto-offset', description: 'shift the trace\'s timestamps so the first is 0' },
   { key: 'blockTokens', flags: '--prompt-input-tokens-block-size <n>', aliases: ['--synthetic-input-tokens-block-size', '--isl-block-size'], description: 'tokens per trace hash id (default 512)', parse: intArg(1) },
   { key: 'extraInputs', flags: '--extra-inputs <kv...>', description: 'extra body fields, key:value (JSON values parsed) or a JSON object; repeatable', parse: collectAll, variadic: true },
@@ -71,16 +85,47 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'goodput', flags: '--goodput <slo...>', description: 'SLOs as metric:threshold, e.g. "time_to_first_token:2000 inter_token_latency:10"', parse: collectAll, variadic: true },
   { key: 'workerHeader', flags: '--worker-header <name>', description: 'response header naming the worker (default x-tailgate-worker)' },
   { key: 'tokenizer', flags: '--tokenizer <path>', description: 'Hugging Face tokenizer.json (or its folder) for exact prompt lengths and client token counts; loaded from disk, never downloaded (default: one token per word)' },
-  { key: 'transport', flags: '--transport <client>', description: 'HTTP client: socket (raw HTTP/1.1, default for http://) or undici (default for https://)', parse: choiceArg(['socket', 'undici'] as const) },
+  { key: 'transport', flags: '--transport <client>', aliases: ['--transport-type'], description: 'HTTP client: socket (raw HTTP/1.1, default for http://) or undici (default for https://); AIPerf\'s http means the default', parse: choiceArg(['socket', 'undici', 'http'] as const) },
   { key: 'threads', flags: '--threads <n>', description: 'worker threads sharing the load (concurrency, requests and warm-up split evenly; default 1)', parse: intArg(1) },
   { key: 'startAt', flags: '--start-at <time>', description: 'distributed run: start at this common time (ISO 8601 with zone, or epoch seconds); a pod that arrives later starts at once and is reported late', parse: startAtArg },
   { key: 'shardCount', flags: '--shard-count <n>', description: 'distributed run: shards (pods); concurrency, request counts and rate are the whole run\'s and split evenly', parse: intArg(1) },
   { key: 'shardIndex', flags: '--shard-index <i>', description: 'distributed run: this shard (default $JOB_COMPLETION_INDEX); offsets the seed', parse: intArg(0) },
-  { key: 'ui', flags: '--ui <type>', aliases: ['--ui-type'], description: 'accepted for AIPerf compatibility; ignored' },
+  { key: 'logLevel', flags: '--log-level <level>', description: 'TRACE, DEBUG, INFO (default), NOTICE, WARNING, SUCCESS, ERROR or CRITICAL: DEBUG and TRACE print the resolved run; ERROR and above hide warnings', parse: upperChoice(LOG_LEVELS) },
+  { key: 'verbose', flags: '-v, --verbose', description: 'log level DEBUG (-vv: TRACE)', parse: countUp },
+  { key: 'extraVerbose', flags: '--extra-verbose', description: 'log level TRACE (as -vv)' },
 ];
 
 function attr(flag: string): string {
   return `__alias_${flag.replace(/^-+/, '').replace(/-/g, '_')}`;
+}
+
+function ignoredAttr(name: string): string {
+  return `__aiperf_${name.replace(/^-+/, '').replace(/-/g, '_')}`;
+}
+
+/** Every name BENCH_FLAGS declares (primary, short, aliases, negations). */
+function declaredNames(): Set<string> {
+  const names = new Set<string>();
+  for (const f of BENCH_FLAGS) {
+    for (const m of f.flags.matchAll(/-{1,2}[a-zA-Z][\w-]*/g)) names.add(m[0]);
+    for (const a of f.aliases ?? []) names.add(a);
+    if (f.negatable) names.add(`--no-${optionLong(f)}`);
+  }
+  return names;
+}
+
+/**
+ * The AIPerf flags `tailgate bench` accepts without declaring them itself (see AIPERF_FLAGS): each
+ * is hidden from help and, when given, prints one warning line.
+ */
+export function undeclaredAiperfFlags(): Array<{ flag: AiperfFlag; name: string }> {
+  const declared = declaredNames();
+  const out: Array<{ flag: AiperfFlag; name: string }> = [];
+  for (const flag of AIPERF_FLAGS) {
+    // `-vv` is `-v` given twice, which commander splits by itself.
+    for (const name of flag.names) if (!declared.has(name) && name !== '-vv') out.push({ flag, name });
+  }
+  return out;
 }
 
 /** Adds the flags (primary visible, aliases hidden) to a command. */
@@ -90,6 +135,7 @@ function declare(cmd: Command): void {
     if (f.parse) o.argParser(f.parse);
     if (f.defaultValue !== undefined) o.default(f.defaultValue);
     cmd.addOption(o);
+    if (f.negatable) cmd.addOption(new Option(`--no-${optionLong(f)}`).hideHelp());
     for (const a of f.aliases ?? []) {
       const ao = new Option(`${a} ${f.flags.slice(f.flags.indexOf('<')) || ''}`.trim(), f.description).hideHelp();
       if (f.parse) ao.argParser(f.parse);
@@ -97,11 +143,30 @@ function declare(cmd: Command): void {
       cmd.addOption(ao);
     }
   }
+  for (const { flag, name } of undeclaredAiperfFlags()) {
+    const o = new Option(flag.arg === 'switch' ? name : `${name} ${flag.arg === 'list' ? '<values...>' : '<value>'}`).hideHelp();
+    o.attributeName = () => ignoredAttr(name);
+    cmd.addOption(o);
+  }
+}
+
+/** One warning line per ignored AIPerf flag given on the command line. */
+function ignoredWarnings(raw: Record<string, unknown>, cmd?: Command): string[] {
+  const lines: string[] = [];
+  for (const { flag, name } of undeclaredAiperfFlags()) {
+    const key = ignoredAttr(name);
+    const given = cmd ? cmd.getOptionValueSource(key) === 'cli' : raw[key] !== undefined;
+    if (given) lines.push(ignoredFlagWarning(flag, name));
+  }
+  return lines;
 }
 
 /** Merges alias values into their primary key (the alias wins only where the primary is unset or default). */
 export function mergeAliases(raw: Record<string, unknown>, cmd?: Command): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...raw };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw)) if (!k.startsWith('__aiperf_')) out[k] = v;
+  const ignored = ignoredWarnings(raw, cmd);
+  if (ignored.length > 0) out['ignoredFlagWarnings'] = ignored;
   for (const f of BENCH_FLAGS) {
     const primary = optionKey(f);
     let value = out[primary];
@@ -119,8 +184,12 @@ export function mergeAliases(raw: Record<string, unknown>, cmd?: Command): Recor
   return out;
 }
 
+function optionLong(f: FlagSpec): string {
+  return /--([a-z0-9-]+)/.exec(f.flags)![1]!;
+}
+
 function optionKey(f: FlagSpec): string {
-  const long = /--([a-z0-9-]+)/.exec(f.flags)![1]!;
+  const long = optionLong(f);
   return long.replace(/-([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 }
 
