@@ -15,6 +15,7 @@ interface FleetFlags {
   maxBody?: number;
   gpuMetricsPort?: number;
   prefixCaching: boolean;
+  apiKey?: string;
 }
 
 /** `tailgate fleet`: N simulated vLLM workers on loopback, with injectable faults. */
@@ -34,11 +35,13 @@ export function registerFleet(program: Command): void {
     .option('--bursty-stalls <seed>', 'add seeded bursty stalls (quiet/active windows, a random worker stalls in each active window)', intArg(0))
     .option('--max-body <size>', 'request body limit (e.g. 64KiB, 4MiB), beyond it 413', sizeArg)
     .option('--no-prefix-caching', "turn off vLLM's automatic prefix caching (on by default, as in vLLM V1)")
+    .option('--api-key <key>', "as vLLM's --api-key: /v1/* needs Authorization: Bearer KEY, else 401 (default: $VLLM_API_KEY)")
     .option('--gpu-metrics-port <port>', "serve dcgm-exporter-style GPU telemetry (one GPU per worker, pod = worker id) on this port's /metrics; 0 picks a free port", intArg(0))
     .addHelpText('after', '\nPrints one JSON line per worker, then "ready". Faults count from "ready". POST /admin/faults (loopback) adds one at run time, at= counted from then.')
     .action(async (flags: FleetFlags) => {
       const [{ startFleet, parseThrottle }, { parseFault }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js')]);
       const texts = flags.fault ?? [];
+      const apiKey = flags.apiKey ?? process.env['VLLM_API_KEY'];
       const throttles = texts.map((t) => parseThrottle(t)).filter((t) => t !== null);
       const faults = texts.filter((t) => parseThrottle(t) === null).map((t) => parseFault(t));
       const fleet = await startFleet({
@@ -55,6 +58,7 @@ export function registerFleet(program: Command): void {
         ...(flags.burstyStalls !== undefined && { burstySeed: flags.burstyStalls }),
         ...(flags.maxBody !== undefined && { maxBodyBytes: flags.maxBody }),
         ...(flags.gpuMetricsPort !== undefined && { gpuMetricsPort: flags.gpuMetricsPort }),
+        ...(apiKey !== undefined && apiKey !== '' && { apiKey }),
         throttles,
       });
       let out = '';

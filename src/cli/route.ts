@@ -26,6 +26,7 @@ interface RouteFlags {
   maxBody: number;
   maxRetries: number;
   ca?: string;
+  backendApiKey?: string;
   accessLog?: string | boolean;
   procs: number;
   drainTimeout: number;
@@ -138,6 +139,7 @@ export function registerRoute(program: Command): void {
     .option('--max-body <size>', 'request body limit, beyond it 413', sizeArg, 4 * 1024 * 1024)
     .option('--max-retries <n>', 'retries elsewhere after a failure before any byte reached the client', intArg(0), 2)
     .option('--ca <file>', 'PEM CA bundle for https backends')
+    .option('--backend-api-key <key>', "the workers' API key (vLLM --api-key), sent on probes and on requests without Authorization (default: $TAILGATE_BACKEND_API_KEY, which keeps it out of ps)")
     .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
     .option('--procs <n>', 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', intArg(1), 1)
     .option('--drain-timeout <dur>', 'on SIGTERM, wait this long for streams to finish', durationArg, 30_000)
@@ -186,6 +188,7 @@ export function registerRoute(program: Command): void {
         accessLog = (line) => s.write(`${line}\n`);
       }
       const inCluster = routerLib.isRouterClusterWorker();
+      const backendApiKey = flags.backendApiKey ?? process.env['TAILGATE_BACKEND_API_KEY'];
       const router = await routerLib.startRouter({
         backends,
         port: flags.port,
@@ -204,6 +207,7 @@ export function registerRoute(program: Command): void {
         ...(flags.ttftDeadline !== undefined && { ttftDeadline: flags.ttftDeadline }),
         ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),
         ...(ca !== undefined && { ca }),
+        ...(backendApiKey !== undefined && backendApiKey !== '' && { backendApiKey }),
         ...(accessLog !== undefined && { accessLog }),
         ...(inCluster && { clusterMetrics: true }),
         ...(flags.discover !== undefined && { dynamicBackends: true }),

@@ -37,6 +37,8 @@ export interface FleetOptions {
   seed?: number;
   /** @default a RealClock started now */
   clock?: Clock;
+  /** vLLM's `--api-key`: `/v1/*` answers 401 `{"error":"Unauthorized"}` without `Authorization: Bearer KEY`. @default none */
+  apiKey?: string;
   /** Serve dcgm-exporter-style GPU telemetry (one GPU per worker) on this port (0: a free one). @default none */
   gpuMetricsPort?: number;
   /** GPU-side slowdowns (`kind=throttle`): applied to the engine as a slow factor, shown by the GPU telemetry as busy at lowered clocks. */
@@ -147,6 +149,7 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
         faults: () => schedule?.activeFor(i) ?? none,
         addFault: addFaultText,
         listFaults: () => schedule?.faults ?? [],
+        ...(opts.apiKey !== undefined && { apiKey: opts.apiKey }),
       }),
     );
   }

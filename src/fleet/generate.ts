@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { promptTokenIds, vocabWord, type Clock } from '../core/index.js';
-import type { Engine } from '../engine/index.js';
+import { countTokens, promptTokenIds, vocabWord, type Clock } from '../core/index.js';
+import type { Engine, Ticket } from '../engine/index.js';
 import {
   ChatStreamEncoder,
   CompletionStreamEncoder,
@@ -70,7 +70,12 @@ function stamp(frame: string, arrivalNs: bigint): string {
  * worker got the request's head (monotonic ns), and every content frame carries it and its own send time.
  */
 export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): void {
+  if (v.n > 1) {
+    serveChoices(ctx, v, res);
+    return;
+  }
   const { clock, engine, metrics } = ctx;
+  const offset = continuedTokens(v);
   const arrivalMs = clock.now();
   // Real token ids under the shared rule, so equal text is equal KV blocks in the prefix cache.
   const promptIds = promptTokenIds(v.promptText);
@@ -110,7 +115,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   const post = probe.slice(cut + 8);
   const ascii = Buffer.byteLength(probe) === probe.length;
   const writeContent = (from: number, to: number) => {
-    let f = pre + (to - from === 1 ? quotedToken(from) : JSON.stringify(outputText(from, to))) + post;
+    let f = pre + (to - from === 1 ? quotedToken(offset + from) : JSON.stringify(outputText(offset + from, offset + to))) + post;
     if (timing) f = stamp(f, arrivalNs);
     if (headPending) {
       headPending = false;
@@ -164,12 +169,12 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
       done = true;
       const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
       if (v.stream) {
-        let f = enc.finish(outputText(sent, generated), 'length');
+        let f = enc.finish(outputText(offset + sent, offset + generated), 'length');
         if (timing) f = stamp(f, arrivalNs);
         if (headPending) f = enc.role() + f;
         res.end(f + enc.usage(usage) + DONE_FRAME);
       } else {
-        const o = { id, model, created, text: outputText(0, generated), finishReason: 'length' as const, usage };
+        const o = { id, model, created, text: outputText(offset, offset + generated), finishReason: 'length' as const, usage };
         const body = v.kind === 'chat' ? chatResponseBody(o) : completionResponseBody(o);
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-tailgate-worker': ctx.workerId });
         res.end(body);
@@ -205,4 +210,114 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
       res.on('drain', onSocketDrain);
     }
   }
+}
+
+/**
+ * Output tokens already given when a chat request continues its last assistant message
+ * (`continue_final_message: true`, as the router's migration sends): the model picks up after
+ * them, so the continuation is the rest of the answer an uninterrupted run gives.
+ */
+function continuedTokens(v: NormalizedRequest): number {
+  if (v.kind !== 'chat' || v.body['continue_final_message'] !== true || !v.messages) return 0;
+  const last = v.messages[v.messages.length - 1];
+  return last?.role === 'assistant' && typeof last.content === 'string' ? countTokens(last.content) : 0;
+}
+
+/**
+ * `n > 1`: n sequences of one prompt, each its own engine request (the prompt's KV blocks are
+ * shared through the prefix cache, as in vLLM), streamed as choices 0..n-1 of one response (a role
+ * chunk per choice, one usage chunk for all) or one body with n choices.
+ */
+function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerResponse): void {
+  const { clock, engine, metrics } = ctx;
+  const arrivalMs = clock.now();
+  const promptIds = promptTokenIds(v.promptText);
+  const promptTokens = promptIds.length;
+  const offset = continuedTokens(v);
+  const maxTokens = v.maxTokens ?? Math.max(1, Math.min(ctx.defaultMaxTokens, engine.profile.maxModelLen - promptTokens));
+  const rawId = ctx.nextId();
+  const id = v.kind === 'chat' ? `chatcmpl-${rawId}` : `cmpl-${rawId}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = v.model === '' ? ctx.model : v.model;
+  const generated: number[] = [];
+  const sent: number[] = [];
+  const encoders: (ChatStreamEncoder | CompletionStreamEncoder)[] = [];
+  const tickets: Ticket[] = [];
+  let open = v.n;
+  let done = false;
+  let headSent = false;
+  const head = () => {
+    if (headSent) return;
+    headSent = true;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-tailgate-worker': ctx.workerId });
+    res.flushHeaders();
+  };
+  const end = () => {
+    done = true;
+    const completion = generated.reduce((a, b) => a + b, 0);
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion };
+    if (v.stream) {
+      head();
+      res.end(encoders[0]!.usage(usage) + DONE_FRAME);
+      return;
+    }
+    const o = { id, model, created, text: generated.map((g) => outputText(offset, offset + g)), finishReason: 'length' as const, usage };
+    const body = v.kind === 'chat' ? chatResponseBody(o) : completionResponseBody(o);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-tailgate-worker': ctx.workerId });
+    res.end(body);
+  };
+  for (let i = 0; i < v.n; i++) {
+    const opts = { id, model, created, includeUsage: v.includeUsage, index: i };
+    const enc = v.kind === 'chat' ? new ChatStreamEncoder(opts) : new CompletionStreamEncoder(opts);
+    encoders.push(enc);
+    generated.push(0);
+    sent.push(0);
+    let firstMs = -1;
+    let lastMs = arrivalMs;
+    const r = engine.submit({
+      promptTokens,
+      maxTokens,
+      promptTokenIds: promptIds,
+      onToken: (count, now) => {
+        if (firstMs < 0) {
+          firstMs = now;
+          metrics.ttft.observe((now - arrivalMs) / 1000);
+        } else metrics.itl.observe((now - lastMs) / 1000);
+        lastMs = now;
+        generated[i]! += count;
+        if (!v.stream || done || generated[i]! >= maxTokens) return;
+        head();
+        res.write((sent[i] === 0 ? enc.role() : '') + enc.content(outputText(offset + sent[i]!, offset + generated[i]!)));
+        sent[i] = generated[i]!;
+      },
+      onFinish: (reason, now) => {
+        if (reason === 'abort') {
+          metrics.finished.abort++;
+          return;
+        }
+        metrics.finished.length++;
+        metrics.e2e.observe((now - arrivalMs) / 1000);
+        if (v.stream && !done) {
+          head();
+          res.write((sent[i] === 0 ? enc.role() : '') + enc.finish(outputText(offset + sent[i]!, offset + generated[i]!), 'length'));
+        }
+        if (--open === 0) end();
+      },
+    });
+    if (!r.ok) {
+      done = true;
+      for (const t of tickets) engine.abort(t);
+      ctx.sendError(res, r.reason === 'queue_full' ? 429 : 400, errorBody(r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full'
+        ? `The waiting queue of worker ${ctx.workerId} is full (${engine.waiting} waiting); retry later or send to another worker.`
+        : `This model's maximum context length is ${engine.profile.maxModelLen} tokens; the request asks for ${promptTokens} + ${maxTokens}.`));
+      return;
+    }
+    tickets.push(r.ticket);
+  }
+  if (v.stream) head();
+  res.on('close', () => {
+    if (done) return;
+    done = true;
+    for (const t of tickets) engine.abort(t);
+  });
 }

@@ -81,7 +81,7 @@ export class WorkerMetrics {
     this.#histogram(out, 'vllm:request_decode_time_seconds', 'Histogram of time spent in DECODE phase for request.', this.decode);
     // Not a vLLM family: time the engine spent in steps, the simulator's stand-in for GPU busy time.
     out.push(
-      `# HELP tailgate:engine_busy_seconds_total Time the simulated engine spent executing steps.\n# TYPE tailgate:engine_busy_seconds_total counter\ntailgate:engine_busy_seconds_total{${L}} ${formatPromFloat(s.busyMsTotal / 1000)}\n`,
+      `# HELP tailgate_engine_busy_seconds_total Time the simulated engine spent executing steps.\n# TYPE tailgate_engine_busy_seconds_total counter\ntailgate_engine_busy_seconds_total{${L}} ${formatPromFloat(s.busyMsTotal / 1000)}\n`,
     );
     return out.join('');
   }

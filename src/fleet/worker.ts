@@ -2,10 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { TailgateError, isTailgateError, type Clock, type Rng } from '../core/index.js';
 import type { ActiveFaults, Engine, FaultSpec } from '../engine/index.js';
-import { errorBody, malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
+import { errorBody, malformedJson, modelNotFound, schemaError, validateRequest, type EndpointKind } from '../openai/index.js';
 import { readBody } from './body.js';
 import type { GpuThrottleSpec } from './gpu-metrics.js';
 import { serveGeneration, type GenerateContext } from './generate.js';
+import { serveEmbeddings, tokenizeBody } from './pooling.js';
 import { WorkerMetrics } from './metrics.js';
 
 export interface WorkerOptions {
@@ -25,6 +26,8 @@ export interface WorkerOptions {
   /** Adds a fault from `--fault` grammar (throttle included), `at` counted from now; throws TailgateError if bad. */
   addFault: (text: string) => AddedFault;
   listFaults: () => readonly FaultSpec[];
+  /** vLLM's `--api-key`: every `/v1/*` request needs `Authorization: Bearer KEY` (else 401). */
+  apiKey?: string;
 }
 
 /** What `POST /admin/faults` added: an engine or HTTP fault, or a GPU throttle (`kind=throttle`). */
@@ -32,11 +35,13 @@ export type AddedFault = FaultSpec | ({ kind: 'throttle' } & GpuThrottleSpec);
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 const METRICS_TYPE = 'text/plain; version=1.0.0; charset=utf-8';
+const ROUTES = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/tokenize', '/health', '/metrics', '/v1/models', '/admin/faults'];
 
 /**
  * One simulated vLLM worker: a node:http server in front of an Engine, with vLLM's routes
- * (`/v1/chat/completions`, `/v1/completions`, `/v1/models`, `/health`, `/metrics`) plus
- * `/admin/faults`, and the HTTP-level faults (error, reset, refuse, unhealthy).
+ * (`/v1/chat/completions`, `/v1/completions`, `/v1/embeddings`, `/tokenize`, `/v1/models`,
+ * `/health`, `/metrics`) plus `/admin/faults`, the HTTP-level faults (error, reset, refuse,
+ * unhealthy), and vLLM's `--api-key` check on `/v1/*`.
  */
 export class FleetWorker {
   readonly index: number;
@@ -172,6 +177,17 @@ export class FleetWorker {
     const q = req.url?.indexOf('?') ?? -1;
     const path = q >= 0 ? req.url!.slice(0, q) : (req.url ?? '/');
     const method = req.method ?? 'GET';
+    const key = this.#opts.apiKey;
+    if (key !== undefined && path.startsWith('/v1') && method !== 'OPTIONS' && req.headers.authorization !== `Bearer ${key}`) {
+      // vLLM's authentication middleware answers this exact body, not an OpenAI error
+      req.resume();
+      this.#json(res, 401, '{"error":"Unauthorized"}');
+      return;
+    }
+    if (method === 'POST' && (path === '/v1/embeddings' || path === '/tokenize')) {
+      this.#pooling(path, req, res).catch((e: unknown) => this.#internal(res, e));
+      return;
+    }
     if (method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
       if (faults.errorRate > 0 && this.#opts.rng.next() < faults.errorRate) {
         req.resume();
@@ -201,8 +217,7 @@ export class FleetWorker {
       return;
     }
     req.resume();
-    const known = ['/v1/chat/completions', '/v1/completions', '/health', '/metrics', '/v1/models', '/admin/faults'].includes(path);
-    if (known) this.#json(res, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
+    if (ROUTES.includes(path)) this.#json(res, 405, JSON.stringify({ detail: 'Method Not Allowed' }));
     else this.#json(res, 404, JSON.stringify({ detail: 'Not Found' }));
   }
 
@@ -210,26 +225,37 @@ export class FleetWorker {
     return (req.url ?? '').startsWith('/admin/') && LOOPBACK.has(req.socket.remoteAddress ?? '');
   }
 
-  async #generate(kind: EndpointKind, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): Promise<void> {
+  /** The request's JSON body, or undefined once an error (413, 400, unknown model 404) was sent. */
+  async #readJson(req: IncomingMessage, res: ServerResponse): Promise<Record<string, unknown> | undefined> {
     const body = await readBody(req, this.#opts.maxBodyBytes);
     if (!body.ok) {
       if (body.tooLarge) {
         this.#json(res, 413, JSON.stringify(errorBody(413, `Request body of ${body.bytes} bytes is over this worker's limit of ${this.#opts.maxBodyBytes} bytes.`)));
       }
-      return;
+      return undefined;
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.text);
     } catch (e) {
       this.#json(res, 400, JSON.stringify(malformedJson(e instanceof Error ? e.message : String(e))));
-      return;
+      return undefined;
     }
-    const model = (parsed as { model?: unknown } | null)?.model;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      this.#json(res, 400, JSON.stringify(schemaError('', 'Input should be a valid dictionary or object to extract fields from', 'model_attributes_type')));
+      return undefined;
+    }
+    const model = (parsed as { model?: unknown }).model;
     if (typeof model === 'string' && model !== '' && model !== this.#opts.model) {
       this.#json(res, 404, JSON.stringify(modelNotFound(model)));
-      return;
+      return undefined;
     }
+    return parsed as Record<string, unknown>;
+  }
+
+  async #generate(kind: EndpointKind, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): Promise<void> {
+    const parsed = await this.#readJson(req, res);
+    if (parsed === undefined) return;
     const v = validateRequest(kind, parsed, { maxModelLen: this.engine.profile.maxModelLen });
     if (!v.ok) {
       this.#json(res, v.status, JSON.stringify(v.error));
@@ -237,6 +263,21 @@ export class FleetWorker {
     }
     if (res.destroyed) return;
     serveGeneration(this.#ctx, v.value, req, res, arrivalNs);
+  }
+
+  async #pooling(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const parsed = await this.#readJson(req, res);
+    if (parsed === undefined || res.destroyed) return;
+    if (path === '/v1/embeddings') {
+      serveEmbeddings(this.#ctx, parsed, res);
+      return;
+    }
+    const v = validateRequest(parsed['messages'] !== undefined ? 'chat' : 'completions', parsed);
+    if (!v.ok) {
+      this.#json(res, v.status, JSON.stringify(v.error));
+      return;
+    }
+    this.#json(res, 200, tokenizeBody(parsed, v.value.promptText, this.engine.profile.maxModelLen));
   }
 
   async #admin(method: string, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -14,6 +14,8 @@ export interface StreamEncoderOptions {
   includeUsage: boolean;
   /** Printed in the usage chunk, as vLLM >= 0.23 does. @default 'vllm-tailgate-fleet' */
   systemFingerprint?: string;
+  /** The choice this encoder writes (`n > 1`: one encoder per choice). @default 0 */
+  index?: number;
 }
 
 /** The fingerprint the simulated fleet prints (shaped like vLLM's, named honestly). */
@@ -37,28 +39,31 @@ function usageJson(u: Usage): string {
  */
 export class ChatStreamEncoder {
   private readonly head: string;
+  /** The head up to and including the choice's index. */
+  private readonly choice: string;
   private readonly fingerprint: string;
   private readonly includeUsage: boolean;
 
   constructor(opts: StreamEncoderOptions) {
     this.head = `data: {"id":${JSON.stringify(opts.id)},"object":"chat.completion.chunk","created":${opts.created},"model":${JSON.stringify(opts.model)},"choices":[`;
+    this.choice = `${this.head}{"index":${opts.index ?? 0},`;
     this.fingerprint = JSON.stringify(opts.systemFingerprint ?? DEFAULT_SYSTEM_FINGERPRINT);
     this.includeUsage = opts.includeUsage;
   }
 
   /** The first frame: `delta:{"role":"assistant","content":""}`. */
   role(): string {
-    return `${this.head}{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"prompt_token_ids":null,"prompt_text":null}\n\n`;
+    return `${this.choice}"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"prompt_token_ids":null,"prompt_text":null}\n\n`;
   }
 
   /** One content delta. */
   content(text: string): string {
-    return `${this.head}{"index":0,"delta":{"content":${JSON.stringify(text)}},"logprobs":null,"finish_reason":null,"token_ids":null}]}\n\n`;
+    return `${this.choice}"delta":{"content":${JSON.stringify(text)}},"logprobs":null,"finish_reason":null,"token_ids":null}]}\n\n`;
   }
 
   /** The last token together with `finish_reason` (vLLM sends both in one chunk). */
   finish(text: string, reason: FinishReason, stopReason: string | number | null = null): string {
-    return `${this.head}{"index":0,"delta":{"content":${JSON.stringify(text)}},"logprobs":null,"finish_reason":${FINISH_JSON[reason]},"stop_reason":${JSON.stringify(stopReason)},"token_ids":null}]}\n\n`;
+    return `${this.choice}"delta":{"content":${JSON.stringify(text)}},"logprobs":null,"finish_reason":${FINISH_JSON[reason]},"stop_reason":${JSON.stringify(stopReason)},"token_ids":null}]}\n\n`;
   }
 
   /** The usage chunk (`choices:[]`); '' when the request did not ask for usage. */
@@ -71,11 +76,14 @@ export class ChatStreamEncoder {
 /** Encodes a `/v1/completions` stream in vLLM 0.28's shape (fixtures/vllm-completions-stream.txt). No role chunk. */
 export class CompletionStreamEncoder {
   private readonly head: string;
+  /** The head up to and including the choice's index. */
+  private readonly choice: string;
   private readonly fingerprint: string;
   private readonly includeUsage: boolean;
 
   constructor(opts: StreamEncoderOptions) {
     this.head = `data: {"id":${JSON.stringify(opts.id)},"object":"text_completion","created":${opts.created},"model":${JSON.stringify(opts.model)},"choices":[`;
+    this.choice = `${this.head}{"index":${opts.index ?? 0},`;
     this.fingerprint = JSON.stringify(opts.systemFingerprint ?? DEFAULT_SYSTEM_FINGERPRINT);
     this.includeUsage = opts.includeUsage;
   }
@@ -86,11 +94,11 @@ export class CompletionStreamEncoder {
   }
 
   content(text: string): string {
-    return `${this.head}{"index":0,"text":${JSON.stringify(text)},"logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}\n\n`;
+    return `${this.choice}"text":${JSON.stringify(text)},"logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}\n\n`;
   }
 
   finish(text: string, reason: FinishReason, stopReason: string | number | null = null): string {
-    return `${this.head}{"index":0,"text":${JSON.stringify(text)},"logprobs":null,"finish_reason":${FINISH_JSON[reason]},"stop_reason":${JSON.stringify(stopReason)},"prompt_token_ids":null,"token_ids":null}]}\n\n`;
+    return `${this.choice}"text":${JSON.stringify(text)},"logprobs":null,"finish_reason":${FINISH_JSON[reason]},"stop_reason":${JSON.stringify(stopReason)},"prompt_token_ids":null,"token_ids":null}]}\n\n`;
   }
 
   usage(u: Usage): string {
@@ -121,7 +129,8 @@ export interface ResponseBodyOptions {
   id: string;
   model: string;
   created: number;
-  text: string;
+  /** The answer's text; several texts make several choices (`n > 1`), index in order. */
+  text: string | readonly string[];
   finishReason: FinishReason;
   usage: Usage;
   stopReason?: string | number | null;
@@ -130,10 +139,16 @@ export interface ResponseBodyOptions {
 
 /** A non-streaming chat response, compact and with every field vLLM prints (fixtures/vllm-chat-nonstream.json). */
 export function chatResponseBody(o: ResponseBodyOptions): string {
-  return `{"id":${JSON.stringify(o.id)},"object":"chat.completion","created":${o.created},"model":${JSON.stringify(o.model)},"choices":[{"index":0,"message":{"role":"assistant","content":${JSON.stringify(o.text)},"refusal":null,"annotations":null,"audio":null,"function_call":null,"reasoning":null},"logprobs":null,"finish_reason":${FINISH_JSON[o.finishReason]},"stop_reason":${JSON.stringify(o.stopReason ?? null)},"token_ids":null,"routed_experts":null}],"service_tier":null,"system_fingerprint":${JSON.stringify(o.systemFingerprint ?? DEFAULT_SYSTEM_FINGERPRINT)},"usage":{"prompt_tokens":${o.usage.prompt_tokens},"total_tokens":${o.usage.total_tokens},"completion_tokens":${o.usage.completion_tokens},"prompt_tokens_details":null,"completion_tokens_details":null},"prompt_logprobs":null,"prompt_token_ids":null,"prompt_text":null,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`;
+  const choices = texts(o).map((t, i) => `{"index":${i},"message":{"role":"assistant","content":${JSON.stringify(t)},"refusal":null,"annotations":null,"audio":null,"function_call":null,"reasoning":null},"logprobs":null,"finish_reason":${FINISH_JSON[o.finishReason]},"stop_reason":${JSON.stringify(o.stopReason ?? null)},"token_ids":null,"routed_experts":null}`);
+  return `{"id":${JSON.stringify(o.id)},"object":"chat.completion","created":${o.created},"model":${JSON.stringify(o.model)},"choices":[${choices.join(',')}],"service_tier":null,"system_fingerprint":${JSON.stringify(o.systemFingerprint ?? DEFAULT_SYSTEM_FINGERPRINT)},"usage":{"prompt_tokens":${o.usage.prompt_tokens},"total_tokens":${o.usage.total_tokens},"completion_tokens":${o.usage.completion_tokens},"prompt_tokens_details":null,"completion_tokens_details":null},"prompt_logprobs":null,"prompt_token_ids":null,"prompt_text":null,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`;
 }
 
 /** A non-streaming `/v1/completions` response in vLLM's field order. */
 export function completionResponseBody(o: ResponseBodyOptions): string {
-  return `{"id":${JSON.stringify(o.id)},"object":"text_completion","created":${o.created},"model":${JSON.stringify(o.model)},"choices":[{"index":0,"text":${JSON.stringify(o.text)},"logprobs":null,"finish_reason":${FINISH_JSON[o.finishReason]},"stop_reason":${JSON.stringify(o.stopReason ?? null)},"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}],"service_tier":null,"system_fingerprint":${JSON.stringify(o.systemFingerprint ?? DEFAULT_SYSTEM_FINGERPRINT)},"usage":{"prompt_tokens":${o.usage.prompt_tokens},"total_tokens":${o.usage.total_tokens},"completion_tokens":${o.usage.completion_tokens},"prompt_tokens_details":null},"kv_transfer_params":null}`;
+  const choices = texts(o).map((t, i) => `{"index":${i},"text":${JSON.stringify(t)},"logprobs":null,"finish_reason":${FINISH_JSON[o.finishReason]},"stop_reason":${JSON.stringify(o.stopReason ?? null)},"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}`);
+  return `{"id":${JSON.stringify(o.id)},"object":"text_completion","created":${o.created},"model":${JSON.stringify(o.model)},"choices":[${choices.join(',')}],"service_tier":null,"system_fingerprint":${JSON.stringify(o.systemFingerprint ?? DEFAULT_SYSTEM_FINGERPRINT)},"usage":{"prompt_tokens":${o.usage.prompt_tokens},"total_tokens":${o.usage.total_tokens},"completion_tokens":${o.usage.completion_tokens},"prompt_tokens_details":null},"kv_transfer_params":null}`;
+}
+
+function texts(o: ResponseBodyOptions): readonly string[] {
+  return typeof o.text === 'string' ? [o.text] : o.text;
 }

@@ -77,6 +77,8 @@ export interface NormalizedRequest {
   /** Text whose `countTokens()` is the prompt length: chat = message contents joined by '\n'; completions = prompt. */
   promptText: string;
   maxTokens: number | null;
+  /** Choices asked for (`n`, 1 when absent); each is a sequence of its own. */
+  n: number;
   stream: boolean;
   includeUsage: boolean;
   temperature: number | null;

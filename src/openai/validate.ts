@@ -19,7 +19,7 @@ const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInt
 
 /**
  * Validates a parsed OpenAI request body the way vLLM does and normalises it. Schema errors (wrong
- * type, missing field) give 400 `Bad Request`; semantic errors (`max_tokens < 1`, `n != 1`,
+ * type, missing field) give 400 `Bad Request`; semantic errors (`max_tokens < 1`, `n < 1`,
  * temperature out of 0..2, prompt too long) give 400 `BadRequestError` with `param` set.
  *
  * @example
@@ -78,7 +78,6 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
   // Semantic checks, in the order vLLM's SamplingParams runs them.
   const n = b['n'];
   if (isInt(n) && n < 1) return fail(semanticError('n', n, `n must be at least 1, got ${n}.`));
-  if (isInt(n) && n !== 1) return fail(semanticError('n', n, `n must be 1 (tailgate serves one choice per request), got ${n}.`));
   if (typeof temperature === 'number' && temperature < 0) return fail(semanticError('temperature', temperature, `temperature must be non-negative, got ${temperature}.`));
   if (typeof temperature === 'number' && temperature > 2) return fail(semanticError('temperature', temperature, `temperature must be at most 2, got ${temperature}.`));
   const rawMax = b[maxTokensField];
@@ -114,6 +113,7 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
       prompt,
       promptText,
       maxTokens,
+      n: isInt(n) ? n : 1,
       stream,
       includeUsage: stream && isObject(streamOptions) && streamOptions['include_usage'] === true,
       temperature: typeof temperature === 'number' ? temperature : null,

@@ -10,6 +10,8 @@ export interface BackendPoolOptions {
   ca?: string | Buffer;
   /** @default 5000 */
   connectTimeoutMs?: number;
+  /** Sent as `Authorization: Bearer KEY` on probes, and on requests whose client sent none. */
+  apiKey?: string;
 }
 
 /** One upstream worker: where it is, how to reach it, and its health state. */
@@ -19,6 +21,8 @@ export class Backend {
   readonly url: string;
   /** The `host` header upstream requests carry. */
   readonly host: string;
+  /** `Bearer KEY` of the worker's API key, if one was given. */
+  readonly authorization: string | undefined;
   /** Health probes and model lists (a few requests a second). */
   readonly pool: Pool;
   /** Proxied requests: keep-alive connections that relay a response's bytes as they are read. */
@@ -47,6 +51,7 @@ export class Backend {
     this.id = `${u.hostname.replace(/^\[|\]$/g, '')}:${port}`;
     this.url = u.origin;
     this.host = u.host;
+    this.authorization = opts.apiKey !== undefined ? `Bearer ${opts.apiKey}` : undefined;
     this.pool = new Pool(u.origin, {
       connections: opts.connections ?? 4096,
       pipelining: 1,

@@ -134,7 +134,8 @@ export class HealthTracker {
 
   async #get(b: Backend, path: string): Promise<{ status: number; text: string }> {
     const signal = AbortSignal.timeout(this.#opts.probeTimeoutMs);
-    const r = await b.pool.request({ path, method: 'GET', signal, headersTimeout: this.#opts.probeTimeoutMs, bodyTimeout: this.#opts.probeTimeoutMs });
+    const headers = b.authorization !== undefined ? { authorization: b.authorization } : {};
+    const r = await b.pool.request({ path, method: 'GET', signal, headers, headersTimeout: this.#opts.probeTimeoutMs, bodyTimeout: this.#opts.probeTimeoutMs });
     const text = await r.body.text();
     return { status: r.statusCode, text };
   }

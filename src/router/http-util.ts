@@ -63,8 +63,8 @@ export function readBody(req: IncomingMessage, limitBytes: number): Promise<Buff
   });
 }
 
-/** Client request headers as they go upstream: hop-by-hop dropped, body length set. */
-export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number): Record<string, string> {
+/** Client request headers as they go upstream: hop-by-hop dropped, body length set, the worker's credentials when the client sent none. */
+export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number, authorization?: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const k in h) {
     if (HOP_BY_HOP.has(k)) continue;
@@ -74,6 +74,7 @@ export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number): Reco
   }
   out['content-length'] = String(bodyBytes);
   if (!out['content-type']) out['content-type'] = 'application/json';
+  if (authorization !== undefined && out['authorization'] === undefined) out['authorization'] = authorization;
   return out;
 }
 

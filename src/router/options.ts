@@ -38,6 +38,8 @@ export interface RouterOptions {
   health?: HealthOptions;
   /** PEM CA for https backends. */
   ca?: string | Buffer;
+  /** Workers' API key (vLLM `--api-key`): sent on health and model probes, and on requests whose client sent no `Authorization`. */
+  backendApiKey?: string;
   /** Connections per backend. @default 4096 */
   connectionsPerBackend?: number;
   /** Receives one JSON line per finished request. */

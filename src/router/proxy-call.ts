@@ -98,7 +98,7 @@ class Attempt implements ExchangeHandler {
   send(body: Buffer): void {
     const call = this.call;
     call.ctx.metrics.dispatched.inc({ worker: this.backend.id });
-    const request = encodeRequest('POST', call.path, this.backend.host, upstreamHeaders(call.req.headers, body.length), body);
+    const request = encodeRequest('POST', call.path, this.backend.host, upstreamHeaders(call.req.headers, body.length, this.backend.authorization), body);
     this.#exchange = this.backend.upstream.send(request, this, this.#keepBody);
   }
 
@@ -163,12 +163,18 @@ class Attempt implements ExchangeHandler {
       }
       this.#mode = 'whole';
       this.#decoder = new BodyScanner(payloadFraming, 0, (b, s, e) => this.#write(b.subarray(s, e)));
-      res.writeHead(status, clientHeaders(headers, this.backend.id, true));
+      res.writeHead(status, this.#clientHeaders(headers, true));
       return;
     }
     this.#mode = this.continuation ? 'continue' : 'track';
     this.#decoder = new BodyScanner(payloadFraming, 0, (b, s, e) => this.#onPayload(b, s, e));
-    this.#respHeaders = clientHeaders(headers, this.backend.id, false);
+    this.#respHeaders = this.#clientHeaders(headers, false);
+  }
+
+  #clientHeaders(headers: Record<string, string | string[]>, keepLength: boolean): OutgoingHttpHeaders {
+    const h = clientHeaders(headers, this.backend.id, keepLength);
+    if (this.call.rescued) h['x-tailgate-redispatched'] = '1';
+    return h;
   }
 
   onBody(buf: Buffer, start: number, end: number): void {
@@ -276,7 +282,8 @@ class Attempt implements ExchangeHandler {
     this.#held = [];
     this.#lazy = true;
     const s = res.socket;
-    if (s && !s.destroyed && res.chunkedEncoding && res.writableLength === 0 && this.#exchange!.cleanCut()) {
+    // a rescued stream goes event by event: its rescue mark goes in before [DONE]
+    if (s && !s.destroyed && res.chunkedEncoding && res.writableLength === 0 && this.#exchange!.cleanCut() && !this.call.rescued) {
       this.#mode = 'relay';
       this.#client = s;
       this.#clientFd = socketFd(s);
@@ -354,7 +361,10 @@ class Attempt implements ExchangeHandler {
       return;
     }
     forEachData(region, (data) => this.#track(data, now));
-    if (this.#mode === 'reframe') this.#write(region);
+    if (this.#mode !== 'reframe') return;
+    const at = this.call.rescued ? doneAt(region) : -1;
+    if (at < 0) this.#write(region);
+    else this.#write(Buffer.concat([region.subarray(0, at), Buffer.from(this.call.rescueMark(this.backend.id)), region.subarray(at)]));
   }
 
   #track(data: string, now: number): void {
@@ -395,7 +405,7 @@ class Attempt implements ExchangeHandler {
       const c = readStreamChunk(data);
       if (c.done) {
         this.#sawDone = true;
-        out.push(DONE_FRAME);
+        out.push(call.rescueMark(this.backend.id), DONE_FRAME);
         return;
       }
       if (c.error) {
@@ -484,6 +494,19 @@ export class ProxyCall {
     });
   }
 
+  /** The answer comes from another worker than the first one tried (re-dispatched, retried or migrated). */
+  get rescued(): boolean {
+    return this.resent !== null || this.retries > 0;
+  }
+
+  /**
+   * The SSE comment a rescued stream carries just before `data: [DONE]`, naming what happened and
+   * the worker that finished it (a contract: `tailgate bench` reads it; docs/route.md).
+   */
+  rescueMark(worker: string): string {
+    return `: tailgate redispatched=${this.resent === 'migrated' ? 0 : 1} migrated=${this.resent === 'migrated' ? 1 : 0} worker=${worker}\n\n`;
+  }
+
   /** Places the call (or re-places it after a failure, re-dispatch or migration). */
   dispatch(): void {
     if (this.finished) return;
@@ -557,7 +580,7 @@ export class ProxyCall {
   }
 
   #migratable(a: Attempt): boolean {
-    return this.ctx.migrate && this.norm.stream && this.resent === null && (this.norm.maxTokens === null || this.norm.maxTokens - a.received().chunks >= 1);
+    return this.ctx.migrate && this.norm.stream && this.norm.n === 1 && this.resent === null && (this.norm.maxTokens === null || this.norm.maxTokens - a.received().chunks >= 1);
   }
 
   #migrate(a: Attempt): boolean {
@@ -668,6 +691,15 @@ export class ProxyCall {
       retries: this.retries,
     }));
   }
+}
+
+/** Where the `data: [DONE]` event starts in `region`, or -1. */
+function doneAt(region: Buffer): number {
+  for (const needle of ['data: [DONE]', 'data:[DONE]']) {
+    const i = region.indexOf(needle);
+    if (i >= 0 && (i === 0 || region[i - 1] === 10)) return i;
+  }
+  return -1;
 }
 
 function round(ms: number): number {

@@ -22,6 +22,7 @@ function chat(maxTokens: number, stream = true, extra: Record<string, unknown> =
 }
 
 interface Sse {
+  raw: string;
   status: number;
   worker: string | null;
   payloads: string[];
@@ -36,7 +37,7 @@ interface Sse {
 async function post(r: Router, body: string, path = '/v1/chat/completions', headers: Record<string, string> = {}): Promise<Sse> {
   const res = await fetch(`${r.url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
   const raw = await res.text();
-  const out: Sse = { status: res.status, worker: res.headers.get('x-tailgate-worker'), payloads: [], text: '', ids: new Set(), usage: null, done: false, error: null, roles: 0 };
+  const out: Sse = { raw, status: res.status, worker: res.headers.get('x-tailgate-worker'), payloads: [], text: '', ids: new Set(), usage: null, done: false, error: null, roles: 0 };
   if (!(res.headers.get('content-type') ?? '').includes('event-stream')) {
     out.payloads.push(raw);
     return out;
@@ -164,6 +165,13 @@ test('/v1/models is aggregated and requests go only to workers serving their mod
 test('a failure before any byte (503, refused) is retried on another worker', async (t) => {
   const ups = await fleet(t, [{ status: 503 }, {}]);
   const r = await router(t, ups, { policy: 'round-robin' });
+  // round-robin sends one of two requests to the failing worker first: a retried answer says so
+  const whole: Response[] = [];
+  for (let i = 0; i < 2; i++) whole.push(await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: chat(3, false), headers: { 'content-type': 'application/json' } }));
+  const marked = whole.filter((res) => res.headers.get('x-tailgate-redispatched') === '1');
+  assert.equal(marked.length, 1, 'the retried non-streamed answer carries x-tailgate-redispatched: 1');
+  assert.equal(marked[0]!.headers.get('x-tailgate-worker'), ups[1]!.id);
+  await Promise.all(whole.map((res) => res.text()));
   for (let i = 0; i < 4; i++) {
     const got = await post(r, chat(3));
     assert.equal(got.status, 200);
@@ -192,13 +200,18 @@ test('ejects a worker that keeps failing, never more than half the fleet, and pr
 test('re-dispatches a stream with no first token by its deadline; the client sees one answer', async (t) => {
   const ups = await fleet(t, [{ stallAfter: 0 }, {}]);
   const r = await router(t, ups, { policy: 'adaptive', ttftDeadline: 150, stallDeadline: 'off', seed: 3 });
-  for (let i = 0; i < 4; i++) {
+  // until the stalled worker has been tried (two random choices may pass it by a few times)
+  for (let i = 0; i < 12 && (i < 4 || ups[0]!.requests.length === 0); i++) {
+    const before = ups[0]!.requests.length;
     const got = await post(r, chat(5));
+    const moved = ups[0]!.requests.length > before;
     assert.equal(got.status, 200);
     assert.equal(got.worker, ups[1]!.id);
     assert.equal(got.text, words(5), `attempt ${i}`);
     assert.equal(got.roles, 1);
     assert.equal(got.ids.size, 1);
+    if (moved) assert.ok(got.raw.endsWith(`: tailgate redispatched=1 migrated=0 worker=${ups[1]!.id}\n\ndata: [DONE]\n\n`), 'the rescue mark just before [DONE]');
+    else assert.ok(!got.raw.includes(': tailgate'), 'no mark on an ordinary stream');
   }
   assert.ok(ups[0]!.requests.length >= 1, 'the stalled worker was tried');
   assert.match(await r.metrics(), new RegExp(`tailgate_router_requests_redispatched_total\\{worker="${ups[0]!.id}"\\} [1-9]`));
@@ -263,6 +276,7 @@ test('migrates a stream whose worker stalls mid-way: one coherent stream, correc
   assert.equal(got.ids.size, 1, 'one stream id');
   assert.equal(got.roles, 1);
   assert.deepEqual(got.usage, { prompt_tokens: 4, completion_tokens: 8, total_tokens: 12 });
+  assert.match(got.raw, /\n\n: tailgate redispatched=0 migrated=1 worker=127\.0\.0\.1:\d+\n\ndata: \[DONE\]\n\n$/, 'the rescue mark names the worker that finished');
   assert.match(await r.metrics(), /tailgate_router_requests_migrated_total\{worker="[^"]+"\} 1/);
   await settle(r);
 });

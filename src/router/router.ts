@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { RealClock, TailgateError, createRng } from '../core/index.js';
 import { malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
 import { Dispatcher, createPolicy, usesAdaptiveDefaults, type DeadlineSetting } from '../routing/index.js';
-import { Backend } from './backend.js';
+import { Backend, type BackendPoolOptions } from './backend.js';
 import { BackendSet, forgetWorkerGauges } from './dynamic-backends.js';
 import { clusterMetricsSource } from './cluster.js';
 import { HealthTracker } from './health.js';
@@ -29,7 +29,12 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   const policyName = opts.policy ?? 'adaptive';
   const adaptive = usesAdaptiveDefaults(policyName);
   const clock = new RealClock();
-  const backends = dedupe(opts.backends).map((u) => new Backend(u, { ...(opts.ca !== undefined ? { ca: opts.ca } : {}), ...(opts.connectionsPerBackend !== undefined ? { connections: opts.connectionsPerBackend } : {}) }));
+  const pool: BackendPoolOptions = {
+    ...(opts.ca !== undefined && { ca: opts.ca }),
+    ...(opts.connectionsPerBackend !== undefined && { connections: opts.connectionsPerBackend }),
+    ...(opts.backendApiKey !== undefined && { apiKey: opts.backendApiKey }),
+  };
+  const backends = dedupe(opts.backends).map((u) => new Backend(u, pool));
   const byId = new Map(backends.map((b) => [b.id, b]));
   const off: DeadlineSetting = 'off';
   const floor = opts.deadlineFloorMs ?? 1000;
@@ -55,7 +60,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   const health = new HealthTracker(backends, clock, opts.health ?? {}, syncWorker, (b) => metrics.ejected.inc({ worker: b.id }), dispatcher);
   const backendSet = new BackendSet({
     backends, byId, dispatcher, health,
-    pool: { ...(opts.ca !== undefined ? { ca: opts.ca } : {}), ...(opts.connectionsPerBackend !== undefined ? { connections: opts.connectionsPerBackend } : {}) },
+    pool,
     forget: (id) => forgetWorkerGauges(metrics.registry, id),
   });
   const active = new Set<ProxyCall>();
