@@ -43,6 +43,25 @@ test('tailgate simulate: a scenario file, Monte Carlo per policy, JSON and HTML 
   assert.match(page, /single-worker-backup/);
 });
 
+test('tailgate simulate --explain: where the tokens went, per second, in the console, the JSON and the report', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-sim-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'tiny.yaml');
+  await writeFile(file, SCENARIO);
+  const json = join(dir, 'out.json');
+  const html = join(dir, 'out.html');
+  const r = await runCli(['simulate', '--scenario', file, '--policies', 'adaptive', '--trials', '1', '--explain', '--json', json, '--html', html]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /where the tokens went: tiny-stall \/ adaptive, trial seed 1/);
+  assert.match(r.stdout, /healthy\s+-faults\s+=bound\s+-stuck\s+-router queue\s+-probation\s+-idle slots\s+-redone\s+-other\s+=delivered/);
+  assert.match(r.stdout, /the faults leave 0\.\d+ of healthy capacity at best/);
+  const doc = JSON.parse(await readFile(json, 'utf8')) as { policies: Record<string, { explain?: { total: { faults: number; bound: number; delivered: number }; perSecond: unknown[] } }> };
+  const e = doc.policies['adaptive']!.explain!;
+  assert.ok(e.total.faults > 0 && e.total.delivered > 0 && e.total.delivered <= e.total.bound * 1.02, 'the stall shows as lost capacity');
+  assert.ok(e.perSecond.length >= 3);
+  assert.match(await readFile(html, 'utf8'), /where the tokens went/);
+});
+
 test('tailgate simulate: bad input exits 2 with one line', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'tailgate-sim-'));
   t.after(() => rm(dir, { recursive: true, force: true }));

@@ -10,6 +10,7 @@ interface SimulateFlags {
   seed: number;
   json?: string;
   html?: string;
+  explain?: boolean;
 }
 
 const collectList = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
@@ -23,12 +24,13 @@ export function registerSimulate(program: Command): void {
     .command('simulate')
     .description('what-if in virtual time: the same engines and routing policies, many seeded trials, gate fail probability per policy')
     .option('--scenario <file>', 'scenario YAML file (repeatable)', collectList)
-    .option('--preset <name>', 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-bursty, aicr-h100-slow, shared-prefix (repeatable)', collectList)
+    .option('--preset <name>', 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-stall-2, aicr-h100-stall-3, aicr-h100-bursty, aicr-h100-slow, aicr-h100-slow-worker, shared-prefix (repeatable)', collectList)
     .option('--policies <list>', 'comma-separated routing policies', 'round-robin,least-loaded,p2c,adaptive')
     .option('--trials <n>', 'seeded trials per policy and scenario', intArg(1), 200)
     .option('--seed <n>', 'seed of the first trial (trial t uses seed + t)', intArg(0), 1)
     .option('--json <file>', 'write the results as JSON')
     .option('--html <file>', 'write a self-contained HTML report')
+    .option('--explain', 'per second of the first trial of each policy, where the tokens went: faults, streams stuck on stalled workers, router queue, probation, idle slots, prefill done again')
     .action(async (flags: SimulateFlags) => {
       const sim = await import('../sim/index.js');
       const { POLICY_NAMES } = await import('../routing/index.js');
@@ -56,6 +58,7 @@ export function registerSimulate(program: Command): void {
             policies: policies as (typeof POLICY_NAMES)[number][],
             trials: flags.trials,
             seed: flags.seed,
+            explain: flags.explain === true,
             onTrial: tty ? (p, t) => process.stderr.write(`\r${scenario.name} ${p}: trial ${t + 1}/${flags.trials}   `) : undefined,
           }),
         }));

@@ -18,6 +18,8 @@ export interface MonteCarloOptions {
    * requests a trial, every trial folds its records into histograms as they end.
    */
   sim?: SimOptions;
+  /** The first trial of each policy works out where its lost tokens went (`SimResult.explanation`). @default false */
+  explain?: boolean;
   /** Called after each trial (progress). */
   onTrial?: ((policy: PolicyName, trial: number, result: SimResult) => void) | undefined;
 }
@@ -114,7 +116,7 @@ export function runMonteCarlo(opts: MonteCarloOptions): MonteCarloResult {
     for (let t = 0; t < opts.trials; t++) {
       // Later trials need only the summary: no records kept (the same figures, to the last bit; at
       // fleet scale every trial, the first too, keeps histograms only).
-      const r = runScenario(opts.scenario, policy, opts.seed + t, t === 0 ? first : later);
+      const r = runScenario(opts.scenario, policy, opts.seed + t, t === 0 ? (opts.explain ? { ...first, explain: true } : first) : later);
       if (t === 0) representative[policy] = r;
       if (!r.pass) failures++;
       ttft.push(stat(r, 'time_to_first_token', 'p99'));

@@ -34,6 +34,18 @@ export const PRESETS: Readonly<Record<string, Scenario>> = Object.freeze({
     description: 'the seed setup with worker 3 stalled from t=6s for 15s, in the middle of the measured window (the single-worker backup)',
     faults: [{ worker: 3, kind: 'stall', atMs: 6000, forMs: 15_000 }],
   },
+  'aicr-h100-stall-2': {
+    ...AICR_H100,
+    name: 'aicr-h100-stall-2',
+    description: 'the seed setup with two workers stalled at overlapping times: worker 3 from t=6s for 15s, worker 5 from t=10s for 10s',
+    faults: [{ worker: 3, kind: 'stall', atMs: 6000, forMs: 15_000 }, { worker: 5, kind: 'stall', atMs: 10_000, forMs: 10_000 }],
+  },
+  'aicr-h100-stall-3': {
+    ...AICR_H100,
+    name: 'aicr-h100-stall-3',
+    description: 'the seed setup with three workers stalled at overlapping times: worker 3 from t=6s for 15s, worker 6 from t=8s for 6s, worker 5 from t=10s for 10s',
+    faults: [{ worker: 3, kind: 'stall', atMs: 6000, forMs: 15_000 }, { worker: 6, kind: 'stall', atMs: 8000, forMs: 6000 }, { worker: 5, kind: 'stall', atMs: 10_000, forMs: 10_000 }],
+  },
   'aicr-h100-bursty': {
     ...AICR_H100,
     name: 'aicr-h100-bursty',
@@ -45,6 +57,12 @@ export const PRESETS: Readonly<Record<string, Scenario>> = Object.freeze({
     name: 'aicr-h100-slow',
     description: 'the seed setup with every worker 1.6x slower for the whole run (broad degradation: nothing to route around)',
     faults: Array.from({ length: 8 }, (_, worker) => ({ worker, kind: 'slow' as const, atMs: 0, forMs: 3_600_000, factor: 1.6 })),
+  },
+  'aicr-h100-slow-worker': {
+    ...AICR_H100,
+    name: 'aicr-h100-slow-worker',
+    description: 'the seed setup with worker 3 ten times slower for the whole run (one degraded GPU: route around it without dropping it)',
+    faults: [{ worker: 3, kind: 'slow', atMs: 0, forMs: 3_600_000, factor: 10 }],
   },
   'shared-prefix': {
     ...AICR_H100,

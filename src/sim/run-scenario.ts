@@ -7,6 +7,7 @@ import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
 import { AttemptRoute, SimAttempt, SimRequest, type AttemptHost } from './sim-attempt.js';
+import { ExplainSamples, explain, type Explanation } from './explain.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
 
@@ -28,6 +29,8 @@ export interface SimOptions {
   sampleMs?: number;
   /** Stop simulating after this much virtual time (ms), whatever is left. @default 3_600_000 */
   maxSimulatedMs?: number;
+  /** Work out where the lost tokens went (`SimResult.explanation`), from the in-flight samples. @default false */
+  explain?: boolean;
 }
 
 /** One simulated trial: the same records, summary, gates and shape as a live run. */
@@ -58,6 +61,8 @@ export interface SimResult {
   prefixCacheQueries: number;
   /** False when `maxSimulatedMs` stopped the run before every request ended. */
   completed: boolean;
+  /** Where the profiling window's tokens went (with `explain`). */
+  explanation?: Explanation;
 }
 
 /** A record to fill in (the simulator's server counts are its client counts). */
@@ -121,6 +126,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   let redispatched = 0;
   let migrated = 0;
   let rejected = 0;
+  /** Answer tokens that migrated continuations prefill again (for `explain`). */
+  let redoneTokens = 0;
+  let profilingStartMs = Number.NaN;
   let seq = 0;
   let lastEndMs = 0;
 
@@ -245,6 +253,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     } else {
       req.migrated = true;
       migrated++;
+      redoneTokens += req.tokens;
     }
     if (kind === 'migrate' || fe.dispatcher.missedFirstToken(a.workerId, a.startMs, a.position)) fe.failure(a.workerId);
     engines[a.route.worker]!.abort(a.ticket);
@@ -341,6 +350,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const closed = scenario.load.kind === 'closed';
   const startPhase = (phase: RequestRecord['phase']): void => {
     currentPhase = phase;
+    if (phase === 'profiling') profilingStartMs = clock.now();
     const pc = phaseCounts[phase];
     if (pc.total === 0) {
       phaseDone(phase);
@@ -414,6 +424,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const inflight = ids.map(() => [] as number[]);
   const running = ids.map(() => [] as number[]);
   const waiting = ids.map(() => [] as number[]);
+  const explained = opts.explain ? new ExplainSamples(n) : null;
   const sample = (): void => {
     tMs.push(clock.now());
     for (let w = 0; w < n; w++) {
@@ -423,7 +434,17 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       running[w]!.push(engines[w]!.running);
       waiting[w]!.push(engines[w]!.waiting);
     }
+    explainSample();
   };
+  function explainSample(): void {
+    if (!explained) return;
+    let queued = 0;
+    for (const fe of frontends) queued += fe.dispatcher.queueLength;
+    explained.add(clock.now(), queued, redoneTokens, (w) => {
+      const e = engines[w]!;
+      return { inflight: inflight[w]!.at(-1)!, running: e.running, slowFactor: e.stalled ? 0 : e.slowFactor, generated: e.stats().generationTokensTotal };
+    });
+  }
   sample();
   every(sampleMs, sample);
 
@@ -433,15 +454,22 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   if (!finished) {
     lastEndMs = Math.max(lastEndMs, Math.min(clock.now(), maxSimulatedMs));
     sample();
+  } else if (explained && explained.tMs.at(-1)! < clock.now()) {
+    // The last tokens came after the last periodic sample.
+    inflight.forEach((s) => s.push(0));
+    explainSample();
+    inflight.forEach((s) => s.pop());
   }
   let generatedTokens = 0;
   let prefixCacheHits = 0;
   let prefixCacheQueries = 0;
+  let prefillTokens = 0;
   for (const e of engines) {
     const st = e.stats();
     generatedTokens += st.generationTokensTotal;
     prefixCacheHits += st.prefixCacheHitsTotal;
     prefixCacheQueries += st.prefixCacheQueriesTotal;
+    prefillTokens += st.prefillTokensTotal;
   }
   for (const t of timers) t.cancel();
   schedule.close();
@@ -476,5 +504,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     prefixCacheHits,
     prefixCacheQueries,
     completed: finished,
+    ...(explained
+      ? { explanation: explain(explained, profile, engines[0]!.maxNumSeqs, generatedTokens > 0 ? prefillTokens / generatedTokens : 0, Number.isNaN(profilingStartMs) ? 0 : profilingStartMs, lastEndMs) }
+      : {}),
   };
 }

@@ -2,6 +2,7 @@ import { describeGate } from '../gate/index.js';
 import type { Chart, ReportDoc, ReportSection } from '../report/index.js';
 import type { PolicyName } from '../routing/index.js';
 import { timeSeries } from '../stats/index.js';
+import type { Explanation, LossWaterfall } from './explain.js';
 import type { MonteCarloResult, PolicyOutcome } from './monte-carlo.js';
 import type { Scenario } from './scenario.js';
 
@@ -56,7 +57,8 @@ export function simulateJson(run: SimulateRun): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     for (const p of run.policies) {
       const o = r.policies[p];
-      if (o) out[p] = policyJson(o);
+      const explanation = r.representative[p]?.explanation;
+      if (o) out[p] = explanation ? { ...policyJson(o), explain: { seed: r.representative[p]!.seed, ...explanation } } : policyJson(o);
     }
     return out;
   };
@@ -114,6 +116,30 @@ function matrixRows(run: SimulateRun): string[][] {
   return rows;
 }
 
+/** The waterfall's columns: key, heading (k tok/s). */
+const LOSS_COLUMNS: readonly [keyof LossWaterfall, string][] = [
+  ['healthy', 'healthy'], ['faults', '-faults'], ['bound', '=bound'], ['stuck', '-stuck'], ['routerQueue', '-router queue'],
+  ['probation', '-probation'], ['idleSlots', '-idle slots'], ['redone', '-redone'], ['other', '-other'], ['delivered', '=delivered'],
+];
+
+/** Rows of the loss waterfall in k tok/s: one per second of the profiling window, then the window. */
+function explainRows(e: Explanation): string[][] {
+  const k = (v: number): string => (v / 1000).toFixed(1);
+  const row = (x: LossWaterfall, label: string): string[] => [label, ...LOSS_COLUMNS.map(([key]) => k(x[key]))];
+  return [
+    ['second (s)', ...LOSS_COLUMNS.map(([, h]) => h)],
+    ...e.perSecond.map((x) => row(x, `${(x.fromMs / 1000).toFixed(1)}-${(x.toMs / 1000).toFixed(1)}`)),
+    row(e.total, 'window'),
+  ];
+}
+
+/** One line under the waterfall: the bound as a share of healthy, and what routing kept of it. */
+function explainVerdict(e: Explanation): string {
+  const t = e.total;
+  const share = (a: number, b: number): string => (b > 0 ? (a / b).toFixed(3) : 'n/a');
+  return `window ${(t.fromMs / 1000).toFixed(1)}-${(t.toMs / 1000).toFixed(1)} s: the faults leave ${share(t.bound, t.healthy)} of healthy capacity at best (bound); delivered ${share(t.delivered, t.healthy)} of healthy, ${share(t.delivered, t.bound)} of the bound`;
+}
+
 /** The console text: one table per scenario, the policy x scenario table, and the time figures. */
 export function formatSimulate(run: SimulateRun): string {
   const out: string[] = [];
@@ -121,6 +147,11 @@ export function formatSimulate(run: SimulateRun): string {
     out.push(`scenario ${scenario.name}: ${scenario.description || `${scenario.workers} workers`}`);
     out.push(`gates: ${scenario.gates.map(describeGate).join('; ') || '(none)'}; ${run.trials} trials per policy, seeds ${run.seed}..${run.seed + run.trials - 1}`);
     out.push(table(policyRows(run, result)), '');
+    for (const p of run.policies) {
+      const rep = result.representative[p];
+      if (!rep?.explanation) continue;
+      out.push(`where the tokens went: ${scenario.name} / ${p}, trial seed ${rep.seed} (k tok/s)`, table(explainRows(rep.explanation)), explainVerdict(rep.explanation), '');
+    }
   }
   if (run.scenarios.length > 1) out.push(table(matrixRows(run)), '');
   const t = totals(run);
@@ -180,6 +211,14 @@ export function simulateReportDoc(run: SimulateRun): ReportDoc {
         });
       }
       sections.push({ title: `${scenario.name} / ${p}: ${rep.shape.shape}`, text: rep.shape.explanation, charts });
+      if (rep.explanation) {
+        const rows = explainRows(rep.explanation);
+        sections.push({
+          title: `${scenario.name} / ${p}: where the tokens went (k tok/s, trial seed ${rep.seed})`,
+          text: `${explainVerdict(rep.explanation)}. Each row: healthy capacity, minus what the faults take (leaving the bound no routing can beat), minus streams stuck on stalled workers, waiting in the router, room left on a worker on probation after a stall and on the others, prefill done again, and what the step model does not explain, equals what the engines delivered.`,
+          table: { columns: rows[0]!, rows: rows.slice(1) },
+        });
+      }
     }
   }
   if (run.scenarios.length > 1) {
