@@ -63,6 +63,7 @@ export const VALIDATE_FLAGS: readonly ValidateFlag[] = [
   { flags: '--api-key <key>', description: 'sent as Authorization: Bearer <key>' },
   { flags: '--gpu-metrics <url>', description: "a dcgm-exporter /metrics URL (GPU utilisation, power, clocks, XID) scraped during trials to name the failure's locus; repeatable", parse: collect as Parser },
   { flags: '--gpu-map <worker=gpu>', description: 'map a GPU (UUID, Hostname/gpu, pod or index) to a worker (host:port) when the pod label does not name it; repeatable', parse: collect as Parser },
+  { flags: '--fail-on-warning', description: 'a worker that stands out (ejected, failing, rescued, slow, starved, throttled, preempting, losing cache hits) fails the verdict, exit 1' },
 ];
 
 function attributeOf(flags: string): string {

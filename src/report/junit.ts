@@ -8,10 +8,12 @@ export interface JunitCase {
   failure: string | null;
 }
 
-/** A named group of cases (e.g. one trial). */
+/** A named group of cases (e.g. one trial), with facts that are not failures as properties and system-out. */
 export interface JunitSuite {
   name: string;
   cases: JunitCase[];
+  properties?: { name: string; value: string }[];
+  systemOut?: string;
 }
 
 const secs = (ms: number): string => (Math.max(0, ms) / 1000).toFixed(3);
@@ -35,6 +37,9 @@ export function junitXml(suites: readonly JunitSuite[]): string {
     const f = s.cases.filter((c) => c.failure !== null).length;
     const t = s.cases.reduce((u, c) => u + c.timeMs, 0);
     out.push(`  <testsuite name="${escapeXml(s.name)}" tests="${s.cases.length}" failures="${f}" errors="0" skipped="0" time="${secs(t)}">`);
+    if (s.properties && s.properties.length > 0) {
+      out.push('    <properties>', ...s.properties.map((p) => `      <property name="${escapeXml(p.name)}" value="${escapeXml(p.value)}"/>`), '    </properties>');
+    }
     for (const c of s.cases) {
       const open = `    <testcase name="${escapeXml(c.name)}" classname="${escapeXml(c.classname)}" time="${secs(c.timeMs)}"`;
       if (c.failure === null) out.push(`${open}/>`);
@@ -43,6 +48,7 @@ export function junitXml(suites: readonly JunitSuite[]): string {
         out.push(`${open}>`, `      <failure message="${escapeXml(firstLine)}" type="GateFailure">${escapeXml(c.failure)}</failure>`, '    </testcase>');
       }
     }
+    if (s.systemOut !== undefined && s.systemOut !== '') out.push(`    <system-out>${escapeXml(s.systemOut)}</system-out>`);
     out.push('  </testsuite>');
   }
   out.push('</testsuites>');

@@ -102,8 +102,21 @@ export class Collector {
     return { targets };
   }
 
-  /** Stops the loops, cancels scrapes in flight, and returns everything collected. */
-  async stop(): Promise<CollectorSeries> {
+  /**
+   * Stops the loops, cancels scrapes in flight, and returns everything collected. With
+   * `finalScrape`, scrapes in flight are let finish and every target is read once more first, so
+   * counters' deltas cover the whole run up to now.
+   */
+  async stop(opts: { finalScrape?: boolean } = {}): Promise<CollectorSeries> {
+    if (opts.finalScrape === true && this.started && !this.stopped) {
+      this.stopped = true;
+      for (const l of this.loops) {
+        if (l.timer !== null) clearTimeout(l.timer);
+        l.timer = null;
+      }
+      await Promise.all(this.loops.map((l) => l.running));
+      await Promise.all(this.loops.map((l) => this.scrape(l)));
+    }
     this.stopped = true;
     this.abort.abort();
     for (const l of this.loops) {

@@ -1,15 +1,17 @@
 import type { GpuSeries } from '../gate/index.js';
+import { pickCounters } from './worker-figures.js';
 import { describeGpu, gpuValueKey, mapGpusToWorkers, pickDefault, type CollectorSeries, type GpuField, type GpuIdentity, type GpuMapEntry, type Sample, type TargetSeries } from '../scrape/index.js';
 
 /** Key of the router's queue length in the collector's router target. */
 export const ROUTER_QUEUE_KEY = 'router:queue_length';
 
-/** The collector pick of validate's router and worker targets: the default pick plus the router's queue length. */
+/** The collector pick of validate's router and worker targets: the default pick, the router's queue length and the counters the warnings read. */
 export function validatePick(samples: Sample[]): Record<string, number> {
   const out = pickDefault(samples);
   let queue: number | null = null;
   for (const s of samples) if (s.name === 'tailgate_router_queue_length') queue = (queue ?? 0) + s.value;
   if (queue !== null) out[ROUTER_QUEUE_KEY] = queue;
+  pickCounters(samples, out);
   return out;
 }
 

@@ -47,6 +47,8 @@ export interface ValidateInput {
   gpuMetrics?: string[];
   /** `WORKER=GPU` entries mapping GPUs to workers when the `pod` label does not. */
   gpuMap?: string[];
+  /** A worker warning fails the verdict (exit 1). */
+  failOnWarning?: boolean;
 }
 
 /** Every field of {@link ValidateInput}, in help order (the recipe accepts exactly these, kebab-case). */
@@ -56,6 +58,7 @@ export const INPUT_FIELDS = [
   'probeTimeout', 'trialTimeout', 'scrapeInterval', 'sweep', 'endpointType', 'streaming', 'syntheticInputTokensMean',
   'syntheticInputTokensStddev', 'outputTokensMean', 'outputTokensStddev', 'requestCount', 'warmupRequestCount',
   'randomSeed', 'numDatasetEntries', 'requestTimeoutSeconds', 'extraInputs', 'header', 'apiKey', 'gpuMetrics', 'gpuMap',
+  'failOnWarning',
 ] as const satisfies readonly (keyof ValidateInput)[];
 
 /** `concurrencyPerGpu` -> `concurrency-per-gpu` (the recipe key and the flag name). */

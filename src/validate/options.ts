@@ -49,6 +49,8 @@ export interface ResolvedValidateOptions {
   gpuMetricsUrls: string[];
   /** Explicit GPU -> worker mapping (`--gpu-map`). */
   gpuMap: GpuMapEntry[];
+  /** Worker warnings fail the verdict. */
+  failOnWarning: boolean;
 }
 
 /** Defaults; token lengths, seed and dataset size follow the reference recipe (REFERENCE §1). */
@@ -200,6 +202,7 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
     apiKey: input.apiKey ?? null,
     gpuMetricsUrls: (input.gpuMetrics ?? []).map(gpuMetricsUrl),
     gpuMap: parseGpuMap(input.gpuMap ?? []),
+    failOnWarning: input.failOnWarning ?? false,
   };
 }
 

@@ -80,6 +80,7 @@ const RECIPE_SHAPE = {
   apiKey: z.string(),
   gpuMetrics: stringList,
   gpuMap: stringList,
+  failOnWarning: z.boolean(),
 } satisfies Record<(typeof INPUT_FIELDS)[number], z.ZodType>;
 
 const RECIPE = z.strictObject(Object.fromEntries(INPUT_FIELDS.map((f) => [kebab(f), RECIPE_SHAPE[f].optional()])) as Record<string, z.ZodType>);

@@ -3,6 +3,7 @@ import type { ReportDoc, ReportSection } from '../report/index.js';
 import { trialReportSections } from './report-sections.js';
 import type { SummaryInput } from './summary-text.js';
 import { TAILGATE_VERSION } from './verdict-doc.js';
+import { mergeEvidence } from './worker-figures.js';
 
 const int = (v: number): number => Math.round(v);
 
@@ -59,6 +60,17 @@ export function validateReportDoc(s: SummaryInput): ReportDoc {
       }),
     },
   });
+  const warnings = s.trials.flatMap((t) => t.warnings);
+  sections.push({
+    title: `Warnings: ${warnings.length === 0 ? 'none' : warnings.length}`,
+    text: `Workers that stood out from the fleet's median, passing trial or not (rules: docs/validate.md, "Warnings"). Evidence: ${mergeEvidence(s.trials.map((t) => t.warningEvidence)).text}.`,
+    ...(warnings.length > 0 ? {
+      table: {
+        columns: ['trial', 'worker', 'rule', 'figure', 'value', 'fleet median', 'evidence', 'locus'],
+        rows: warnings.map((w) => [w.trial, w.workerName, w.rule, w.figure, w.value, w.fleetMedian, w.source, w.locus]),
+      },
+    } : {}),
+  });
   const sweep = sweepSection(s);
   if (sweep) sections.push(sweep);
   for (const t of s.trials) {
@@ -71,6 +83,7 @@ export function validateReportDoc(s: SummaryInput): ReportDoc {
         shape: t.shape,
         ...(t.gpu ? { gpuSeries: t.gpu.perWorker } : {}),
         locus: t.locus,
+        warnings: t.warnings,
         gates: t.gates,
         verdict: t.pass ? 'pass' : 'fail',
       }),

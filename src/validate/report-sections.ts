@@ -2,6 +2,7 @@ import type { RequestRecord } from '../core/index.js';
 import { describeGate, type GateResult, type GpuSeries, type LocusVerdict, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import type { Chart, ReportSection } from '../report/index.js';
 import { timeSeries } from '../stats/index.js';
+import type { WorkerWarning } from './warnings.js';
 
 /** Input of {@link trialReportSections}: one trial (or any run with records and per-worker series). */
 export interface TrialReportInput {
@@ -18,6 +19,8 @@ export interface TrialReportInput {
   gpuSeries?: Record<string, GpuSeries>;
   /** Where the failure lives, written under the shape. */
   locus?: LocusVerdict | null;
+  /** Workers that stood out: named in the text and marked (`⚠ rule`) on their lines of the per-worker charts. */
+  warnings?: readonly WorkerWarning[];
   /** Bucket of the TTFT and throughput charts. @default 1000 */
   bucketMs?: number;
 }
@@ -46,6 +49,10 @@ export function trialReportSections(t: TrialReportInput): ReportSection[] {
     const l = t.locus;
     text.push(`Locus: ${l.locus}${l.worker ? ` (worker ${l.worker}${l.gpu ? `, ${l.gpu}` : ''})` : ''}. ${l.explanation}${l.missing.length > 0 ? ` Missing: ${l.missing.join('; ')}.` : ''}`);
   }
+  const warned = new Map<string, string[]>();
+  for (const w of t.warnings ?? []) warned.set(w.worker, [...(warned.get(w.worker) ?? []), w.rule]);
+  for (const w of t.warnings ?? []) text.push(`Warning: ${w.message}; locus ${w.locus}.`);
+  const lineName = (w: string): string => (warned.has(w) ? `${w} ⚠ ${warned.get(w)!.join(', ')}` : w);
   const charts: Chart[] = [];
   const workers = Object.keys(t.workerSeries).sort();
   if (workers.length > 0) {
@@ -57,7 +64,7 @@ export function trialReportSections(t: TrialReportInput): ReportSection[] {
       kind: 'step',
       series: workers.map((w) => {
         const s = t.workerSeries[w]!;
-        return { name: w, points: s.tMs.map((x, i) => [sec(x, originMs), s.inflight[i] ?? 0] as [number, number]) };
+        return { name: lineName(w), points: s.tMs.map((x, i) => [sec(x, originMs), s.inflight[i] ?? 0] as [number, number]) };
       }),
     });
   }
@@ -75,7 +82,7 @@ export function trialReportSections(t: TrialReportInput): ReportSection[] {
         const v = g[key][i];
         if (v !== undefined && Number.isFinite(v)) points.push([sec(x, originMs), v]);
       });
-      return { name: w, points };
+      return { name: lineName(w), points };
     }),
   });
   if (gpuWorkers.length > 0) {

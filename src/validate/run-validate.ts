@@ -155,6 +155,11 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     if (verdict === 'pass' && o.passRule === 'median' && trials.filter((t) => !t.pass && ['errors', 'under-provisioned'].includes(t.shape.shape)).length * 2 >= trials.length) verdict = 'fail';
     reason = reasonFor(verdict, trials, o, aggregate, interrupted);
   }
+  const warnings = trials.flatMap((t) => t.warnings);
+  if (o.failOnWarning && verdict === 'pass' && warnings.length > 0) {
+    verdict = 'fail';
+    reason = `The gates passed, but --fail-on-warning and ${warnings.length} worker warning(s): ${warnings.slice(0, 3).map((w) => `${w.workerName} ${w.rule}`).join('; ')}${warnings.length > 3 ? '; ...' : ''}. ${reason}`;
+  }
   const s: SummaryInput = { o, verdict, reason, readiness, trials, aggregate, sweep, outDir: o.outDir };
   const { files, doc, summaryText } = await writeOutputs(o, s, { interrupted, startedAt });
   return { verdict, exitCode: verdict === 'pass' ? 0 : 1, reason, readiness, trials, aggregate, sweep, interrupted, outDir: o.outDir, files, doc, summaryText };

@@ -5,6 +5,8 @@ import type { SweepOutcome, Verdict } from './outcome.js';
 import type { Readiness } from './readiness.js';
 import type { TrialOutcome } from './trial.js';
 import type { TrialsAggregate } from '../gate/index.js';
+import type { WorkerWarning } from './warnings.js';
+import { mergeEvidence } from './worker-figures.js';
 
 /** What the summaries read. */
 export interface SummaryInput {
@@ -62,12 +64,31 @@ export function consoleSummary(s: SummaryInput): string {
     const k = s.sweep;
     lines.push(`  knee: ${k.kneeConcurrencyPerGpu === null ? 'none found' : `${k.kneeConcurrencyPerGpu} per GPU`}; recommended: ${k.recommendedConcurrencyPerGpu === null ? 'none' : `${k.recommendedConcurrencyPerGpu} per GPU (${k.recommendedConcurrencyPerGpu * s.o.gpus} total)`}`);
   }
+  if (s.trials.length > 0) {
+    const groups = groupedWarnings(s.trials);
+    lines.push(`  warnings: ${groups.length === 0 ? 'none' : groups.length} (evidence: ${evidenceLine(s.trials)})${groups.length > 0 && !s.o.failOnWarning ? '; --fail-on-warning makes them fail the verdict' : ''}`);
+    for (const g of groups) lines.push(`    WARNING ${g.w.message}; locus ${g.w.locus} (${g.trials.join(', ')})`);
+  }
   lines.push(`  why: ${s.reason}`);
   lines.push(`  files: ${s.outDir}/ (verdict.json, junit.xml, summary.md, report.html${s.trials.length > 0 ? `, ${s.trials[0]!.label}/...` : ''})`);
   return `${lines.join('\n')}\n`;
 }
 
 const md = (v: string): string => v.replace(/\|/g, '\\|');
+
+/** Warnings grouped by worker and rule (the first trial's figures), with the trials each was seen in. */
+function groupedWarnings(trials: readonly TrialOutcome[]): { w: WorkerWarning; trials: string[] }[] {
+  const groups = new Map<string, { w: WorkerWarning; trials: string[] }>();
+  for (const w of trials.flatMap((t) => t.warnings)) {
+    const k = `${w.worker}\u0000${w.rule}`;
+    const g = groups.get(k);
+    if (g) g.trials.push(w.trial);
+    else groups.set(k, { w, trials: [w.trial] });
+  }
+  return [...groups.values()];
+}
+
+const evidenceLine = (trials: readonly TrialOutcome[]): string => mergeEvidence(trials.map((t) => t.warningEvidence)).text;
 
 /** `summary.md`: the same facts as the terminal summary, as Markdown tables (CI job summaries render it). */
 export function summaryMarkdown(s: SummaryInput): string {
@@ -98,6 +119,17 @@ export function summaryMarkdown(s: SummaryInput): string {
         const l = t.locus!;
         out.push(`- **${t.label}**: locus \`${l.locus}\`${l.worker ? ` (worker ${l.worker}${l.gpu ? `, ${md(l.gpu)}` : ''})` : ''}: ${md(l.explanation)}${l.missing.length > 0 ? ` Missing: ${md(l.missing.join('; '))}.` : ''}`);
       }
+      out.push('');
+    }
+  }
+  if (s.trials.length > 0) {
+    const groups = groupedWarnings(s.trials);
+    out.push('## Warnings', '', `Workers that stood out from the fleet's median: ${groups.length === 0 ? 'none' : groups.length}. Evidence: ${evidenceLine(s.trials)}.${s.o.failOnWarning ? ' `--fail-on-warning` was set.' : ''}`, '');
+    if (groups.length > 0) {
+      out.push('| worker | rule | figure | value | fleet median | evidence | locus | trials |', '|---|---|---|---:|---:|---|---|---|');
+      for (const { w, trials } of groups) out.push(`| ${md(w.workerName)} | ${w.rule} | ${w.figure} | ${w.value}${w.unit === 'count' ? '' : ` ${w.unit}`} | ${w.fleetMedian} | ${w.source} | ${w.locus} | ${trials.join(', ')} |`);
+      out.push('');
+      for (const { w } of groups) out.push(`- ${md(w.message)}${w.missing.length > 0 ? ` Missing: ${md(w.missing.join('; '))}.` : ''}`);
       out.push('');
     }
   }

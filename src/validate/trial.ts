@@ -7,6 +7,8 @@ import { ROUTER_TARGET, trialEvidence, workerSeriesFrom } from './evidence.js';
 import { requestCountFor, warmupCountFor, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
 import { formatWait, type Readiness } from './readiness.js';
 import { ROUTER_QUEUE_KEY, gpuTelemetry, validatePick, type TrialGpuTelemetry } from './gpu-evidence.js';
+import { workerNamer, workerWarnings, type WorkerWarning } from './warnings.js';
+import { workerFigures, type WarningEvidence } from './worker-figures.js';
 
 /** One host-pressure sample, at `tMs` from the trial's origin. */
 export interface HostSample extends HostPressure {
@@ -28,6 +30,10 @@ export interface TrialOutcome {
   locus: LocusVerdict | null;
   /** GPU telemetry per worker (`--gpu-metrics`); null when none was asked for. */
   gpu: TrialGpuTelemetry | null;
+  /** Workers that stood out from the fleet (passing or failing trial alike). */
+  warnings: WorkerWarning[];
+  /** Which sources the warnings could read. */
+  warningEvidence: WarningEvidence;
   summary: Summary;
   /** Null when the trial could not run at all (see `error`). */
   bench: BenchResult | null;
@@ -133,8 +139,8 @@ export async function runTrial(
     clearInterval(hostTimer);
     signal?.removeEventListener('abort', onAbort);
   }
-  const series = collector ? await collector.stop() : null;
-  const gpuSeries = gpuCollector ? await gpuCollector.stop() : null;
+  // One last reading of every page, so the counters' deltas cover the whole profiling window.
+  const [series, gpuSeries] = await Promise.all([collector?.stop({ finalScrape: true }) ?? null, gpuCollector?.stop({ finalScrape: true }) ?? null]);
   const records = bench?.records ?? [];
   const summary = bench?.summary ?? summarize([]);
   const gates = judgeGates(summary, o.gates);
@@ -188,6 +194,15 @@ export async function runTrial(
       notes,
     });
   }
+  const workerIds = t.readiness.workers.map((w) => w.id);
+  const { figures, evidence: warningEvidence } = workerFigures({
+    workers: workerIds,
+    records,
+    series,
+    gpu: gpu?.perWorker ?? null,
+    window: summary.profilingCount > 0 ? { fromMs: summary.startMs, toMs: summary.endMs } : { fromMs: 0, toMs: performance.now() - originMs },
+  });
+  const warnings = error === null ? workerWarnings(t.label, figures, workerNamer([...workerIds, ...figures.map((f) => f.id)])) : [];
   return {
     index: t.index,
     label: t.label,
@@ -198,6 +213,8 @@ export async function runTrial(
     shape,
     locus,
     gpu,
+    warnings,
+    warningEvidence,
     summary,
     bench,
     records,

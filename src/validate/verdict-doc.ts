@@ -6,6 +6,7 @@ import { requestCountFor, warmupCountFor } from './options.js';
 import type { Readiness } from './readiness.js';
 import type { SummaryInput } from './summary-text.js';
 import type { TrialOutcome } from './trial.js';
+import { mergeEvidence } from './worker-figures.js';
 
 /** Version of the `verdict.json` layout; bumped on any incompatible change. */
 export const VERDICT_SCHEMA_VERSION = 1;
@@ -67,6 +68,8 @@ export function trialJson(t: TrialOutcome): Record<string, unknown> {
     explanation: t.shape.explanation,
     evidence: t.shape.evidence,
     locus: t.locus,
+    warnings: t.warnings,
+    warningEvidence: t.warningEvidence,
     gpuTelemetry: t.gpu === null ? null : { mapped: t.gpu.mapped, unmapped: t.gpu.unmapped, workersWithoutGpu: t.gpu.workersWithoutGpu, problems: t.gpu.problems },
     gates: t.gates.map((g) => ({ metric: g.gate.metric, stat: g.gate.stat, op: g.gate.op, threshold: g.gate.threshold, tolerance: g.gate.tolerance, limit: g.limit, value: g.value, pass: g.pass })),
     metrics: t.summary.metrics,
@@ -134,6 +137,9 @@ export function verdictJson(d: VerdictDocInput): Record<string, unknown> {
     },
     aggregate: d.aggregate ? { verdict: d.aggregate.verdict, passed: d.aggregate.passed, trials: d.aggregate.trials, stats } : null,
     sweep: d.sweep,
+    failOnWarning: d.o.failOnWarning,
+    warnings: d.trials.flatMap((t) => t.warnings),
+    warningEvidence: mergeEvidence(d.trials.map((t) => t.warningEvidence)),
     trials: d.trials.map(trialJson),
   };
 }
@@ -164,7 +170,11 @@ export function junitSuites(readiness: Readiness, trials: readonly TrialOutcome[
     if (!t.pass && gatesPass) {
       cases.push({ name: `trial measured the fleet (shape ${t.shape.shape})`, classname, timeMs, failure: `${t.shape.shape}${t.shape.worker ? ` (worker ${t.shape.worker})` : ''}: ${t.shape.explanation}` });
     }
-    suites.push({ name: t.label, cases });
+    const warned = t.warnings.length > 0 ? {
+      properties: t.warnings.map((w, i) => ({ name: `warning.${i + 1}`, value: `${w.worker} ${w.rule} ${w.figure} ${w.value}${w.unit === 'count' ? '' : w.unit} (fleet median ${w.fleetMedian}${w.unit === 'count' ? '' : w.unit}) [${w.source}] locus ${w.locus}` })),
+      systemOut: t.warnings.map((w) => `WARNING ${w.message}; locus ${w.locus}`).join('\n'),
+    } : {};
+    suites.push({ name: t.label, cases, ...warned });
   }
   return suites;
 }
