@@ -64,7 +64,7 @@ test('a healthy fleet passes: exit 0, verdict.json, junit.xml, summary.md, repor
     assert.equal(typeof trial.metrics['output_token_throughput']!['avg'], 'number');
   }
   const junit = await readFile(join(out, 'junit.xml'), 'utf8');
-  assert.equal((junit.match(/<testcase /g) ?? []).length, 2 + 2 * 2, 'readiness + probe + 2 gates x 2 trials');
+  assert.equal((junit.match(/<testcase /g) ?? []).length, 2 + 2 + 1, 'readiness + probe, 2 gates across trials, the verdict');
   assert.doesNotMatch(junit, /<failure/);
   assert.match(await readFile(join(out, 'summary.md'), 'utf8'), /# tailgate validate: PASS/);
   assert.match(await readFile(join(out, 'report.html'), 'utf8'), /<svg class="chart"/);

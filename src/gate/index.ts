@@ -1,9 +1,9 @@
 export { judgeGates, seedGates, parseGate, defaultTolerance, describeGate, describeResult, metricValue } from './gate.js';
 export type { Gate, GateResult, GateStat } from './gate.js';
-export { classifyTrial, SHAPE_RULES } from './shapes.js';
+export { classifyTrial, figureText, SHAPE_RULES } from './shapes.js';
 export type { Shape, ShapeVerdict, TrialEvidence, WorkerSeries } from './shapes.js';
-export { aggregateTrials } from './trials.js';
-export type { PassRule, TrialStat, TrialsAggregate } from './trials.js';
+export { aggregateTrials, judgeGatesAcrossTrials } from './trials.js';
+export type { GateAcrossTrials, PassRule, TrialStat, TrialsAggregate } from './trials.js';
 export { findKnee } from './knee.js';
 export type { KneeOptions, KneeResult, SweepPoint } from './knee.js';
 export { locateTrial, LOCUS_RULES } from './locus.js';

@@ -131,6 +131,25 @@ function ttftOutlier(summary: Summary): { worker: string; ttftP99Ms: number; med
   return ratio > SHAPE_RULES.backupTtftRatio ? { worker, ttftP99Ms: top.ttftP99Ms!, medianOthers, ratio, requests: top.requests } : null;
 }
 
+const FIGURE_NAMES: Record<string, [string, string]> = {
+  'time_to_first_token.p99': ['TTFT p99', ' ms'],
+  'output_token_throughput.avg': ['throughput', ' tok/s'],
+};
+
+/**
+ * One gated figure against the limit the gate used (threshold x tolerance).
+ *
+ * @example
+ * figureText(result); // 'TTFT p99 4,000 ms past the 1,100 ms ceiling (1,000 x1.1)'
+ */
+export function figureText(g: GateResult): string {
+  const key = `${g.gate.metric}.${g.gate.stat}`;
+  const [name, unit] = FIGURE_NAMES[key] ?? [key, ''];
+  const kind = g.gate.op === '<=' ? 'ceiling' : 'floor';
+  if (g.value === null) return `${name} missing (${kind} ${fmt(g.limit)}${unit})`;
+  return `${name} ${fmt(g.value)}${unit} ${g.pass ? 'within' : 'past'} the ${fmt(g.limit)}${unit} ${kind} (${fmt(g.gate.threshold)} x${g.gate.tolerance})`;
+}
+
 /**
  * Names the shape of one trial. First rule that holds wins:
  * under-provisioned > single-worker-backup > errors > client-bound > knee-jitter > broad-degradation > clean.
@@ -142,20 +161,14 @@ export function classifyTrial(input: TrialEvidence): ShapeVerdict {
   const { summary, gates, expectedWorkers } = input;
   const failed = gates.filter((g) => !g.pass);
   const gatesPass = failed.length === 0;
-  const ttftGate = gates.find((g) => g.gate.metric === 'time_to_first_token' && g.gate.op === '<=');
-  const tputGate = gates.find((g) => g.gate.metric === 'output_token_throughput' && g.gate.op === '>=');
   const base: Record<string, number | string> = {
     requests: summary.profilingCount,
     errors: summary.errorCount,
     expectedWorkers,
   };
   for (const g of gates) if (g.value !== null) base[`${g.gate.metric}.${g.gate.stat}`] = round(g.value, 2);
-  const gateText = (): string => {
-    const parts: string[] = [];
-    if (ttftGate && ttftGate.value !== null) parts.push(`TTFT p99 ${fmt(ttftGate.value)} ms against a ${fmt(ttftGate.gate.threshold)} ms ceiling`);
-    if (tputGate && tputGate.value !== null) parts.push(`throughput ${fmt(tputGate.value)} tok/s against a ${fmt(tputGate.gate.threshold)} floor`);
-    return parts.join(', ');
-  };
+  // Names only the gates that failed (all of them for a clean trial), each against the limit it was judged by.
+  const gateText = (only: readonly GateResult[] = failed): string => only.map(figureText).join(', ');
   const verdict = (shape: Shape, worker: string | null, evidence: Record<string, number | string>, explanation: string): ShapeVerdict =>
     ({ shape, worker, evidence: { ...base, ...evidence }, explanation });
 
@@ -247,5 +260,5 @@ export function classifyTrial(input: TrialEvidence): ShapeVerdict {
     return verdict('broad-degradation', null, { ...peakEvidence(), failedGates: failed.length },
       `Gates failed with load balanced across ${peaks.length || 'the'} workers (largest peak in-flight ${fmt(peaks.length > 0 ? Math.max(...peaks.map((p) => p.peak)) : 0)}, median ${fmt(median(peaks.map((p) => p.peak)))}): ${gateText() || failed.map((f) => `${f.gate.metric}.${f.gate.stat}`).join(', ')}.`);
   }
-  return verdict('clean', null, peakEvidence(), `All ${gates.length} gates passed${gateText() ? `: ${gateText()}` : ''}.`);
+  return verdict('clean', null, peakEvidence(), `All ${gates.length} gates passed${gates.length > 0 ? `: ${gateText(gates)}` : ''}.`);
 }

@@ -1,5 +1,5 @@
 import { isMetricBlock, type Summary } from '../stats/index.js';
-import type { Gate, GateStat } from './gate.js';
+import { judgeGates, type Gate, type GateStat } from './gate.js';
 
 /** How trials combine into one verdict. */
 export type PassRule = 'all' | 'majority' | 'median';
@@ -13,21 +13,74 @@ export interface TrialStat {
   cv: number;
 }
 
-/** The verdict across trials and the spread of each figure (`tag.stat` keys). */
+/** One gate judged across trials under the pass rule (what JUnit, summary.md and the console report). */
+export interface GateAcrossTrials {
+  gate: Gate;
+  /** threshold x tolerance. */
+  limit: number;
+  /** The gate holds under the rule: `all` every trial, `majority` more than half, `median` the median figure. */
+  pass: boolean;
+  /** The figure in each trial, in trial order (null when a trial did not produce it). */
+  values: (number | null)[];
+  /** Whether each trial passed this gate, in trial order. */
+  trialPasses: boolean[];
+  passedTrials: number;
+  /** Median of the figures present; null when no trial produced it. */
+  median: number | null;
+}
+
+/** The verdict across trials, each gate under the rule, and the spread of each figure (`tag.stat` keys). */
 export interface TrialsAggregate {
   verdict: 'pass' | 'fail' | 'flaky';
   passed: number;
   trials: number;
+  /** One entry per gate given, in order. */
+  gates: GateAcrossTrials[];
   stats: Record<string, TrialStat>;
 }
 
 const BLOCK_STATS: readonly GateStat[] = ['avg', 'min', 'max', 'p50', 'p90', 'p95', 'p99'];
 
+function medianOf(sorted: readonly number[]): number {
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+const holds = (g: Gate, v: number): boolean => (g.op === '>=' ? v >= g.threshold * g.tolerance : v <= g.threshold * g.tolerance);
+
+/** A gate's pass under a rule, given whether each trial passed it and the median of its figure. */
+function ruleHolds(rule: PassRule, g: Gate, passes: readonly boolean[], median: number | null): boolean {
+  const n = passes.length;
+  const passed = passes.filter(Boolean).length;
+  if (n === 0) return false;
+  if (rule === 'all') return passed === n;
+  if (rule === 'majority') return passed * 2 > n;
+  return median !== null && holds(g, median);
+}
+
+/**
+ * Judges each gate across trials under the rule: `all` every trial passed it, `majority` more
+ * than half did, `median` the median of its figure passes.
+ *
+ * @example
+ * judgeGatesAcrossTrials(trials.map((t) => t.summary), gates, 'majority').filter((g) => !g.pass);
+ */
+export function judgeGatesAcrossTrials(summaries: readonly Summary[], gates: readonly Gate[], rule: PassRule): GateAcrossTrials[] {
+  const perTrial = summaries.map((s) => judgeGates(s, gates));
+  return gates.map((gate, i) => {
+    const results = perTrial.map((r) => r[i]!);
+    const values = results.map((r) => r.value);
+    const present = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
+    const median = present.length > 0 ? medianOf(present) : null;
+    const trialPasses = results.map((r) => r.pass);
+    return { gate, limit: gate.threshold * gate.tolerance, pass: ruleHolds(rule, gate, trialPasses, median), values, trialPasses, passedTrials: trialPasses.filter(Boolean).length, median };
+  });
+}
+
 function spread(values: number[]): TrialStat {
   const s = [...values].sort((a, b) => a - b);
   const n = s.length;
-  const mid = n >> 1;
-  const median = n % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+  const median = medianOf(s);
   const mean = s.reduce((a, b) => a + b, 0) / n;
   const sd = Math.sqrt(s.reduce((a, b) => a + (b - mean) ** 2, 0) / n);
   return { median, min: s[0]!, max: s[n - 1]!, cv: mean !== 0 ? sd / Math.abs(mean) : 0 };
@@ -59,19 +112,13 @@ export function aggregateTrials(trials: readonly { pass: boolean; summary: Summa
 
   const passed = trials.filter((t) => t.pass).length;
   const n = trials.length;
+  const judged = judgeGatesAcrossTrials(trials.map((t) => t.summary), gates ?? [], rule);
   let met: boolean;
   if (n === 0) met = false;
   else if (rule === 'all') met = passed === n;
-  else if (rule === 'majority' || !gates || gates.length === 0) met = passed * 2 > n;
-  else {
-    met = gates.every((g) => {
-      const s = stats[`${g.metric}.${g.stat}`];
-      if (!s) return false;
-      const limit = g.threshold * g.tolerance;
-      return g.op === '>=' ? s.median >= limit : s.median <= limit;
-    });
-  }
+  else if (rule === 'majority' || judged.length === 0) met = passed * 2 > n;
+  else met = judged.every((g) => g.pass);
   const verdict = met ? 'pass' : passed > 0 ? 'flaky' : 'fail';
-  return { verdict, passed, trials: n, stats };
+  return { verdict, passed, trials: n, gates: judged, stats };
 }
 

@@ -2,7 +2,7 @@ export { writeAiperfExports, aiperfJson, aiperfCsv, aiperfJsonlLine, metricLabel
 export type { AiperfExportInput } from './aiperf-exports.js';
 export { formatConsoleTable } from './console-table.js';
 export { junitXml } from './junit.js';
-export type { JunitCase, JunitSuite } from './junit.js';
+export type { JunitCase, JunitOptions, JunitSuite } from './junit.js';
 export { renderHtmlReport } from './html-report.js';
 export { lineChartSvg, niceTicks, tickLabel, SERIES_COLOURS } from './svg-chart.js';
 export type { Chart, ReportDoc, ReportSection } from './report-doc.js';

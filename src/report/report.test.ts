@@ -103,7 +103,7 @@ test('junit XML counts failures and escapes messages', () => {
   ] }]);
   assert.match(xml, /^<\?xml version="1.0"/);
   assert.match(xml, /<testsuites name="tailgate" tests="2" failures="1"/);
-  assert.match(xml, /<testsuite name="trial &lt;1&gt;" tests="2" failures="1"/);
+  assert.match(xml, /<testsuite name="trial &lt;1&gt;" id="0" package="tailgate" hostname="[^"]+" timestamp="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d" tests="2" failures="1"/);
   assert.match(xml, /name="ttft p99 &lt;= 2000" classname="tailgate.gate" time="1.500"\/>/);
   assert.match(xml, /<failure message="got 41000 &amp; &quot;less&quot;" type="GateFailure">got 41000 &amp; &quot;less&quot;\nmore<\/failure>/);
 });

@@ -1,4 +1,5 @@
 import type { KneeResult, TrialsAggregate } from '../gate/index.js';
+import type { ResolvedValidateOptions } from './options.js';
 import type { Readiness } from './readiness.js';
 import type { TrialOutcome } from './trial.js';
 
@@ -43,4 +44,16 @@ export interface ValidateResult {
   doc: Record<string, unknown>;
   /** The terminal summary (a few lines a person reads in five seconds). */
   summaryText: string;
+}
+
+/** What the summaries read. */
+export interface SummaryInput {
+  o: ResolvedValidateOptions;
+  verdict: Verdict;
+  reason: string;
+  readiness: Readiness;
+  trials: readonly TrialOutcome[];
+  aggregate: TrialsAggregate | null;
+  sweep: SweepOutcome | null;
+  outDir: string;
 }

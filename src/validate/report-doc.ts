@@ -1,7 +1,7 @@
 import { describeGate } from '../gate/index.js';
 import type { ReportDoc, ReportSection } from '../report/index.js';
 import { trialReportSections } from './report-sections.js';
-import type { SummaryInput } from './summary-text.js';
+import type { SummaryInput } from './outcome.js';
 import { TAILGATE_VERSION } from './verdict-doc.js';
 import { mergeEvidence } from './worker-figures.js';
 

@@ -5,12 +5,13 @@ import { aggregateTrials, findKnee, metricValue, type TrialsAggregate } from '..
 import { junitXml, renderHtmlReport } from '../report/index.js';
 import type { ValidateInput } from './input.js';
 import { resolveValidateOptions, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
-import type { SweepOutcome, ValidateResult, Verdict } from './outcome.js';
+import type { SummaryInput, SweepOutcome, ValidateResult, Verdict } from './outcome.js';
 import { serveProbe, waitForWorkers, type Readiness } from './readiness.js';
 import { validateReportDoc } from './report-doc.js';
-import { consoleSummary, summaryMarkdown, type SummaryInput } from './summary-text.js';
+import { consoleSummary, summaryMarkdown } from './summary-text.js';
 import { runTrial, type TrialOutcome } from './trial.js';
-import { TAILGATE_VERSION, junitSuites, trialJson, verdictJson } from './verdict-doc.js';
+import { junitSuites } from './junit-suites.js';
+import { TAILGATE_VERSION, trialJson, verdictJson } from './verdict-doc.js';
 
 /** Options of {@link runValidate}: the flags/recipe fields, plus where progress goes and a stop signal. */
 export interface ValidateOptions extends ValidateInput {
@@ -71,7 +72,7 @@ async function writeOutputs(
   };
   const doc = verdictJson({ ...s, ...extra });
   await writeFile(files.verdict, `${JSON.stringify(doc, null, 2)}\n`);
-  await writeFile(files.junit, junitXml(junitSuites(s.readiness, s.trials)));
+  await writeFile(files.junit, junitXml(junitSuites({ ...s, startedAt: extra.startedAt })));
   await writeFile(files.summary, summaryMarkdown(s));
   await writeFile(files.report, renderHtmlReport(validateReportDoc(s)));
   return { files, doc, summaryText: consoleSummary(s) };

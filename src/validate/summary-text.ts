@@ -1,24 +1,12 @@
 import { describeGate, type Gate } from '../gate/index.js';
 import { metricValue } from '../gate/index.js';
-import type { ResolvedValidateOptions } from './options.js';
-import type { SweepOutcome, Verdict } from './outcome.js';
-import type { Readiness } from './readiness.js';
+import { gateVerdictLine, ruleText, verdictBasis } from './gate-verdicts.js';
+import type { SummaryInput } from './outcome.js';
 import type { TrialOutcome } from './trial.js';
-import type { TrialsAggregate } from '../gate/index.js';
 import type { WorkerWarning } from './warnings.js';
 import { mergeEvidence } from './worker-figures.js';
 
-/** What the summaries read. */
-export interface SummaryInput {
-  o: ResolvedValidateOptions;
-  verdict: Verdict;
-  reason: string;
-  readiness: Readiness;
-  trials: readonly TrialOutcome[];
-  aggregate: TrialsAggregate | null;
-  sweep: SweepOutcome | null;
-  outDir: string;
-}
+export type { SummaryInput };
 
 const int = (v: number | null): string => (v === null ? '-' : Math.round(v).toLocaleString('en-US'));
 const pct = (v: number): string => `${(v * 100).toFixed(1)}%`;
@@ -54,6 +42,8 @@ export function consoleSummary(s: SummaryInput): string {
     );
     if (t.locus) lines.push(`  ${''.padEnd(10)} locus ${t.locus.locus}${t.locus.worker ? `: worker ${t.locus.worker}` : ''}${t.locus.gpu ? `, ${t.locus.gpu}` : ''}${t.locus.locus === 'unknown' && t.locus.missing.length > 0 ? ` (missing: ${t.locus.missing[0]})` : ''}`);
   }
+  const basis = verdictBasis(s);
+  for (const g of basis.gates) lines.push(`  gate ${gateVerdictLine(g, basis.rule)}`);
   const st = s.aggregate?.stats;
   if (st && s.trials.length > 1) {
     const a = st['output_token_throughput.avg'];
@@ -121,6 +111,12 @@ export function summaryMarkdown(s: SummaryInput): string {
       }
       out.push('');
     }
+  }
+  const basis = verdictBasis(s);
+  if (basis.gates.length > 0) {
+    out.push(`## Gates under ${s.sweep ? `the recommended level (${basis.trials[0]?.label ?? ''})` : ruleText(basis.rule)}`, '');
+    for (const g of basis.gates) out.push(`- ${md(gateVerdictLine(g, basis.rule))}`);
+    out.push('');
   }
   if (s.trials.length > 0) {
     const groups = groupedWarnings(s.trials);

@@ -1,10 +1,8 @@
 import { createRequire } from 'node:module';
-import { describeGate, describeResult } from '../gate/index.js';
-import type { JunitSuite } from '../report/index.js';
+import { describeGate } from '../gate/index.js';
 import type { ResolvedValidateOptions } from './options.js';
 import { requestCountFor, warmupCountFor } from './options.js';
-import type { Readiness } from './readiness.js';
-import type { SummaryInput } from './summary-text.js';
+import type { SummaryInput } from './outcome.js';
 import type { TrialOutcome } from './trial.js';
 import { mergeEvidence } from './worker-figures.js';
 
@@ -142,39 +140,4 @@ export function verdictJson(d: VerdictDocInput): Record<string, unknown> {
     warningEvidence: mergeEvidence(d.trials.map((t) => t.warningEvidence)),
     trials: d.trials.map(trialJson),
   };
-}
-
-/** JUnit suites: one per trial with one case per gate (plus readiness, and the shape when it fails the trial). */
-export function junitSuites(readiness: Readiness, trials: readonly TrialOutcome[]): JunitSuite[] {
-  const suites: JunitSuite[] = [
-    {
-      name: 'readiness',
-      cases: [
-        { name: `workers ready (${readiness.expected} expected)`, classname: 'tailgate.validate.readiness', timeMs: readiness.waitedMs, failure: readiness.ok ? null : readiness.message },
-        ...(readiness.ok
-          ? [{ name: 'serve probe', classname: 'tailgate.validate.readiness', timeMs: readiness.probe?.latencyMs ?? 0, failure: readiness.probe?.ok === false ? `serve probe failed: ${readiness.probe.error}` : null }]
-          : []),
-      ],
-    },
-  ];
-  for (const t of trials) {
-    const classname = `tailgate.validate.${t.label}`;
-    const timeMs = t.summary.durationMs;
-    const cases = t.gates.map((g) => ({
-      name: describeGate(g.gate),
-      classname,
-      timeMs,
-      failure: g.pass ? null : `${describeResult(g)}\nshape: ${t.shape.shape}${t.shape.worker ? ` (worker ${t.shape.worker})` : ''}\n${t.shape.explanation}`,
-    }));
-    const gatesPass = t.gates.every((g) => g.pass);
-    if (!t.pass && gatesPass) {
-      cases.push({ name: `trial measured the fleet (shape ${t.shape.shape})`, classname, timeMs, failure: `${t.shape.shape}${t.shape.worker ? ` (worker ${t.shape.worker})` : ''}: ${t.shape.explanation}` });
-    }
-    const warned = t.warnings.length > 0 ? {
-      properties: t.warnings.map((w, i) => ({ name: `warning.${i + 1}`, value: `${w.worker} ${w.rule} ${w.figure} ${w.value}${w.unit === 'count' ? '' : w.unit} (fleet median ${w.fleetMedian}${w.unit === 'count' ? '' : w.unit}) [${w.source}] locus ${w.locus}` })),
-      systemOut: t.warnings.map((w) => `WARNING ${w.message}; locus ${w.locus}`).join('\n'),
-    } : {};
-    suites.push({ name: t.label, cases, ...warned });
-  }
-  return suites;
 }

@@ -1,0 +1,92 @@
+import { describeGate, figureText, judgeGatesAcrossTrials, type GateAcrossTrials, type PassRule } from '../gate/index.js';
+import type { SummaryInput } from './outcome.js';
+import type { TrialOutcome } from './trial.js';
+
+/** The trials a verdict rests on, the rule it applied, and each gate judged that way. */
+export interface VerdictBasis {
+  trials: readonly TrialOutcome[];
+  rule: PassRule;
+  gates: GateAcrossTrials[];
+}
+
+/**
+ * What the verdict was judged on: every trial under the pass rule; for a sweep, the recommended
+ * level alone (rule `all` over that one run). JUnit, summary.md and the console all read this.
+ */
+export function verdictBasis(s: Pick<SummaryInput, 'o' | 'trials' | 'aggregate' | 'sweep'>): VerdictBasis {
+  if (s.sweep) {
+    const rec = s.sweep.recommendedConcurrencyPerGpu;
+    const trials = rec === null ? [] : s.trials.filter((t) => t.concurrencyPerGpu === rec).slice(0, 1);
+    return { trials, rule: 'all', gates: trials.length > 0 ? judgeGatesAcrossTrials(trials.map((t) => t.summary), s.o.gates, 'all') : [] };
+  }
+  const gates = s.aggregate?.gates ?? (s.trials.length > 0 ? judgeGatesAcrossTrials(s.trials.map((t) => t.summary), s.o.gates, s.o.passRule) : []);
+  return { trials: s.trials, rule: s.o.passRule, gates };
+}
+
+const RULE_TEXT: Record<PassRule, string> = { all: 'every trial', majority: 'more than half the trials', median: 'the median across trials' };
+
+/** `rule majority (more than half the trials)`. */
+export function ruleText(rule: PassRule): string {
+  return `rule ${rule} (${RULE_TEXT[rule]})`;
+}
+
+/** `shape knee-jitter`, with the worker when the shape names one. */
+export function shapeText(t: TrialOutcome): string {
+  return `shape ${t.shape.shape}${t.shape.worker ? ` (worker ${t.shape.worker})` : ''}`;
+}
+
+/**
+ * Why one trial failed, naming only the gates it failed (figure, limit) and its shape:
+ * `trial-2: TTFT p99 2,310 ms past the 2,200 ms ceiling (2,000 x1.1); shape knee-jitter`.
+ */
+export function trialFailureText(t: TrialOutcome): string {
+  const failed = t.gates.filter((g) => !g.pass).map(figureText);
+  const why = failed.length > 0 ? failed.join(', ') : t.error !== null ? `could not run: ${t.error}` : t.interrupted ? 'interrupted' : t.timedOut ? 'stopped by --trial-timeout' : 'gates held but the run did not measure the fleet';
+  return `${t.label}: ${why}; ${shapeText(t)}`;
+}
+
+/** One line on a gate under the rule: `PASS output_token_throughput.avg >= 150 (x0.9): 3 of 3 trials, median 812`. */
+export function gateVerdictLine(g: GateAcrossTrials, rule: PassRule): string {
+  const med = g.median === null ? 'no figure' : `median ${Math.round(g.median * 100) / 100}`;
+  return `${g.pass ? 'PASS' : 'FAIL'} ${describeGate(g.gate)} under rule ${rule}: ${g.passedTrials} of ${g.trialPasses.length} trials within the limit ${g.gate.op} ${Math.round(g.limit * 100) / 100}, ${med}`;
+}
+
+/**
+ * A failed gate's message: first line the gate, the rule and the figure it was judged by; then
+ * one line per trial that failed this gate (its figure against the limit, its shape).
+ */
+export function gateFailureText(g: GateAcrossTrials, basis: VerdictBasis, index: number): string {
+  const head = basis.rule === 'median'
+    ? `${describeGate(g.gate)} fails under ${ruleText('median')}: ${g.median === null ? 'no trial produced the figure' : `median ${figureText({ gate: g.gate, value: g.median, limit: g.limit, pass: false })}`}`
+    : `${describeGate(g.gate)} fails under ${ruleText(basis.rule)}: ${g.passedTrials} of ${g.trialPasses.length} trials within the limit ${g.gate.op} ${Math.round(g.limit * 100) / 100}`;
+  const lines = basis.trials.flatMap((t) => {
+    const r = t.gates[index];
+    return r && !r.pass ? [`${t.label}: ${figureText(r)}; ${shapeText(t)}`] : [];
+  });
+  return [head, ...lines].join('\n');
+}
+
+/** Per-trial figures of one gate, for JUnit `system-out`: `trial-1: PASS ... = 812.3, limit >= 135 (150 x0.9)`. */
+export function gateTrialLines(basis: VerdictBasis, index: number): string {
+  return basis.trials.map((t) => {
+    const r = t.gates[index];
+    return r ? `${t.label}: ${r.pass ? 'pass' : 'fail'} ${figureText(r)}` : `${t.label}: not judged`;
+  }).join('\n');
+}
+
+/**
+ * The verdict's failure message (null when it passed): the verdict, how many trials passed under
+ * the rule, then each failed trial with only the gates it failed and its shape.
+ */
+export function verdictFailureText(s: Pick<SummaryInput, 'o' | 'verdict' | 'reason' | 'trials' | 'aggregate' | 'sweep' | 'readiness'>): string | null {
+  if (s.verdict === 'pass') return null;
+  const v = s.verdict.toUpperCase();
+  if (!s.readiness.ok || s.trials.length === 0) return `${v}: ${s.reason}`;
+  const basis = verdictBasis(s);
+  const passed = basis.trials.filter((t) => t.pass).length;
+  const head = s.sweep
+    ? `${v}: ${basis.trials.length === 0 ? 'no recommended operating point' : `the recommended point (${basis.trials[0]!.concurrencyPerGpu} per GPU) ${passed > 0 ? 'passed but the run was cut short' : 'failed'}`}`
+    : `${v} under ${ruleText(basis.rule)}: ${passed} of ${basis.trials.length} trials passed${s.o.trials > basis.trials.length ? ` (${s.o.trials} planned)` : ''}`;
+  const warned = s.o.failOnWarning && basis.trials.every((t) => t.pass) ? s.trials.flatMap((t) => t.warnings).map((w) => `${w.trial}: --fail-on-warning: ${w.message}`) : [];
+  return [head, ...basis.trials.filter((t) => !t.pass).map(trialFailureText), ...warned].join('\n');
+}
