@@ -22,7 +22,7 @@ export { validateReportDoc } from './report-doc.js';
 export type { ValidateOptions } from './run-validate.js';
 export { runValidate } from './run-validate.js';
 export type { WorkerWarning, WarningRuleName, WarningSource } from './warnings.js';
-export { workerWarnings, workerNamer, WARNING_RULES, WARNING_THRESHOLDS } from './warnings.js';
+export { workerWarnings, WARNING_RULES, WARNING_THRESHOLDS } from './warnings.js';
 export type { WorkerFigures, WorkerFiguresInput, WarningEvidence } from './worker-figures.js';
 export { workerFigures, counterDelta, mergeEvidence, describeEvidence } from './worker-figures.js';
 export type { TrialGpuTelemetry } from './gpu-evidence.js';

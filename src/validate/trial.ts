@@ -2,12 +2,13 @@ import { isTailgateError, type RequestRecord } from '../core/index.js';
 import { runBench, type BenchOptions, type BenchProgress, type BenchResult } from '../bench/index.js';
 import { classifyTrial, judgeGates, locateTrial, type GateResult, type GpuSeries, type LocusVerdict, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import { Collector, dcgmPick, readHostPressure, type CollectorSeries, type GpuIdentity, type HostPressure } from '../scrape/index.js';
+import { workerNames } from '../report/index.js';
 import { summarize, type Summary } from '../stats/index.js';
 import { ROUTER_TARGET, trialEvidence, workerSeriesFrom } from './evidence.js';
 import { requestCountFor, warmupCountFor, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
 import { formatWait, type Readiness } from './readiness.js';
 import { ROUTER_QUEUE_KEY, gpuTelemetry, validatePick, type TrialGpuTelemetry } from './gpu-evidence.js';
-import { workerNamer, workerWarnings, type WorkerWarning } from './warnings.js';
+import { workerWarnings, type WorkerWarning } from './warnings.js';
 import { workerFigures, type WarningEvidence } from './worker-figures.js';
 
 /** One host-pressure sample, at `tMs` from the trial's origin. */
@@ -202,7 +203,8 @@ export async function runTrial(
     gpu: gpu?.perWorker ?? null,
     window: summary.profilingCount > 0 ? { fromMs: summary.startMs, toMs: summary.endMs } : { fromMs: 0, toMs: performance.now() - originMs },
   });
-  const warnings = error === null ? workerWarnings(t.label, figures, workerNamer([...workerIds, ...figures.map((f) => f.id)])) : [];
+  const names = workerNames(figures.map((f) => f.id), workerIds);
+  const warnings = error === null ? workerWarnings(t.label, figures, (id) => names.get(id) ?? id) : [];
   return {
     index: t.index,
     label: t.label,

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { junitXml } from '../report/index.js';
-import { workerNamer, workerWarnings, type WarningRuleName } from './warnings.js';
+import { junitXml, workerNames } from '../report/index.js';
+import { workerWarnings, type WarningRuleName } from './warnings.js';
 import { counterDelta, pickCounters, workerFigures, type WorkerFigures } from './worker-figures.js';
 
 type Router = NonNullable<WorkerFigures['router']>;
@@ -21,7 +21,9 @@ function healthy(i: number, over: { router?: Partial<Router>; engine?: Partial<E
 }
 
 const fleetWith = (sick: WorkerFigures, n = 4): WorkerFigures[] => [sick, ...Array.from({ length: n - 1 }, (_, i) => healthy(i + 1))];
-const name = workerNamer(Array.from({ length: 8 }, (_, i) => `10.0.0.${i}:8000`));
+const ids = Array.from({ length: 8 }, (_, i) => `10.0.0.${i}:8000`);
+const names = workerNames(ids, ids);
+const name = (id: string): string => names.get(id)!;
 const rules = (fleet: WorkerFigures[]): string[] => workerWarnings('trial-1', fleet, name).map((w) => `${w.worker} ${w.rule} ${w.source} ${w.locus}`);
 
 test('a healthy fleet gives no warning, in every recorded shape of its figures', () => {

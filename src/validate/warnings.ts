@@ -314,15 +314,3 @@ export function workerWarnings(trial: string, fleet: readonly WorkerFigures[], n
   }
   return out;
 }
-
-/**
- * Names workers as every report does: `worker i (host:port)`, i the worker's place in `ids`
- * (readiness order, from 0), duplicates ignored.
- */
-export function workerNamer(ids: readonly string[]): (id: string) => string {
-  const order = [...new Set(ids)];
-  return (id) => {
-    const i = order.indexOf(id);
-    return i < 0 ? id : `worker ${i} (${id})`;
-  };
-}
