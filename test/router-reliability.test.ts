@@ -1,5 +1,7 @@
 // The router in front of a real-shaped fleet as an SRE would try it: credentials, every vLLM route,
 // n > 1, rescue marks, migration coherence. Loopback only, bounded in count and time.
+import { createServer } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { vocabWord } from '../src/core/index.js';
@@ -113,4 +115,130 @@ test('the fleet continues a partial assistant message (continue_final_message) f
   };
   const s = events(await (await post(`${f.workers[0]!.url}/v1/chat/completions`, body)).text());
   assert.equal(s.text[0], words(4, 3), 'the continuation picks up after the given text');
+});
+
+/** A raw client connection; resolves `closed` when the router closes it, with what it answered. */
+function rawConnection(url: string): Promise<{ socket: Socket; closed: Promise<string> }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      let got = '';
+      socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+      const closed = new Promise<string>((done) => socket.once('close', () => done(got)));
+      resolve({ socket, closed });
+    });
+    socket.once('error', reject);
+  });
+}
+
+test('timeouts: a header sent one byte a second, 300 idle sockets, a stalled body and a spent keep-alive connection are all closed', async (t) => {
+  const f = await fleet(t, 1);
+  const r = await router(t, f, { headerTimeoutMs: 1000, bodyTimeoutMs: 500, keepAliveTimeoutMs: 500, maxRequestsPerConnection: 2 });
+
+  // slowloris: a header that would take 30 s at one byte a second
+  const slow = await rawConnection(r.url);
+  const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: ${'a'.repeat(30)}\r\n\r\n`;
+  let sent = 0;
+  const drip = setInterval(() => {
+    if (sent < head.length && !slow.socket.destroyed) slow.socket.write(head[sent++]!);
+  }, 1000);
+  t.after(() => clearInterval(drip));
+  const answer = await slow.closed;
+  clearInterval(drip);
+  assert.ok(sent < head.length, `closed while the head was still arriving (${sent} of ${head.length} bytes sent)`);
+  assert.match(answer, /^HTTP\/1\.1 408 /, 'answered 408 Request Timeout');
+
+  // 300 sockets that never send a byte
+  const idle = await Promise.all(Array.from({ length: 300 }, () => rawConnection(r.url)));
+  await Promise.all(idle.map((c) => c.closed));
+  assert.ok(idle.every((c) => c.socket.destroyed), 'all 300 closed by the router');
+
+  // a body that stops arriving
+  const stalled = await rawConnection(r.url);
+  stalled.socket.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":');
+  const body = await stalled.closed;
+  assert.match(body, /^HTTP\/1\.1 408 /);
+  assert.match(body, /"type":"RequestTimeoutError"/);
+
+  // two requests per connection: the second answer closes it
+  const spent = await rawConnection(r.url);
+  spent.socket.write('GET /live HTTP/1.1\r\nHost: x\r\n\r\nGET /live HTTP/1.1\r\nHost: x\r\n\r\n');
+  const both = await spent.closed;
+  assert.equal(both.split('HTTP/1.1 200 ').length - 1, 2);
+  assert.match(both.slice(both.lastIndexOf('HTTP/1.1 200 ')), /\r\nConnection: close\r\n/i);
+
+  // an idle keep-alive connection is closed after one answer
+  const kept = await rawConnection(r.url);
+  kept.socket.write('GET /live HTTP/1.1\r\nHost: x\r\n\r\n');
+  const one = await kept.closed;
+  assert.equal(one.split('HTTP/1.1 200 ').length - 1, 1);
+  assert.match(one, /\r\nConnection: keep-alive\r\n/i);
+});
+
+test('a stream that stalls after its first token with no worker to move to ends with the error frame then [DONE], a failure of its worker', async (t) => {
+  const f = await fleet(t, 1);
+  const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off' });
+  const res = await post(`${r.url}/v1/chat/completions`, chat(500));
+  const reader = res.body!.getReader();
+  let raw = '';
+  const dec = new TextDecoder();
+  let stalled = false;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    raw += dec.decode(value, { stream: true });
+    if (!stalled && raw.includes('"content":" ')) {
+      stalled = true;
+      f.addFault({ worker: 0, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: 60_000 });
+    }
+  }
+  const s = events(raw);
+  assert.equal(s.errors.length, 1);
+  assert.match(s.errors[0]!, /stalled mid-stream .* cannot be migrated/);
+  assert.equal(s.done, 1);
+  assert.ok(raw.endsWith('"code": 500}}\n\ndata: [DONE]\n\n'), "vLLM's error frame, then [DONE]");
+  assert.match(await r.metrics(), new RegExp(`tailgate_router_requests_failed_total\\{worker="${f.workers[0]!.id}"\\} 1`));
+  assert.equal(r.workers()[0]!.inflight, 0);
+});
+
+test('a worker that never answers the head fails the request after --upstream-header-timeout', async (t) => {
+  const silent = createServer((req, res) => {
+    if (req.url === '/health') res.end();
+    else if (req.url === '/v1/models') res.end(JSON.stringify({ object: 'list', data: [{ id: MODEL, object: 'model' }] }));
+    // anything else: never answered
+  });
+  await new Promise<void>((done) => silent.listen(0, '127.0.0.1', () => done()));
+  t.after(() => new Promise<void>((done) => {
+    silent.closeAllConnections();
+    silent.close(() => done());
+  }));
+  const r = await startRouter({ backends: [`http://127.0.0.1:${(silent.address() as AddressInfo).port}`], port: 0, upstreamHeaderTimeoutMs: 300, maxRetries: 0 });
+  t.after(() => r.close());
+  const res = await post(`${r.url}/v1/chat/completions`, { ...chat(3), stream: false });
+  assert.equal(res.status, 502);
+  assert.match(((await res.json()) as { error: { message: string } }).error.message, /sent no response head within 300 ms/);
+});
+
+test('every vLLM route is routed by the body\'s model; an unknown path is 404 with an OpenAI error body', async (t) => {
+  const f = await fleet(t, 2);
+  const r = await router(t, f);
+  const emb = await post(`${r.url}/v1/embeddings`, { model: MODEL, input: 'route me', dimensions: 4 });
+  assert.equal(emb.status, 200);
+  assert.ok(f.workers.some((w) => w.id === emb.headers.get('x-tailgate-worker')));
+  assert.equal(((await emb.json()) as { data: { embedding: number[] }[] }).data[0]!.embedding.length, 4);
+  const tok = await post(`${r.url}/tokenize`, { model: MODEL, prompt: 'a b' });
+  assert.equal(((await tok.json()) as { count: number }).count, 2);
+  const wrongModel = await post(`${r.url}/v1/embeddings`, { model: 'nope', input: 'x' });
+  assert.equal(wrongModel.status, 404);
+  assert.equal(((await wrongModel.json()) as { error: { param: string } }).error.param, 'model');
+  // a route the worker does not serve reaches it, and its answer comes back
+  const responses = await post(`${r.url}/v1/responses`, { model: MODEL, input: 'hi' });
+  assert.equal(responses.status, 404);
+  assert.deepEqual(await responses.json(), { detail: 'Not Found' });
+  assert.ok(f.workers.some((w) => w.id === responses.headers.get('x-tailgate-worker')), 'answered by a worker');
+  const unknown = await post(`${r.url}/no/such/route`, {});
+  assert.equal(unknown.status, 404);
+  assert.deepEqual(Object.keys(((await unknown.json()) as { error: object }).error), ['message', 'type', 'param', 'code']);
+  assert.equal((await fetch(`${r.url}/v1/chat/completions`)).status, 405);
+  assert.equal((await fetch(`${r.url}/live`)).status, 200);
 });

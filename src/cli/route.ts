@@ -30,6 +30,13 @@ interface RouteFlags {
   accessLog?: string | boolean;
   procs: number;
   drainTimeout: number;
+  headerTimeout: number;
+  bodyTimeout: number;
+  keepAliveTimeout: number;
+  maxRequestsPerConnection: number;
+  upstreamHeaderTimeout: number;
+  upstreamIdleTimeout: number;
+  sendTimeout: number;
   discover?: string;
 }
 
@@ -143,6 +150,13 @@ export function registerRoute(program: Command): void {
     .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
     .option('--procs <n>', 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', intArg(1), 1)
     .option('--drain-timeout <dur>', 'on SIGTERM, wait this long for streams to finish', durationArg, 30_000)
+    .option('--header-timeout <dur>', "a client must send a request's head within this, else 408 and close (nginx client_header_timeout)", durationArg, 10_000)
+    .option('--body-timeout <dur>', 'a request body silent this long between two reads gets 408 (nginx client_body_timeout)', durationArg, 30_000)
+    .option('--keep-alive-timeout <dur>', 'an idle client connection is closed after this (nginx keepalive_timeout)', durationArg, 65_000)
+    .option('--max-requests-per-connection <n>', 'a client connection is closed after this many requests, 0 = no limit (nginx keepalive_requests)', intArg(0), 1000)
+    .option('--upstream-header-timeout <dur>', 'a worker that sends no response head this long after the request fails it (retried elsewhere)', durationArg, 600_000)
+    .option('--upstream-idle-timeout <dur>', 'a response silent this long fails (Envoy stream_idle_timeout); a stream ends with an error frame', durationArg, 300_000)
+    .option('--send-timeout <dur>', 'a client that takes no byte of its response this long is disconnected (nginx send_timeout)', durationArg, 60_000)
     .option('--discover <k8s://ns/svc[:port]>', 'follow the ready endpoints of a Kubernetes Service (EndpointSlices; KUBECONFIG or in-cluster credentials)')
     .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /metrics, /health, /ready.')
     .action(async (flags: RouteFlags) => {
@@ -204,6 +218,13 @@ export function registerRoute(program: Command): void {
         maxBodyBytes: flags.maxBody,
         maxRetries: flags.maxRetries,
         drainTimeoutMs: flags.drainTimeout,
+        headerTimeoutMs: flags.headerTimeout,
+        bodyTimeoutMs: flags.bodyTimeout,
+        keepAliveTimeoutMs: flags.keepAliveTimeout,
+        maxRequestsPerConnection: flags.maxRequestsPerConnection,
+        upstreamHeaderTimeoutMs: flags.upstreamHeaderTimeout,
+        upstreamIdleTimeoutMs: flags.upstreamIdleTimeout,
+        sendTimeoutMs: flags.sendTimeout,
         ...(flags.maxInflightPerWorker !== undefined && { maxInflightPerWorker: flags.maxInflightPerWorker }),
         ...(flags.ttftDeadline !== undefined && { ttftDeadline: flags.ttftDeadline }),
         ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),

@@ -23,8 +23,11 @@ export function sendError(res: ServerResponse, status: number, message: string, 
   sendJson(res, status, errorBody(status, message), headers);
 }
 
-/** The request body, or `too-large` once it passes `limitBytes` (the rest is not buffered). */
-export function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer | 'too-large' | 'aborted'> {
+/**
+ * The request body; `too-large` once it passes `limitBytes` (the rest is not buffered), `timeout`
+ * when no byte arrived for `idleMs` (nginx's client_body_timeout: between two reads, not in total).
+ */
+export function readBody(req: IncomingMessage, limitBytes: number, idleMs = 0): Promise<Buffer | 'too-large' | 'aborted' | 'timeout'> {
   return new Promise((resolve) => {
     const declared = Number(req.headers['content-length']);
     if (declared > limitBytes) {
@@ -35,31 +38,30 @@ export function readBody(req: IncomingMessage, limitBytes: number): Promise<Buff
     const parts: Buffer[] = [];
     let total = 0;
     let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (r: Buffer | 'too-large' | 'aborted' | 'timeout') => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      resolve(r);
+    };
+    if (idleMs > 0 && !req.complete) {
+      timer = setTimeout(() => settle('timeout'), idleMs);
+      timer.unref();
+    }
     req.on('data', (c: Buffer) => {
       if (settled) return;
+      timer?.refresh();
       total += c.length;
       if (total > limitBytes) {
-        settled = true;
-        resolve('too-large');
+        settle('too-large');
         return;
       }
       parts.push(c);
     });
-    req.on('end', () => {
-      if (settled) return;
-      settled = true;
-      resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-    });
-    req.on('error', () => {
-      if (settled) return;
-      settled = true;
-      resolve('aborted');
-    });
-    req.on('close', () => {
-      if (settled) return;
-      settled = true;
-      resolve('aborted');
-    });
+    req.on('end', () => settle(parts.length === 1 ? parts[0]! : Buffer.concat(parts)));
+    req.on('error', () => settle('aborted'));
+    req.on('close', () => settle('aborted'));
   });
 }
 

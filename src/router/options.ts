@@ -46,6 +46,20 @@ export interface RouterOptions {
   accessLog?: (line: string) => void;
   /** Serve `/metrics` summed over a `--procs` cluster (set in cluster workers). @default false */
   clusterMetrics?: boolean;
+  /** A client must send a request's complete head within this (then 408 and close; Node's `headersTimeout`). @default 10000 */
+  headerTimeoutMs?: number;
+  /** A request body that sends nothing for this long gets 408 (between two reads, as nginx's client_body_timeout). @default 30000 */
+  bodyTimeoutMs?: number;
+  /** An idle keep-alive connection is closed after this. @default 65000 */
+  keepAliveTimeoutMs?: number;
+  /** A connection is closed after serving this many requests (0: no limit). @default 1000 */
+  maxRequestsPerConnection?: number;
+  /** A worker that sends no response head this long after the request fails it (retried elsewhere). @default 600000 */
+  upstreamHeaderTimeoutMs?: number;
+  /** A response from which no byte arrives for this long fails (stream: error frame, unless migrated first). @default 300000 */
+  upstreamIdleTimeoutMs?: number;
+  /** A client that takes no byte of its response for this long is disconnected. @default 60000 */
+  sendTimeoutMs?: number;
   /** `close()` waits this long for streams to finish, then cuts them. @default 30000 */
   drainTimeoutMs?: number;
   /** Backends come and go at run time through `setBackends` (discovery); starting with none is allowed. @default false */

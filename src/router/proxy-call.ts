@@ -24,6 +24,9 @@ export interface CallContext {
   readonly active: Set<ProxyCall>;
   readonly maxRetries: number;
   readonly queueTimeoutMs: number;
+  readonly upstreamHeaderTimeoutMs: number;
+  readonly upstreamIdleTimeoutMs: number;
+  readonly sendTimeoutMs: number;
   readonly migrate: boolean;
   readonly accessLog: ((line: string) => void) | undefined;
 }
@@ -55,6 +58,8 @@ class Attempt implements ExchangeHandler {
   firstContentMs = -1;
   lastTokenMs: number;
   paused = false;
+  /** When the client last stopped taking bytes (while `paused`). */
+  pausedAtMs = 0;
   #exchange: Exchange | null = null;
   #mode: Mode = 'none';
   #status = 0;
@@ -104,6 +109,16 @@ class Attempt implements ExchangeHandler {
 
   get released(): boolean {
     return this.#released;
+  }
+
+  /** The worker's response head arrived. */
+  get headed(): boolean {
+    return this.#status !== 0;
+  }
+
+  /** The worker stopped sending mid-response: end it as a failure (migrated when it can be). */
+  failIdle(reason: string): void {
+    this.#failMidway(reason);
   }
 
   release(): void {
@@ -185,6 +200,7 @@ class Attempt implements ExchangeHandler {
       return;
     }
     if (mode === 'discard' || mode === 'none') return;
+    if (mode === 'whole') this.lastTokenMs = this.call.ctx.clock.now();
     if (mode === 'track') this.#held.push(buf.subarray(start, end));
     this.#decoder!.scan(buf, start, end);
     if (this.#mode === 'track' && !this.cancelled && (this.firstContentMs >= 0 || this.#sawDone || this.#sawError || this.#sawFinish)) this.#startRelay();
@@ -335,6 +351,7 @@ class Attempt implements ExchangeHandler {
     }
     if (!s.write(buf.subarray(at, end)) && !this.paused) {
       this.paused = true;
+      this.pausedAtMs = this.call.ctx.clock.now();
       this.#exchange?.pause();
       s.once('drain', this.#resume);
     }
@@ -344,6 +361,7 @@ class Attempt implements ExchangeHandler {
     const res = this.call.res;
     if (!res.write(buf) && !this.paused) {
       this.paused = true;
+      this.pausedAtMs = this.call.ctx.clock.now();
       this.#exchange?.pause();
       res.once('drain', this.#resume);
     }
@@ -549,29 +567,45 @@ export class ProxyCall {
       return;
     }
     const a = this.attempt;
-    if (!a || a.released || a.paused || !this.norm.stream || this.resent !== null) return;
-    const d = this.ctx.dispatcher;
-    const m = this.ctx.metrics;
+    if (!a || a.released) return;
+    const ctx = this.ctx;
+    if (a.paused) {
+      // the client takes nothing: its stream is not the worker's stall (nginx's send_timeout)
+      if (nowMs - a.pausedAtMs > ctx.sendTimeoutMs) this.res.destroy();
+      return;
+    }
+    if (!a.headed) {
+      if (nowMs - a.startMs > ctx.upstreamHeaderTimeoutMs) this.preByteFailure(a, `sent no response head within ${ctx.upstreamHeaderTimeoutMs} ms`, undefined);
+      return;
+    }
+    if (nowMs - a.lastTokenMs > ctx.upstreamIdleTimeoutMs) {
+      a.failIdle(`sent nothing for ${ctx.upstreamIdleTimeoutMs} ms`);
+      return;
+    }
+    if (!this.norm.stream) return;
+    const d = ctx.dispatcher;
+    const m = ctx.metrics;
     if (a.firstContentMs < 0) {
-      if (nowMs - a.startMs < ttftDeadlineMs || !this.#canResendFrom(a)) return;
+      if (this.resent !== null || nowMs - a.startMs < ttftDeadlineMs || !this.#canResendFrom(a)) return;
       if (!d.tryResend()) return;
       this.resent = 'redispatched';
       m.redispatched.inc({ worker: a.backend.id });
       // Only a worker that produced nothing meanwhile is suspected; a busy one is queueing (the request
       // still moves: at a fleet's slot capacity, suspecting busy workers took capacity away when short).
-      if (d.missedFirstToken(a.backend.id, a.startMs, a.position)) this.ctx.health.failure(a.backend);
+      if (d.missedFirstToken(a.backend.id, a.startMs, a.position)) ctx.health.failure(a.backend);
       a.cancel();
       this.tried.add(a.backend.id);
       this.dispatch();
       return;
     }
-    if (nowMs - a.lastTokenMs < stallDeadlineMs || !this.#canResendFrom(a) || !this.#migratable(a)) return;
-    if (!d.tryResend()) return;
+    if (nowMs - a.lastTokenMs < stallDeadlineMs) return;
+    const canMove = this.#canResendFrom(a) && this.#migratable(a) && d.tryResend();
     a.cancel();
     m.failed.inc({ worker: a.backend.id });
-    this.ctx.health.failure(a.backend);
-    // A request that cannot be continued elsewhere (e.g. a token-id prompt) ends with an error, never hangs.
-    if (!this.#migrate(a)) this.#giveUp(502, `worker ${a.backend.id} stalled mid-stream and the request cannot be migrated`, 'upstream_failed');
+    ctx.health.failure(a.backend);
+    // A stream that cannot be continued elsewhere (no other worker, a token-id prompt, the re-send
+    // budget spent, already moved once) ends with vLLM's error frame: it never hangs.
+    if (!canMove || !this.#migrate(a)) this.#giveUp(502, `worker ${a.backend.id} stalled mid-stream (silent for ${Math.round(nowMs - a.lastTokenMs)} ms) and the stream cannot be migrated`, 'upstream_failed');
   }
 
   #canResendFrom(a: Attempt): boolean {

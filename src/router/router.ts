@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RealClock, TailgateError, createRng } from '../core/index.js';
-import { malformedJson, modelNotFound, validateRequest, type EndpointKind } from '../openai/index.js';
+import { malformedJson, modelNotFound, validateRequest, type EndpointKind, type NormalizedRequest } from '../openai/index.js';
 import { Dispatcher, createPolicy, usesAdaptiveDefaults, type DeadlineSetting } from '../routing/index.js';
 import { Backend, type BackendPoolOptions } from './backend.js';
 import { BackendSet, forgetWorkerGauges } from './dynamic-backends.js';
@@ -13,6 +13,9 @@ import type { Router, RouterOptions, WorkerStatus } from './options.js';
 import { ProxyCall, type CallContext } from './proxy-call.js';
 
 const ENDPOINTS: Record<string, EndpointKind> = { '/v1/chat/completions': 'chat', '/v1/completions': 'completions' };
+/** vLLM's routes outside `/v1/` that take a body naming a model (every `POST /v1/*` is routed too). */
+const OTHER_ROUTES = new Set(['/tokenize', '/detokenize', '/pooling', '/classify', '/score', '/rerank', '/v2/rerank', '/invocations']);
+const GET_ROUTES = new Set(['/v1/models', '/health', '/ready', '/live', '/workers', '/metrics']);
 const SWEEP_MS = 50;
 
 /**
@@ -73,18 +76,32 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     active,
     maxRetries: opts.maxRetries ?? 2,
     queueTimeoutMs: opts.queueTimeoutMs ?? 60_000,
+    upstreamHeaderTimeoutMs: opts.upstreamHeaderTimeoutMs ?? 600_000,
+    upstreamIdleTimeoutMs: opts.upstreamIdleTimeoutMs ?? 300_000,
+    sendTimeoutMs: opts.sendTimeoutMs ?? 60_000,
     migrate: opts.migrate ?? adaptive,
     accessLog: opts.accessLog,
   };
   const maxBodyBytes = opts.maxBodyBytes ?? 4 * 1024 * 1024;
   let draining = false;
 
-  const server = createServer({ noDelay: true, keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+  const bodyTimeoutMs = opts.bodyTimeoutMs ?? 30_000;
+  // Node checks the header timeout on an interval of its own (30 s by default): check every second.
+  const server = createServer({
+    noDelay: true,
+    keepAliveTimeout: opts.keepAliveTimeoutMs ?? 65_000,
+    headersTimeout: opts.headerTimeoutMs ?? 10_000,
+    // the body has a timeout of its own between two reads (readBody), as nginx's client_body_timeout
+    requestTimeout: 0,
+    connectionsCheckingInterval: 1000,
+  }, (req, res) => {
     handle(req, res).catch((e: unknown) => {
       if (!res.headersSent) sendError(res, 500, `router error: ${e instanceof Error ? e.message : String(e)}`);
       else res.destroy();
     });
   });
+
+  server.maxRequestsPerSocket = opts.maxRequestsPerConnection ?? 1000;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
@@ -95,12 +112,21 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
       if (req.method !== 'POST') return sendError(res, 405, `use POST for ${pathname}`);
       return proxy(req, res, kind, url);
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 405, `method ${req.method} not allowed on ${pathname}`);
+    const isGet = req.method === 'GET' || req.method === 'HEAD';
+    if (req.method === 'POST' && !GET_ROUTES.has(pathname) && (pathname.startsWith('/v1/') || OTHER_ROUTES.has(pathname))) return proxy(req, res, 'other', url);
+    if (!isGet) {
+      if (GET_ROUTES.has(pathname)) return sendError(res, 405, `method ${req.method} not allowed on ${pathname}`);
+      req.resume();
+      return sendError(res, 404, `no route for ${req.method} ${pathname}`);
+    }
     switch (pathname) {
       case '/v1/models':
         return sendJson(res, 200, { object: 'list', data: modelCards(backends) });
       case '/health':
         return sendJson(res, backends.some((b) => b.routable) ? 200 : 503, { healthy: backends.filter((b) => b.routable).length, workers: backends.length });
+      case '/live':
+        // depends on this process alone: a fleet-wide outage must not restart routers
+        return sendJson(res, 200, { live: true });
       case '/ready':
         return sendJson(res, !draining && backends.some((b) => b.routable) ? 200 : 503, { ready: !draining });
       case '/workers':
@@ -116,27 +142,41 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     }
   }
 
-  async function proxy(req: IncomingMessage, res: ServerResponse, kind: EndpointKind, path: string): Promise<void> {
+  async function proxy(req: IncomingMessage, res: ServerResponse, kind: EndpointKind | 'other', path: string): Promise<void> {
     if (draining) return sendError(res, 503, 'the router is shutting down', { connection: 'close' });
-    const raw = await readBody(req, maxBodyBytes);
+    const raw = await readBody(req, maxBodyBytes, bodyTimeoutMs);
     if (raw === 'aborted') return;
     if (raw === 'too-large') {
       metrics.rejected.inc({ reason: 'body_too_large' });
       return sendError(res, 413, `request body is larger than ${maxBodyBytes} bytes`, { connection: 'close' });
     }
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString('utf8'));
-    } catch (e) {
-      metrics.rejected.inc({ reason: 'malformed_json' });
-      return sendJson(res, 400, malformedJson(e instanceof Error ? e.message : 'invalid JSON'));
+    if (raw === 'timeout') {
+      metrics.rejected.inc({ reason: 'body_timeout' });
+      return sendError(res, 408, `the request body stopped arriving for ${bodyTimeoutMs} ms`, { connection: 'close' });
     }
-    const v = validateRequest(kind, body);
-    if (!v.ok) {
-      metrics.rejected.inc({ reason: 'invalid_request' });
-      return sendJson(res, v.status, v.error);
+    let norm: NormalizedRequest;
+    if (kind === 'other') {
+      const model = bodyModel(req.headers['content-type'], raw);
+      if (model === null) {
+        metrics.rejected.inc({ reason: 'malformed_json' });
+        return sendJson(res, 400, malformedJson('the body is not a JSON object'));
+      }
+      norm = passThrough(model);
+    } else {
+      let body: unknown;
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch (e) {
+        metrics.rejected.inc({ reason: 'malformed_json' });
+        return sendJson(res, 400, malformedJson(e instanceof Error ? e.message : 'invalid JSON'));
+      }
+      const v = validateRequest(kind, body);
+      if (!v.ok) {
+        metrics.rejected.inc({ reason: 'invalid_request' });
+        return sendJson(res, v.status, v.error);
+      }
+      norm = v.value;
     }
-    const norm = v.value;
     let model = norm.model;
     if (model === '') model = dispatcher.models()[0] ?? '';
     if (!dispatcher.models().includes(model) && !backends.some((b) => b.models === undefined)) {
@@ -200,6 +240,35 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     metrics: metricsText,
     setBackends: (urls) => backendSet.set(urls),
     close: () => (closing ??= close()),
+  };
+}
+
+/**
+ * The model a request to another vLLM route names: `model` of a JSON body, or the `model` field of
+ * a multipart form (`/v1/audio/*`); '' when it names none (the default model serves it); null when
+ * a JSON body is not an object.
+ */
+function bodyModel(contentType: string | undefined, raw: Buffer): string | null {
+  if (contentType?.startsWith('multipart/form-data')) {
+    const m = /name="model"\r\n(?:[^\r\n]*\r\n)*\r\n([^\r\n]*)\r\n/.exec(raw.toString('latin1'));
+    return m ? Buffer.from(m[1]!, 'latin1').toString('utf8') : '';
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const model = (body as { model?: unknown }).model;
+  return typeof model === 'string' ? model : '';
+}
+
+/** A request to a route whose events the router does not read: relayed as it comes, never held, re-dispatched or migrated. */
+function passThrough(model: string): NormalizedRequest {
+  return {
+    kind: 'completions', model, messages: null, prompt: null, promptText: '', maxTokens: null, n: 1, stream: false, includeUsage: false,
+    temperature: null, ignoreEos: false, minTokens: 0, stop: [], body: {},
   };
 }
 
