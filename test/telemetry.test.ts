@@ -97,7 +97,7 @@ test('host-side stall on one worker: single-worker-backup, locus engine-host nam
   assert.equal(trial.locus.evidence['clockRatio'], 1);
   assert.deepEqual(trial.gpuTelemetry?.problems, []);
   assert.equal(Object.keys(trial.gpuTelemetry?.mapped ?? {}).length, 4);
-  assert.match(r.stdout, new RegExp(`locus engine-host: worker ${stalled.id.replace(/\./g, '\\.')}, gpu 2 \\(GPU-`));
+  assert.match(r.stdout, new RegExp(`locus engine-host: worker 2 \\(${stalled.id.replace(/\./g, '\\.')}\\), gpu 2 \\(GPU-`));
   const html = await readFile(join(out, 'report.html'), 'utf8');
   assert.match(html, /data-chart-id="trial-1-gpu-util"/);
   assert.match(html, /data-chart-id="trial-1-gpu-power"/);

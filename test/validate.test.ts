@@ -91,7 +91,7 @@ test('one stalled worker behind a round-robin router fails as single-worker-back
   assert.equal(trial.shape, 'single-worker-backup', JSON.stringify(trial.evidence));
   assert.equal(trial.worker, stalled.id);
   assert.ok(Number(trial.evidence['peakInflight']) > 2 * Number(trial.evidence['medianOthersPeakInflight']));
-  assert.match(r.stdout, new RegExp(`single-worker-backup .*worker ${stalled.id.replace(/\./g, '\\.')}`));
+  assert.match(r.stdout, new RegExp(`single-worker-backup .*worker 2 \\(${stalled.id.replace(/\./g, '\\.')}\\)`));
 });
 
 test('every worker slow fails as broad-degradation', async (t) => {

@@ -1,5 +1,7 @@
 import { describeGate, figureText, judgeGatesAcrossTrials, type GateAcrossTrials, type PassRule } from '../gate/index.js';
+import { workerNames } from '../report/index.js';
 import type { SummaryInput } from './outcome.js';
+import type { Readiness } from './readiness.js';
 import type { TrialOutcome } from './trial.js';
 
 /** The trials a verdict rests on, the rule it applied, and each gate judged that way. */
@@ -7,20 +9,29 @@ export interface VerdictBasis {
   trials: readonly TrialOutcome[];
   rule: PassRule;
   gates: GateAcrossTrials[];
+  /** `worker 2 (10.0.0.3:8000)`: workers named as the charts name them (readiness order). */
+  workerName: (id: string) => string;
+}
+
+/** Names a worker id as the charts do, `worker 2 (10.0.0.3:8000)`, by the readiness order. */
+export function workerNamerFor(readiness: Pick<Readiness, 'workers'>): (id: string) => string {
+  const order = readiness.workers.map((w) => w.id);
+  return (id) => workerNames([id], order).get(id) ?? id;
 }
 
 /**
  * What the verdict was judged on: every trial under the pass rule; for a sweep, the recommended
  * level alone (rule `all` over that one run). JUnit, summary.md and the console all read this.
  */
-export function verdictBasis(s: Pick<SummaryInput, 'o' | 'trials' | 'aggregate' | 'sweep'>): VerdictBasis {
+export function verdictBasis(s: Pick<SummaryInput, 'o' | 'trials' | 'aggregate' | 'sweep' | 'readiness'>): VerdictBasis {
+  const workerName = workerNamerFor(s.readiness);
   if (s.sweep) {
     const rec = s.sweep.recommendedConcurrencyPerGpu;
     const trials = rec === null ? [] : s.trials.filter((t) => t.concurrencyPerGpu === rec).slice(0, 1);
-    return { trials, rule: 'all', gates: trials.length > 0 ? judgeGatesAcrossTrials(trials.map((t) => t.summary), s.o.gates, 'all') : [] };
+    return { trials, rule: 'all', gates: trials.length > 0 ? judgeGatesAcrossTrials(trials.map((t) => t.summary), s.o.gates, 'all') : [], workerName };
   }
   const gates = s.aggregate?.gates ?? (s.trials.length > 0 ? judgeGatesAcrossTrials(s.trials.map((t) => t.summary), s.o.gates, s.o.passRule) : []);
-  return { trials: s.trials, rule: s.o.passRule, gates };
+  return { trials: s.trials, rule: s.o.passRule, gates, workerName };
 }
 
 const RULE_TEXT: Record<PassRule, string> = { all: 'every trial', majority: 'more than half the trials', median: 'the median across trials' };
@@ -30,19 +41,19 @@ export function ruleText(rule: PassRule): string {
   return `rule ${rule} (${RULE_TEXT[rule]})`;
 }
 
-/** `shape knee-jitter`, with the worker when the shape names one. */
-export function shapeText(t: TrialOutcome): string {
-  return `shape ${t.shape.shape}${t.shape.worker ? ` (worker ${t.shape.worker})` : ''}`;
+/** `shape knee-jitter`, with the worker (named as the charts name it) when the shape names one. */
+export function shapeText(t: TrialOutcome, name: (id: string) => string): string {
+  return `shape ${t.shape.shape}${t.shape.worker ? ` (${name(t.shape.worker)})` : ''}`;
 }
 
 /**
  * Why one trial failed, naming only the gates it failed (figure, limit) and its shape:
  * `trial-2: TTFT p99 2,310 ms past the 2,200 ms ceiling (2,000 x1.1); shape knee-jitter`.
  */
-export function trialFailureText(t: TrialOutcome): string {
+export function trialFailureText(t: TrialOutcome, name: (id: string) => string): string {
   const failed = t.gates.filter((g) => !g.pass).map(figureText);
   const why = failed.length > 0 ? failed.join(', ') : t.error !== null ? `could not run: ${t.error}` : t.interrupted ? 'interrupted' : t.timedOut ? 'stopped by --trial-timeout' : 'gates held but the run did not measure the fleet';
-  return `${t.label}: ${why}; ${shapeText(t)}`;
+  return `${t.label}: ${why}; ${shapeText(t, name)}`;
 }
 
 /** One line on a gate under the rule: `PASS output_token_throughput.avg >= 150 (x0.9): 3 of 3 trials, median 812`. */
@@ -61,7 +72,7 @@ export function gateFailureText(g: GateAcrossTrials, basis: VerdictBasis, index:
     : `${describeGate(g.gate)} fails under ${ruleText(basis.rule)}: ${g.passedTrials} of ${g.trialPasses.length} trials within the limit ${g.gate.op} ${Math.round(g.limit * 100) / 100}`;
   const lines = basis.trials.flatMap((t) => {
     const r = t.gates[index];
-    return r && !r.pass ? [`${t.label}: ${figureText(r)}; ${shapeText(t)}`] : [];
+    return r && !r.pass ? [`${t.label}: ${figureText(r)}; ${shapeText(t, basis.workerName)}`] : [];
   });
   return [head, ...lines].join('\n');
 }
@@ -88,5 +99,5 @@ export function verdictFailureText(s: Pick<SummaryInput, 'o' | 'verdict' | 'reas
     ? `${v}: ${basis.trials.length === 0 ? 'no recommended operating point' : `the recommended point (${basis.trials[0]!.concurrencyPerGpu} per GPU) ${passed > 0 ? 'passed but the run was cut short' : 'failed'}`}`
     : `${v} under ${ruleText(basis.rule)}: ${passed} of ${basis.trials.length} trials passed${s.o.trials > basis.trials.length ? ` (${s.o.trials} planned)` : ''}`;
   const warned = s.o.failOnWarning && basis.trials.every((t) => t.pass) ? s.trials.flatMap((t) => t.warnings).map((w) => `${w.trial}: --fail-on-warning: ${w.message}`) : [];
-  return [head, ...basis.trials.filter((t) => !t.pass).map(trialFailureText), ...warned].join('\n');
+  return [head, ...basis.trials.filter((t) => !t.pass).map((t) => trialFailureText(t, basis.workerName)), ...warned].join('\n');
 }

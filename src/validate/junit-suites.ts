@@ -12,9 +12,9 @@ export interface JunitSuitesInput extends Omit<SummaryInput, 'outDir'> {
 const READINESS = 'tailgate.validate.readiness';
 const GATES = 'tailgate.validate.gates';
 
-function trialLine(t: TrialOutcome): string {
+function trialLine(t: TrialOutcome, name: (id: string) => string): string {
   const figures = t.gates.map((g) => `${g.gate.metric}.${g.gate.stat}=${g.value === null ? 'missing' : Math.round(g.value * 100) / 100}`).join(' ');
-  return `${t.label} (concurrency ${t.concurrency}): ${t.pass ? 'pass' : 'fail'}, ${shapeText(t)}${figures ? `, ${figures}` : ''}`;
+  return `${t.label} (concurrency ${t.concurrency}): ${t.pass ? 'pass' : 'fail'}, ${shapeText(t, name)}${figures ? `, ${figures}` : ''}`;
 }
 
 /**
@@ -68,7 +68,7 @@ export function junitSuites(s: JunitSuitesInput): JunitSuite[] {
     concurrency: String(s.o.concurrency),
     seed: String(s.o.randomSeed),
   };
-  const systemOut = [...s.trials.map(trialLine), ...warnings.map((w) => `WARNING ${w.trial}: ${w.message}; locus ${w.locus}`)].join('\n');
+  const systemOut = [...s.trials.map((t) => trialLine(t, basis.workerName)), ...warnings.map((w) => `WARNING ${w.trial}: ${w.message}; locus ${w.locus}`)].join('\n');
   suites.push({
     name: 'gates',
     timestamp: first ?? s.startedAt,

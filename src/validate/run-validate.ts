@@ -10,6 +10,7 @@ import { serveProbe, waitForWorkers, type Readiness } from './readiness.js';
 import { validateReportDoc } from './report-doc.js';
 import { consoleSummary, summaryMarkdown } from './summary-text.js';
 import { runTrial, type TrialOutcome } from './trial.js';
+import { workerNamerFor } from './gate-verdicts.js';
 import { junitSuites } from './junit-suites.js';
 import { TAILGATE_VERSION, trialJson, verdictJson } from './verdict-doc.js';
 
@@ -21,10 +22,10 @@ export interface ValidateOptions extends ValidateInput {
   signal?: AbortSignal;
 }
 
-function reasonFor(verdict: Verdict, trials: readonly TrialOutcome[], o: ResolvedValidateOptions, agg: TrialsAggregate | null, interrupted: boolean): string {
+function reasonFor(verdict: Verdict, trials: readonly TrialOutcome[], o: ResolvedValidateOptions, agg: TrialsAggregate | null, interrupted: boolean, readiness: Readiness): string {
   const passed = trials.filter((t) => t.pass).length;
   const firstFail = trials.find((t) => !t.pass);
-  const failText = firstFail ? `${firstFail.label}: ${firstFail.shape.shape}${firstFail.shape.worker ? ` (worker ${firstFail.shape.worker})` : ''}: ${firstFail.shape.explanation}` : '';
+  const failText = firstFail ? `${firstFail.label}: ${firstFail.shape.shape}${firstFail.shape.worker ? ` (${workerNamerFor(readiness)(firstFail.shape.worker)})` : ''}: ${firstFail.shape.explanation}` : '';
   const stop = interrupted ? ` Interrupted after ${trials.length} of ${o.trials} trials.` : '';
   if (verdict === 'pass') {
     const a = agg?.stats['output_token_throughput.avg'];
@@ -131,7 +132,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
       }
       const tp = metricValue(t.summary, 'output_token_throughput', 'avg');
       const p99 = metricValue(t.summary, 'time_to_first_token', 'p99');
-      onEvent(`${label}: ${t.pass ? 'PASS' : 'FAIL'} ${t.shape.shape}${t.shape.worker ? ` (worker ${t.shape.worker})` : ''}, ${tp === null ? '-' : Math.round(tp)} tok/s, TTFT p99 ${p99 === null ? '-' : Math.round(p99)} ms`);
+      onEvent(`${label}: ${t.pass ? 'PASS' : 'FAIL'} ${t.shape.shape}${t.shape.worker ? ` (${workerNamerFor(readiness)(t.shape.worker)})` : ''}, ${tp === null ? '-' : Math.round(tp)} tok/s, TTFT p99 ${p99 === null ? '-' : Math.round(p99)} ms`);
     }
   }
   const interrupted = signal?.aborted === true;
@@ -154,7 +155,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     verdict = interrupted && trials.length < o.trials ? (aggregate.passed > 0 ? 'flaky' : 'fail') : aggregate.verdict;
     // The median rule judges medians of gated figures; a trial that measured the wrong fleet still fails it.
     if (verdict === 'pass' && o.passRule === 'median' && trials.filter((t) => !t.pass && ['errors', 'under-provisioned'].includes(t.shape.shape)).length * 2 >= trials.length) verdict = 'fail';
-    reason = reasonFor(verdict, trials, o, aggregate, interrupted);
+    reason = reasonFor(verdict, trials, o, aggregate, interrupted, readiness);
   }
   const warnings = trials.flatMap((t) => t.warnings);
   if (o.failOnWarning && verdict === 'pass' && warnings.length > 0) {

@@ -1,6 +1,6 @@
 import { describeGate, type Gate } from '../gate/index.js';
 import { metricValue } from '../gate/index.js';
-import { gateVerdictLine, ruleText, verdictBasis } from './gate-verdicts.js';
+import { gateVerdictLine, ruleText, verdictBasis, workerNamerFor } from './gate-verdicts.js';
 import type { SummaryInput } from './outcome.js';
 import type { TrialOutcome } from './trial.js';
 import type { WorkerWarning } from './warnings.js';
@@ -35,12 +35,13 @@ export function consoleSummary(s: SummaryInput): string {
   const lines = [head, `  gates: ${gatesLine(s.o.gates)}`];
   if (!s.readiness.ok || s.readiness.probe?.ok === false) lines.push(`  readiness: ${s.readiness.message}`);
   const shapeW = Math.max(5, ...s.trials.map((t) => t.shape.shape.length));
+  const name = workerNamerFor(s.readiness);
   for (const t of s.trials) {
-    const worker = t.shape.worker ? `  worker ${t.shape.worker}` : '';
+    const worker = t.shape.worker ? `  ${name(t.shape.worker)}` : '';
     lines.push(
       `  ${t.label.padEnd(10)} ${(t.pass ? 'PASS' : 'FAIL').padEnd(4)}  ${t.shape.shape.padEnd(shapeW)}  ${int(tput(t)).padStart(9)} tok/s  TTFT p99 ${int(ttft(t)).padStart(7)} ms${worker}`,
     );
-    if (t.locus) lines.push(`  ${''.padEnd(10)} locus ${t.locus.locus}${t.locus.worker ? `: worker ${t.locus.worker}` : ''}${t.locus.gpu ? `, ${t.locus.gpu}` : ''}${t.locus.locus === 'unknown' && t.locus.missing.length > 0 ? ` (missing: ${t.locus.missing[0]})` : ''}`);
+    if (t.locus) lines.push(`  ${''.padEnd(10)} locus ${t.locus.locus}${t.locus.worker ? `: ${name(t.locus.worker)}` : ''}${t.locus.gpu ? `, ${t.locus.gpu}` : ''}${t.locus.locus === 'unknown' && t.locus.missing.length > 0 ? ` (missing: ${t.locus.missing[0]})` : ''}`);
   }
   const basis = verdictBasis(s);
   for (const g of basis.gates) lines.push(`  gate ${gateVerdictLine(g, basis.rule)}`);
@@ -97,7 +98,7 @@ export function summaryMarkdown(s: SummaryInput): string {
     out.push('| trial | concurrency | verdict | shape | worker | output tok/s | tok/s per GPU | TTFT p99 ms | errors |', '|---|---:|---|---|---|---:|---:|---:|---:|');
     for (const t of s.trials) {
       const tp = tput(t);
-      out.push(`| ${t.label} | ${t.concurrency} | ${t.pass ? 'pass' : 'fail'} | ${t.shape.shape} | ${t.shape.worker ?? ''} | ${int(tp)} | ${int(tp === null ? null : tp / s.o.gpus)} | ${int(ttft(t))} | ${t.summary.errorCount} |`);
+      out.push(`| ${t.label} | ${t.concurrency} | ${t.pass ? 'pass' : 'fail'} | ${t.shape.shape} | ${t.shape.worker === null ? '' : md(workerNamerFor(s.readiness)(t.shape.worker))} | ${int(tp)} | ${int(tp === null ? null : tp / s.o.gpus)} | ${int(ttft(t))} | ${t.summary.errorCount} |`);
     }
     out.push('', '## Why each trial got its shape', '');
     for (const t of s.trials) out.push(`- **${t.label}** (${t.shape.shape}): ${md(t.shape.explanation)}`);
