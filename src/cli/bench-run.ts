@@ -149,6 +149,7 @@ export async function runBenchCommand(flags: Record<string, unknown>): Promise<n
       ...(startAtMs !== undefined && { start_at: new Date(startAtMs).toISOString(), start_lag_ms: startLagMs }),
     };
     await writeBenchArtifacts(dir, result, { exportLevel, version: VERSION, ...(Object.keys(distributed).length > 0 && { extra: distributed }) });
+    await (await import('../validate/index.js')).writeBenchReport(dir, result);
     process.stdout.write(formatBenchReport(result));
     process.stdout.write(`artifacts: ${dir}\n`);
     const s = result.summary;

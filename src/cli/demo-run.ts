@@ -5,10 +5,10 @@ import { request } from 'undici';
 import { TailgateError, formatMs, type RequestRecord } from '../core/index.js';
 import { runBench, writeBenchArtifacts, type BenchResult } from '../bench/index.js';
 import { classifyTrial, judgeGates, metricValue, type Gate, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import { renderHtmlReport, type Chart, type ReportSection } from '../report/index.js';
+import { renderHtmlReport, runCharts, workerNames, workerOrder, type Chart, type ReportSection } from '../report/index.js';
 import type { PolicyName } from '../routing/index.js';
 import { Collector, parsePrometheusText, sumSamples, type CollectorSeries } from '../scrape/index.js';
-import { timeSeries, type Summary } from '../stats/index.js';
+import type { Summary } from '../stats/index.js';
 import { spawnTailgate, type TailgateChild } from './child.js';
 import { VERSION } from './program.js';
 
@@ -127,29 +127,6 @@ export function maxWorkerShare(perWorker: Record<string, WorkerSeries>): number 
   return total > 0 ? Math.max(...means) / total : 0;
 }
 
-function chartsOf(name: string, records: readonly RequestRecord[], perWorker: Record<string, WorkerSeries>, markers: { x: number; label: string }[]): Chart[] {
-  const toS = (ms: number) => Math.round(ms) / 1000;
-  const ts = timeSeries(records, { bucketMs: 500 });
-  const ttftPoints: [number, number][] = [];
-  ts.tMs.forEach((t, i) => {
-    const v = ts.ttftP99Ms[i];
-    if (v !== null && v !== undefined) ttftPoints.push([toS(t), Math.round(v)]);
-  });
-  const sMarkers = markers.map((m) => ({ x: toS(m.x), label: m.label }));
-  return [
-    {
-      id: `${name}-inflight`, title: `${name}: in-flight per worker (router gauge)`, xLabel: 'time (s)', yLabel: 'requests in flight', kind: 'step',
-      series: Object.entries(perWorker).map(([w, s]) => ({ name: w, points: s.tMs.map((t, i): [number, number] => [toS(t), s.inflight[i]!]) })),
-      markers: sMarkers,
-    },
-    { id: `${name}-ttft`, title: `${name}: TTFT p99 by request start`, xLabel: 'time (s)', yLabel: 'TTFT p99 (ms)', kind: 'line', series: [{ name: 'TTFT p99', points: ttftPoints }], markers: sMarkers },
-    {
-      id: `${name}-throughput`, title: `${name}: output throughput`, xLabel: 'time (s)', yLabel: 'output tok/s', kind: 'line',
-      series: [{ name: 'output tok/s', points: ts.tMs.map((t, i): [number, number] => [toS(t), Math.round(ts.outputTokensPerS[i]!)]) }], markers: sMarkers,
-    },
-  ];
-}
-
 /** Waits until no worker has a request running or waiting, so every run starts from an idle fleet. */
 async function waitIdle(urls: readonly string[], timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -185,17 +162,25 @@ const MEASURED_WRONG: ReadonlySet<string> = new Set(['errors', 'under-provisione
 export function judgeRun(input: {
   name: string; policy: PolicyName; stalled: boolean; plan: DemoPlan; summary: Summary; records: readonly RequestRecord[];
   perWorker: Record<string, WorkerSeries>; gates: readonly Gate[]; client?: { eventLoopDelayP99Ms: number; cpuPercent: number };
+  /** The fleet's worker URLs in index order (the simulator's ids already sort that way). */
+  workerOrder?: readonly string[];
 }): DemoRun {
   const { plan, summary } = input;
   const judged = judgeGates(summary, input.gates);
   const shape = classifyTrial({
     summary, gates: judged, expectedWorkers: plan.workers, workerSeries: input.perWorker, ...(input.client && { client: input.client }),
   });
-  const markers = input.stalled ? [{ x: plan.stallAtMs, label: 'stall' }, { x: plan.stallAtMs + plan.stallForMs, label: 'stall ends' }] : [];
+  const order = input.workerOrder ?? [];
+  const stalledId = workerOrder(Object.keys(input.perWorker), order)[plan.stallWorker];
+  const stalledName = stalledId === undefined ? `worker ${plan.stallWorker}` : workerNames([stalledId], order).get(stalledId)!;
+  const windows = input.stalled ? [{ fromMs: plan.stallAtMs, toMs: plan.stallAtMs + plan.stallForMs, label: `${stalledName} stalled` }] : [];
   return {
     name: input.name, policy: input.policy, stalled: input.stalled, summary, ...metricsOf(summary),
     maxWorkerShare: maxWorkerShare(input.perWorker), gates: judged, verdict: judged.every((g) => g.pass) && !MEASURED_WRONG.has(shape.shape) ? 'pass' : 'fail', shape,
-    charts: chartsOf(input.name, input.records, input.perWorker, markers),
+    charts: runCharts({
+      idPrefix: input.name, titlePrefix: `${input.name}: `, records: input.records, workerSeries: input.perWorker, workerOrder: order,
+      gates: judged, windows, originMs: 0, bucketMs: 500,
+    }),
   };
 }
 
@@ -264,7 +249,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       if (step.name === 'healthy') gates = gatesFromBaseline(result.summary);
       const run = judgeRun({
         ...step, plan, summary: result.summary, records: result.records, gates,
-        perWorker: workerSeriesOf(series, result.summary.startMs, result.summary.endMs),
+        perWorker: workerSeriesOf(series, result.summary.startMs, result.summary.endMs), workerOrder: workerUrls,
         client: { eventLoopDelayP99Ms: result.selfCheck.eventLoopDelayP99Ms, cpuPercent: result.selfCheck.cpuPercent },
       });
       if (result.cancelled) run.name += ' (interrupted)';

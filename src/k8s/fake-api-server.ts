@@ -1,12 +1,11 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import type { EndpointSlice } from './endpoint-slice.js';
 
-/** A request the fake API server received (a watch's `watch` parameter recorded as `'1'`). */
+/** A request the fake API server received. */
 export interface FakeKubeRequest {
   path: string;
   query: Record<string, string>;
@@ -61,11 +60,8 @@ function status(code: number, reason: string, message: string): Record<string, u
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
 
-/**
- * Starts the fake on 127.0.0.1:0; with `token`, every request must carry `Authorization: Bearer token`;
- * with `tls` (PEM key and certificate), it serves https.
- */
-export async function startFakeKubeApi(opts: { token?: string; tls?: { key: string; cert: string } } = {}): Promise<FakeKubeApi> {
+/** Starts the fake on 127.0.0.1:0; with `token`, every request must carry `Authorization: Bearer token`. */
+export async function startFakeKubeApi(opts: { token?: string } = {}): Promise<FakeKubeApi> {
   let rv = 1;
   let compactedRv = 0;
   const store = new Map<string, EndpointSlice>();
@@ -95,8 +91,6 @@ export async function startFakeKubeApi(opts: { token?: string; tls?: { key: stri
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const u = new URL(req.url ?? '/', 'http://x');
     const query = Object.fromEntries(u.searchParams.entries());
-    // The API server reads `watch=true` and `watch=1` alike; the log records one spelling.
-    if (query['watch'] === 'true') query['watch'] = '1';
     requests.push({ path: u.pathname, query, authorization: req.headers.authorization });
     const json = (code: number, body: unknown): void => {
       res.writeHead(code, { 'content-type': 'application/json' });
@@ -151,7 +145,7 @@ export async function startFakeKubeApi(opts: { token?: string; tls?: { key: stri
     res.on('finish', forget);
   }
 
-  const server = opts.tls ? createHttpsServer(opts.tls, handle) : createServer(handle);
+  const server = createServer(handle);
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -160,7 +154,7 @@ export async function startFakeKubeApi(opts: { token?: string; tls?: { key: stri
   const port = (server.address() as AddressInfo).port;
 
   return {
-    url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}`,
     get resourceVersion() {
       return rv;
     },

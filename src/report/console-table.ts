@@ -10,12 +10,13 @@ const ROWS = [
 const COLS = ['avg', 'min', 'max', 'p99', 'p90', 'p50', 'std'] as const;
 
 /**
- * An AIPerf-like console table of the main metrics (box drawing; run-level metrics show only avg).
+ * The main metrics as rows of formatted cells (run-level metrics show only avg), for the console
+ * table and the HTML reports alike.
  *
  * @example
- * process.stdout.write(formatConsoleTable(summary));
+ * metricsTable(summary).rows[0]; // ['Time to First Token (ms)', '120.50', ...]
  */
-export function formatConsoleTable(summary: Summary, title = 'tailgate | LLM Metrics'): string {
+export function metricsTable(summary: Summary): { columns: string[]; rows: string[][] } {
   const rows: string[][] = [];
   for (const tag of ROWS) {
     const m = summary.metrics[tag];
@@ -24,7 +25,17 @@ export function formatConsoleTable(summary: Summary, title = 'tailgate | LLM Met
     if (isMetricBlock(m)) rows.push([label, ...COLS.map((c) => formatNumber(m[c]))]);
     else rows.push([label, formatNumber(m.avg), ...COLS.slice(1).map(() => 'N/A')]);
   }
-  const header = ['Metric', ...COLS];
+  return { columns: ['Metric', ...COLS], rows };
+}
+
+/**
+ * An AIPerf-like console table of the main metrics (box drawing; run-level metrics show only avg).
+ *
+ * @example
+ * process.stdout.write(formatConsoleTable(summary));
+ */
+export function formatConsoleTable(summary: Summary, title = 'tailgate | LLM Metrics'): string {
+  const { columns: header, rows } = metricsTable(summary);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (l: string, m: string, r: string): string => `${l}${widths.map((w) => '─'.repeat(w + 2)).join(m)}${r}`;
   const fmt = (cells: string[]): string => `│${cells.map((c, i) => ` ${c.padStart(widths[i]!)} `).join('│')}│`;

@@ -17,7 +17,8 @@ section p { margin: 0 0 10px; max-width: 90ch; }
 .table-wrap { overflow-x: auto; margin: 0 0 12px; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { padding: 5px 10px; border-bottom: 1px solid #e6e9ef; white-space: nowrap; }
-th { background: #f0f3f8; text-align: left; font-weight: 600; }
+th { background: #f0f3f8; text-align: left; font-weight: 600; white-space: normal; vertical-align: bottom; min-width: 7ch; }
+td.prose { white-space: normal; min-width: 18ch; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.fail, td.flaky { color: #b00020; font-weight: 600; } td.pass { color: #16794c; font-weight: 600; }
 tbody tr:hover { background: #f7f9fc; }
@@ -29,7 +30,8 @@ footer { color: #6b7385; font-size: 12px; margin-top: 24px; }
 
 function cell(v: string | number): string {
   if (typeof v === 'number') return `<td class="num">${escapeXml(Number.isInteger(v) ? formatNumber(v, 0) : formatNumber(v, 2))}</td>`;
-  const cls = /^(pass|fail|flaky)$/i.test(v) ? ` class="${v.toLowerCase()}"` : '';
+  // Long text wraps so a table fits its card; short cells (figures, names) stay on one line.
+  const cls = /^(pass|fail|flaky)$/i.test(v) ? ` class="${v.toLowerCase()}"` : /^(-?[\d,.]+%?|N\/A)$/.test(v) ? ' class="num"' : v.length > 32 ? ' class="prose"' : '';
   return `<td${cls}>${escapeXml(v)}</td>`;
 }
 

@@ -1,6 +1,6 @@
 export { writeAiperfExports, aiperfJson, aiperfCsv, aiperfJsonlLine, metricLabel, AIPERF_FILES, AIPERF_SCHEMA_VERSION } from './aiperf-exports.js';
 export type { AiperfExportInput } from './aiperf-exports.js';
-export { formatConsoleTable } from './console-table.js';
+export { formatConsoleTable, metricsTable } from './console-table.js';
 export { junitXml } from './junit.js';
 export type { JunitCase, JunitOptions, JunitSuite } from './junit.js';
 export { renderHtmlReport } from './html-report.js';
@@ -10,3 +10,5 @@ export { escapeXml, formatNumber } from './escape.js';
 export { mergeShardExports, findShardDirs, readShardExport, recordFromJsonl } from './merge-shards.js';
 export type { MergeOptions, MergeResult, ShardExport } from './merge-shards.js';
 export { workerIdOf, workerName, workerNames, workerOrder } from './worker-names.js';
+export { runCharts, shareTimeAxis, MAX_WORKER_PANELS } from './run-charts.js';
+export type { RunChartsInput } from './run-charts.js';

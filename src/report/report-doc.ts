@@ -11,6 +11,14 @@ export interface Chart {
   yLog?: boolean;
   /** Vertical lines at x with a label, e.g. "stall starts". */
   markers?: { x: number; label: string }[];
+  /** Shaded x windows drawn behind the series, e.g. a stalled worker's fault window. */
+  bands?: { from: number; to: number; label: string }[];
+  /** Dashed horizontal lines with a label, e.g. the limit a gate compared with (threshold x tolerance). */
+  limits?: { y: number; label: string }[];
+  /** Fixed x range; charts stacked in one section share one so their times line up. */
+  xDomain?: [number, number];
+  /** One small panel per series on shared scales (small multiples) instead of overlaid lines. */
+  facets?: boolean;
 }
 
 /** A section of the report: any of text, a table and charts, in that order. */

@@ -8,7 +8,13 @@ const DASHES = ['', '6 3', '2 3', '8 3 2 3'];
 const W = 800;
 const PLOT_H = 260;
 const M = { left: 70, right: 20, top: 34, bottom: 44 };
+/** Small multiples: panel height, and the room around each panel for its title and ticks. */
+const FACET = { h: 90, title: 20, left: 44, right: 10, bottom: 22 };
 const MAX_POINTS = 1500;
+/** Generous width of one character at 11 px (system-ui digits and letters are ~6-7 px). */
+const CHAR_W = 7;
+const BAND_FILL = '#f2b8b5';
+const LIMIT_COLOUR = '#b00020';
 
 /** "Nice" tick values covering [lo, hi], about `count` of them. */
 export function niceTicks(lo: number, hi: number, count = 5): number[] {
@@ -65,120 +71,130 @@ function decimate(points: [number, number][], x0: number, x1: number, columns: n
 
 const r1 = (v: number): string => (Math.round(v * 10) / 10).toString();
 
-/**
- * One chart as an inline SVG (`<svg class="chart" data-chart-id=...>`): axes with ticks and
- * labels, one `<path>` per series (and no other paths), a legend, optional vertical markers.
- *
- * @example
- * lineChartSvg({ id: 'ttft', title: 'TTFT p99', xLabel: 's', yLabel: 'ms', kind: 'line',
- *   series: [{ name: 'p99', points: [[0, 120], [1, 180]] }] });
- */
-export function lineChartSvg(chart: Chart): string {
-  const series = chart.series.map((s) => ({
-    name: s.name,
-    points: s.points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1])).sort((a, b) => a[0] - b[0]),
-  }));
-  const all = series.flatMap((s) => s.points);
+interface Domain {
+  xMin: number;
+  xMax: number;
+  yMin: number;
+  yMax: number;
+  yTicks: number[];
+  log: boolean;
+}
+
+interface Box {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+type Points = [number, number][];
+
+/** The data's x and y ranges, widened to take in markers, bands, limit lines and a fixed x domain. */
+function domainOf(chart: Chart, series: { points: Points }[]): Domain {
   let xMin = Number.POSITIVE_INFINITY;
   let xMax = Number.NEGATIVE_INFINITY;
   let yLo = Number.POSITIVE_INFINITY;
   let yHi = Number.NEGATIVE_INFINITY;
   let posLo = Number.POSITIVE_INFINITY;
   let posHi = Number.NEGATIVE_INFINITY;
-  for (const [x, y] of all) {
-    if (x < xMin) xMin = x;
-    if (x > xMax) xMax = x;
+  const takeY = (y: number): void => {
     if (y < yLo) yLo = y;
     if (y > yHi) yHi = y;
     if (y > 0 && y < posLo) posLo = y;
     if (y > 0 && y > posHi) posHi = y;
+  };
+  const takeX = (x: number): void => {
+    if (!Number.isFinite(x)) return;
+    if (x < xMin) xMin = x;
+    if (x > xMax) xMax = x;
+  };
+  for (const s of series) {
+    for (const [x, y] of s.points) {
+      takeX(x);
+      takeY(y);
+    }
   }
-  for (const mk of chart.markers ?? []) {
-    if (!Number.isFinite(mk.x)) continue;
-    xMin = Math.min(xMin, mk.x);
-    xMax = Math.max(xMax, mk.x);
-  }
+  for (const l of chart.limits ?? []) if (Number.isFinite(l.y)) takeY(l.y);
+  for (const mk of chart.markers ?? []) takeX(mk.x);
+  for (const b of chart.bands ?? []) [b.from, b.to].forEach(takeX);
+  if (chart.xDomain && chart.xDomain[1] > chart.xDomain[0]) [xMin, xMax] = chart.xDomain;
   if (!Number.isFinite(xMin)) [xMin, xMax] = [0, 1];
   if (xMax === xMin) [xMin, xMax] = [xMin - 1, xMax + 1];
 
-  const log = chart.yLog === true;
-  let yMin: number;
-  let yMax: number;
-  let yTicks: number[];
-  if (log) {
+  if (chart.yLog === true) {
     const lo = Number.isFinite(posLo) ? posLo : 1;
     const hi = Number.isFinite(posHi) ? posHi : 10;
-    yMin = 10 ** Math.floor(Math.log10(lo));
-    yMax = 10 ** Math.ceil(Math.log10(hi));
+    const yMin = 10 ** Math.floor(Math.log10(lo));
+    let yMax = 10 ** Math.ceil(Math.log10(hi));
     if (yMax === yMin) yMax = yMin * 10;
-    yTicks = [];
+    const yTicks: number[] = [];
     for (let e = Math.log10(yMin); e <= Math.log10(yMax) + 1e-9; e++) yTicks.push(10 ** e);
-  } else {
-    const lo = all.length > 0 ? Math.min(0, yLo) : 0;
-    const hi = all.length > 0 ? yHi : 1;
-    const top = hi > lo ? hi : lo + 1;
-    // Round the domain out to whole ticks so the top of the data sits under a labelled line.
-    const rough = niceTicks(lo, top);
-    const step = rough.length > 1 ? rough[1]! - rough[0]! : 1;
-    yMin = Math.floor(lo / step + 1e-9) * step;
-    yMax = Math.ceil(top / step - 1e-9) * step;
-    const ticks = niceTicks(yMin, yMax);
-    yTicks = ticks;
+    return { xMin, xMax, yMin, yMax, yTicks, log: true };
   }
-  const plotW = W - M.left - M.right;
-  const sx = (x: number): number => M.left + ((x - xMin) / (xMax - xMin)) * plotW;
-  const ty = (y: number): number => (log ? Math.log10(Math.max(y, yMin)) : y);
-  const sy = (y: number): number => M.top + PLOT_H - ((ty(y) - ty(yMin)) / (ty(yMax) - ty(yMin) || 1)) * PLOT_H;
+  const lo = Number.isFinite(yLo) ? Math.min(0, yLo) : 0;
+  const top = Number.isFinite(yHi) && yHi > lo ? yHi : lo + 1;
+  // Round the domain out to whole ticks so the top of the data sits under a labelled line.
+  const rough = niceTicks(lo, top);
+  const step = rough.length > 1 ? rough[1]! - rough[0]! : 1;
+  const yMin = Math.floor(lo / step + 1e-9) * step;
+  const yMax = Math.ceil(top / step - 1e-9) * step;
+  return { xMin, xMax, yMin, yMax, yTicks: niceTicks(yMin, yMax), log: false };
+}
 
-  // Legend rows under the x axis label.
-  const legendTop = M.top + PLOT_H + M.bottom;
-  const items: { x: number; y: number; name: string; i: number }[] = [];
-  let lx = M.left;
-  let ly = legendTop;
-  series.forEach((s, i) => {
-    const w = 26 + Math.min(s.name.length, 40) * 6.6 + 14;
-    if (lx + w > W - M.right && lx > M.left) {
-      lx = M.left;
-      ly += 18;
-    }
-    items.push({ x: lx, y: ly, name: s.name, i });
-    lx += w;
-  });
-  const H = (items.length > 0 ? ly + 18 : legendTop) + 6;
+/** Colour and dash of series i: ten colours, then the same colours dashed. */
+function styleOf(i: number): { colour: string; dash: string } {
+  return { colour: SERIES_COLOURS[i % SERIES_COLOURS.length]!, dash: DASHES[Math.floor(i / SERIES_COLOURS.length) % DASHES.length]! };
+}
 
-  const out: string[] = [];
-  out.push(
-    `<svg class="chart" data-chart-id="${escapeXml(chart.id)}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${escapeXml(chart.title)}">`,
-    `<title>${escapeXml(chart.title)}</title>`,
-    `<text class="chart-title" x="${M.left}" y="20" font-size="15" font-weight="600">${escapeXml(chart.title)}</text>`,
-    `<rect x="${M.left}" y="${M.top}" width="${plotW}" height="${PLOT_H}" fill="#fbfbfd" stroke="#d0d4dc"/>`,
-  );
-  for (const t of yTicks) {
+const dashAttr = (dash: string): string => (dash ? ` stroke-dasharray="${dash}"` : '');
+
+/** One plot area: frame, grid and ticks, shaded bands, markers, limit lines, then the series. */
+function drawPlot(out: string[], box: Box, dom: Domain, chart: Chart, series: { name: string; points: Points; i: number }[], xTickCount: number, labelBands: boolean): void {
+  const sx = (x: number): number => box.x + ((x - dom.xMin) / (dom.xMax - dom.xMin)) * box.w;
+  const ty = (y: number): number => (dom.log ? Math.log10(Math.max(y, dom.yMin)) : y);
+  const sy = (y: number): number => box.y + box.h - ((ty(y) - ty(dom.yMin)) / (ty(dom.yMax) - ty(dom.yMin) || 1)) * box.h;
+  const right = box.x + box.w;
+  const bottom = box.y + box.h;
+  out.push(`<rect class="plot" x="${r1(box.x)}" y="${box.y}" width="${r1(box.w)}" height="${box.h}" fill="#fbfbfd" stroke="#d0d4dc"/>`);
+  for (const b of chart.bands ?? []) {
+    const x0 = Math.max(box.x, sx(b.from));
+    const x1 = Math.min(right, sx(b.to));
+    if (!(x1 > x0)) continue;
+    out.push(`<rect class="band" x="${r1(x0)}" y="${box.y}" width="${r1(x1 - x0)}" height="${box.h}" fill="${BAND_FILL}" fill-opacity="0.35"><title>${escapeXml(b.label)}</title></rect>`);
+    if (labelBands) out.push(`<text class="band-label" x="${r1(x0 + 4)}" y="${box.y + 13}" font-size="11" fill="#8a1c14">${escapeXml(b.label)}</text>`);
+  }
+  for (const t of dom.yTicks) {
     const y = r1(sy(t));
-    out.push(`<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${y}" y2="${y}" stroke="#e6e8ee"/>`);
-    out.push(`<text class="tick" x="${M.left - 6}" y="${y}" font-size="11" text-anchor="end" dominant-baseline="middle">${escapeXml(tickLabel(t))}</text>`);
+    out.push(`<line class="grid" x1="${r1(box.x)}" x2="${r1(right)}" y1="${y}" y2="${y}" stroke="#e6e8ee"/>`);
+    out.push(`<text class="tick" x="${r1(box.x - 5)}" y="${y}" font-size="11" text-anchor="end" dominant-baseline="middle">${escapeXml(tickLabel(t))}</text>`);
   }
-  for (const t of niceTicks(xMin, xMax, 8)) {
+  for (const t of niceTicks(dom.xMin, dom.xMax, xTickCount)) {
     const x = r1(sx(t));
-    out.push(`<line class="tick-mark" x1="${x}" x2="${x}" y1="${M.top + PLOT_H}" y2="${M.top + PLOT_H + 5}" stroke="#555"/>`);
-    out.push(`<text class="tick" x="${x}" y="${M.top + PLOT_H + 17}" font-size="11" text-anchor="middle">${escapeXml(tickLabel(t))}</text>`);
+    out.push(`<line class="tick-mark" x1="${x}" x2="${x}" y1="${bottom}" y2="${bottom + 4}" stroke="#555"/>`);
+    out.push(`<text class="tick" x="${x}" y="${bottom + 15}" font-size="11" text-anchor="middle">${escapeXml(tickLabel(t))}</text>`);
   }
   out.push(
-    `<line class="axis" x1="${M.left}" x2="${W - M.right}" y1="${M.top + PLOT_H}" y2="${M.top + PLOT_H}" stroke="#555"/>`,
-    `<line class="axis" x1="${M.left}" x2="${M.left}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="#555"/>`,
-    `<text class="axis-label" x="${M.left + plotW / 2}" y="${M.top + PLOT_H + 34}" font-size="12" text-anchor="middle">${escapeXml(chart.xLabel)}</text>`,
-    `<text class="axis-label" transform="translate(16 ${M.top + PLOT_H / 2}) rotate(-90)" font-size="12" text-anchor="middle">${escapeXml(chart.yLabel)}${log ? ' (log)' : ''}</text>`,
+    `<line class="axis" x1="${r1(box.x)}" x2="${r1(right)}" y1="${bottom}" y2="${bottom}" stroke="#555"/>`,
+    `<line class="axis" x1="${r1(box.x)}" x2="${r1(box.x)}" y1="${box.y}" y2="${bottom}" stroke="#555"/>`,
   );
   for (const mk of chart.markers ?? []) {
     if (!Number.isFinite(mk.x)) continue;
     const x = r1(sx(mk.x));
-    out.push(`<line class="marker" x1="${x}" x2="${x}" y1="${M.top}" y2="${M.top + PLOT_H}" stroke="#b00020" stroke-dasharray="4 3"/>`);
-    out.push(`<text class="marker-label" x="${x}" y="${M.top + 12}" dx="4" font-size="11" fill="#b00020">${escapeXml(mk.label)}</text>`);
+    out.push(`<line class="marker" x1="${x}" x2="${x}" y1="${box.y}" y2="${bottom}" stroke="${LIMIT_COLOUR}" stroke-dasharray="4 3"/>`);
+    out.push(`<text class="marker-label" x="${x}" y="${box.y + 12}" dx="4" font-size="11" fill="${LIMIT_COLOUR}">${escapeXml(mk.label)}</text>`);
   }
-  series.forEach((s, i) => {
-    const colour = SERIES_COLOURS[i % SERIES_COLOURS.length]!;
-    const dash = DASHES[Math.floor(i / SERIES_COLOURS.length) % DASHES.length]!;
-    const pts = decimate(s.points, xMin, xMax, plotW);
+  for (const l of chart.limits ?? []) {
+    if (!Number.isFinite(l.y)) continue;
+    const y = r1(sy(l.y));
+    out.push(
+      `<line class="limit" data-limit="${l.y}" x1="${r1(box.x)}" x2="${r1(right)}" y1="${y}" y2="${y}" stroke="${LIMIT_COLOUR}" stroke-width="1.5" stroke-dasharray="8 4"/>`,
+      // Above the line when there is room, else below it.
+      `<text class="limit-label" x="${r1(right - 4)}" y="${y}" dy="${sy(l.y) - box.y > 16 ? -5 : 13}" font-size="11" text-anchor="end" fill="${LIMIT_COLOUR}" paint-order="stroke" stroke="#fff" stroke-width="3">${escapeXml(l.label)}</text>`,
+    );
+  }
+  for (const s of series) {
+    const { colour, dash } = styleOf(s.i);
+    const pts = decimate(s.points, dom.xMin, dom.xMax, box.w);
     let d = '';
     pts.forEach((p, k) => {
       const x = r1(sx(p[0]));
@@ -190,17 +206,91 @@ export function lineChartSvg(chart: Chart): string {
     // A lone point would be invisible as a path: give it a zero-length stroke with round caps.
     if (pts.length === 1) d += 'h0.01';
     out.push(
-      `<path class="series" data-series="${escapeXml(s.name)}" d="${d}" fill="none" stroke="${colour}" stroke-width="1.8" stroke-linejoin="round" stroke-linecap="round"${dash ? ` stroke-dasharray="${dash}"` : ''}><title>${escapeXml(s.name)}</title></path>`,
-    );
-  });
-  for (const it of items) {
-    const colour = SERIES_COLOURS[it.i % SERIES_COLOURS.length]!;
-    const dash = DASHES[Math.floor(it.i / SERIES_COLOURS.length) % DASHES.length]!;
-    const name = it.name.length > 40 ? `${it.name.slice(0, 39)}…` : it.name;
-    out.push(
-      `<g class="legend-item"><line x1="${it.x}" x2="${it.x + 20}" y1="${it.y}" y2="${it.y}" stroke="${colour}" stroke-width="3"${dash ? ` stroke-dasharray="${dash}"` : ''}/><text x="${it.x + 25}" y="${it.y}" font-size="11" dominant-baseline="middle">${escapeXml(name)}</text></g>`,
+      `<path class="series" data-series="${escapeXml(s.name)}" d="${d}" fill="none" stroke="${colour}" stroke-width="1.8" stroke-linejoin="round" stroke-linecap="round"${dashAttr(dash)}><title>${escapeXml(s.name)}</title></path>`,
     );
   }
-  out.push('</svg>');
-  return out.join('\n');
+}
+
+/** Legend rows from `top`: every name in full, wrapped so none runs past the right edge. */
+function drawLegend(out: string[], top: number, names: string[]): number {
+  let lx = M.left;
+  let ly = top;
+  const room = W - M.left - M.right;
+  names.forEach((full, i) => {
+    const fits = Math.floor((room - 40) / CHAR_W);
+    const name = full.length > fits ? `${full.slice(0, fits - 1)}…` : full;
+    const w = 26 + name.length * CHAR_W + 14;
+    if (lx + w > W - M.right && lx > M.left) {
+      lx = M.left;
+      ly += 18;
+    }
+    const { colour, dash } = styleOf(i);
+    out.push(
+      `<g class="legend-item"><line x1="${lx}" x2="${lx + 20}" y1="${ly}" y2="${ly}" stroke="${colour}" stroke-width="3"${dashAttr(dash)}/><text x="${lx + 25}" y="${ly}" font-size="11" dominant-baseline="middle">${escapeXml(name)}<title>${escapeXml(full)}</title></text></g>`,
+    );
+    lx += w;
+  });
+  return names.length > 0 ? ly + 18 : top;
+}
+
+/**
+ * One chart as an inline SVG (`<svg class="chart" data-chart-id=...>`): axes with ticks and
+ * labels, one `<path class="series">` per series (and no other paths), shaded bands (fault
+ * windows), dashed limit lines with their label, vertical markers. Overlaid series get a legend
+ * that wraps and never clips; `facets` draws one small panel per series instead, titled with the
+ * series' name, on one shared x and y scale, so no line hides another.
+ *
+ * @example
+ * lineChartSvg({ id: 'ttft', title: 'TTFT p99', xLabel: 's', yLabel: 'ms', kind: 'line',
+ *   series: [{ name: 'p99', points: [[0, 120], [1, 180]] }], limits: [{ y: 2200, label: 'limit 2200 ms' }] });
+ */
+export function lineChartSvg(chart: Chart): string {
+  const series = chart.series.map((s, i) => ({
+    name: s.name,
+    i,
+    points: s.points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1])).sort((a, b) => a[0] - b[0]),
+  }));
+  const dom = domainOf(chart, series);
+  const body: string[] = [];
+  let H: number;
+  if (chart.facets === true && series.length > 1) {
+    const cols = Math.min(series.length, 4);
+    const cellW = (W - M.left + FACET.left - M.right) / cols;
+    const cellH = FACET.title + FACET.h + FACET.bottom;
+    series.forEach((s, k) => {
+      const cx = M.left - FACET.left + (k % cols) * cellW;
+      const cy = M.top + Math.floor(k / cols) * cellH;
+      const box = { x: cx + FACET.left, y: cy + FACET.title, w: cellW - FACET.left - FACET.right, h: FACET.h };
+      const { colour } = styleOf(s.i);
+      body.push(`<g class="facet" data-series="${escapeXml(s.name)}">`);
+      body.push(`<text class="facet-title" x="${r1(box.x)}" y="${cy + 13}" font-size="11" font-weight="600" fill="${colour}">${escapeXml(s.name)}</text>`);
+      drawPlot(body, box, dom, chart, [s], 4, false);
+      body.push('</g>');
+    });
+    const plotsBottom = M.top + Math.ceil(series.length / cols) * cellH;
+    body.push(`<text class="axis-label" x="${M.left + (W - M.left - M.right) / 2}" y="${plotsBottom + 12}" font-size="12" text-anchor="middle">${escapeXml(chart.xLabel)}</text>`);
+    body.push(`<text class="axis-label" transform="translate(14 ${(M.top + plotsBottom) / 2}) rotate(-90)" font-size="12" text-anchor="middle">${escapeXml(chart.yLabel)}${dom.log ? ' (log)' : ''}</text>`);
+    H = plotsBottom + 22;
+    const bands = [...new Set((chart.bands ?? []).map((b) => b.label))];
+    if (bands.length > 0) {
+      body.push(`<g class="band-note"><rect x="${M.left}" y="${H - 4}" width="20" height="10" fill="${BAND_FILL}" fill-opacity="0.6"/><text x="${M.left + 25}" y="${H + 1}" font-size="11" dominant-baseline="middle">${escapeXml(bands.join('; '))}</text></g>`);
+      H += 18;
+    }
+  } else {
+    const box = { x: M.left, y: M.top, w: W - M.left - M.right, h: PLOT_H };
+    drawPlot(body, box, dom, chart, series, 8, true);
+    body.push(
+      `<text class="axis-label" x="${M.left + box.w / 2}" y="${M.top + PLOT_H + 34}" font-size="12" text-anchor="middle">${escapeXml(chart.xLabel)}</text>`,
+      `<text class="axis-label" transform="translate(16 ${M.top + PLOT_H / 2}) rotate(-90)" font-size="12" text-anchor="middle">${escapeXml(chart.yLabel)}${dom.log ? ' (log)' : ''}</text>`,
+    );
+    const legendTop = M.top + PLOT_H + M.bottom;
+    H = drawLegend(body, legendTop, series.map((s) => s.name)) + 6;
+  }
+  return [
+    `<svg class="chart" data-chart-id="${escapeXml(chart.id)}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${escapeXml(chart.title)}">`,
+    `<title>${escapeXml(chart.title)}</title>`,
+    `<text class="chart-title" x="${M.left}" y="20" font-size="15" font-weight="600">${escapeXml(chart.title)}</text>`,
+    ...body,
+    '</svg>',
+  ].join('\n');
 }

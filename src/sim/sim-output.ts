@@ -1,9 +1,9 @@
 import { describeGate } from '../gate/index.js';
-import type { Chart, ReportDoc, ReportSection } from '../report/index.js';
+import { runCharts, workerName, type ReportDoc, type ReportSection } from '../report/index.js';
 import type { PolicyName } from '../routing/index.js';
-import { timeSeries } from '../stats/index.js';
 import type { Explanation, LossWaterfall } from './explain.js';
 import type { MonteCarloResult, PolicyOutcome } from './monte-carlo.js';
+import { simWorkerId } from './run-scenario.js';
 import type { Scenario } from './scenario.js';
 
 /** One `tailgate simulate` run: every scenario's Monte Carlo and the totals. */
@@ -163,14 +163,15 @@ export function formatSimulate(run: SimulateRun): string {
 export function simulateReportDoc(run: SimulateRun): ReportDoc {
   const t = totals(run);
   const sections: ReportSection[] = [];
-  const columns = ['policy', 'fail probability', 'Wilson 95% low', 'Wilson 95% high', 'TTFT p99 p50 (ms)', 'TTFT p99 p90 (ms)', 'tok/s p10', 'tok/s p50', 'tok/s p90', 'shapes'];
+  const columns = ['policy', 'gate fail probability (Wilson 95%)', 'TTFT p99 ms across trials (p50 / p90)', 'output tok/s across trials (p10 / p50 / p90)', 'shapes (trials)'];
+  const n = (v: number): string => Math.round(v).toLocaleString('en-US');
   for (const { scenario, result } of run.scenarios) {
     const rows: (string | number)[][] = [];
     for (const p of run.policies) {
       const o = result.policies[p];
       if (!o) continue;
-      rows.push([p, pct(o.failProbability), pct(o.failInterval95.low), pct(o.failInterval95.high), Math.round(o.ttftP99Ms.p50), Math.round(o.ttftP99Ms.p90),
-        Math.round(o.outputTokensPerS.p10), Math.round(o.outputTokensPerS.p50), Math.round(o.outputTokensPerS.p90),
+      rows.push([p, `${pct(o.failProbability)} (${pct(o.failInterval95.low)} to ${pct(o.failInterval95.high)})`, `${n(o.ttftP99Ms.p50)} / ${n(o.ttftP99Ms.p90)}`,
+        `${n(o.outputTokensPerS.p10)} / ${n(o.outputTokensPerS.p50)} / ${n(o.outputTokensPerS.p90)}`,
         Object.entries(o.shapes).map(([k, v]) => `${k} ${v}`).join(', ')]);
     }
     sections.push({
@@ -181,35 +182,12 @@ export function simulateReportDoc(run: SimulateRun): ReportDoc {
     for (const p of run.policies) {
       const rep = result.representative[p];
       if (!rep) continue;
-      const inflight: Chart = {
-        id: `${scenario.name}-${p}-inflight`,
-        title: `${p}: router in-flight per worker (trial seed ${rep.seed})`,
-        xLabel: 'time (s)',
-        yLabel: 'in-flight',
-        kind: 'step',
-        series: Object.entries(rep.perWorkerInflight).map(([id, s]) => ({ name: id, points: s.tMs.map((x, i): [number, number] => [x / 1000, s.inflight[i]!]) })),
-        markers: rep.faults.flatMap((f) => [{ x: f.atMs / 1000, label: `w${f.worker} ${f.kind}` }, { x: (f.atMs + f.forMs) / 1000, label: 'ends' }]).filter((m) => m.x <= rep.simulatedMs / 1000),
-      };
-      const charts: Chart[] = [inflight];
-      if (rep.records.length > 0) {
-        const ts = timeSeries(rep.records, { bucketMs: 500, fromMs: 0 });
-        charts.push({
-          id: `${scenario.name}-${p}-ttft`,
-          title: `${p}: TTFT p99 of requests started in each 0.5 s, and output tokens/s`,
-          xLabel: 'time (s)',
-          yLabel: 'TTFT p99 (ms)',
-          kind: 'line',
-          yLog: true,
-          series: [{ name: 'TTFT p99 (ms)', points: ts.tMs.flatMap((x, i): [number, number][] => (ts.ttftP99Ms[i] === null ? [] : [[x / 1000, ts.ttftP99Ms[i]!]])) }],
-        }, {
-          id: `${scenario.name}-${p}-throughput`,
-          title: `${p}: output tokens/s`,
-          xLabel: 'time (s)',
-          yLabel: 'tokens/s',
-          kind: 'line',
-          series: [{ name: 'output tokens/s', points: ts.tMs.map((x, i): [number, number] => [x / 1000, ts.outputTokensPerS[i]!]) }],
-        });
-      }
+      const order = Object.keys(rep.perWorkerInflight).length > 0 ? Array.from({ length: scenario.workers }, (_, i) => simWorkerId(i)) : [];
+      const charts = runCharts({
+        idPrefix: `${scenario.name}-${p}`, titlePrefix: `${p}: `, records: rep.records, workerSeries: rep.perWorkerInflight, workerOrder: order,
+        gates: rep.gates, originMs: 0, bucketMs: 500, ttftLog: true,
+        windows: rep.faults.map((f) => ({ fromMs: f.atMs, toMs: Math.min(f.atMs + f.forMs, rep.simulatedMs), label: `${workerName(f.worker, simWorkerId(f.worker))} ${f.kind}` })).filter((w) => w.fromMs <= rep.simulatedMs),
+      });
       sections.push({ title: `${scenario.name} / ${p}: ${rep.shape.shape}`, text: rep.shape.explanation, charts });
       if (rep.explanation) {
         const rows = explainRows(rep.explanation);

@@ -18,7 +18,7 @@ export { junitSuites } from './junit-suites.js';
 export type { VerdictBasis } from './gate-verdicts.js';
 export { verdictBasis } from './gate-verdicts.js';
 export { consoleSummary, summaryMarkdown } from './summary-text.js';
-export { validateReportDoc } from './report-doc.js';
+export { validateReportDoc, benchReportDoc, writeBenchReport } from './report-doc.js';
 export type { ValidateOptions } from './run-validate.js';
 export { runValidate } from './run-validate.js';
 export type { WorkerWarning, WarningRuleName, WarningSource } from './warnings.js';

@@ -1,5 +1,9 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { BenchResult } from '../bench/index.js';
 import { describeGate } from '../gate/index.js';
-import type { ReportDoc, ReportSection } from '../report/index.js';
+import { metricsTable, renderHtmlReport, workerIdOf, workerNames, type ReportDoc, type ReportSection } from '../report/index.js';
+import { workerSeriesFrom } from './evidence.js';
 import { trialReportSections } from './report-sections.js';
 import type { SummaryInput } from './outcome.js';
 import { TAILGATE_VERSION } from './verdict-doc.js';
@@ -48,6 +52,8 @@ function sweepSection(s: SummaryInput): ReportSection | null {
 export function validateReportDoc(s: SummaryInput): ReportDoc {
   const sections: ReportSection[] = [];
   const passed = s.trials.filter((t) => t.pass).length;
+  const order = s.readiness.workers.map((w) => w.id);
+  const nameOf = (id: string | null): string => (id === null ? '' : workerNames([id], order).get(id)!);
   sections.push({
     title: `Verdict: ${s.verdict.toUpperCase()}`,
     text: `${s.reason}\n\nReadiness: ${s.readiness.message}${s.readiness.probe ? `; serve probe ${s.readiness.probe.ok ? `answered in ${int(s.readiness.probe.latencyMs)} ms` : `failed: ${s.readiness.probe.error ?? ''}`}` : ''}.`,
@@ -56,7 +62,7 @@ export function validateReportDoc(s: SummaryInput): ReportDoc {
       rows: s.trials.map((t) => {
         const tp = t.summary.metrics['output_token_throughput']?.avg ?? 0;
         const p99 = (t.summary.metrics['time_to_first_token'] as { p99?: number } | undefined)?.p99 ?? 0;
-        return [t.label, t.concurrency, t.pass ? 'pass' : 'fail', t.shape.shape, t.shape.worker ?? '', int(tp), int(p99)];
+        return [t.label, t.concurrency, t.pass ? 'pass' : 'fail', t.shape.shape, nameOf(t.shape.worker), int(tp), int(p99)];
       }),
     },
   });
@@ -80,6 +86,7 @@ export function validateReportDoc(s: SummaryInput): ReportDoc {
         idPrefix: t.label,
         records: t.records,
         workerSeries: t.workerSeries,
+        workerOrder: order,
         shape: t.shape,
         ...(t.gpu ? { gpuSeries: t.gpu.perWorker } : {}),
         locus: t.locus,
@@ -104,4 +111,36 @@ export function validateReportDoc(s: SummaryInput): ReportDoc {
     },
     sections,
   };
+}
+
+/**
+ * The report of one `tailgate bench` run: the metrics table, then in-flight per worker (from the
+ * records' worker header), TTFT p99 and output throughput over time, on one time axis.
+ *
+ * @example
+ * renderHtmlReport(benchReportDoc(await runBench(opts)));
+ */
+export function benchReportDoc(r: BenchResult): ReportDoc {
+  const o = r.options;
+  const urls = o.targets.map((t) => t.url);
+  const load = o.requestRate !== null ? `${o.requestRate} requests/s (${o.requestRateMode})` : `concurrency ${o.concurrency}`;
+  const workerSeries = workerSeriesFrom(null, r.records, []);
+  // The --url list names the workers only when bench talked to them directly (not through a router).
+  const ids = new Set(urls.map(workerIdOf));
+  const order = Object.keys(workerSeries).every((id) => ids.has(id)) ? urls : [];
+  const overTime = trialReportSections({ title: 'Over time (warm-up included: it loads the fleet too)', idPrefix: 'bench', records: r.records, workerSeries, workerOrder: order });
+  if (Object.keys(workerSeries).length === 0) for (const s of overTime) s.text = `No per-worker figures: no response carried the ${o.workerHeader} header (tailgate route sets it).`;
+  return {
+    title: `tailgate bench: ${o.model}`,
+    subtitle: `${r.summary.profilingCount} requests, ${r.summary.errorCount} failed, ${load}${r.cancelled ? ' (interrupted)' : ''}`,
+    meta: { target: urls.join(', '), model: o.model, load, seed: String(o.randomSeed), started: r.startTime.toISOString(), tailgate: TAILGATE_VERSION, node: process.version },
+    sections: [{ title: 'Metrics (profiling phase)', table: metricsTable(r.summary) }, ...overTime],
+  };
+}
+
+/** Writes {@link benchReportDoc} as `report.html` into `dir`; returns its path. */
+export async function writeBenchReport(dir: string, r: BenchResult): Promise<string> {
+  const path = join(dir, 'report.html');
+  await writeFile(path, renderHtmlReport(benchReportDoc(r)));
+  return path;
 }
