@@ -15,3 +15,5 @@ export { timeSeries } from './time-series.js';
 export type { TimeSeries, TimeSeriesOptions } from './time-series.js';
 export { syntheticRecord, syntheticError } from './synthetic.js';
 export type { SyntheticRequest } from './synthetic.js';
+export { tInterval, studentTQuantile, studentTCdf, regularizedBeta } from './t-interval.js';
+export type { TInterval } from './t-interval.js';
