@@ -306,7 +306,7 @@ test('CLI: the seed AIPerf command line runs with tailgate bench (scaled counts)
   const fake = await startFake(t);
   const dir = await tempDir(t);
   const r = await runCli([
-    'bench', '--model', MODEL, '--url', fake.url, '--endpoint-type', 'chat', '--streaming',
+    'bench', '--model', MODEL, '--tokenizer', 'builtin', '--url', fake.url, '--endpoint-type', 'chat', '--streaming',
     '--concurrency', '8', '--request-count', '32', '--warmup-request-count', '8',
     '--synthetic-input-tokens-mean', '128', '--synthetic-input-tokens-stddev', '0',
     '--output-tokens-mean', '8', '--output-tokens-stddev', '0', '--num-dataset-entries', '100',
@@ -323,7 +323,7 @@ test('CLI: unreachable URL, wrong model and non-SSE responses exit 1 with one li
   const fake = await startFake(t);
   const sse = await startFake(t, 'json-instead-of-sse');
   const dir = await tempDir(t);
-  const common = ['--streaming', '--request-count', '4', '--concurrency', '2', '--osl', '4', '--isl', '8', '--artifact-dir', dir];
+  const common = ['--tokenizer', 'builtin', '--streaming', '--request-count', '4', '--concurrency', '2', '--osl', '4', '--isl', '8', '--artifact-dir', dir];
   const unreachable = await runCli(['bench', '-m', MODEL, '-u', 'http://127.0.0.1:1', ...common]);
   assert.equal(unreachable.code, 1);
   assert.equal(unreachable.stderr.trim(), 'tailgate: cannot reach URL: http://127.0.0.1:1 (connection refused)');
@@ -363,7 +363,7 @@ test('CLI: invalid flag values exit 2 with a one-line message', async () => {
 test('CLI: SIGTERM writes what was measured, marked cancelled', async (t) => {
   const fake = await startFake(t);
   const dir = await tempDir(t);
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'bench', '-m', MODEL, '-u', fake.url, '--streaming', '--concurrency', '4',
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', fake.url, '--streaming', '--concurrency', '4',
     '--request-count', '100000', '--isl', '8', '--osl', '8', '--artifact-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

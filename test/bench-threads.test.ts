@@ -72,7 +72,7 @@ async function exports(dir: string): Promise<{ doc: Record<string, Record<string
 test('--threads 2: records of both threads merged, warm-up excluded, percentiles exact over the merged records', async (t) => {
   const { urls, dir } = await fleetAndDir(t);
   const r = await runBuiltCli([
-    'bench', '-m', MODEL, '-u', urls[0]!, '-u', urls[1]!, '--streaming', '--threads', '2',
+    'bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', urls[0]!, '-u', urls[1]!, '--streaming', '--threads', '2',
     '--concurrency', '8', '--request-count', '30', '--warmup-request-count', '6', '--isl', '16', '--osl', '8',
     '--random-seed', '7', '--artifact-dir', dir,
   ]);

@@ -30,7 +30,7 @@ test('bench: a shared-prefix dataset sends each group its prefix (inputs.json) a
   const urls = await startTestFleet(t);
   const dir = await tempDir(t);
   const args = [
-    'bench', '-m', MODEL, '--streaming', '--concurrency', '4', '--request-count', '24', '--num-dataset-entries', '8',
+    'bench', '-m', MODEL, '--tokenizer', 'builtin', '--streaming', '--concurrency', '4', '--request-count', '24', '--num-dataset-entries', '8',
     '--num-prefix-prompts', '4', '--prefix-prompt-length', '64', '--isl', '16', '--osl', '4', '--random-seed', '7',
     ...urls.flatMap((u) => ['--url', u]),
   ];
@@ -86,7 +86,7 @@ test('bench: a Mooncake trace is replayed at its timestamps; a bad line exits 2 
     '{"timestamp": 1800, "input_length": 20, "output_length": 2}',
   ].join('\n'));
   const out = join(dir, 'out');
-  const r = await runCli(['bench', '-m', MODEL, '--streaming', '--url', urls[0]!, '--input-file', trace, '--custom-dataset-type', 'mooncake_trace', '--fixed-schedule', '--fixed-schedule-auto-offset', '--prompt-input-tokens-block-size', '32', '--artifact-dir', out]);
+  const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '--streaming', '--url', urls[0]!, '--input-file', trace, '--custom-dataset-type', 'mooncake_trace', '--fixed-schedule', '--fixed-schedule-auto-offset', '--prompt-input-tokens-block-size', '32', '--artifact-dir', out]);
   assert.equal(r.code, 0, r.stderr);
   const summary = JSON.parse(await readFile(join(out, 'profile_export_aiperf.json'), 'utf8')) as Record<string, { avg: number }>;
   assert.equal(summary['request_count']!.avg, 3);
@@ -100,7 +100,7 @@ test('bench: a Mooncake trace is replayed at its timestamps; a bad line exits 2 
   assert.ok(Math.abs(starts[1]! - t0 - 400) < 150 && Math.abs(starts[2]! - t0 - 800) < 150, `sent at the trace's offsets: ${starts.map((x) => Math.round(x - t0)).join(', ')}`);
 
   await writeFile(trace, '{"timestamp": 0, "input_length": 4, "output_length": 1}\n{"timestamp": 5, "input_length": "many"}\n');
-  const bad = await runCli(['bench', '-m', MODEL, '--url', urls[0]!, '--input-file', trace, '--artifact-dir', join(dir, 'bad')]);
+  const bad = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '--url', urls[0]!, '--input-file', trace, '--artifact-dir', join(dir, 'bad')]);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /trace\.jsonl line 2: input_length must be an integer >= 1 \(got "many"\)/);
   assert.equal(bad.stderr.trim().split('\n').length, 1);

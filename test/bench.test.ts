@@ -97,7 +97,7 @@ test('CLI against the fleet: seed command line (scaled), AIPerf reader fields, s
   const dirs = [await tempDir(t), await tempDir(t)];
   for (const dir of dirs) {
     const r = await runCli([
-      'bench', '--model', MODEL, '--url', urls[0]!, '--endpoint-type', 'chat', '--streaming',
+      'bench', '--model', MODEL, '--tokenizer', 'builtin', '--url', urls[0]!, '--endpoint-type', 'chat', '--streaming',
       '--concurrency', '16', '--request-count', '32', '--warmup-request-count', '16',
       '--synthetic-input-tokens-mean', '128', '--synthetic-input-tokens-stddev', '0',
       '--output-tokens-mean', '16', '--output-tokens-stddev', '0', '--num-dataset-entries', '100',
@@ -122,7 +122,7 @@ test('CLI against the fleet: non-streaming chat and completions both complete', 
   const urls = await startTestFleet(t);
   for (const type of ['chat', 'completions']) {
     const dir = await tempDir(t);
-    const r = await runCli(['bench', '-m', MODEL, '-u', urls[1]!, '--endpoint-type', type, '--concurrency', '4', '--request-count', '8', '--isl', '32', '--osl', '8', '--artifact-dir', dir]);
+    const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', urls[1]!, '--endpoint-type', type, '--concurrency', '4', '--request-count', '8', '--isl', '32', '--osl', '8', '--artifact-dir', dir]);
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf.json'), 'utf8')) as Record<string, Record<string, number>>;
     assert.equal(doc['output_sequence_length']!['avg'], 8, type);

@@ -108,7 +108,7 @@ test('a distributed bench: two shards from a common start, one late; merged into
   const startAt = Math.ceil(Date.now() / 1000) + 4;
   const shard = (i: number) =>
     runCli([
-      'bench', '--url', upstream.url, '--model', 'm', '--streaming', '--concurrency', '4', '--request-count', '10', '--warmup-request-count', '2',
+      'bench', '--url', upstream.url, '--model', 'm', '--tokenizer', 'builtin', '--streaming', '--concurrency', '4', '--request-count', '10', '--warmup-request-count', '2',
       '--synthetic-input-tokens-mean', '8', '--output-tokens-mean', '4', '--shard-count', '2', '--shard-index', String(i), '--start-at', String(startAt),
       '--artifact-dir', join(root, `shard-${i}`),
     ], { timeoutMs: 40_000 });

@@ -3,15 +3,14 @@
  * on AIPerf's main branch, 2026, which holds the 0.13 and 0.14 sections), with what tailgate does
  * with it. `tailgate bench` accepts all of them: an `implemented` flag is declared by the bench
  * command with AIPerf's meaning; an `ignored` flag is accepted and prints one warning line saying
- * what AIPerf would have done; a `tokenizer` flag belongs to tokenizer loading (src/workload/hf-hub)
- * and is ignored with a warning until that code declares it.
+ * what AIPerf would have done.
  */
 
 /** How a flag takes its value: one value, one or more values, or none (a switch). */
 export type AiperfFlagArg = 'value' | 'list' | 'switch';
 
 /** What `tailgate bench` does with an AIPerf flag. */
-export type AiperfFlagStatus = 'implemented' | 'ignored' | 'tokenizer';
+export type AiperfFlagStatus = 'implemented' | 'ignored';
 
 /** One row of the reference: a flag with its aliases. */
 export interface AiperfFlag {
@@ -68,9 +67,9 @@ f('--session-header', 'value', X, 'header carrying the per-session affinity id',
 f('--uuid-and-strip', 'switch', X, 'strip repeated images for vLLM\'s multimodal cache');
 
 s('Tokenizer');
-f('--tokenizer', 'value', 'tokenizer', 'Hugging Face tokenizer id or path used to count tokens', 'builtin');
-f('--tokenizer-revision', 'value', 'tokenizer', 'hub revision (branch, tag, commit) of the tokenizer', 'main');
-f('--tokenizer-trust-remote-code', 'switch', 'tokenizer', 'allow a hub tokenizer\'s custom code');
+f('--tokenizer', 'value', I, 'Hugging Face tokenizer id or path used to count tokens', 'builtin');
+f('--tokenizer-revision', 'value', I, 'hub revision (branch, tag, commit) of the tokenizer', 'main');
+f('--tokenizer-trust-remote-code', 'switch', X, 'allow a hub tokenizer\'s custom code (tailgate runs none: it reads tokenizer.json)');
 f('--apply-chat-template', 'switch', X, 'count input tokens through the chat template');
 
 s('Input');
@@ -374,10 +373,10 @@ export function ignoredFlagWarning(flag: AiperfFlag, name: string): string {
 
 /** The docs table (Markdown): every flag, its status and what it does. */
 export function aiperfFlagsMarkdown(): string {
-  const label: Record<AiperfFlagStatus, string> = { implemented: 'implemented', ignored: 'ignored, one warning line', tokenizer: 'tokenizer loading (see Tokenizers)' };
+  const label: Record<AiperfFlagStatus, string> = { implemented: 'implemented', ignored: 'ignored, one warning line' };
   const lines = ['| Section | Flag (aliases) | tailgate | What it does in AIPerf |', '|---|---|---|---|'];
   for (const r of AIPERF_FLAGS) lines.push(`| ${r.section} | ${r.names.map((n) => `\`${n}\``).join(', ')} | ${label[r.status]} | ${r.does.replace(/\|/g, '\\|')} |`);
   const count = (st: AiperfFlagStatus): number => AIPERF_FLAGS.filter((r) => r.status === st).length;
-  lines.push('', `${AIPERF_FLAGS.length} flags: ${count('implemented')} implemented, ${count('ignored')} accepted and ignored with a warning, ${count('tokenizer')} for tokenizer loading.`);
+  lines.push('', `${AIPERF_FLAGS.length} flags: ${count('implemented')} implemented, ${count('ignored')} accepted and ignored with a warning.`);
   return `${lines.join('\n')}\n`;
 }

@@ -164,6 +164,7 @@ function finish(
   cancelled: boolean,
 ): BenchResult {
   const summary = summarize(records, { goodput: o.goodput });
+  summary.tokenSources = { ...summary.tokenSources, tokenizer: o.tokenizer.name, ...(o.tokenizer.fallback !== undefined && { fallback: o.tokenizer.fallback }) };
   const warnings: string[] = [];
   const dis = summary.tokenSources.disagreementPct;
   if (dis !== null && dis > 5) {

@@ -55,7 +55,7 @@ export async function runThreads(
   signal: AbortSignal | undefined,
 ): Promise<ThreadedRun> {
   const { onProgress: _p, onCall, tokenizer, ...plain } = options;
-  if (tokenizer && tokenizer !== defaultTokenizer && tokenizer.source === undefined) {
+  if (tokenizer && tokenizer.count !== defaultTokenizer.count && tokenizer.source === undefined) {
     throw new TailgateError('CONFIG_INVALID', '--threads needs the built-in tokenizer or one loaded from a file');
   }
   const conc = shares(options.concurrency ?? 1, threads);

@@ -10,8 +10,8 @@ import {
   writeBenchArtifacts,
   type BenchOptions,
 } from '../bench/index.js';
-import { LOG_LEVELS, tokenizerPathOf } from './bench.js';
-import { loadTokenizer } from '../workload/index.js';
+import { LOG_LEVELS } from './bench.js';
+import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 
@@ -29,8 +29,8 @@ export interface BenchInvocation {
   shard?: ShardSpec;
   /** Distributed run: the common start, epoch ms. */
   startAtMs?: number;
-  /** `--tokenizer` on disk, loaded by {@link runBenchCommand}; null for the built-in word rule. */
-  tokenizerPath: string | null;
+  /** Where the tokenizer comes from (`--tokenizer`, else the model name), loaded by {@link runBenchCommand}. */
+  tokenizer: TokenizerChoice;
   /** AIPerf `--log-level` (`-v` DEBUG, `-vv` TRACE). @default 'INFO' */
   logLevel: LogLevel;
 }
@@ -53,8 +53,8 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   const model = flags['model'] as string | undefined;
   if (!model) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
   const notes: string[] = [...((flags['ignoredFlagWarnings'] as string[] | undefined) ?? [])];
-  const tokenizer = tokenizerPathOf(flags);
-  if (tokenizer.note) notes.push(tokenizer.note);
+  const tokenizer = chooseTokenizer({ tokenizer: flags['tokenizer'] as string | undefined, model: model.split(',')[0]!.trim(), revision: flags['tokenizerRevision'] as string | undefined });
+  if (flags['tokenizerTrustRemoteCode'] === true) notes.push('warning: --tokenizer-trust-remote-code: accepted for AIPerf compatibility and has no effect (tailgate runs no tokenizer code, it reads tokenizer.json)');
   const opts: BenchOptions = {
     url: (flags['url'] as string[] | undefined) ?? ['http://localhost:8000'],
     model: model.split(',')[0]!.trim(),
@@ -111,7 +111,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   const startAtMs = flags['startAt'] as number | undefined;
   return {
     options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
-    tokenizerPath: tokenizer.path,
+    tokenizer,
     logLevel: logLevelOf(flags),
     ...(shard !== undefined && { shard }),
     ...(startAtMs !== undefined && { startAtMs }),
@@ -120,9 +120,10 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
 export async function runBenchCommand(flags: Record<string, unknown>): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizerPath, logLevel } = benchInvocation(flags);
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel } = benchInvocation(flags);
   const resolved = resolveBenchOptions(opts);
-  if (tokenizerPath !== null) opts.tokenizer = await loadTokenizer(tokenizerPath);
+  opts.tokenizer = await resolveTokenizer(tokenizer);
+  if (opts.tokenizer.fallback) notes.push(`warning: ${opts.tokenizer.fallback}; counting tokens with the word rule (one token per word)`);
   if (logs(logLevel, 'WARNING')) for (const n of notes) process.stderr.write(`tailgate: ${n}\n`);
   if (logs(logLevel, 'DEBUG')) process.stderr.write(`tailgate: debug: resolved run ${JSON.stringify(resolved, (k, v: unknown) => (k === 'tokenizer' || typeof v === 'function' ? undefined : v))}\n`);
   const showProgress = process.stderr.isTTY === true && !process.env['CI'];

@@ -79,8 +79,17 @@ test('bad values are usage errors; unsupported features say so', () => {
   assert.throws(() => parseBenchFlags(['-m', 'm', '--export-level', 'everything']), CommanderError);
   assert.throws(() => benchInvocation(parseBenchFlags(['--streaming'])), { code: 'CLI_USAGE', message: /--model/ });
   assert.equal(benchInvocation(parseBenchFlags(['-m', 'm', '--threads', '2'])).options.threads, 2);
-  assert.equal(benchInvocation(parseBenchFlags(['-m', 'm', '--tokenizer', 'test/fixtures/tiny-bpe'])).tokenizerPath, 'test/fixtures/tiny-bpe');
-  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--tokenizer', './missing/tokenizer.json'])), { code: 'CLI_USAGE', message: /no such file/ });
-  const hub = benchInvocation(parseBenchFlags(['-m', 'm', '--tokenizer', 'Qwen/Qwen3-8B']));
-  assert.match(hub.notes[0]!, /word rule/);
+});
+
+test('--tokenizer: a file, the word rule, or a hub id (the model name by default), with its revision', () => {
+  const tok = (...argv: string[]) => benchInvocation(parseBenchFlags(['-m', 'org/served', ...argv])).tokenizer;
+  assert.deepEqual(tok('--tokenizer', 'test/fixtures/tiny-bpe'), { kind: 'file', path: 'test/fixtures/tiny-bpe' });
+  assert.deepEqual(tok('--tokenizer', 'builtin'), { kind: 'words', why: null });
+  assert.deepEqual(tok(), { kind: 'hub', repo: 'org/served', revision: 'main', label: 'model org/served' });
+  assert.deepEqual(tok('--tokenizer', 'Qwen/Qwen3-8B', '--tokenizer-revision', 'v1.0'), { kind: 'hub', repo: 'Qwen/Qwen3-8B', revision: 'v1.0', label: '--tokenizer Qwen/Qwen3-8B' });
+  assert.throws(() => tok('--tokenizer', './missing/tokenizer.json'), { code: 'CONFIG_INVALID', message: /no such file/ });
+  assert.throws(() => tok('--tokenizer', 'a/b/c'), { code: 'CONFIG_INVALID', message: /no such file/ });
+  assert.throws(() => tok('--tokenizer-revision', '../../etc'), { code: 'CONFIG_INVALID', message: /--tokenizer-revision/ });
+  const trust = benchInvocation(parseBenchFlags(['-m', 'm', '--tokenizer-trust-remote-code']));
+  assert.match(trust.notes.join('\n'), /^warning: --tokenizer-trust-remote-code: accepted .* no effect/m);
 });

@@ -1,6 +1,4 @@
-import { existsSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { TailgateError } from '../core/index.js';
 import { choiceArg, intArg, numberArg } from './args.js';
 import { startAtArg } from './bench-shard.js';
 import { SAMPLING_STRATEGIES } from '../workload/sampler.js';
@@ -84,7 +82,9 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'exportLevel', flags: '--export-level <level>', aliases: ['--profile-export-level'], description: 'summary, records or raw', parse: choiceArg(['summary', 'records', 'raw'] as const), defaultValue: 'records' },
   { key: 'goodput', flags: '--goodput <slo...>', description: 'SLOs as metric:threshold, e.g. "time_to_first_token:2000 inter_token_latency:10"', parse: collectAll, variadic: true },
   { key: 'workerHeader', flags: '--worker-header <name>', description: 'response header naming the worker (default x-tailgate-worker)' },
-  { key: 'tokenizer', flags: '--tokenizer <path>', description: 'Hugging Face tokenizer.json (or its folder) for exact prompt lengths and client token counts; loaded from disk, never downloaded (default: one token per word)' },
+  { key: 'tokenizer', flags: '--tokenizer <name>', description: 'tokenizer for exact prompt lengths and client token counts: a Hugging Face repo id (local HF cache first, then downloaded into it), a tokenizer.json or its folder, or builtin (one token per word) (default: the model name)' },
+  { key: 'tokenizerRevision', flags: '--tokenizer-revision <rev>', description: 'branch, tag or commit of a hub tokenizer (default main)' },
+  { key: 'tokenizerTrustRemoteCode', flags: '--tokenizer-trust-remote-code', description: 'accepted for AIPerf compatibility; tailgate runs no tokenizer code, it reads tokenizer.json' },
   { key: 'transport', flags: '--transport <client>', aliases: ['--transport-type'], description: 'HTTP client: socket (raw HTTP/1.1, default for http://) or undici (default for https://); AIPerf\'s http means the default', parse: choiceArg(['socket', 'undici', 'http'] as const) },
   { key: 'threads', flags: '--threads <n>', description: 'worker threads sharing the load (concurrency, requests and warm-up split evenly; default 1)', parse: intArg(1) },
   { key: 'startAt', flags: '--start-at <time>', description: 'distributed run: start at this common time (ISO 8601 with zone, or epoch seconds); a pod that arrives later starts at once and is reported late', parse: startAtArg },
@@ -218,17 +218,4 @@ export function parseBenchFlags(argv: readonly string[]): Record<string, unknown
   declare(cmd);
   cmd.parse([...argv], { from: 'user' });
   return mergeAliases(cmd.opts(), cmd);
-}
-
-/**
- * Where `--tokenizer` points: null for the built-in word rule (unset, `builtin`, or a hub name such
- * as `Qwen/Qwen3-8B`, which is never downloaded: `note` says so), else a path on disk. A path-like
- * value (`./`, `/`, `.json`) that does not exist is a usage error.
- */
-export function tokenizerPathOf(flags: Record<string, unknown>): { path: string | null; note: string | null } {
-  const tok = flags['tokenizer'] as string | undefined;
-  if (tok === undefined || tok === 'builtin' || tok === 'words') return { path: null, note: null };
-  if (existsSync(tok)) return { path: tok, note: null };
-  if (/^(\.{0,2}\/|~)|\.json$/i.test(tok)) throw new TailgateError('CLI_USAGE', `--tokenizer ${tok}: no such file or folder`);
-  return { path: null, note: `warning: --tokenizer ${tok}: not a file on disk (tokenizers are never downloaded); counting tokens with the built-in word rule` };
 }

@@ -42,7 +42,8 @@ export interface Summary {
   /**
    * Where token counts come from: the client's tokenizer (as AIPerf). `disagreementPct` is the
    * largest relative gap between client and server `usage` totals (input or output), null when
-   * the server sent no usage.
+   * the server sent no usage. `tokenizer` names the client tokenizer (bench sets it); `fallback`
+   * says why the word rule stood in for the one asked for.
    */
-  tokenSources: { input: 'client'; output: 'client'; disagreementPct: number | null };
+  tokenSources: { input: 'client'; output: 'client'; disagreementPct: number | null; tokenizer?: string; fallback?: string };
 }

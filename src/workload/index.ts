@@ -1,5 +1,9 @@
 export type { Tokenizer } from './tokenizer.js';
 export { defaultTokenizer, loadTokenizer } from './tokenizer.js';
+export type { TokenizerChoice } from './resolve-tokenizer.js';
+export { chooseTokenizer, resolveTokenizer } from './resolve-tokenizer.js';
+export type { HubResult, HubSettings } from './hf-hub.js';
+export { hubSettings, hubSnapshot } from './hf-hub.js';
 export type { DatasetEntry, DatasetOptions } from './dataset.js';
 export { buildDataset } from './dataset.js';
 export type { ArrivalMode, ArrivalOptions, LoadSchedule } from './schedule.js';

@@ -8,6 +8,8 @@ export interface Tokenizer {
   count(text: string): number;
   /** The `tokenizer.json` it was loaded from, so worker threads can load it again; absent for the built-in rule. */
   readonly source?: string;
+  /** Set when this is the word rule standing in for a tokenizer that could not be had: why (one line). */
+  readonly fallback?: string;
 }
 
 /**
@@ -28,7 +30,7 @@ export const defaultTokenizer: Tokenizer = { name: 'words', count: countTokens }
  * const t = await loadTokenizer('models/Qwen3-8B'); // or 'models/Qwen3-8B/tokenizer.json'
  * t.count('the tail inside its gate');
  */
-export async function loadTokenizer(path: string): Promise<Tokenizer> {
+export async function loadTokenizer(path: string, name = path): Promise<Tokenizer> {
   const bad = (why: string): TailgateError => new TailgateError('CONFIG_INVALID', `--tokenizer ${path}: ${why}`);
   if (!existsSync(path)) throw bad('no such file or folder (give a tokenizer.json or the folder holding it)');
   const file = statSync(path).isDirectory() ? join(path, 'tokenizer.json') : path;
@@ -46,7 +48,7 @@ export async function loadTokenizer(path: string): Promise<Tokenizer> {
     throw bad(`cannot build a tokenizer from ${file}: ${e instanceof Error ? e.message : String(e)}`);
   }
   return {
-    name: path,
+    name,
     source: path,
     count: (text) => (text.length === 0 ? 0 : hf.encode(text, { add_special_tokens: false }).ids.length),
   };
