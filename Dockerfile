@@ -1,6 +1,7 @@
 # The tailgate image: `tailgate route`, `bench`, `validate`, `merge` for deploy/k8s/.
-# Conventional two-stage Node 20 build (no container engine was available to build it here).
-#   docker build -t tailgate:0.1.0 .
+# Two stages: the build stage compiles TypeScript; the runtime stage holds only production
+# dependencies and dist/, and runs as the unprivileged `node` user (uid 1000, as the manifests expect).
+#   docker build -t REGISTRY/tailgate:0.1.0 .
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -8,15 +9,19 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+RUN npm run build
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
-COPY --from=build /app/package.json ./package.json
-COPY --from=build /app/node_modules ./node_modules
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
-USER node
+USER 1000:1000
 EXPOSE 8000
+# For `docker run ... route`: the router answers /metrics whenever its process serves, whatever
+# the workers do (Kubernetes uses the Deployment's probes instead).
+HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8000/metrics').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["node", "/app/dist/cli/main.js"]
 CMD ["--help"]
