@@ -77,7 +77,7 @@ test('a worker answering half its requests with HTTP 500 behind the router: PASS
   assert.match(junit, /<property name="warning\.\d+" value="trial-1 [^"]+ failing /);
   assert.match(junit, /<system-out>[^<]*WARNING trial-1: worker 3/);
   const html = await readFile(join(out, 'report.html'), 'utf8');
-  assert.match(html, new RegExp(`data-series="${fleet.workers[3]!.id.replace(/\./g, '\\.')} ⚠ [a-z, -]*failing`), 'the worker is marked on the per-worker charts');
+  assert.match(html, new RegExp(`worker 3 \\(${fleet.workers[3]!.id.replace(/\./g, '\\.')}\\) ⚠ [a-z, -]*failing`), 'the worker is marked on the per-worker charts');
 });
 
 test('a GPU throttling under a passing gate: PASS, warned as gpu-throttled from the GPU telemetry, locus gpu', async (t) => {

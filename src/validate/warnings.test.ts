@@ -87,13 +87,13 @@ test('counter deltas cover the window, from the reading at its start to the firs
 test('the pick keeps the router\'s per-worker counters and the vLLM counters; figures say which evidence they had', () => {
   const out: Record<string, number> = {};
   pickCounters([
-    { name: 'tailgate_router_requests_failed_total', labels: { worker: 'a:1' }, value: 4 },
-    { name: 'tailgate_router_requests_dispatched_total', labels: { worker: 'a:1' }, value: 9 },
-    { name: 'vllm:request_success_total', labels: { finished_reason: 'stop' }, value: 5 },
-    { name: 'vllm:request_success_total', labels: { finished_reason: 'error' }, value: 2 },
-    { name: 'vllm:num_preemptions_total', labels: {}, value: 3 },
-    { name: 'http_requests_total', labels: { handler: '/v1/chat/completions', method: 'POST', status: '5xx' }, value: 1 },
-    { name: 'http_requests_total', labels: { handler: '/v1/chat/completions', method: 'POST', status: '2xx' }, value: 6 },
+    { name: 'tailgate_router_requests_failed_total', labels: { worker: 'a:1' }, value: 4, timestampMs: null },
+    { name: 'tailgate_router_requests_dispatched_total', labels: { worker: 'a:1' }, value: 9, timestampMs: null },
+    { name: 'vllm:request_success_total', labels: { finished_reason: 'stop' }, value: 5, timestampMs: null },
+    { name: 'vllm:request_success_total', labels: { finished_reason: 'error' }, value: 2, timestampMs: null },
+    { name: 'vllm:num_preemptions_total', labels: {}, value: 3, timestampMs: null },
+    { name: 'http_requests_total', labels: { handler: '/v1/chat/completions', method: 'POST', status: '5xx' }, value: 1, timestampMs: null },
+    { name: 'http_requests_total', labels: { handler: '/v1/chat/completions', method: 'POST', status: '2xx' }, value: 6, timestampMs: null },
   ], out);
   assert.deepEqual(out, {
     'router:failed:a:1': 4, 'router:dispatched:a:1': 9, 'vllm:request_success_total': 7, 'vllm:request_success_total:error': 2,
