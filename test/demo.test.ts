@@ -4,8 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from './helpers.js';
+import { NO_CHROMIUM, drawnSeries, launchChromium, openReport, overflowProblems } from './report-geometry.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 
 interface DemoJson {
   runs: { name: string; verdict: string; shape: string; worker: string | null; ttftP99Ms: number; requestLatencyP99Ms: number; maxWorkerShare: number; gates: unknown[] }[];
@@ -39,26 +39,20 @@ test('demo --quick reproduces the stall, names round-robin\'s failure, and write
   assert.equal(page0.match(/<svg class="chart"/g)?.length, 15, 'three charts per run');
   assert.match(page0, /data-chart-id="round-robin-inflight"/);
   assert.doesNotMatch(page0, /<script|https?:\/\/(?!www\.w3\.org)/, 'self-contained: no scripts, no external resources');
-  if (!existsSync(CHROMIUM)) {
-    t.diagnostic(`skipping the browser check: ${CHROMIUM} is not installed`);
+  if (NO_CHROMIUM) {
+    t.diagnostic(`skipping the browser check: ${NO_CHROMIUM}`);
     return;
   }
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchChromium();
   t.after(() => browser.close());
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`file://${html}`);
+  const { page, errors } = await openReport(browser, html);
   assert.equal(await page.locator('svg.chart').count(), 15, 'three charts per run');
   assert.ok((await page.locator('[data-chart-id="round-robin-inflight"] path').count()) >= 8, 'one in-flight line per worker');
   assert.match(await page.locator('table').first().innerText(), /single-worker-backup/);
+  assert.deepEqual(await overflowProblems(page), []);
+  const inflight = await drawnSeries(page, 'round-robin-inflight');
+  assert.equal(new Set(inflight.map((x) => `${x.plot.x},${x.plot.y}`)).size, 8, 'one panel per worker');
+  assert.ok(inflight.every((x, i) => x.name.startsWith(`worker ${i} (127.0.0.1:`) && x.length > 0), 'workers named by their fleet index and host:port');
   assert.deepEqual(errors, []);
   const shot = process.env['UPDATE_SCREENSHOT'] ? 'docs/demo-report.png' : join(out, 'report.png');
   await page.screenshot({ path: shot, fullPage: false });

@@ -177,12 +177,14 @@ function drawPlot(out: string[], box: Box, dom: Domain, chart: Chart, series: { 
     `<line class="axis" x1="${r1(box.x)}" x2="${r1(right)}" y1="${bottom}" y2="${bottom}" stroke="#555"/>`,
     `<line class="axis" x1="${r1(box.x)}" x2="${r1(box.x)}" y1="${box.y}" y2="${bottom}" stroke="#555"/>`,
   );
-  for (const mk of chart.markers ?? []) {
-    if (!Number.isFinite(mk.x)) continue;
+  (chart.markers ?? []).forEach((mk, k) => {
+    if (!Number.isFinite(mk.x)) return;
     const x = r1(sx(mk.x));
+    // Labels stagger down so markers at one x stay readable, and turn left in the plot's right half.
+    const left = sx(mk.x) > box.x + box.w / 2;
     out.push(`<line class="marker" x1="${x}" x2="${x}" y1="${box.y}" y2="${bottom}" stroke="${LIMIT_COLOUR}" stroke-dasharray="4 3"/>`);
-    out.push(`<text class="marker-label" x="${x}" y="${box.y + 12}" dx="4" font-size="11" fill="${LIMIT_COLOUR}">${escapeXml(mk.label)}</text>`);
-  }
+    out.push(`<text class="marker-label" x="${x}" y="${box.y + 12 + 13 * k}" dx="${left ? -4 : 4}"${left ? ' text-anchor="end"' : ''} font-size="11" fill="${LIMIT_COLOUR}">${escapeXml(mk.label)}</text>`);
+  });
   for (const l of chart.limits ?? []) {
     if (!Number.isFinite(l.y)) continue;
     const y = r1(sy(l.y));
