@@ -54,7 +54,7 @@ async function startFake(t: TestContext, mode: Mode = 'ok'): Promise<Fake> {
         res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}');
         return;
       }
-      const maxTokens = Number(body['max_tokens']);
+      const maxTokens = Number(body['max_completion_tokens']);
       const prompt = (body['messages'] as Array<{ content: string }>)[0]!.content;
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-tailgate-worker': `fake:${n % 2}` });
       const frame = (delta: Record<string, unknown>, finish: string | null): string =>
@@ -150,9 +150,9 @@ for (const transport of ['undici', 'socket'] as const) {
     assert.equal(r.cancelled, false);
     assert.equal(r.selfCheck.clientBound, false);
     assert.equal(r.selfCheck.scheduleLagP99Ms, null);
-    // The request body is AIPerf's: one user message, max_tokens, stream, extra inputs.
+    // The request body is AIPerf's: one user message, max_completion_tokens, stream, extra inputs.
     const sent = fake.bodies[0]!;
-    assert.equal(sent['max_tokens'], 8);
+    assert.equal(sent['max_completion_tokens'], 8);
     assert.equal(sent['stream'], true);
     assert.equal(sent['temperature'], 0);
     assert.equal((sent['messages'] as unknown[]).length, 1);

@@ -23,7 +23,7 @@ async function tempDir(t: TestContext): Promise<string> {
   return dir;
 }
 
-type Payload = { messages: { role: string; content: string }[]; max_tokens: number };
+type Payload = { messages: { role: string; content: string }[]; max_completion_tokens: number };
 type Inputs = { data: { session_id: string; payloads: Payload[] }[] };
 
 test('bench: a shared-prefix dataset sends each group its prefix (inputs.json) and every request completes', async (t) => {

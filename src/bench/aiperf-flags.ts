@@ -58,8 +58,8 @@ f('--server-profiler-start-path', 'value', X, 'path that starts the server profi
 f('--server-profiler-stop-path', 'value', X, 'path that stops the server profiler', '/stop_profile');
 f('--api-key', 'value', I, 'sent as Authorization: Bearer', 'k');
 f('--transport --transport-type', 'value', I, 'transport protocol (http); tailgate also takes socket or undici', 'http');
-f('--use-legacy-max-tokens', 'switch', X, 'send max_tokens instead of max_completion_tokens');
-f('--use-server-token-count', 'switch', X, 'count tokens from the server\'s usage fields, not the tokenizer');
+f('--use-legacy-max-tokens', 'switch', I, 'send max_tokens instead of max_completion_tokens');
+f('--use-server-token-count', 'switch', I, 'count tokens from the server\'s usage fields, not the tokenizer');
 f('--connection-reuse-strategy', 'value', X, 'pooled, never or sticky-user-sessions connections', 'pooled');
 f('--download-video-content', 'switch', X, 'download generated video before the request ends');
 f('--request-content-type', 'value', X, 'JSON or multipart request bodies', 'application/json');
@@ -238,7 +238,7 @@ f('--request-cancellation-delay', 'value', X, 'seconds after sending before canc
 
 s('Output');
 f('--output-artifact-dir --artifact-dir', 'value', I, 'where the exports go', 'artifacts');
-f('--profile-export-prefix --profile-export-file', 'value', X, 'base name of every export file', 'run');
+f('--profile-export-prefix --profile-export-file', 'value', I, 'base name of every export file', 'run');
 f('--export-level --profile-export-level', 'value', I, 'summary, records or raw', 'records');
 f('--slice-duration', 'value', X, 'also write metrics per time slice of this many seconds', '1');
 f('--auto-plot --no-auto-plot', 'switch', X, 'run `aiperf plot` after the run');

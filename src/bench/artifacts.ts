@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeAiperfExports } from '../report/index.js';
-import { timeSeries } from '../stats/index.js';
+import { writeAiperfExports, type RunInfo } from '../report/index.js';
+import { summarize, timeSeries } from '../stats/index.js';
 import { turnMessages } from '../workload/index.js';
 import { aiperfInputConfig, payloadOptionsOf } from './options.js';
 import { requestPayload } from './payload.js';
@@ -15,6 +15,12 @@ export interface BenchArtifactOptions {
   version?: string;
   /** More fields for the `tailgate` block of the JSON export. */
   extra?: Record<string, unknown>;
+  /** `--profile-export-prefix`. */
+  filePrefix?: string;
+  /** AIPerf's `run_info` (trial, labels, the command line); the seed is filled in. */
+  runInfo?: Partial<RunInfo>;
+  /** AIPerf's `telemetry_data`. */
+  telemetryData?: Record<string, unknown>;
 }
 
 /** File name of the request payloads, as AIPerf writes it. */
@@ -54,6 +60,7 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
   await writeFile(join(dir, INPUTS_FILE), `${JSON.stringify(inputsJson(result), null, 2)}\n`);
   const s = result.selfCheck;
   const prof = result.records.filter((r) => r.phase === 'profiling');
+  const warmup = result.records.filter((r) => r.phase === 'warmup').map((r) => ({ ...r, phase: 'profiling' as const }));
   await writeAiperfExports(dir, {
     summary: result.summary,
     records: result.records,
@@ -64,6 +71,11 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
     originEpochMs: result.originEpochMs,
     wasCancelled: result.cancelled,
     ...(opts.version === undefined ? {} : { version: opts.version }),
+    ...(opts.filePrefix !== undefined && { filePrefix: opts.filePrefix }),
+    ...(opts.telemetryData !== undefined && { telemetryData: opts.telemetryData }),
+    runInfo: { random_seed: result.options.randomSeed, ...opts.runInfo },
+    warmupSummary: warmup.length > 0 ? summarize(warmup, { goodput: result.options.goodput, useServerTokenCount: result.options.useServerTokenCount }) : null,
+    useServerTokenCount: result.options.useServerTokenCount,
     extra: {
       random_seed: result.options.randomSeed,
       self_check: {

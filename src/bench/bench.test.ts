@@ -53,12 +53,17 @@ test('defaults follow AIPerf: streaming off, request count max(10, 2 x concurren
   assert.equal(cfg.input.random_seed, 100);
 });
 
-test('payloads: chat message or completions prompt, max_tokens, usage asked for when streaming, extra inputs last', () => {
+test('payloads: chat message or completions prompt, max_completion_tokens (chat) or max_tokens, usage asked for when streaming, extra inputs last', () => {
   const [entry] = buildDataset({ seed: 1, entries: 1, inputTokensMean: 5, inputTokensStddev: 0, outputTokensMean: 7, outputTokensStddev: 0 });
-  const chat = requestPayload(entry!, { model: 'm', endpointType: 'chat', streaming: true, extraInputs: { temperature: 0, max_tokens: 9 } });
+  const chat = requestPayload(entry!, { model: 'm', endpointType: 'chat', streaming: true, extraInputs: { temperature: 0, max_completion_tokens: 9 } });
   assert.deepEqual(chat, {
-    messages: [{ role: 'user', content: entry!.prompt }], model: 'm', stream: true, stream_options: { include_usage: true }, max_tokens: 9, temperature: 0,
+    messages: [{ role: 'user', content: entry!.prompt }], model: 'm', stream: true, stream_options: { include_usage: true }, max_completion_tokens: 9, temperature: 0,
   });
+  const legacy = requestPayload(entry!, { model: 'm', endpointType: 'chat', streaming: false, useLegacyMaxTokens: true, extraInputs: {} });
+  assert.equal(legacy['max_tokens'], 7);
+  assert.equal(legacy['max_completion_tokens'], undefined);
+  const completions = requestPayload(entry!, { model: 'm', endpointType: 'completions', streaming: false, extraInputs: {} });
+  assert.equal(completions['max_tokens'], 7, 'the completions API has no max_completion_tokens');
   const comp = requestPayload(entry!, { model: 'm', endpointType: 'completions', streaming: false, sendMaxTokens: false, extraInputs: {} });
   assert.deepEqual(comp, { prompt: entry!.prompt, model: 'm', stream: false });
 });

@@ -49,7 +49,7 @@ export interface BenchOptions {
   inputTokensMean?: number;
   /** @default 0 */
   inputTokensStddev?: number;
-  /** Requested output length (`max_tokens`); when unset, no `max_tokens` is sent. */
+  /** Requested output length (`max_completion_tokens`); when unset, none is sent (a trace sends its `output_length`). */
   outputTokensMean?: number;
   /** @default 0 */
   outputTokensStddev?: number;
@@ -85,6 +85,10 @@ export interface BenchOptions {
   /** Tokens per trace hash id (`--prompt-input-tokens-block-size`). @default 512 */
   blockTokens?: number;
   extraInputs?: Record<string, unknown>;
+  /** Send `max_tokens` instead of `max_completion_tokens` in chat bodies (`--use-legacy-max-tokens`). @default false */
+  useLegacyMaxTokens?: boolean;
+  /** ISL/OSL from the server's `usage`, not the tokenizer (`--use-server-token-count`). @default false */
+  useServerTokenCount?: boolean;
   headers?: Record<string, string>;
   apiKey?: string;
   /** Whole-request bound. @default 600000 */
@@ -170,6 +174,8 @@ export interface ResolvedBenchOptions {
   /** Trace replay: requests go out at the trace's timestamps (an open loop; `--concurrency`, if given, is the ceiling). */
   fixedSchedule: boolean;
   extraInputs: Record<string, unknown>;
+  useLegacyMaxTokens: boolean;
+  useServerTokenCount: boolean;
   headers: Record<string, string>;
   apiKey: string | null;
   requestTimeoutMs: number;
@@ -282,6 +288,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     datasetSampling: o.datasetSamplingStrategy ?? defaultSampling(workload.kind),
     fixedSchedule,
     extraInputs: { ...(o.extraInputs ?? {}) },
+    useLegacyMaxTokens: o.useLegacyMaxTokens ?? false,
+    useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
     apiKey: o.apiKey ?? null,
     requestTimeoutMs: o.requestTimeoutMs ?? 600_000,
@@ -376,6 +384,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       benchmark_grace_period: r.benchmarkGracePeriodMs / 1000,
     },
     tokenizer: { name: r.tokenizer.name },
+    ...((r.useLegacyMaxTokens || r.useServerTokenCount) && { use_legacy_max_tokens: r.useLegacyMaxTokens, use_server_token_count: r.useServerTokenCount }),
     tailgate: { worker_header: r.workerHeader, transport: r.transport, threads: r.threads },
   };
 }
@@ -400,5 +409,8 @@ function prefixConfig(w: Extract<BenchWorkloadSpec, { kind: 'synthetic' }>): Rec
 
 /** The payload settings of a resolved run (shared by the request builder and `inputs.json`). */
 export function payloadOptionsOf(o: ResolvedBenchOptions): PayloadOptions {
-  return { model: o.model, endpointType: o.endpointType, streaming: o.streaming, sendMaxTokens: o.outputTokensMean !== null, extraInputs: o.extraInputs };
+  return {
+    model: o.model, endpointType: o.endpointType, streaming: o.streaming,
+    sendMaxTokens: o.outputTokensMean !== null || o.workload.kind === 'trace', useLegacyMaxTokens: o.useLegacyMaxTokens, extraInputs: o.extraInputs,
+  };
 }

@@ -12,8 +12,14 @@ export interface PayloadOptions {
   model: string;
   endpointType: EndpointType;
   streaming: boolean;
-  /** Send `max_tokens` from the entry (false when no output length was asked for). @default true */
+  /** Send the entry's output length (false when none was asked for). @default true */
   sendMaxTokens?: boolean;
+  /**
+   * Chat bodies carry the output length as `max_completion_tokens`, as AIPerf sends it; true sends
+   * `max_tokens` instead (AIPerf `--use-legacy-max-tokens`). Completions bodies always use `max_tokens`.
+   * @default false
+   */
+  useLegacyMaxTokens?: boolean;
   /** AIPerf `--extra-inputs`: merged last, so they override the defaults (e.g. `max_tokens`). */
   extraInputs: Readonly<Record<string, unknown>>;
 }
@@ -24,7 +30,7 @@ export type PayloadInput = { prompt: string; maxTokens: number } | { messages: r
 /**
  * The request body for one dataset entry or turn, as AIPerf builds it: the messages (chat; a bare
  * prompt is one user message) or `prompt` (completions: the contents joined by a newline),
- * `max_tokens`, `stream`, and the extra inputs. Streaming requests ask for `usage` too, so server
+ * the output length (`max_completion_tokens` for chat, `max_tokens` for completions), `stream`, and the extra inputs. Streaming requests ask for `usage` too, so server
  * counts can be kept next to the client's.
  *
  * @example
@@ -38,7 +44,7 @@ export function requestPayload(entry: PayloadInput, opts: PayloadOptions): Recor
       : { prompt: messages.map((m) => m.content).join('\n'), model: opts.model };
   body['stream'] = opts.streaming;
   if (opts.streaming) body['stream_options'] = { include_usage: true };
-  if (opts.sendMaxTokens ?? true) body['max_tokens'] = entry.maxTokens;
+  if (opts.sendMaxTokens ?? true) body[opts.endpointType === 'chat' && opts.useLegacyMaxTokens !== true ? 'max_completion_tokens' : 'max_tokens'] = entry.maxTokens;
   for (const [k, v] of Object.entries(opts.extraInputs)) body[k] = v;
   return body;
 }

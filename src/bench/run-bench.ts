@@ -163,12 +163,12 @@ function finish(
   originEpochMs: number,
   cancelled: boolean,
 ): BenchResult {
-  const summary = summarize(records, { goodput: o.goodput });
+  const summary = summarize(records, { goodput: o.goodput, useServerTokenCount: o.useServerTokenCount });
   summary.tokenSources = { ...summary.tokenSources, tokenizer: o.tokenizer.name, ...(o.tokenizer.fallback !== undefined && { fallback: o.tokenizer.fallback }) };
   const warnings: string[] = [];
   const dis = summary.tokenSources.disagreementPct;
   if (dis !== null && dis > 5) {
-    warnings.push(`client (${o.tokenizer.name}) and server usage token counts disagree by ${dis.toFixed(1)}%; metrics use the client count, as AIPerf`);
+    warnings.push(`client (${o.tokenizer.name}) and server usage token counts disagree by ${dis.toFixed(1)}%; metrics use the ${o.useServerTokenCount ? 'server' : 'client'} count${o.useServerTokenCount ? ' (--use-server-token-count)' : ', as AIPerf'}`);
   }
   if (selfCheck.clientBound) {
     warnings.push(

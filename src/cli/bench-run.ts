@@ -12,6 +12,7 @@ import {
 } from '../bench/index.js';
 import { LOG_LEVELS } from './bench.js';
 import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
+import { redactCommand } from '../report/index.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 
@@ -33,6 +34,8 @@ export interface BenchInvocation {
   tokenizer: TokenizerChoice;
   /** AIPerf `--log-level` (`-v` DEBUG, `-vv` TRACE). @default 'INFO' */
   logLevel: LogLevel;
+  /** `--profile-export-prefix`. */
+  filePrefix?: string;
 }
 
 /** AIPerf's `--log-level`, `-v` (DEBUG) and `-vv`/`--extra-verbose` (TRACE), last one named wins over none. */
@@ -102,6 +105,8 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   }
   if (datasetType !== undefined && flags['inputFile'] === undefined) throw new TailgateError('CLI_USAGE', '--custom-dataset-type mooncake_trace needs --input-file');
   set('apiKey', flags['apiKey']);
+  set('useLegacyMaxTokens', flags['useLegacyMaxTokens']);
+  set('useServerTokenCount', flags['useServerTokenCount']);
   set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
   set('workerHeader', flags['workerHeader']);
   if (flags['transport'] !== 'http') set('transport', flags['transport']);
@@ -113,14 +118,15 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
     options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
     tokenizer,
     logLevel: logLevelOf(flags),
+    ...(flags['profileExportPrefix'] !== undefined && { filePrefix: flags['profileExportPrefix'] as string }),
     ...(shard !== undefined && { shard }),
     ...(startAtMs !== undefined && { startAtMs }),
   };
 }
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
-export async function runBenchCommand(flags: Record<string, unknown>): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel } = benchInvocation(flags);
+export async function runBenchCommand(flags: Record<string, unknown>, argv: readonly string[] = []): Promise<number> {
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix } = benchInvocation(flags);
   const resolved = resolveBenchOptions(opts);
   opts.tokenizer = await resolveTokenizer(tokenizer);
   if (opts.tokenizer.fallback) notes.push(`warning: ${opts.tokenizer.fallback}; counting tokens with the word rule (one token per word)`);
@@ -149,7 +155,11 @@ export async function runBenchCommand(flags: Record<string, unknown>): Promise<n
       ...(shard !== undefined && { shard }),
       ...(startAtMs !== undefined && { start_at: new Date(startAtMs).toISOString(), start_lag_ms: startLagMs }),
     };
-    await writeBenchArtifacts(dir, result, { exportLevel, version: VERSION, ...(Object.keys(distributed).length > 0 && { extra: distributed }) });
+    await writeBenchArtifacts(dir, result, {
+      exportLevel, version: VERSION, runInfo: { cli_command: redactCommand(['tailgate', 'bench', ...argv]) },
+      ...(filePrefix !== undefined && { filePrefix }),
+      ...(Object.keys(distributed).length > 0 && { extra: distributed }),
+    });
     await (await import('../validate/index.js')).writeBenchReport(dir, result);
     process.stdout.write(formatBenchReport(result));
     process.stdout.write(`artifacts: ${dir}\n`);

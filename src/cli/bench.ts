@@ -74,11 +74,14 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'fixedSchedule', flags: '--fixed-schedule', description: 'send each trace line at its timestamp (the default for a trace without --concurrency or --request-rate; --no-fixed-schedule: never)', negatable: true },
   { key: 'fixedScheduleAutoOffset', flags: '--fixed-schedule-auto-offset', description: 'shift the trace\'s timestamps so the first is 0' },
   { key: 'blockTokens', flags: '--prompt-input-tokens-block-size <n>', aliases: ['--synthetic-input-tokens-block-size', '--isl-block-size'], description: 'tokens per trace hash id (default 512)', parse: intArg(1) },
+  { key: 'useLegacyMaxTokens', flags: '--use-legacy-max-tokens', description: 'chat bodies carry max_tokens instead of max_completion_tokens' },
+  { key: 'useServerTokenCount', flags: '--use-server-token-count', description: 'ISL and OSL from the server\'s usage fields instead of the tokenizer' },
   { key: 'extraInputs', flags: '--extra-inputs <kv...>', description: 'extra body fields, key:value (JSON values parsed) or a JSON object; repeatable', parse: collectAll, variadic: true },
   { key: 'header', flags: '-H, --header <h...>', description: 'extra HTTP headers, Name:Value or a JSON object; repeatable', parse: collectAll, variadic: true },
   { key: 'apiKey', flags: '--api-key <key>', description: 'sent as Authorization: Bearer <key>' },
   { key: 'requestTimeoutSeconds', flags: '--request-timeout-seconds <s>', description: 'bound on each whole request (default 600)', parse: positiveNumber },
   { key: 'artifactDir', flags: '--artifact-dir <dir>', aliases: ['--output-artifact-dir'], description: 'where the exports go', defaultValue: 'artifacts' },
+  { key: 'profileExportPrefix', flags: '--profile-export-prefix <name>', aliases: ['--profile-export-file'], description: 'base name of every export: NAME.json, NAME.csv, NAME.jsonl, NAME_raw.jsonl, ...' },
   { key: 'exportLevel', flags: '--export-level <level>', aliases: ['--profile-export-level'], description: 'summary, records or raw', parse: choiceArg(['summary', 'records', 'raw'] as const), defaultValue: 'records' },
   { key: 'goodput', flags: '--goodput <slo...>', description: 'SLOs as metric:threshold, e.g. "time_to_first_token:2000 inter_token_latency:10"', parse: collectAll, variadic: true },
   { key: 'workerHeader', flags: '--worker-header <name>', description: 'response header naming the worker (default x-tailgate-worker)' },
@@ -205,7 +208,7 @@ export function registerBench(program: Command): void {
   cmd.action(async (raw: Record<string, unknown>, command: Command) => {
     const flags = mergeAliases(raw, command);
     const { runBenchCommand } = await import('./bench-run.js');
-    process.exitCode = await runBenchCommand(flags);
+    process.exitCode = await runBenchCommand(flags, process.argv.slice(process.argv.indexOf('bench') + 1));
   });
 }
 

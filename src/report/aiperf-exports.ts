@@ -6,15 +6,46 @@ import { join } from 'node:path';
 import type { RequestRecord } from '../core/index.js';
 import { METRIC_CATALOG, isMetricBlock, recordMetrics, type Summary } from '../stats/index.js';
 
-/** Version of `profile_export_aiperf.json` we write: 1.1 = blocks carry `count` and `sum`. */
-export const AIPERF_SCHEMA_VERSION = '1.1';
+/**
+ * Version of `profile_export_aiperf.json` we write, as AIPerf's JSON export schema page documents
+ * it: 1.5 = `run_info`, `warmup_metrics`, `count`/`sum` on record metrics only.
+ */
+export const AIPERF_SCHEMA_VERSION = '1.5';
+
+/** The AIPerf release whose export tailgate writes (`aiperf_version`; tailgate's own is under `tailgate`). */
+export const AIPERF_COMPAT_VERSION = '0.14.0';
 
 /** File names, exactly as AIPerf writes them. */
 export const AIPERF_FILES = {
   json: 'profile_export_aiperf.json',
   csv: 'profile_export_aiperf.csv',
   jsonl: 'profile_export.jsonl',
+  raw: 'profile_export_raw.jsonl',
 } as const;
+
+/**
+ * AIPerf's export file names under `--profile-export-prefix P`: `P.json`, `P.csv`, `P.jsonl`,
+ * `P_raw.jsonl`, ... (a known suffix on P is dropped); the default names without one.
+ */
+export function exportFileNames(prefix?: string): { json: string; csv: string; jsonl: string; raw: string; timeslicesJson: string; timeslicesCsv: string; gpuTelemetry: string; serverMetrics: string } {
+  if (prefix === undefined || prefix === '') {
+    return { ...AIPERF_FILES, timeslicesJson: 'profile_export_aiperf_timeslices.json', timeslicesCsv: 'profile_export_aiperf_timeslices.csv', gpuTelemetry: 'gpu_telemetry_export.jsonl', serverMetrics: 'server_metrics_export' };
+  }
+  const p = prefix.replace(/(_raw\.jsonl|_timeslices\.(csv|json)|_gpu_telemetry\.jsonl|_server_metrics\.(jsonl|json|csv|parquet)|\.jsonl|\.json|\.csv)$/, '');
+  return { json: `${p}.json`, csv: `${p}.csv`, jsonl: `${p}.jsonl`, raw: `${p}_raw.jsonl`, timeslicesJson: `${p}_timeslices.json`, timeslicesCsv: `${p}_timeslices.csv`, gpuTelemetry: `${p}_gpu_telemetry.jsonl`, serverMetrics: `${p}_server_metrics` };
+}
+
+/** AIPerf's `run_info` block (schema 1.2+): what reproduces this run from its JSON alone. */
+export interface RunInfo {
+  random_seed: number | null;
+  trial: number;
+  run_label: string;
+  variation_label: string;
+  variation_index: number;
+  variation_values: Record<string, unknown>;
+  sweep_id: string | null;
+  cli_command: string | null;
+}
 
 /** Input of {@link writeAiperfExports}. */
 export interface AiperfExportInput {
@@ -32,8 +63,32 @@ export interface AiperfExportInput {
   wasCancelled?: boolean;
   /** Our own fields (self-checks, seed, per-worker...): written under the `tailgate` key. */
   extra?: Record<string, unknown>;
-  /** tailgate's version, written as `aiperf_version: "tailgate-<v>"`. @default '0.1.0' */
+  /** tailgate's version, written as `tailgate.version`. @default '0.1.0' */
   version?: string;
+  /** `run_info` (the benchmark id is filled in). @default a single run of this seed-less invocation */
+  runInfo?: Partial<RunInfo>;
+  /** Metrics of the warm-up requests alone (`warmup_metrics`, schema 1.4); omitted when null or absent. */
+  warmupSummary?: Summary | null;
+  /** `--profile-export-prefix`. */
+  filePrefix?: string;
+  /** `--use-server-token-count`: per-request ISL/OSL from the server's usage. */
+  useServerTokenCount?: boolean;
+  /** AIPerf's `telemetry_data` (GPU telemetry). */
+  telemetryData?: Record<string, unknown>;
+}
+
+/** Redacts the value after `--api-key` (and `Authorization` headers) from a command line. */
+export function redactCommand(argv: readonly string[]): string {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--api-key' && i + 1 < argv.length) {
+      out.push(a, '<redacted>');
+      i++;
+    } else if (a.startsWith('--api-key=')) out.push('--api-key=<redacted>');
+    else out.push(/^authorization:/i.test(a) ? 'Authorization:<redacted>' : /\s/.test(a) ? JSON.stringify(a) : a);
+  }
+  return out.join(' ');
 }
 
 /**
@@ -43,31 +98,69 @@ export interface AiperfExportInput {
 export function aiperfJson(input: AiperfExportInput): Record<string, unknown> {
   const { summary } = input;
   const wasCancelled = input.wasCancelled ?? input.extra?.was_cancelled === true;
+  const benchmarkId = randomUUID();
+  const ri = input.runInfo ?? {};
   const doc: Record<string, unknown> = {
     schema_version: AIPERF_SCHEMA_VERSION,
-    aiperf_version: `tailgate-${input.version ?? '0.1.0'}`,
-    benchmark_id: randomUUID(),
+    aiperf_version: AIPERF_COMPAT_VERSION,
+    benchmark_id: benchmarkId,
     start_time: input.startTime.toISOString(),
     end_time: input.endTime.toISOString(),
     was_cancelled: wasCancelled,
     input_config: input.inputConfig,
+    run_info: {
+      benchmark_id: benchmarkId,
+      sweep_id: ri.sweep_id ?? null,
+      random_seed: ri.random_seed ?? null,
+      trial: ri.trial ?? 0,
+      run_label: ri.run_label ?? 'run_0001',
+      variation_label: ri.variation_label ?? 'base',
+      variation_index: ri.variation_index ?? 0,
+      variation_values: ri.variation_values ?? {},
+      cli_command: ri.cli_command ?? null,
+    },
     error_summary: summary.errorSummary.map((g) => ({
-      error_details: { code: g.status, type: g.kind, message: g.message },
+      error_details: { code: errorCode(g.kind, g.status), type: errorType(g.kind), message: g.message },
       count: g.count,
     })),
+    runtime_submission_invalid_reasons: [],
   };
-  for (const info of METRIC_CATALOG) {
-    const m = summary.metrics[info.tag];
-    if (m) doc[info.tag] = m;
-  }
-  for (const [tag, m] of Object.entries(summary.metrics)) if (!(tag in doc)) doc[tag] = m;
+  Object.assign(doc, metricsWithTimestamps(summary, input.originEpochMs ?? input.startTime.getTime()));
+  if (input.warmupSummary && input.warmupSummary.profilingCount > 0) doc.warmup_metrics = metricsWithTimestamps(input.warmupSummary, input.originEpochMs ?? input.startTime.getTime());
+  if (input.telemetryData) doc.telemetry_data = input.telemetryData;
   doc.tailgate = {
+    version: input.version ?? '0.1.0',
     per_worker: summary.perWorker,
     token_sources: summary.tokenSources,
     profiling_count: summary.profilingCount,
     ...input.extra,
   };
   return doc;
+}
+
+/** HTTP status of a failed request as AIPerf reports it: 499 for a cancellation, as AIPerf does. */
+export function errorCode(kind: string, status: number | null): number | null {
+  return kind === 'aborted' ? 499 : status;
+}
+
+/** AIPerf's error type names where one exists (its exception class names). */
+export function errorType(kind: string): string {
+  return kind === 'aborted' ? 'RequestCancellationError' : kind;
+}
+
+/** The metric blocks in catalog order, with AIPerf's two wall-clock timestamps (epoch ns). */
+function metricsWithTimestamps(summary: Summary, originEpochMs: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const info of METRIC_CATALOG) {
+    const m = summary.metrics[info.tag];
+    if (m) out[info.tag] = m;
+  }
+  for (const [tag, m] of Object.entries(summary.metrics)) if (!(tag in out)) out[tag] = m;
+  if (summary.profilingCount > 0) {
+    out.min_request_timestamp = { unit: 'ns', avg: Math.round((originEpochMs + summary.startMs) * 1e6) };
+    out.max_response_timestamp = { unit: 'ns', avg: Math.round((originEpochMs + summary.endMs) * 1e6) };
+  }
+  return out;
 }
 
 function csvNumber(v: number): string {
@@ -102,7 +195,7 @@ function epochNs(originEpochMs: number, ms: number): string {
 }
 
 /** One `profile_export.jsonl` line (no newline) in AIPerf's record shape, ns as exact integers. */
-export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: number): string {
+export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: number, useServerTokenCount = false): string {
   const start = epochNs(originEpochMs, r.startMs);
   const end = epochNs(originEpochMs, r.endMs);
   const cancelled = r.outcome === 'aborted';
@@ -115,7 +208,7 @@ export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: 
   const metrics: Record<string, { value: number | number[]; unit: string }> = {};
   let error: { code: number | null; type: string; message: string } | null = null;
   if (r.outcome === 'ok') {
-    const m = recordMetrics(r);
+    const m = recordMetrics(r, undefined, useServerTokenCount);
     metrics.input_sequence_length = { value: m.isl, unit: 'tokens' };
     if (m.ttftMs !== null) metrics.time_to_first_token = { value: m.ttftMs, unit: 'ms' };
     if (m.ttstMs !== null) metrics.time_to_second_token = { value: m.ttstMs, unit: 'ms' };
@@ -133,7 +226,7 @@ export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: 
     if (r.outputTokens.server !== null) metrics.usage_completion_tokens = { value: r.outputTokens.server, unit: 'tokens' };
   } else {
     metrics.error_isl = { value: r.inputTokens.client, unit: 'tokens' };
-    error = { code: r.status, type: r.outcome, message: r.error ?? r.outcome };
+    error = { code: errorCode(r.outcome, r.status), type: errorType(r.outcome), message: r.error ?? r.outcome };
   }
   return `{"metadata":${metadata},"metrics":${JSON.stringify(metrics)},"error":${JSON.stringify(error)}}`;
 }
@@ -149,15 +242,16 @@ export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: 
  */
 export async function writeAiperfExports(dir: string, input: AiperfExportInput): Promise<void> {
   await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, AIPERF_FILES.json), `${JSON.stringify(aiperfJson(input), null, 2)}\n`);
-  await writeFile(join(dir, AIPERF_FILES.csv), aiperfCsv(input.summary));
+  const files = exportFileNames(input.filePrefix);
+  await writeFile(join(dir, files.json), `${JSON.stringify(aiperfJson(input), null, 2)}\n`);
+  await writeFile(join(dir, files.csv), aiperfCsv(input.summary));
   if (input.exportLevel === 'summary') return;
   const origin = input.originEpochMs ?? input.startTime.getTime();
-  await writeJsonl(join(dir, AIPERF_FILES.jsonl), input.records, origin);
+  await writeJsonl(join(dir, files.jsonl), input.records, origin, input.useServerTokenCount === true);
 }
 
 /** Streams the JSONL in slices with backpressure: 260k records never become one giant string. */
-async function writeJsonl(path: string, records: readonly RequestRecord[], originEpochMs: number): Promise<void> {
+async function writeJsonl(path: string, records: readonly RequestRecord[], originEpochMs: number, useServerTokenCount: boolean): Promise<void> {
   const out = createWriteStream(path);
   const finished = new Promise<void>((resolve, reject) => {
     out.once('finish', resolve);
@@ -169,7 +263,7 @@ async function writeJsonl(path: string, records: readonly RequestRecord[], origi
     let i = 0;
     for (const r of records) {
       if (r.phase !== 'profiling') continue;
-      lines.push(aiperfJsonlLine(r, i++, originEpochMs));
+      lines.push(aiperfJsonlLine(r, i++, originEpochMs, useServerTokenCount));
       if (lines.length < SLICE) continue;
       // once() rejects if the stream errors while we wait, and removes its listeners either way.
       if (!out.write(`${lines.join('\n')}\n`)) await once(out, 'drain');

@@ -111,7 +111,7 @@ export function recordFromJsonl(line: string, originNs: bigint, where: string): 
     migrated: md['tailgate_migrated'] === true,
   };
   if (j.error) {
-    const type = j.error.type as Outcome;
+    const type = (j.error.type === 'RequestCancellationError' ? 'aborted' : j.error.type) as Outcome;
     return {
       ...base,
       firstTokenMs: null,

@@ -36,8 +36,9 @@ test('AIPerf exports round-trip: JSON blocks, CSV layout, JSONL records', async 
   assert.equal(json.output_token_throughput.unit, 'tokens/sec');
   assert.deepEqual(Object.keys(json.request_throughput), ['unit', 'avg']);
   assert.equal(json.time_to_first_token.count, 20);
-  assert.equal(json.schema_version, '1.1');
-  assert.match(json.aiperf_version, /^tailgate-/);
+  assert.equal(json.schema_version, '1.5');
+  assert.equal(json.aiperf_version, '0.14.0');
+  assert.equal(json.tailgate.version, '0.1.0');
   assert.equal(json.start_time, '2026-12-02T14:00:00.000Z');
   assert.equal(json.was_cancelled, false);
   assert.deepEqual(json.input_config, { concurrency: 4, random_seed: 100 });
@@ -49,7 +50,8 @@ test('AIPerf exports round-trip: JSON blocks, CSV layout, JSONL records', async 
   const [dist, scalars] = csv.split('\n\n');
   const distLines = dist!.split('\n');
   assert.equal(distLines[0], 'Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std');
-  assert.match(distLines[1]!, /^Time to First Token \(ms\)(,\d+\.\d\d){13}$/);
+  assert.match(distLines[1]!, /^Request Latency \(ms\)(,\d+\.\d\d){13}$/);
+  assert.match(distLines[2]!, /^Time to First Token \(ms\)(,\d+\.\d\d){13}$/);
   assert.ok(distLines.every((l) => l.split(',').length === 14));
   const scalarLines = scalars!.trim().split('\n');
   assert.equal(scalarLines[0], 'Metric,Value');

@@ -16,6 +16,11 @@ export interface SummarizeOptions {
    * @default 4_000_000
    */
   exactChunkGapLimit?: number;
+  /**
+   * AIPerf `--use-server-token-count`: ISL and OSL from the server's `usage` (a request without
+   * usage counts as the client's tokenizer counted it). @default false
+   */
+  useServerTokenCount?: boolean;
 }
 
 /** Per-request values of one record, as AIPerf defines them; null where not applicable. */
@@ -35,13 +40,13 @@ export interface RecordMetrics {
  * response streamed at least two chunks (a non-streaming response has no inter-token timing).
  * Written into `into` when given (a caller folding records in one by one reuses one).
  */
-export function recordMetrics(r: RequestRecord, into?: RecordMetrics): RecordMetrics {
+export function recordMetrics(r: RequestRecord, into?: RecordMetrics, useServerTokenCount = false): RecordMetrics {
   const n = r.chunkMs.length;
   const lastMs = n > 0 ? r.chunkMs[n - 1]! : r.endMs;
   const requestLatencyMs = lastMs - r.startMs;
   const ttftMs = r.firstTokenMs === null ? null : r.firstTokenMs - r.startMs;
   const ttstMs = n >= 2 ? r.chunkMs[1]! - r.chunkMs[0]! : null;
-  const osl = r.outputTokens.client;
+  const osl = useServerTokenCount ? (r.outputTokens.server ?? r.outputTokens.client) : r.outputTokens.client;
   const itlMs = ttftMs !== null && osl >= 2 && n >= 2 ? (requestLatencyMs - ttftMs) / (osl - 1) : null;
   const outputTokensPerSPerUser = itlMs !== null && itlMs > 0 ? 1000 / itlMs : null;
   const m = into ?? blankMetrics();
@@ -51,7 +56,7 @@ export function recordMetrics(r: RequestRecord, into?: RecordMetrics): RecordMet
   m.itlMs = itlMs;
   m.outputTokensPerSPerUser = outputTokensPerSPerUser;
   m.osl = osl;
-  m.isl = r.inputTokens.client;
+  m.isl = useServerTokenCount ? (r.inputTokens.server ?? r.inputTokens.client) : r.inputTokens.client;
   return m;
 }
 
@@ -164,11 +169,18 @@ export class SummaryBuilder {
     request_latency: new Column(),
     inter_token_latency: new Column(),
     output_token_throughput_per_user: new Column(),
+    prefill_throughput_per_user: new Column(),
     output_sequence_length: new Column(),
     input_sequence_length: new Column(),
+    output_token_count: new Column(),
     usage_prompt_tokens: new Column(),
     usage_completion_tokens: new Column(),
+    usage_total_tokens: new Column(),
+    error_isl: new Column(),
   };
+  readonly #serverCounts: boolean;
+  #islTotal = 0;
+  #errorIslTotal = 0;
   // Gaps stay exact up to the limit, then move (in order) into the histogram, as summarize decided up front.
   #exactGaps: Column | null = new Column();
   #gapHist: LogHistogram | null = null;
@@ -199,6 +211,7 @@ export class SummaryBuilder {
     if (opts.goodput) checkGoodput(opts.goodput);
     this.#goodTags = opts.goodput ? Object.entries(opts.goodput) : [];
     this.#gapLimit = opts.exactChunkGapLimit ?? EXACT_GAP_LIMIT;
+    this.#serverCounts = opts.useServerTokenCount === true;
     if (this.#gapLimit <= 0) this.#toHistogram();
   }
 
@@ -241,23 +254,30 @@ export class SummaryBuilder {
       };
       ws.requests++;
     }
+    const cols = this.#cols;
     if (r.outcome !== 'ok') {
       this.#errors.add(r);
+      cols.error_isl.push(r.inputTokens.client);
+      this.#errorIslTotal += r.inputTokens.client;
       return;
     }
     this.#okCount++;
-    const cols = this.#cols;
-    const m = recordMetrics(r, this.#m);
+    const m = recordMetrics(r, this.#m, this.#serverCounts);
     this.#outputTokens += m.osl;
+    this.#islTotal += m.isl;
     if (m.ttftMs !== null) cols.time_to_first_token.push(m.ttftMs);
     if (m.ttstMs !== null) cols.time_to_second_token.push(m.ttstMs);
     cols.request_latency.push(m.requestLatencyMs);
     if (m.itlMs !== null) cols.inter_token_latency.push(m.itlMs);
     if (m.outputTokensPerSPerUser !== null) cols.output_token_throughput_per_user.push(m.outputTokensPerSPerUser);
+    if (m.ttftMs !== null && m.ttftMs > 0) cols.prefill_throughput_per_user.push((m.isl * 1000) / m.ttftMs);
     cols.output_sequence_length.push(m.osl);
     cols.input_sequence_length.push(m.isl);
+    // No reasoning tokens are told apart: the output token count is the whole OSL.
+    cols.output_token_count.push(m.osl);
     if (r.inputTokens.server !== null) cols.usage_prompt_tokens.push(r.inputTokens.server);
     if (r.outputTokens.server !== null) cols.usage_completion_tokens.push(r.outputTokens.server);
+    if (r.inputTokens.server !== null && r.outputTokens.server !== null) cols.usage_total_tokens.push(r.inputTokens.server + r.outputTokens.server);
     if (r.inputTokens.server !== null || r.outputTokens.server !== null) {
       this.#withUsage++;
       this.#clientIn += r.inputTokens.client;
@@ -307,6 +327,12 @@ export class SummaryBuilder {
     const metrics: Record<string, MetricBlock | ScalarMetric> = {};
     for (const info of METRIC_CATALOG) {
       if (info.kind !== 'record') continue;
+      if (info.tag === 'time_to_first_output_token') {
+        // Without a reasoning channel the first output token is the first token.
+        const block = describe(this.#cols.time_to_first_token.values(), info.unit);
+        if (block) metrics[info.tag] = block;
+        continue;
+      }
       if (info.tag === 'inter_chunk_latency') {
         const block = this.#exactGaps ? describe(this.#exactGaps.values(), info.unit) : this.#gapHist!.toBlock(info.unit);
         if (block) metrics[info.tag] = block;
@@ -318,12 +344,26 @@ export class SummaryBuilder {
       if (block) metrics[info.tag] = block;
     }
     const rate = (n: number): number => (durationS > 0 ? n / durationS : 0);
-    metrics.output_token_throughput = { unit: 'tokens/sec', avg: rate(this.#outputTokens) };
-    metrics.request_throughput = { unit: 'requests/sec', avg: rate(okCount) };
-    if (this.#goodTags.length > 0) metrics.goodput = { unit: 'requests/sec', avg: rate(this.#goodCount) };
-    metrics.request_count = { unit: 'requests', avg: okCount };
-    metrics.error_request_count = { unit: 'requests', avg: prof - okCount };
+    const errors = prof - okCount;
     metrics.benchmark_duration = { unit: 'sec', avg: durationS };
+    metrics.request_throughput = { unit: 'requests/sec', avg: rate(okCount) };
+    metrics.request_count = { unit: 'requests', avg: okCount };
+    metrics.output_token_throughput = { unit: 'tokens/sec', avg: rate(this.#outputTokens) };
+    metrics.total_token_throughput = { unit: 'tokens/sec', avg: rate(this.#outputTokens + this.#islTotal) };
+    metrics.total_output_tokens = { unit: 'tokens', avg: this.#outputTokens };
+    metrics.total_osl = { unit: 'tokens', avg: this.#outputTokens };
+    metrics.total_isl = { unit: 'tokens', avg: this.#islTotal };
+    if (this.#goodTags.length > 0) {
+      metrics.goodput = { unit: 'requests/sec', avg: rate(this.#goodCount) };
+      metrics.good_request_count = { unit: 'requests', avg: this.#goodCount };
+      metrics.good_request_fraction = { unit: 'ratio', avg: prof > 0 ? this.#goodCount / prof : 0 };
+    }
+    metrics.request_error_rate = { unit: '%', avg: prof > 0 ? (errors / prof) * 100 : 0 };
+    // AIPerf writes the error metrics only for a run that had errors.
+    if (errors > 0) {
+      metrics.error_request_count = { unit: 'requests', avg: errors };
+      metrics.total_error_isl = { unit: 'tokens', avg: this.#errorIslTotal };
+    }
 
     const peaks = peakInflightOf(this.#evStart.values(), this.#evEnd.values(), this.#evWorker.values(), this.#workerNames).byWorker;
     const named = this.#namedRequests;
