@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- assertions walk parsed JSON */
 // The export schema of AIPerf (its JSON export schema page, schema 1.5, and metrics reference) checked
 // field by field against a real run: `runBench` against an in-process simulated fleet.
 import { test, type TestContext } from 'node:test';
