@@ -133,6 +133,10 @@ test('not found: the repo, the revision, the file each say so', async (t) => {
   assert.ok(existsSync(join(cache, 'models--org--empty', '.no_exist', COMMIT, 'tokenizer.json')));
   const down = await resolveTokenizer(chooseTokenizer({ model: 'org/tiny' }), settings({ HF_HUB_CACHE: cache, HF_ENDPOINT: 'http://127.0.0.1:9' }));
   assert.match(down.fallback!, /^model org\/tiny: cannot reach http:\/\/127\.0\.0\.1:9 /);
+  // A cache that cannot be written says so (a file where the cache folder should be).
+  writeFileSync(join(cache, 'not-a-folder'), '');
+  const ro = await resolveTokenizer(chooseTokenizer({ model: 'org/tiny' }), settings({ HF_HUB_CACHE: join(cache, 'not-a-folder'), HF_ENDPOINT: hub.url }));
+  assert.match(ro.fallback!, /cannot write the Hugging Face cache .*not-a-folder .*set HF_HUB_CACHE to a writable folder/);
 });
 
 interface JsonlRecord {
@@ -146,9 +150,9 @@ test('tailgate bench -m <hub id>: downloads the tokenizer once, counts ISL and O
   const url = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url: string }).url)[0]!;
   const dir = await tempDir(t);
   const env = { HF_HOME: dir, HF_HUB_CACHE: join(dir, 'hub'), HF_ENDPOINT: hub.url, HF_HUB_OFFLINE: '' };
-  const bench = async (out: string, extra: Record<string, string> = {}) => {
+  const bench = async (out: string, extra: Record<string, string> = {}, flags: string[] = []) => {
     const r = await runCli(['bench', '-m', 'org/tiny', '-u', url, '--streaming', '--concurrency', '2', '--request-count', '4',
-      '--isl', '24', '--osl', '6', '--num-dataset-entries', '3', '--artifact-dir', join(dir, out)], { env: { ...env, ...extra } });
+      '--isl', '24', '--osl', '6', '--num-dataset-entries', '3', '--artifact-dir', join(dir, out), ...flags], { env: { ...env, ...extra } });
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(await readFile(join(dir, out, 'profile_export_aiperf.json'), 'utf8')) as { tailgate: { token_sources: { tokenizer: string; fallback?: string } } };
     const records = (await readFile(join(dir, out, 'profile_export.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as JsonlRecord);
@@ -171,8 +175,10 @@ test('tailgate bench -m <hub id>: downloads the tokenizer once, counts ISL and O
   const fetched = hub.requests.length;
   assert.ok(fetched > 0);
 
-  await bench('b');
+  // The second run hits the cache; its threads load the cached snapshot from disk.
+  const second = await bench('b', {}, ['--threads', '2']);
   assert.equal(hub.requests.length, fetched, 'the second run hits the cache');
+  for (const x of second.records) assert.equal(x.metrics['output_sequence_length']!.value, tiny.count(answer));
 
   const offline = await bench('c', { HF_HUB_CACHE: join(dir, 'empty'), HF_HUB_OFFLINE: '1' });
   assert.equal(hub.requests.length, fetched, 'offline: no request');

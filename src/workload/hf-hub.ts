@@ -130,7 +130,11 @@ async function download(repo: string, revision: string, file: string, hub: HubSe
     const res = await fetch(target, { headers: location ? {} : auth, signal: AbortSignal.timeout(hub.timeoutMs * 6) });
     if (!res.ok) return { why: `${target} answered HTTP ${res.status}` };
     const bytes = Buffer.from(await res.arrayBuffer());
-    store(root, revision, commit, file, etag ?? `sha-${randomUUID()}`, bytes);
+    try {
+      store(root, revision, commit, file, etag ?? `sha-${randomUUID()}`, bytes);
+    } catch (e) {
+      return { why: `cannot write the Hugging Face cache ${hub.cacheDir} (${e instanceof Error ? e.message : String(e)}); set HF_HUB_CACHE to a writable folder` };
+    }
     return { commit };
   } catch (e) {
     const cause = e instanceof Error && e.cause instanceof Error ? e.cause.message : e instanceof Error ? e.message : String(e);
