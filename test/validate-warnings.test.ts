@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFleet, type Fleet, type FleetOptions } from '../src/fleet/index.js';
@@ -116,4 +118,40 @@ test('a worker 10x slow under adaptive: the trial passes with the worker warned;
   assert.deepEqual([v.verdict, v.failOnWarning, v.trials[0]!.verdict], ['fail', true, 'pass']);
   assert.match(v.reason, /--fail-on-warning/);
   assert.deepEqual([...new Set(v.warnings.map((w) => w.worker))], [id]);
+});
+
+/** Another router: round-robin, no retries, no /workers or per-worker counters of its own. */
+async function plainProxy(t: After, backends: readonly string[]): Promise<string> {
+  let next = 0;
+  const server: Server = createServer((req, res) => {
+    const target = new URL(req.url ?? '/', backends[next++ % backends.length]);
+    const up = request(target, { method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+test('behind a router other than tailgate\'s, the workers\' own metrics name the failing worker, and the evidence says so', async (t) => {
+  const fleet = await startFleet({ workers: 4, port: 0, profile: 'small', model: MODEL, faults: [{ worker: 1, kind: 'error', atMs: 0, forMs: 600_000, rate: 0.5 }] });
+  t.after(() => fleet.close());
+  const url = await plainProxy(t, fleet.workers.map((w) => w.url));
+  const out = await tempDir(t);
+  const r = await runValidate({
+    url, model: MODEL, gpus: 4, concurrencyPerGpu: 4, syntheticInputTokensMean: 16, outputTokensMean: 16, requestTimeoutSeconds: 30,
+    trialTimeout: 60_000, readyTimeout: 5000, trials: 1, requestCount: 96, warmupRequestCount: 0, out, workerUrl: fleet.workers.map((w) => w.url),
+  });
+  const ws = r.trials[0]!.warnings;
+  assert.deepEqual(ws.map((w) => [w.workerName, w.rule, w.source]), [[`worker 1 (${fleet.workers[1]!.id})`, 'failing', 'worker metrics']], r.summaryText);
+  assert.match(ws[0]!.message, /HTTP responses were 5xx/);
+  assert.deepEqual(r.trials[0]!.warningEvidence, { routerCounters: false, workerMetrics: true, gpuTelemetry: false, requests: true });
+  assert.match(r.summaryText, /\(evidence: worker metrics, requests naming their worker\)/);
 });

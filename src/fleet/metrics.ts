@@ -37,6 +37,8 @@ export class WorkerMetrics {
   readonly prefill = new BucketHistogram(REQUEST_BUCKETS);
   readonly decode = new BucketHistogram(REQUEST_BUCKETS);
   readonly finished: Record<MetricsFinishReason, number> = { stop: 0, length: 0, abort: 0, error: 0, repetition: 0 };
+  /** prometheus-fastapi-instrumentator's `http_requests_total` (vLLM's API server has it): `handler method status` -> count, status grouped as `2xx`. */
+  readonly #http = new Map<string, number>();
   readonly #labels: string;
   readonly #createdS: string;
 
@@ -44,6 +46,12 @@ export class WorkerMetrics {
   constructor(model: string, engine = '0', createdS = Date.now() / 1000) {
     this.#labels = `engine="${escapeLabel(engine)}",model_name="${escapeLabel(model)}"`;
     this.#createdS = formatPromFloat(createdS);
+  }
+
+  /** Counts one answered request, as the instrumentator vLLM's API server runs does. */
+  countHttp(handler: string, method: string, status: number): void {
+    const k = `handler="${escapeLabel(handler)}",method="${method}",status="${Math.floor(status / 100)}xx"`;
+    this.#http.set(k, (this.#http.get(k) ?? 0) + 1);
   }
 
   render(s: EngineStats): string {
@@ -83,6 +91,16 @@ export class WorkerMetrics {
     out.push(
       `# HELP tailgate_engine_busy_seconds_total Time the simulated engine spent executing steps.\n# TYPE tailgate_engine_busy_seconds_total counter\ntailgate_engine_busy_seconds_total{${L}} ${formatPromFloat(s.busyMsTotal / 1000)}\n`,
     );
+    if (this.#http.size > 0) {
+      const help = 'Total number of requests by method, status and handler.';
+      let h = `# HELP http_requests_total ${help}\n# TYPE http_requests_total counter\n`;
+      let c = `# HELP http_requests_created ${help}\n# TYPE http_requests_created gauge\n`;
+      for (const [k, v] of this.#http) {
+        h += `http_requests_total{${k}} ${formatPromFloat(v)}\n`;
+        c += `http_requests_created{${k}} ${this.#createdS}\n`;
+      }
+      out.push(h, c);
+    }
     return out.join('');
   }
 

@@ -189,6 +189,7 @@ export class FleetWorker {
       return;
     }
     if (method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
+      res.once('close', () => this.metrics.countHttp(path, method, res.statusCode));
       if (faults.errorRate > 0 && this.#opts.rng.next() < faults.errorRate) {
         req.resume();
         this.#json(res, 500, JSON.stringify(errorBody(500, 'simulated engine error (fault kind=error)', { type: 'InternalServerError' })));
