@@ -18,6 +18,20 @@ const positive = (value: string): number => {
   return n;
 };
 
+const trialsArg = (value: string): number | 'auto' => (value === 'auto' ? 'auto' : intArg(1)(value));
+
+const levelArg = (value: string): number => {
+  const n = Number(value);
+  if (!(n > 0 && n < 1)) throw new InvalidArgumentError('expected a level between 0 and 1, e.g. 0.95');
+  return n;
+};
+
+const rangeArg = (value: string): string => {
+  const m = /^\s*(\d+)\s*:\s*(\d+)\s*$/.exec(value);
+  if (!m || !(Number(m[1]) >= 1) || !(Number(m[2]) > Number(m[1]))) throw new InvalidArgumentError('expected lo:hi concurrency per GPU with 1 <= lo < hi, e.g. 16:512');
+  return value;
+};
+
 const sweepArg = (value: string): number[] => {
   const levels = value.split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
   if (levels.length === 0 || levels.some((n) => !Number.isInteger(n) || n < 1)) throw new InvalidArgumentError('expected concurrency levels per GPU such as 16,32,64,128');
@@ -36,7 +50,10 @@ export const VALIDATE_FLAGS: readonly ValidateFlag[] = [
   { flags: '--gate <spec>', description: 'another gate, metric:stat:op:threshold[:tolerance], e.g. request_latency:p99:<=:30000; repeatable', parse: collect as Parser },
   { flags: '--floor-tolerance <x>', description: 'floors pass at threshold x this (default 0.9)', parse: positive },
   { flags: '--ceiling-tolerance <x>', description: 'ceilings pass at threshold x this (default 1.1)', parse: positive },
-  { flags: '--trials <n>', description: 'trials to run (default 3)', parse: intArg(1) },
+  { flags: '--trials <n>', description: "trials to run, or 'auto': until every gated figure's confidence interval is narrower than --target-ci-width of its limit (default 3)", parse: trialsArg },
+  { flags: '--max-trials <n>', description: 'most trials --trials auto runs (default 10)', parse: intArg(2) },
+  { flags: '--target-ci-width <share>', description: "--trials auto stops when each gated figure's interval is narrower than this share of the gate's limit (default 0.1)", parse: positive },
+  { flags: '--confidence-level <p>', description: 'level of the t-based confidence intervals across trials (default 0.95)', parse: levelArg },
   { flags: '--pass-rule <rule>', description: 'all, majority or median (default all)', parse: choiceArg(['all', 'majority', 'median'] as const) },
   { flags: '--out <dir>', description: 'output folder (default tailgate-validate)', aliases: ['--artifact-dir'] },
   { flags: '--expected-workers <n>', description: 'workers that must be ready before measuring (default --gpus)', parse: intArg(1) },
@@ -45,6 +62,9 @@ export const VALIDATE_FLAGS: readonly ValidateFlag[] = [
   { flags: '--probe-timeout <duration>', description: 'bound on the serve probe, a cold first request can be slow (default 2m)', parse: durationArg },
   { flags: '--trial-timeout <duration>', description: 'a trial still running after this is stopped and judged (default 30m)', parse: durationArg },
   { flags: '--scrape-interval <duration>', description: 'metrics scrape cadence during trials (default 250ms)', parse: durationArg },
+  { flags: '--search <mode>', description: 'max-concurrency: bisect concurrency per GPU over --search-range for the largest level that passes the gates', parse: choiceArg(['max-concurrency'] as const) },
+  { flags: '--search-range <lo:hi>', description: 'concurrency per GPU to search, e.g. 16:512', parse: rangeArg },
+  { flags: '--search-step <n>', description: 'resolution of the search, concurrency per GPU (default 1)', parse: intArg(1) },
   { flags: '--sweep <levels>', description: 'concurrency levels per GPU, e.g. 16,32,64,128,256,512: one run each, knee and recommended point', parse: sweepArg },
   { flags: '--endpoint-type <type>', description: 'chat or completions (default chat)', parse: choiceArg(['chat', 'completions'] as const) },
   { flags: '--streaming', description: 'stream responses (the default)' },

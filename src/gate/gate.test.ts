@@ -207,9 +207,16 @@ test('aggregateTrials: all / majority / median rules, flaky when mixed, spread p
   const agg = aggregateTrials(trials, 'all');
   const t = agg.stats['output_token_throughput.avg']!;
   assert.deepEqual([t.median, t.min, t.max], [60000, 30000, 62000]);
-  assert.ok(Math.abs(t.cv - 0.2889) < 0.001);
+  // Sample std 17,925.8 (n - 1); CV = std / mean; 95% interval = mean ± t(0.975, 2) x std / sqrt(3).
+  assert.ok(Math.abs(t.std - 17925.77) < 0.01);
+  assert.ok(Math.abs(t.cv - 0.3538) < 0.001);
+  assert.ok(Math.abs(t.ci!.halfWidth - 4.302653 * 17925.77 / Math.sqrt(3)) < 0.1);
   assert.equal(agg.stats['time_to_first_token.p99']!.median, 1000);
   assert.equal(agg.passed, 2);
+  // Both figures' intervals hold their limits: the honest flaky, more trials would not settle it.
+  const judged = aggregateTrials(trials, 'all', gates, { confidenceLevel: 0.9 }).gates;
+  assert.deepEqual(judged.map((g) => [g.passedTrials, g.straddles, g.stat!.ci!.level]), [[2, true, 0.9], [2, true, 0.9]]);
+  assert.equal(aggregateTrials(trials.slice(0, 2), 'all', gates).gates.some((g) => g.straddles), false);
 });
 
 test('findKnee: saturating curve gives the knee and a sub-knee recommendation', () => {

@@ -2,8 +2,8 @@ export { judgeGates, seedGates, parseGate, defaultTolerance, describeGate, descr
 export type { Gate, GateResult, GateStat } from './gate.js';
 export { classifyTrial, figureText, SHAPE_RULES } from './shapes.js';
 export type { Shape, ShapeVerdict, TrialEvidence, WorkerSeries } from './shapes.js';
-export { aggregateTrials, judgeGatesAcrossTrials } from './trials.js';
-export type { GateAcrossTrials, PassRule, TrialStat, TrialsAggregate } from './trials.js';
+export { aggregateTrials, judgeGatesAcrossTrials, spread } from './trials.js';
+export type { AggregateOptions, ConfidenceInterval, GateAcrossTrials, PassRule, TrialStat, TrialsAggregate } from './trials.js';
 export { findKnee } from './knee.js';
 export type { KneeOptions, KneeResult, SweepPoint } from './knee.js';
 export { locateTrial, LOCUS_RULES } from './locus.js';

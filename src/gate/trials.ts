@@ -1,16 +1,37 @@
-import { isMetricBlock, type Summary } from '../stats/index.js';
+import { isMetricBlock, tInterval, type Summary } from '../stats/index.js';
 import { judgeGates, type Gate, type GateStat } from './gate.js';
 
 /** How trials combine into one verdict. */
 export type PassRule = 'all' | 'majority' | 'median';
 
+/** A two-sided confidence interval of a mean. */
+export interface ConfidenceInterval {
+  /** e.g. 0.95 */
+  level: number;
+  low: number;
+  high: number;
+  halfWidth: number;
+}
+
 /** Spread of one figure across trials. */
 export interface TrialStat {
+  n: number;
+  mean: number;
   median: number;
   min: number;
   max: number;
-  /** Coefficient of variation: population std / mean (0 when the mean is 0). */
+  /** Sample standard deviation (n - 1). */
+  std: number;
+  /** Coefficient of variation: sample std / |mean| (0 when the mean is 0). */
   cv: number;
+  /** t-based interval of the mean (Student t, n - 1 degrees of freedom); null under two trials. */
+  ci: ConfidenceInterval | null;
+}
+
+/** Options of {@link aggregateTrials}. */
+export interface AggregateOptions {
+  /** Level of every interval. @default 0.95 */
+  confidenceLevel?: number;
 }
 
 /** One gate judged across trials under the pass rule (what JUnit, summary.md and the console report). */
@@ -27,6 +48,10 @@ export interface GateAcrossTrials {
   passedTrials: number;
   /** Median of the figures present; null when no trial produced it. */
   median: number | null;
+  /** The figure's spread and interval across trials (null when no trial produced it). */
+  stat: TrialStat | null;
+  /** The interval holds the limit strictly inside: the figure sits at the limit, and more trials would not settle it. */
+  straddles: boolean;
 }
 
 /** The verdict across trials, each gate under the rule, and the spread of each figure (`tag.stat` keys). */
@@ -65,25 +90,32 @@ function ruleHolds(rule: PassRule, g: Gate, passes: readonly boolean[], median: 
  * @example
  * judgeGatesAcrossTrials(trials.map((t) => t.summary), gates, 'majority').filter((g) => !g.pass);
  */
-export function judgeGatesAcrossTrials(summaries: readonly Summary[], gates: readonly Gate[], rule: PassRule): GateAcrossTrials[] {
+export function judgeGatesAcrossTrials(summaries: readonly Summary[], gates: readonly Gate[], rule: PassRule, opts: AggregateOptions = {}): GateAcrossTrials[] {
   const perTrial = summaries.map((s) => judgeGates(s, gates));
   return gates.map((gate, i) => {
     const results = perTrial.map((r) => r[i]!);
     const values = results.map((r) => r.value);
-    const present = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
-    const median = present.length > 0 ? medianOf(present) : null;
+    const present = values.filter((v): v is number => v !== null);
+    const stat = present.length > 0 ? spread(present, opts.confidenceLevel) : null;
+    const median = stat?.median ?? null;
+    const limit = gate.threshold * gate.tolerance;
     const trialPasses = results.map((r) => r.pass);
-    return { gate, limit: gate.threshold * gate.tolerance, pass: ruleHolds(rule, gate, trialPasses, median), values, trialPasses, passedTrials: trialPasses.filter(Boolean).length, median };
+    const straddles = stat?.ci != null && stat.ci.low < limit && limit < stat.ci.high;
+    return { gate, limit, pass: ruleHolds(rule, gate, trialPasses, median), values, trialPasses, passedTrials: trialPasses.filter(Boolean).length, median, stat, straddles };
   });
 }
 
-function spread(values: number[]): TrialStat {
+/**
+ * Mean, median, min, max, sample std, CV and the t-based interval of the mean of one figure.
+ *
+ * @example
+ * spread([700, 720, 710]).ci; // { level: 0.95, low: 685.2, high: 734.8, halfWidth: 24.8 }
+ */
+export function spread(values: readonly number[], confidenceLevel = 0.95): TrialStat {
   const s = [...values].sort((a, b) => a - b);
-  const n = s.length;
-  const median = medianOf(s);
-  const mean = s.reduce((a, b) => a + b, 0) / n;
-  const sd = Math.sqrt(s.reduce((a, b) => a + (b - mean) ** 2, 0) / n);
-  return { median, min: s[0]!, max: s[n - 1]!, cv: mean !== 0 ? sd / Math.abs(mean) : 0 };
+  const t = tInterval(s, confidenceLevel);
+  const ci = t.halfWidth === null ? null : { level: confidenceLevel, low: t.low!, high: t.high!, halfWidth: t.halfWidth };
+  return { n: s.length, mean: t.mean, median: medianOf(s), min: s[0]!, max: s[s.length - 1]!, std: t.std, cv: t.mean !== 0 ? t.std / Math.abs(t.mean) : 0, ci };
 }
 
 /**
@@ -94,7 +126,7 @@ function spread(values: number[]): TrialStat {
  * @example
  * aggregateTrials(trials, 'all').verdict; // 'flaky' when 2 of 3 passed
  */
-export function aggregateTrials(trials: readonly { pass: boolean; summary: Summary }[], rule: PassRule, gates?: readonly Gate[]): TrialsAggregate {
+export function aggregateTrials(trials: readonly { pass: boolean; summary: Summary }[], rule: PassRule, gates?: readonly Gate[], opts: AggregateOptions = {}): TrialsAggregate {
   const collected = new Map<string, number[]>();
   for (const t of trials) {
     for (const [tag, m] of Object.entries(t.summary.metrics)) {
@@ -108,11 +140,11 @@ export function aggregateTrials(trials: readonly { pass: boolean; summary: Summa
     }
   }
   const stats: Record<string, TrialStat> = {};
-  for (const [k, v] of collected) stats[k] = spread(v);
+  for (const [k, v] of collected) stats[k] = spread(v, opts.confidenceLevel);
 
   const passed = trials.filter((t) => t.pass).length;
   const n = trials.length;
-  const judged = judgeGatesAcrossTrials(trials.map((t) => t.summary), gates ?? [], rule);
+  const judged = judgeGatesAcrossTrials(trials.map((t) => t.summary), gates ?? [], rule, opts);
   let met: boolean;
   if (n === 0) met = false;
   else if (rule === 'all') met = passed === n;

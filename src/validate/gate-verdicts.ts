@@ -34,6 +34,8 @@ export function verdictBasis(s: Pick<SummaryInput, 'o' | 'trials' | 'aggregate' 
   return { trials: s.trials, rule: s.o.passRule, gates, workerName };
 }
 
+const n2 = (v: number): string => (Math.round(v * 100) / 100).toLocaleString('en-US');
+
 const RULE_TEXT: Record<PassRule, string> = { all: 'every trial', majority: 'more than half the trials', median: 'the median across trials' };
 
 /** `rule majority (more than half the trials)`. */
@@ -58,8 +60,10 @@ export function trialFailureText(t: TrialOutcome, name: (id: string) => string):
 
 /** One line on a gate under the rule: `PASS output_token_throughput.avg >= 150 (x0.9): 3 of 3 trials, median 812`. */
 export function gateVerdictLine(g: GateAcrossTrials, rule: PassRule): string {
-  const med = g.median === null ? 'no figure' : `median ${Math.round(g.median * 100) / 100}`;
-  return `${g.pass ? 'PASS' : 'FAIL'} ${describeGate(g.gate)} under rule ${rule}: ${g.passedTrials} of ${g.trialPasses.length} trials within the limit ${g.gate.op} ${Math.round(g.limit * 100) / 100}, ${med}`;
+  const med = g.median === null ? 'no figure' : `median ${n2(g.median)}`;
+  const ci = g.stat?.ci;
+  const interval = ci ? `, mean ${n2(g.stat!.mean)} with ${n2(ci.level * 100)}% interval [${n2(ci.low)}, ${n2(ci.high)}]${g.straddles ? ' holding the limit' : ''}` : '';
+  return `${g.pass ? 'PASS' : 'FAIL'} ${describeGate(g.gate)} under rule ${rule}: ${g.passedTrials} of ${g.trialPasses.length} trials within the limit ${g.gate.op} ${n2(g.limit)}, ${med}${interval}`;
 }
 
 /**
@@ -79,10 +83,13 @@ export function gateFailureText(g: GateAcrossTrials, basis: VerdictBasis, index:
 
 /** Per-trial figures of one gate, for JUnit `system-out`: `trial-1: PASS ... = 812.3, limit >= 135 (150 x0.9)`. */
 export function gateTrialLines(basis: VerdictBasis, index: number): string {
-  return basis.trials.map((t) => {
+  const lines = basis.trials.map((t) => {
     const r = t.gates[index];
     return r ? `${t.label}: ${r.pass ? 'pass' : 'fail'} ${figureText(r)}` : `${t.label}: not judged`;
-  }).join('\n');
+  });
+  const g = basis.gates[index];
+  if (g) lines.push(gateVerdictLine(g, basis.rule));
+  return lines.join('\n');
 }
 
 /**
@@ -98,6 +105,20 @@ export function verdictFailureText(s: Pick<SummaryInput, 'o' | 'verdict' | 'reas
   const head = s.sweep
     ? `${v}: ${basis.trials.length === 0 ? 'no recommended operating point' : `the recommended point (${basis.trials[0]!.concurrencyPerGpu} per GPU) ${passed > 0 ? 'passed but the run was cut short' : 'failed'}`}`
     : `${v} under ${ruleText(basis.rule)}: ${passed} of ${basis.trials.length} trials passed${s.o.trials > basis.trials.length ? ` (${s.o.trials} planned)` : ''}`;
+  const straddling = s.verdict === 'flaky' ? straddleText(basis.gates.filter((g) => !g.pass), s.o.confidenceLevel) : '';
   const warned = s.o.failOnWarning && basis.trials.every((t) => t.pass) ? s.trials.flatMap((t) => t.warnings).map((w) => `${w.trial}: --fail-on-warning: ${w.message}`) : [];
-  return [head, ...basis.trials.filter((t) => !t.pass).map((t) => trialFailureText(t, basis.workerName)), ...warned].join('\n');
+  return [head, ...basis.trials.filter((t) => !t.pass).map((t) => trialFailureText(t, basis.workerName)), ...(straddling ? [straddling] : []), ...warned].join('\n');
+}
+
+
+/**
+ * The honest flaky, in words: each gated figure whose interval holds its limit strictly inside,
+ * e.g. `time_to_first_token.p99: the 95% interval [1,950, 2,420] holds the limit 2,200; the figure
+ * sits at the limit, so more trials would not settle it.` Empty when none does.
+ */
+export function straddleText(gates: readonly GateAcrossTrials[], level: number): string {
+  return gates.filter((g) => g.straddles).map((g) => {
+    const ci = g.stat!.ci!;
+    return `${g.gate.metric}.${g.gate.stat}: the ${n2(level * 100)}% interval [${n2(ci.low)}, ${n2(ci.high)}] holds the limit ${g.gate.op} ${n2(g.limit)}; the figure sits at the limit, so more trials would not settle it.`;
+  }).join(' ');
 }

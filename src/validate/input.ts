@@ -18,7 +18,14 @@ export interface ValidateInput {
   gate?: string[];
   floorTolerance?: number;
   ceilingTolerance?: number;
-  trials?: number;
+  /** A count, or `auto`: run until every gated figure's interval is narrow enough (or `maxTrials`). */
+  trials?: number | 'auto';
+  /** Bound of `trials: auto`. */
+  maxTrials?: number;
+  /** `trials: auto` stops when each gated figure's interval is narrower than this share of its limit. */
+  targetCiWidth?: number;
+  /** Level of every confidence interval, e.g. 0.95. */
+  confidenceLevel?: number;
   passRule?: 'all' | 'majority' | 'median';
   out?: string;
   expectedWorkers?: number;
@@ -49,6 +56,12 @@ export interface ValidateInput {
   gpuMap?: string[];
   /** A worker warning fails the verdict (exit 1). */
   failOnWarning?: boolean;
+  /** `max-concurrency`: find the largest concurrency per GPU that passes the gates. */
+  search?: 'max-concurrency';
+  /** `lo:hi`, concurrency per GPU. */
+  searchRange?: string;
+  /** Resolution of the search, concurrency per GPU. */
+  searchStep?: number;
 }
 
 /** Every field of {@link ValidateInput}, in help order (the recipe accepts exactly these, kebab-case). */
@@ -58,7 +71,7 @@ export const INPUT_FIELDS = [
   'probeTimeout', 'trialTimeout', 'scrapeInterval', 'sweep', 'endpointType', 'streaming', 'syntheticInputTokensMean',
   'syntheticInputTokensStddev', 'outputTokensMean', 'outputTokensStddev', 'requestCount', 'warmupRequestCount',
   'randomSeed', 'numDatasetEntries', 'requestTimeoutSeconds', 'extraInputs', 'header', 'apiKey', 'gpuMetrics', 'gpuMap',
-  'failOnWarning',
+  'failOnWarning', 'maxTrials', 'targetCiWidth', 'confidenceLevel', 'search', 'searchRange', 'searchStep',
 ] as const satisfies readonly (keyof ValidateInput)[];
 
 /** `concurrencyPerGpu` -> `concurrency-per-gpu` (the recipe key and the flag name). */

@@ -96,6 +96,7 @@ test('junit: a majority-rule FLAKY with one passing trial fails the gate and the
   assert.match(verdict![1]!, /^FLAKY under rule majority \(more than half the trials\): 1 of 3 trials passed$/);
   assert.equal(verdict![2], 'Flaky');
   assert.match(verdict![3]!, /trial-3: TTFT p99 2,800 ms past the 1,100 ms ceiling/);
+  assert.match(verdict![3]!, /time_to_first_token.p99: the 95% interval \[-?[\d,.]+, [\d,.]+\] holds the limit &lt;= 1,100; the figure sits at the limit/);
   for (const f of failures) assert.doesNotMatch(f[3]!, /throughput/, 'the throughput floor held: no failure names it');
   assert.match(r.console, /gate FAIL time_to_first_token.p99 <= 1000 \(x1.1\) under rule majority: 1 of 3 trials/);
 });

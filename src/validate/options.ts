@@ -16,7 +16,16 @@ export interface ResolvedValidateOptions {
   /** gpus x concurrencyPerGpu. */
   concurrency: number;
   gates: Gate[];
+  /** Trials to run; with `trialsAuto`, the most to run. */
   trials: number;
+  /** `--trials auto`: stop once every gated figure's interval is narrower than `targetCiWidth` x its limit. */
+  trialsAuto: boolean;
+  /** Share of a gate's limit the full width of its figure's interval must fall under (`--trials auto`). */
+  targetCiWidth: number;
+  /** Level of every confidence interval. */
+  confidenceLevel: number;
+  /** `--search max-concurrency`: bisection over concurrency per GPU in [lo, hi] to `step`; null without it. */
+  search: { lo: number; hi: number; step: number } | null;
   passRule: PassRule;
   outDir: string;
   expectedWorkers: number;
@@ -57,6 +66,11 @@ export interface ResolvedValidateOptions {
 export const VALIDATE_DEFAULTS = {
   concurrencyPerGpu: 256,
   trials: 3,
+  /** `--trials auto`: at least this many trials before an interval can stop it. */
+  minAutoTrials: 3,
+  maxTrials: 10,
+  targetCiWidth: 0.1,
+  confidenceLevel: 0.95,
   passRule: 'all',
   outDir: 'tailgate-validate',
   readyTimeoutMs: 600_000,
@@ -130,7 +144,12 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
   if (input.url === undefined || input.url === '') throw bad('--url is required (or url: in the recipe)');
   if (input.model === undefined || input.model === '') throw bad('--model is required (or model: in the recipe)');
   const url = parseBaseUrl(input.url).url;
-  for (const k of ['gpus', 'concurrencyPerGpu', 'trials', 'expectedWorkers', 'syntheticInputTokensMean', 'outputTokensMean', 'requestCount', 'numDatasetEntries'] as const) {
+  if (input.trials !== 'auto') positiveInt('trials', input.trials);
+  positiveInt('maxTrials', input.maxTrials, 2);
+  positiveInt('searchStep', input.searchStep);
+  if (input.confidenceLevel !== undefined && !(input.confidenceLevel > 0 && input.confidenceLevel < 1)) throw bad(`--confidence-level must be between 0 and 1, e.g. 0.95 (got ${input.confidenceLevel})`);
+  if (input.targetCiWidth !== undefined && !(input.targetCiWidth > 0)) throw bad(`--target-ci-width must be a share of the limit > 0, e.g. 0.1 (got ${input.targetCiWidth})`);
+  for (const k of ['gpus', 'concurrencyPerGpu', 'expectedWorkers', 'syntheticInputTokensMean', 'outputTokensMean', 'requestCount', 'numDatasetEntries'] as const) {
     positiveInt(k, input[k]);
   }
   positiveInt('warmupRequestCount', input.warmupRequestCount, 0);
@@ -175,7 +194,11 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
     concurrencyPerGpu,
     concurrency: gpus * concurrencyPerGpu,
     gates,
-    trials: input.trials ?? VALIDATE_DEFAULTS.trials,
+    trials: input.trials === 'auto' ? (input.maxTrials ?? VALIDATE_DEFAULTS.maxTrials) : (input.trials ?? VALIDATE_DEFAULTS.trials),
+    trialsAuto: input.trials === 'auto',
+    targetCiWidth: input.targetCiWidth ?? VALIDATE_DEFAULTS.targetCiWidth,
+    confidenceLevel: input.confidenceLevel ?? VALIDATE_DEFAULTS.confidenceLevel,
+    search: searchOf(input, sweep),
     passRule: input.passRule ?? VALIDATE_DEFAULTS.passRule,
     outDir: input.out ?? VALIDATE_DEFAULTS.outDir,
     expectedWorkers: input.expectedWorkers ?? gpus,
@@ -204,6 +227,22 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
     gpuMap: parseGpuMap(input.gpuMap ?? []),
     failOnWarning: input.failOnWarning ?? false,
   };
+}
+
+/** `--search max-concurrency --search-range lo:hi --search-step n`, checked. */
+function searchOf(input: ValidateInput, sweep: readonly number[]): ResolvedValidateOptions['search'] {
+  if (input.search === undefined) {
+    if (input.searchRange !== undefined || input.searchStep !== undefined) throw bad('--search-range and --search-step need --search max-concurrency');
+    return null;
+  }
+  if (input.search !== 'max-concurrency') throw bad(`--search must be max-concurrency (got ${String(input.search)})`);
+  if (sweep.length > 0) throw bad('give --sweep or --search, not both');
+  if (input.searchRange === undefined) throw bad('--search max-concurrency needs --search-range lo:hi (concurrency per GPU, e.g. 16:512)');
+  const m = /^\s*(\d+)\s*:\s*(\d+)\s*$/.exec(input.searchRange);
+  const lo = Number(m?.[1]);
+  const hi = Number(m?.[2]);
+  if (!m || !(lo >= 1) || !(hi > lo)) throw bad(`--search-range "${input.searchRange}" must be lo:hi with 1 <= lo < hi (concurrency per GPU, e.g. 16:512)`);
+  return { lo, hi, step: input.searchStep ?? 1 };
 }
 
 /** A `--gpu-metrics` URL as given (a bare `host:port` gets `http://` and `/metrics`). */

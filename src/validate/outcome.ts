@@ -56,4 +56,6 @@ export interface SummaryInput {
   aggregate: TrialsAggregate | null;
   sweep: SweepOutcome | null;
   outDir: string;
+  /** Why `--trials auto` stopped; null or absent otherwise. */
+  autoStop?: string | null;
 }

@@ -46,7 +46,10 @@ const RECIPE_SHAPE = {
   gate: z.array(gateItem),
   floorTolerance: positive,
   ceilingTolerance: positive,
-  trials: int(1),
+  trials: z.union([int(1), z.literal('auto')]),
+  maxTrials: int(2),
+  targetCiWidth: positive,
+  confidenceLevel: z.number().gt(0, 'expected a number between 0 and 1').lt(1, 'expected a number between 0 and 1'),
   passRule: z.enum(['all', 'majority', 'median']),
   out: z.string().min(1),
   expectedWorkers: int(1),
@@ -81,6 +84,9 @@ const RECIPE_SHAPE = {
   gpuMetrics: stringList,
   gpuMap: stringList,
   failOnWarning: z.boolean(),
+  search: z.enum(['max-concurrency']),
+  searchRange: z.string().regex(/^\s*\d+\s*:\s*\d+\s*$/, 'expected lo:hi, e.g. 16:512'),
+  searchStep: int(1),
 } satisfies Record<(typeof INPUT_FIELDS)[number], z.ZodType>;
 
 const RECIPE = z.strictObject(Object.fromEntries(INPUT_FIELDS.map((f) => [kebab(f), RECIPE_SHAPE[f].optional()])) as Record<string, z.ZodType>);

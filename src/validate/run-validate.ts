@@ -10,8 +10,9 @@ import { serveProbe, waitForWorkers, type Readiness } from './readiness.js';
 import { validateReportDoc } from './report-doc.js';
 import { consoleSummary, summaryMarkdown } from './summary-text.js';
 import { runTrial, type TrialOutcome } from './trial.js';
-import { workerNamerFor } from './gate-verdicts.js';
+import { straddleText, workerNamerFor } from './gate-verdicts.js';
 import { junitSuites } from './junit-suites.js';
+import { autoStop } from './trials-auto.js';
 import { TAILGATE_VERSION, trialJson, verdictJson } from './verdict-doc.js';
 
 /** Options of {@link runValidate}: the flags/recipe fields, plus where progress goes and a stop signal. */
@@ -116,23 +117,36 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     }
   }
 
-  const levels = o.sweep.length > 0 ? o.sweep : Array.from({ length: o.trials }, () => o.concurrencyPerGpu);
+  const stopped = (): boolean => signal?.aborted === true;
+  /** Runs one trial at `perGpu`, writes its AIPerf exports and reports it. */
+  const measure = async (perGpu: number, label: string, what: string): Promise<TrialOutcome> => {
+    onEvent(`${label}: concurrency ${perGpu * o.gpus} (${perGpu} per GPU), ${what}`);
+    const t = await runTrial(o, { index: trials.length + 1, label, concurrencyPerGpu: perGpu, readiness }, onEvent, signal);
+    trials.push(t);
+    if (t.bench) {
+      await writeBenchArtifacts(join(o.outDir, label), t.bench, {
+        version: TAILGATE_VERSION,
+        extra: { validate: trialJson(t), scrape: t.series, host_pressure: t.host },
+      });
+    }
+    const tp = metricValue(t.summary, 'output_token_throughput', 'avg');
+    const p99 = metricValue(t.summary, 'time_to_first_token', 'p99');
+    onEvent(`${label}: ${t.pass ? 'PASS' : 'FAIL'} ${t.shape.shape}${t.shape.worker ? ` (${workerNamerFor(readiness)(t.shape.worker)})` : ''}, ${tp === null ? '-' : Math.round(tp)} tok/s, TTFT p99 ${p99 === null ? '-' : Math.round(p99)} ms`);
+    return t;
+  };
+  let autoText: string | null = null;
   if (notReadyReason === null) {
-    for (let i = 0; i < levels.length && signal?.aborted !== true; i++) {
-      const perGpu = levels[i]!;
-      const label = o.sweep.length > 0 ? `sweep-${perGpu}` : `trial-${i + 1}`;
-      onEvent(`${label}: concurrency ${perGpu * o.gpus} (${perGpu} per GPU), ${o.sweep.length > 0 ? `level ${i + 1} of ${levels.length}` : `trial ${i + 1} of ${levels.length}`}`);
-      const t = await runTrial(o, { index: i + 1, label, concurrencyPerGpu: perGpu, readiness }, onEvent, signal);
-      trials.push(t);
-      if (t.bench) {
-        await writeBenchArtifacts(join(o.outDir, label), t.bench, {
-          version: TAILGATE_VERSION,
-          extra: { validate: trialJson(t), scrape: t.series, host_pressure: t.host },
-        });
+    if (o.sweep.length > 0) {
+      for (let i = 0; i < o.sweep.length && !stopped(); i++) await measure(o.sweep[i]!, `sweep-${o.sweep[i]!}`, `level ${i + 1} of ${o.sweep.length}`);
+    } else {
+      for (let i = 0; i < o.trials && !stopped(); i++) {
+        await measure(o.concurrencyPerGpu, `trial-${i + 1}`, o.trialsAuto ? `trial ${i + 1} (auto, at most ${o.trials})` : `trial ${i + 1} of ${o.trials}`);
+        if (!o.trialsAuto) continue;
+        const a = autoStop(trials, o);
+        onEvent(`trials auto: ${a.text}`);
+        autoText = a.text;
+        if (a.stop) break;
       }
-      const tp = metricValue(t.summary, 'output_token_throughput', 'avg');
-      const p99 = metricValue(t.summary, 'time_to_first_token', 'p99');
-      onEvent(`${label}: ${t.pass ? 'PASS' : 'FAIL'} ${t.shape.shape}${t.shape.worker ? ` (${workerNamerFor(readiness)(t.shape.worker)})` : ''}, ${tp === null ? '-' : Math.round(tp)} tok/s, TTFT p99 ${p99 === null ? '-' : Math.round(p99)} ms`);
     }
   }
   const interrupted = signal?.aborted === true;
@@ -151,18 +165,20 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     reason = `${sweep.knee.explanation} ${rec ? `The recommended point (${rec.concurrencyPerGpu} per GPU) ${rec.pass ? 'passes' : 'fails'} the gates.` : 'No recommended operating point.'}${interrupted ? ' Interrupted.' : ''}`
       .replace(/concurrency (\d+)/g, 'concurrency $1 per GPU');
   } else {
-    aggregate = aggregateTrials(trials.map((t) => ({ pass: t.pass, summary: t.summary })), o.passRule, o.gates);
+    aggregate = aggregateTrials(trials.map((t) => ({ pass: t.pass, summary: t.summary })), o.passRule, o.gates, { confidenceLevel: o.confidenceLevel });
     verdict = interrupted && trials.length < o.trials ? (aggregate.passed > 0 ? 'flaky' : 'fail') : aggregate.verdict;
     // The median rule judges medians of gated figures; a trial that measured the wrong fleet still fails it.
     if (verdict === 'pass' && o.passRule === 'median' && trials.filter((t) => !t.pass && ['errors', 'under-provisioned'].includes(t.shape.shape)).length * 2 >= trials.length) verdict = 'fail';
     reason = reasonFor(verdict, trials, o, aggregate, interrupted, readiness);
+    const straddling = straddleText(aggregate.gates, o.confidenceLevel);
+    if (straddling) reason = `${reason} ${straddling}`;
   }
   const warnings = trials.flatMap((t) => t.warnings);
   if (o.failOnWarning && verdict === 'pass' && warnings.length > 0) {
     verdict = 'fail';
     reason = `The gates passed, but --fail-on-warning and ${warnings.length} worker warning(s): ${warnings.slice(0, 3).map((w) => `${w.workerName} ${w.rule}`).join('; ')}${warnings.length > 3 ? '; ...' : ''}. ${reason}`;
   }
-  const s: SummaryInput = { o, verdict, reason, readiness, trials, aggregate, sweep, outDir: o.outDir };
+  const s: SummaryInput = { o, verdict, reason, readiness, trials, aggregate, sweep, outDir: o.outDir, autoStop: autoText };
   const { files, doc, summaryText } = await writeOutputs(o, s, { interrupted, startedAt });
   return { verdict, exitCode: verdict === 'pass' ? 0 : 1, reason, readiness, trials, aggregate, sweep, interrupted, outDir: o.outDir, files, doc, summaryText };
 }

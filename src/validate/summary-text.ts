@@ -1,4 +1,4 @@
-import { describeGate, type Gate } from '../gate/index.js';
+import { describeGate, type Gate, type TrialStat } from '../gate/index.js';
 import { metricValue } from '../gate/index.js';
 import { gateVerdictLine, ruleText, verdictBasis, workerNamerFor } from './gate-verdicts.js';
 import type { SummaryInput } from './outcome.js';
@@ -49,7 +49,8 @@ export function consoleSummary(s: SummaryInput): string {
   if (st && s.trials.length > 1) {
     const a = st['output_token_throughput.avg'];
     const b = st['time_to_first_token.p99'];
-    if (a && b) lines.push(`  across trials: throughput median ${int(a.median)} tok/s (cv ${pct(a.cv)}), TTFT p99 median ${int(b.median)} ms (cv ${pct(b.cv)})`);
+    const ci = (v: TrialStat): string => (v.ci ? `, ${Math.round(v.ci.level * 1000) / 10}% CI ${int(v.ci.low)}-${int(v.ci.high)}` : '');
+    if (a && b) lines.push(`  across trials: throughput median ${int(a.median)} tok/s (cv ${pct(a.cv)}${ci(a)}), TTFT p99 median ${int(b.median)} ms (cv ${pct(b.cv)}${ci(b)})`);
   }
   if (s.sweep) {
     const k = s.sweep;
@@ -60,6 +61,7 @@ export function consoleSummary(s: SummaryInput): string {
     lines.push(`  warnings: ${groups.length === 0 ? 'none' : groups.length} (evidence: ${evidenceLine(s.trials)})${groups.length > 0 && !s.o.failOnWarning ? '; --fail-on-warning makes them fail the verdict' : ''}`);
     for (const g of groups) lines.push(`    WARNING ${g.w.message}; locus ${g.w.locus} (${g.trials.join(', ')})`);
   }
+  if (s.autoStop) lines.push(`  trials auto: ${s.autoStop}`);
   lines.push(`  why: ${s.reason}`);
   lines.push(`  files: ${s.outDir}/ (verdict.json, junit.xml, summary.md, report.html${s.trials.length > 0 ? `, ${s.trials[0]!.label}/...` : ''})`);
   return `${lines.join('\n')}\n`;
@@ -130,13 +132,14 @@ export function summaryMarkdown(s: SummaryInput): string {
       out.push('');
     }
   }
+  if (s.autoStop) out.push(`Trials auto: ${md(s.autoStop)}.`, '');
   const st = s.aggregate?.stats;
   if (st && s.trials.length > 1) {
-    out.push('## Across trials', '', '| figure | median | min | max | CV |', '|---|---:|---:|---:|---:|');
+    out.push('## Across trials', '', `| figure | mean | median | min | max | std | CV | ${Math.round(s.o.confidenceLevel * 1000) / 10}% CI of the mean |`, '|---|---:|---:|---:|---:|---:|---:|---|');
     const keys = ['output_token_throughput.avg', 'time_to_first_token.p99', ...s.o.gates.map((g) => `${g.metric}.${g.stat}`)];
     for (const k of [...new Set(keys)]) {
       const v = st[k];
-      if (v) out.push(`| ${k} | ${int(v.median)} | ${int(v.min)} | ${int(v.max)} | ${pct(v.cv)} |`);
+      if (v) out.push(`| ${k} | ${int(v.mean)} | ${int(v.median)} | ${int(v.min)} | ${int(v.max)} | ${int(v.std)} | ${pct(v.cv)} | ${v.ci ? `${int(v.ci.low)} to ${int(v.ci.high)}` : '-'} |`);
     }
     out.push('');
   }
