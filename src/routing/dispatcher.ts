@@ -1,4 +1,5 @@
 import type { Rng } from '../core/index.js';
+import { FlowQueue, type FlowQueueOptions, type FlowQueueStat, type FlowTicket, type ShedReason } from './flow-queue.js';
 import type { FleetLatency, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 import { ResendBudget } from './resend-budget.js';
 import { WorkerStats, fleetLatency } from './worker-stats.js';
@@ -63,6 +64,12 @@ export interface DispatcherOptions {
   maxResendShare?: number;
   /** Re-sends allowed in a burst (e.g. when one worker with many streams stalls). @default 64 */
   resendBurst?: number;
+  /**
+   * Flow control: waiting requests are ordered by priority band, then fairly between tenants (see
+   * {@link FlowQueue}) instead of first come, first served; `maxQueue` bounds it unless it sets its own.
+   * @default off (one FIFO queue)
+   */
+  flows?: FlowQueueOptions;
 }
 
 /** Per-submit options. */
@@ -71,10 +78,14 @@ export interface SubmitOptions {
   exclude?: ReadonlySet<string>;
   /** A re-send of an earlier request: it does not earn re-send budget. */
   resend?: boolean;
+  /** Its tenant and priority, with flow control on. @default tenant '', priority 'standard' */
+  flow?: FlowTicket;
+  /** Called when the request, once queued, is shed (to make room for a more urgent one, or past its deadline). */
+  onShed?: (reason: ShedReason) => void;
 }
 
-/** Outcome of {@link Dispatcher.submit}. */
-export type SubmitResult = 'assigned' | 'queued' | 'rejected';
+/** Outcome of {@link Dispatcher.submit}: `shed` only with flow control on, for a sheddable request. */
+export type SubmitResult = 'assigned' | 'queued' | 'rejected' | 'shed';
 
 /**
  * A worker as the dispatcher keeps it: also the persistent view the policy reads at pick time
@@ -131,8 +142,10 @@ interface QueueEntry {
   readonly req: RouteRequest;
   readonly onAssign: (worker: WorkerView) => void;
   readonly exclude: ReadonlySet<string> | undefined;
+  readonly onShed?: ((reason: ShedReason) => void) | undefined;
 }
 
+const DEFAULT_TICKET: FlowTicket = { tenant: '', priority: 'standard' };
 const NO_EXCLUDE: ReadonlySet<string> = new Set();
 
 /**
@@ -162,6 +175,9 @@ export class Dispatcher {
   readonly #workers = new Map<string, WorkerEntry>();
   readonly #list: WorkerEntry[] = [];
   readonly #queue: QueueEntry[] = [];
+  readonly #flows: FlowQueue<QueueEntry> | undefined;
+  /** With flows: each queued request's entry, by request (for `cancel`). */
+  readonly #flowEntries = new Map<RouteRequest, QueueEntry>();
   readonly #queuedByModel = new Map<string, number>();
   readonly #opts: DispatcherOptions;
   readonly #budget: ResendBudget;
@@ -188,6 +204,7 @@ export class Dispatcher {
     this.#halfOpenMax = opts.halfOpenMaxInflight ?? 1;
     this.#refreshMs = opts.fleetRefreshMs ?? 100;
     this.#maxQueue = opts.maxQueue ?? 1024;
+    this.#flows = opts.flows && new FlowQueue({ maxQueue: this.#maxQueue, ...opts.flows });
     this.#opts = opts;
     this.#now = opts.now ?? (opts.policy as { now?: () => number }).now;
     this.#budget = new ResendBudget(opts.maxResendShare ?? 0.1, opts.resendBurst ?? 64);
@@ -305,7 +322,7 @@ export class Dispatcher {
   get capacity(): number {
     const cap = this.#cap;
     if (cap !== 'auto') return cap;
-    const demand = this.#totalInflight + this.#queue.length;
+    const demand = this.#totalInflight + this.queueLength;
     return Math.max(this.#capFloor, Math.ceil((this.#capFactor * demand) / Math.max(1, this.#fullShareWorkers)));
   }
 
@@ -366,7 +383,19 @@ export class Dispatcher {
   }
 
   get queueLength(): number {
-    return this.#queue.length;
+    return this.#flows ? this.#flows.length : this.#queue.length;
+  }
+
+  /** With flow control on: requests waiting per tenant and priority; otherwise empty. */
+  flowStats(): FlowQueueStat[] {
+    return this.#flows?.stats() ?? [];
+  }
+
+  /** With flow control on: sheds the sheddable requests that have waited past their deadline (their `onShed` is called). */
+  shedExpired(): void {
+    const flows = this.#flows;
+    if (!flows || flows.length === 0) return;
+    for (const entry of flows.expire(this.#nowMs())) this.#shed(entry, 'deadline');
   }
 
   /** True when a routable worker (other than the excluded ones) serves `model`, room or not. */
@@ -403,7 +432,7 @@ export class Dispatcher {
         this.#promptTokensEwma = Number.isNaN(this.#promptTokensEwma) ? req.promptTokens : this.#promptTokensEwma + 0.05 * (req.promptTokens - this.#promptTokensEwma);
       }
     }
-    const entry: QueueEntry = { req, onAssign, exclude: opts.exclude };
+    const entry: QueueEntry = { req, onAssign, exclude: opts.exclude, onShed: opts.onShed };
     if ((this.#queuedByModel.get(req.model) ?? 0) === 0) {
       const w = this.#place(entry);
       if (w) {
@@ -411,10 +440,33 @@ export class Dispatcher {
         return 'assigned';
       }
     }
+    if (this.#flows) return this.#submitFlow(this.#flows, entry, opts.flow ?? DEFAULT_TICKET);
     if (this.#queue.length >= this.#maxQueue) return 'rejected';
     this.#queue.push(entry);
     this.#queuedByModel.set(req.model, (this.#queuedByModel.get(req.model) ?? 0) + 1);
     return 'queued';
+  }
+
+  #submitFlow(flows: FlowQueue<QueueEntry>, entry: QueueEntry, ticket: FlowTicket): SubmitResult {
+    const r = flows.push(entry, ticket, this.#nowMs());
+    if (r.outcome !== 'queued') return r.outcome;
+    this.#flowEntries.set(entry.req, entry);
+    this.#queuedByModel.set(entry.req.model, (this.#queuedByModel.get(entry.req.model) ?? 0) + 1);
+    if (r.evicted) this.#shed(r.evicted.value, r.evicted.reason);
+    // it may come before requests that wait for lack of a worker they may use
+    this.#drain();
+    return this.#flowEntries.has(entry.req) ? 'queued' : 'assigned';
+  }
+
+  /** Forgets an entry the flow queue shed and tells its owner. */
+  #shed(entry: QueueEntry, reason: ShedReason): void {
+    this.#flowEntries.delete(entry.req);
+    this.#dequeued(entry.req.model);
+    entry.onShed?.(reason);
+  }
+
+  #nowMs(): number {
+    return this.#now ? this.#now() : 0;
   }
 
   /**
@@ -427,12 +479,19 @@ export class Dispatcher {
     if (!w || w.inflight <= 0) return false;
     w.inflight--;
     this.#totalInflight--;
-    if (this.#queue.length > 0) this.#drain(w);
+    if (this.queueLength > 0) this.#drain(w);
     return true;
   }
 
   /** Removes a queued request (client gone, queue timeout); false if it was not queued. */
   cancel(req: RouteRequest): boolean {
+    if (this.#flows) {
+      const entry = this.#flowEntries.get(req);
+      if (entry === undefined || !this.#flows.remove(entry, this.#nowMs(), false)) return false;
+      this.#flowEntries.delete(req);
+      this.#dequeued(req.model);
+      return true;
+    }
     const i = this.#queue.findIndex((e) => e.req === req);
     if (i < 0) return false;
     this.#queue.splice(i, 1);
@@ -606,6 +665,10 @@ export class Dispatcher {
     try {
       do {
         this.#drainAgain = false;
+        if (this.#flows) {
+          this.#drainFlows(this.#flows, hint);
+          continue;
+        }
         let i = 0;
         while (i < this.#queue.length && this.#anyRoom(hint)) {
           const entry = this.#queue[i]!;
@@ -621,6 +684,25 @@ export class Dispatcher {
       } while (this.#drainAgain);
     } finally {
       this.#draining = false;
+    }
+  }
+
+  /** Places waiting requests in flow order while some worker has room: the first placeable goes, then the order is read afresh. */
+  #drainFlows(flows: FlowQueue<QueueEntry>, hint: WorkerEntry | undefined): void {
+    while (flows.length > 0 && this.#anyRoom(hint)) {
+      const nowMs = this.#nowMs();
+      let placed = false;
+      for (const entry of flows.ordered(nowMs)) {
+        const w = this.#place(entry);
+        if (!w) continue;
+        flows.remove(entry, nowMs);
+        this.#flowEntries.delete(entry.req);
+        this.#dequeued(entry.req.model);
+        this.#assign(w, entry);
+        placed = true;
+        break;
+      }
+      if (!placed) return;
     }
   }
 }

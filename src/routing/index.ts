@@ -16,3 +16,5 @@ export { Dispatcher } from './dispatcher.js';
 export { ResendBudget } from './resend-budget.js';
 export type { EjectionOptions, EjectionRecord, FailureVerdict } from './ejection.js';
 export { EjectionRule, freshEjectionRecord } from './ejection.js';
+export type { FlowPush, FlowQueueOptions, FlowQueueStat, FlowTicket, Priority, ShedReason } from './flow-queue.js';
+export { FlowQueue, PRIORITIES } from './flow-queue.js';
