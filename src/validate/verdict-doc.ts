@@ -52,6 +52,7 @@ export function inputsJson(o: ResolvedValidateOptions): Record<string, unknown> 
     headers: Object.keys(o.headers),
     apiKey: o.apiKey === null ? null : 'redacted',
     gates: o.gates.map((g) => ({ ...g, limit: g.threshold * g.tolerance, text: describeGate(g) })),
+    failOnWarning: o.failOnWarning,
   };
 }
 
