@@ -19,9 +19,9 @@ RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
 USER 1000:1000
 EXPOSE 8000
-# For `docker run ... route`: the router answers /metrics whenever its process serves, whatever
-# the workers do (Kubernetes uses the Deployment's probes instead).
+# For `docker run ... route`: the router's /live depends on its process alone, whatever the workers
+# do (Kubernetes uses the Deployment's probes instead).
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:8000/metrics').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8000/live').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["node", "/app/dist/cli/main.js"]
 CMD ["--help"]

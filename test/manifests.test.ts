@@ -214,6 +214,7 @@ test('references agree in every overlay: RBAC, selectors, ports, probes, drain t
     const portNames = (router['ports'] as Obj[]).map((p) => p['name']);
     assert.ok(portNames.includes(svc['spec']['ports'][0]['targetPort']), 'Service targetPort names a container port');
     assert.equal(router['readinessProbe']['httpGet']['path'], '/ready');
+    assert.equal(router['livenessProbe']['httpGet']['path'], '/live', 'liveness does not depend on the workers');
     for (const p of [router['readinessProbe'], router['livenessProbe']]) assert.ok(portNames.includes(p['httpGet']['port']));
     const ann = pod['metadata']['annotations'] as Record<string, string>;
     assert.equal(Number(ann['prometheus.io/port']), router['ports'][0]['containerPort']);
