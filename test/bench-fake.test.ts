@@ -360,7 +360,7 @@ test('CLI: invalid flag values exit 2 with a one-line message', async () => {
   }
 });
 
-test('CLI: SIGTERM writes what was measured, marked cancelled', async (t) => {
+test('CLI: Ctrl-C (SIGINT) writes what was measured, marked cancelled, its own cancellations not errors, exit 130', async (t) => {
   const fake = await startFake(t);
   const dir = await tempDir(t);
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', fake.url, '--streaming', '--concurrency', '4',
@@ -371,10 +371,13 @@ test('CLI: SIGTERM writes what was measured, marked cancelled', async (t) => {
   t.after(() => child.kill('SIGKILL'));
   // Wait until requests are flowing, then interrupt.
   while (fake.requests < 12) await new Promise((r) => setTimeout(r, 50));
-  child.kill('SIGTERM');
-  assert.equal(await exited, 1);
+  child.kill('SIGINT');
+  assert.equal(await exited, 130);
   assert.match(stderr, /interrupted; writing what was measured/);
-  const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { was_cancelled: boolean; request_count: { avg: number } };
+  const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { was_cancelled: boolean; request_count: { avg: number }; error_request_count?: unknown };
   assert.equal(doc.was_cancelled, true);
   assert.ok(doc.request_count.avg >= 4 && doc.request_count.avg < 100000);
+  assert.equal(doc.error_request_count, undefined, 'the requests Ctrl-C cut short are not errors');
+  const lines = (await readFile(join(dir, 'profile_export.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { metadata: { was_cancelled: boolean } });
+  assert.ok(lines.some((l) => l.metadata.was_cancelled), 'the cut requests are in the records, marked was_cancelled');
 });

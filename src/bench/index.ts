@@ -14,3 +14,5 @@ export { parseExtraInputs, parseHeaders, parseGoodput } from './flag-values.js';
 export { formatBenchReport, formatProgress } from './console.js';
 export type { BenchDispatcher } from './socket-pool.js';
 export { SocketPool } from './socket-pool.js';
+export type { ConfidenceBlock, Convergence, AggregateInfo } from './multi-run.js';
+export { aggregateRuns, converged, writeAggregate, MULTI_RUN_LAYOUT, AGGREGATE_SCHEMA_VERSION, MIN_RUNS_FOR_CONVERGENCE } from './multi-run.js';

@@ -163,7 +163,9 @@ function finish(
   originEpochMs: number,
   cancelled: boolean,
 ): BenchResult {
-  const summary = summarize(records, { goodput: o.goodput, useServerTokenCount: o.useServerTokenCount });
+  // Requests the run itself cut short on Ctrl-C / SIGTERM stay in the records (was_cancelled) but are not errors.
+  const counted = cancelled ? records.filter((r) => !(r.outcome === 'aborted' && r.error === 'cancelled')) : records;
+  const summary = summarize(counted, { goodput: o.goodput, useServerTokenCount: o.useServerTokenCount });
   summary.tokenSources = { ...summary.tokenSources, tokenizer: o.tokenizer.name, ...(o.tokenizer.fallback !== undefined && { fallback: o.tokenizer.fallback }) };
   const warnings: string[] = [];
   const dis = summary.tokenSources.disagreementPct;

@@ -1,4 +1,6 @@
+import { basename, join } from 'node:path';
 import { TailgateError } from '../core/index.js';
+import type { Summary } from '../stats/index.js';
 import {
   formatBenchReport,
   formatProgress,
@@ -8,7 +10,12 @@ import {
   resolveBenchOptions,
   runBench,
   writeBenchArtifacts,
+  converged,
+  writeAggregate,
+  MULTI_RUN_LAYOUT,
   type BenchOptions,
+  type BenchResult,
+  type Convergence,
 } from '../bench/index.js';
 import { LOG_LEVELS } from './bench.js';
 import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
@@ -136,42 +143,146 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
   if (showProgress) opts.onProgress = (p) => process.stderr.write(`\r\x1b[2K${formatProgress(p)}`);
 
   const ctl = new AbortController();
-  const onSignal = (): void => {
+  let signalled: NodeJS.Signals | null = null;
+  const onSignal = (sig: NodeJS.Signals): void => {
     if (!ctl.signal.aborted) process.stderr.write('\ntailgate: interrupted; writing what was measured\n');
+    signalled ??= sig;
     ctl.abort();
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // 128 + the signal number, as a shell reports a process ended by it.
+  const interruptedCode = (): number => (signalled === 'SIGTERM' ? 143 : 130);
   try {
     const label = shard ? `shard ${shard.index + 1} of ${shard.count}: ` : '';
     let startLagMs: number | null = null;
     if (startAtMs !== undefined) {
       startLagMs = await waitForStart(startAtMs, ctl.signal, (line) => process.stderr.write(`tailgate: ${line}\n`), label);
-      if (startLagMs === null) return 1;
+      if (startLagMs === null) return interruptedCode();
     }
-    const result = await runBench(opts, ctl.signal);
-    if (showProgress) process.stderr.write('\n');
     const distributed = {
       ...(shard !== undefined && { shard }),
       ...(startAtMs !== undefined && { start_at: new Date(startAtMs).toISOString(), start_lag_ms: startLagMs }),
     };
-    await writeBenchArtifacts(dir, result, {
-      exportLevel, version: VERSION, runInfo: { cli_command: redactCommand(['tailgate', 'bench', ...argv]) },
-      ...(filePrefix !== undefined && { filePrefix }),
-      ...(Object.keys(distributed).length > 0 && { extra: distributed }),
-    });
-    await (await import('../validate/index.js')).writeBenchReport(dir, result);
-    process.stdout.write(formatBenchReport(result));
-    process.stdout.write(`artifacts: ${dir}\n`);
-    const s = result.summary;
-    if (s.profilingCount > 0 && s.okCount === 0 && !result.cancelled) {
-      const top = s.errorSummary[0];
-      process.stderr.write(`tailgate: every request failed (${s.errorCount}): ${top ? `${top.kind}: ${top.message}` : 'no response'}\n`);
-      return 1;
+    const cliCommand = redactCommand(['tailgate', 'bench', ...argv]);
+    const plan = multiRunPlan(flags, opts);
+    if (plan.runs === 1) {
+      const result = await runBench(opts, ctl.signal);
+      if (showProgress) process.stderr.write('\n');
+      await writeBenchArtifacts(dir, result, {
+        exportLevel, version: VERSION, runInfo: { cli_command: cliCommand },
+        ...(filePrefix !== undefined && { filePrefix }),
+        ...(Object.keys(distributed).length > 0 && { extra: distributed }),
+      });
+      await (await import('../validate/index.js')).writeBenchReport(dir, result);
+      process.stdout.write(formatBenchReport(result));
+      process.stdout.write(`artifacts: ${dir}\n`);
+      if (result.cancelled) return interruptedCode();
+      return everyRequestFailed(result) ? 1 : 0;
     }
-    return result.cancelled ? 1 : 0;
+    for (const n of plan.notes) if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${n}\n`);
+    const summaries: Summary[] = [];
+    const labels: string[] = [];
+    let verdict: { converged: boolean; value: number | null } | null = null;
+    let failed = false;
+    for (let i = 0; i < plan.runs && !ctl.signal.aborted; i++) {
+      if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
+      if (ctl.signal.aborted) break;
+      const seed = plan.seedOf(i);
+      const runOpts: BenchOptions = { ...opts, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0 }) };
+      const result = await runBench(runOpts, ctl.signal);
+      if (showProgress) process.stderr.write('\n');
+      const runDir = join(dir, MULTI_RUN_LAYOUT.runDir(i));
+      const runLabel = basename(runDir);
+      await writeBenchArtifacts(runDir, result, {
+        exportLevel, version: VERSION, runInfo: { cli_command: cliCommand, trial: i, run_label: runLabel },
+        ...(filePrefix !== undefined && { filePrefix }),
+        ...(Object.keys(distributed).length > 0 && { extra: distributed }),
+      });
+      process.stdout.write(`${runLabel} of ${plan.runs}:\n${formatBenchReport(result)}`);
+      failed ||= everyRequestFailed(result);
+      if (result.cancelled) break;
+      summaries.push(result.summary);
+      labels.push(runLabel);
+      if (plan.convergence) {
+        verdict = converged(summaries, plan.convergence, plan.level);
+        if (verdict.converged) {
+          process.stdout.write(`converged after ${summaries.length} runs: ${plan.convergence.metric} ${plan.convergence.stat} ${plan.convergence.mode} ${verdict.value!.toFixed(4)} < ${plan.convergence.threshold}\n`);
+          break;
+        }
+      }
+    }
+    const out = await writeAggregate(dir, summaries, {
+      confidenceLevel: plan.level, runLabels: labels, requestedRuns: plan.runs, cooldownSeconds: plan.cooldownMs / 1000,
+      convergence: plan.convergence ? { ...plan.convergence, converged: verdict?.converged ?? false, value: verdict?.value ?? null } : null,
+      cancelled: ctl.signal.aborted,
+    });
+    process.stdout.write(`artifacts: ${dir} (aggregate: ${out})\n`);
+    if (ctl.signal.aborted) return interruptedCode();
+    return failed ? 1 : 0;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+function everyRequestFailed(result: BenchResult): boolean {
+  const s = result.summary;
+  if (s.profilingCount === 0 || s.okCount > 0 || result.cancelled) return false;
+  const top = s.errorSummary[0];
+  process.stderr.write(`tailgate: every request failed (${s.errorCount}): ${top ? `${top.kind}: ${top.message}` : 'no response'}\n`);
+  return true;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** How `--num-profile-runs` and its companions repeat the run. */
+export interface MultiRunPlan {
+  runs: number;
+  level: number;
+  cooldownMs: number;
+  warmupOnlyFirst: boolean;
+  seedOf: (run: number) => number | undefined;
+  convergence: Convergence | null;
+  notes: string[];
+}
+
+/** Reads the multi-run flags (AIPerf's defaults: one seed, 42 unless given; warm-up only before the first run). */
+export function multiRunPlan(flags: Record<string, unknown>, opts: BenchOptions): MultiRunPlan {
+  const runs = (flags['numProfileRuns'] as number | undefined) ?? 1;
+  if (runs > 10) throw new TailgateError('CLI_USAGE', `--num-profile-runs must be between 1 and 10 (got ${runs}), as in AIPerf`);
+  const notes: string[] = [];
+  const consistent = flags['setConsistentSeed'] !== false;
+  const base = opts.randomSeed ?? (consistent ? 42 : undefined);
+  const vary = flags['varySeedPerTrial'] === true;
+  const metric = flags['convergenceMetric'] as string | undefined;
+  let mode = (flags['convergenceMode'] as string | undefined) ?? 'ci_width';
+  if (mode === 'distribution') {
+    notes.push('warning: --convergence-mode distribution (a KS test) is not done; judging convergence by ci_width');
+    mode = 'ci_width';
+  }
+  return {
+    runs,
+    level: (flags['confidenceLevel'] as number | undefined) ?? 0.95,
+    cooldownMs: ((flags['profileRunCooldownSeconds'] as number | undefined) ?? 0) * 1000,
+    warmupOnlyFirst: flags['profileRunDisableWarmupAfterFirst'] !== false,
+    seedOf: (run) => (base === undefined ? undefined : vary ? base + run : base),
+    convergence: metric === undefined ? null : {
+      metric,
+      stat: (flags['convergenceStat'] as string | undefined) ?? 'avg',
+      mode: mode as 'ci_width' | 'cv',
+      threshold: (flags['convergenceThreshold'] as number | undefined) ?? (mode === 'cv' ? 0.05 : 0.1),
+    },
+    notes,
+  };
 }

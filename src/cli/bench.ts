@@ -35,6 +35,12 @@ function upperChoice<T extends string>(choices: readonly T[]) {
   return (value: string): T => parse(value.toUpperCase());
 }
 
+const openUnit = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n >= 1) throw new InvalidArgumentError('expected a number between 0 and 1');
+  return n;
+};
+
 const collectAll = (value: string, previous: unknown): string[] => [...((previous as string[] | undefined) ?? []), value];
 
 /** Every flag of `tailgate bench`, with every alias AIPerf accepts. */
@@ -81,6 +87,16 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'apiKey', flags: '--api-key <key>', description: 'sent as Authorization: Bearer <key>' },
   { key: 'requestTimeoutSeconds', flags: '--request-timeout-seconds <s>', description: 'bound on each whole request (default 600)', parse: positiveNumber },
   { key: 'artifactDir', flags: '--artifact-dir <dir>', aliases: ['--output-artifact-dir'], description: 'where the exports go', defaultValue: 'artifacts' },
+  { key: 'numProfileRuns', flags: '--num-profile-runs <n>', description: 'repeat the run N times (1-10): profile_runs/run_0001.. and aggregate/ with mean, std, CV, standard error and t-based confidence intervals', parse: intArg(1) },
+  { key: 'profileRunCooldownSeconds', flags: '--profile-run-cooldown-seconds <s>', description: 'pause between repeated runs (default 0)', parse: numberArg(0) },
+  { key: 'confidenceLevel', flags: '--confidence-level <x>', description: 'level of the confidence intervals over repeated runs, between 0 and 1 (default 0.95)', parse: openUnit },
+  { key: 'profileRunDisableWarmupAfterFirst', flags: '--profile-run-disable-warmup-after-first', description: 'warm up only before the first repeated run (default; --no-...: before each)', negatable: true },
+  { key: 'setConsistentSeed', flags: '--set-consistent-seed', description: 'repeated runs share one seed, 42 unless --random-seed (default; --no-...: the default seed)', negatable: true },
+  { key: 'varySeedPerTrial', flags: '--vary-seed-per-trial', description: 'each repeated run gets its own seed (seed + run index)', negatable: true },
+  { key: 'convergenceMetric', flags: '--convergence-metric <tag>', description: 'stop repeating once this metric is stable (--num-profile-runs is the cap; judged from the third run)' },
+  { key: 'convergenceStat', flags: '--convergence-stat <stat>', description: 'avg, p50, p90, p95, p99, min or max (default avg)', parse: choiceArg(['avg', 'p50', 'p90', 'p95', 'p99', 'min', 'max'] as const) },
+  { key: 'convergenceThreshold', flags: '--convergence-threshold <x>', description: 'ci_width: interval width / mean below this (default 0.1); cv: CV below this (default 0.05)', parse: openUnit },
+  { key: 'convergenceMode', flags: '--convergence-mode <mode>', description: 'ci_width (default) or cv; distribution (a KS test) is not done and falls back to ci_width with a warning', parse: choiceArg(['ci_width', 'cv', 'distribution'] as const) },
   { key: 'profileExportPrefix', flags: '--profile-export-prefix <name>', aliases: ['--profile-export-file'], description: 'base name of every export: NAME.json, NAME.csv, NAME.jsonl, NAME_raw.jsonl, ...' },
   { key: 'exportLevel', flags: '--export-level <level>', aliases: ['--profile-export-level'], description: 'summary, records or raw', parse: choiceArg(['summary', 'records', 'raw'] as const), defaultValue: 'records' },
   { key: 'goodput', flags: '--goodput <slo...>', description: 'SLOs as metric:threshold, e.g. "time_to_first_token:2000 inter_token_latency:10"', parse: collectAll, variadic: true },
