@@ -100,13 +100,14 @@ test('the simulate report as rendered: its table fits 1280 px, eight distinct wo
 });
 
 test('bench writes the same report for one run: metrics, in-flight per worker, TTFT and throughput over time', { skip: NO_CHROMIUM }, async (t) => {
-  const fleet = await startFleet({ workers: 3, port: 0, profile: 'small', model: 'm' });
+  // Four workers: four panels to a row, the narrowest, and each title names a five-digit port.
+  const fleet = await startFleet({ workers: 4, port: 0, profile: 'small', model: 'm' });
   t.after(() => fleet.close());
   const router = await startRouter({ port: 0, backends: fleet.workers.map((w) => w.url), policy: 'round-robin' });
   t.after(() => router.close());
   const out = await mkdtemp(join(tmpdir(), 'tailgate-report-'));
   t.after(() => rm(out, { recursive: true, force: true }));
-  const result = await runBench({ url: router.url, model: 'm', streaming: true, concurrency: 6, requestCount: 36, inputTokensMean: 16, outputTokensMean: 16 });
+  const result = await runBench({ url: router.url, model: 'm', streaming: true, concurrency: 8, requestCount: 48, inputTokensMean: 16, outputTokensMean: 16 });
   const file = await writeBenchReport(out, result);
 
   const browser = await launchChromium();

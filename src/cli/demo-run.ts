@@ -171,8 +171,9 @@ export function judgeRun(input: {
     summary, gates: judged, expectedWorkers: plan.workers, workerSeries: input.perWorker, ...(input.client && { client: input.client }),
   });
   const order = input.workerOrder ?? [];
-  const stalledId = workerOrder(Object.keys(input.perWorker), order)[plan.stallWorker];
-  const stalledName = stalledId === undefined ? `worker ${plan.stallWorker}` : workerNames([stalledId], order).get(stalledId)!;
+  const ids = Object.keys(input.perWorker);
+  const stalledId = workerOrder(ids, order)[plan.stallWorker];
+  const stalledName = stalledId === undefined ? `worker ${plan.stallWorker}` : workerNames(ids, order).get(stalledId)!;
   const windows = input.stalled ? [{ fromMs: plan.stallAtMs, toMs: plan.stallAtMs + plan.stallForMs, label: `${stalledName} stalled` }] : [];
   return {
     name: input.name, policy: input.policy, stalled: input.stalled, summary, ...metricsOf(summary),

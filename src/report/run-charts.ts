@@ -118,12 +118,12 @@ export function runCharts(r: RunChartsInput): Chart[] {
     );
   }
   const bands = (r.windows ?? []).map((w) => ({ from: toS(w.fromMs), to: toS(w.toMs), label: w.label }));
-  return shareTimeAxis(charts, bands);
+  return shareTimeAxis(charts, bands, 0);
 }
 
-/** Gives every chart the same x range (the union of theirs and the bands') and the same shaded bands. */
-export function shareTimeAxis(charts: readonly Chart[], bands: NonNullable<Chart['bands']> = []): Chart[] {
-  let lo = Number.POSITIVE_INFINITY;
+/** Gives every chart the same x range (the union of theirs, the bands' and `fromX`) and the same shaded bands. */
+export function shareTimeAxis(charts: readonly Chart[], bands: NonNullable<Chart['bands']> = [], fromX = Number.POSITIVE_INFINITY): Chart[] {
+  let lo = fromX;
   let hi = Number.NEGATIVE_INFINITY;
   for (const c of charts) {
     for (const s of c.series) {

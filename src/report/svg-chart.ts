@@ -13,6 +13,8 @@ const FACET = { h: 90, title: 20, left: 44, right: 10, bottom: 22 };
 const MAX_POINTS = 1500;
 /** Generous width of one character at 11 px (system-ui digits and letters are ~6-7 px). */
 const CHAR_W = 7;
+/** The same for a panel title, 10 px bold. */
+const FACET_CHAR_W = 6.8;
 const BAND_FILL = '#f2b8b5';
 const LIMIT_COLOUR = '#b00020';
 
@@ -265,7 +267,13 @@ export function lineChartSvg(chart: Chart): string {
       const box = { x: cx + FACET.left, y: cy + FACET.title, w: cellW - FACET.left - FACET.right, h: FACET.h };
       const { colour } = styleOf(s.i);
       body.push(`<g class="facet" data-series="${escapeXml(s.name)}">`);
-      body.push(`<text class="facet-title" x="${r1(box.x)}" y="${cy + 13}" font-size="11" font-weight="600" fill="${colour}">${escapeXml(s.name)}</text>`);
+      // The title may start over the tick labels' margin; a long one is squeezed to the panel's
+      // width (at most 30%), past that it ends in an ellipsis (the full name is its tooltip).
+      const room = cellW - 8 - FACET.right;
+      const fits = Math.floor((room * 1.3) / FACET_CHAR_W);
+      const title = s.name.length > fits ? `${s.name.slice(0, fits - 1)}…` : s.name;
+      const squeeze = title.length * FACET_CHAR_W > room ? ` textLength="${r1(room)}" lengthAdjust="spacingAndGlyphs"` : '';
+      body.push(`<text class="facet-title" x="${r1(cx + 8)}" y="${cy + 13}" font-size="10" font-weight="600" fill="${colour}"${squeeze}>${escapeXml(title)}<title>${escapeXml(s.name)}</title></text>`);
       drawPlot(body, box, dom, chart, [s], 4, false);
       body.push('</g>');
     });

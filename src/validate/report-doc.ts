@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BenchResult } from '../bench/index.js';
 import { describeGate } from '../gate/index.js';
@@ -141,6 +141,7 @@ export function benchReportDoc(r: BenchResult): ReportDoc {
 /** Writes {@link benchReportDoc} as `report.html` into `dir`; returns its path. */
 export async function writeBenchReport(dir: string, r: BenchResult): Promise<string> {
   const path = join(dir, 'report.html');
+  await mkdir(dir, { recursive: true });
   await writeFile(path, renderHtmlReport(benchReportDoc(r)));
   return path;
 }

@@ -1,6 +1,6 @@
 import type { RequestRecord } from '../core/index.js';
 import { describeGate, type GateResult, type GpuSeries, type LocusVerdict, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import { runCharts, type ReportSection } from '../report/index.js';
+import { runCharts, workerNames, type ReportSection } from '../report/index.js';
 import type { WorkerWarning } from './warnings.js';
 
 /** Input of {@link trialReportSections}: one trial (or any run with records and per-worker series). */
@@ -36,15 +36,17 @@ export interface TrialReportInput {
  */
 export function trialReportSections(t: TrialReportInput): ReportSection[] {
   const text: string[] = [];
+  const names = workerNames([...Object.keys(t.workerSeries), ...(t.shape?.worker ? [t.shape.worker] : []), ...(t.locus?.worker ? [t.locus.worker] : [])], t.workerOrder ?? []);
+  const nameOf = (id: string): string => names.get(id) ?? id;
   if (t.verdict !== undefined || t.shape !== undefined) {
-    text.push(`${t.verdict === undefined ? '' : `${t.verdict.toUpperCase()}. `}${t.shape ? `Shape: ${t.shape.shape}${t.shape.worker ? ` (worker ${t.shape.worker})` : ''}. ${t.shape.explanation}` : ''}`.trim());
+    text.push(`${t.verdict === undefined ? '' : `${t.verdict.toUpperCase()}. `}${t.shape ? `Shape: ${t.shape.shape}${t.shape.worker ? ` (${nameOf(t.shape.worker)})` : ''}. ${t.shape.explanation}` : ''}`.trim());
   }
   if (t.shape && Object.keys(t.shape.evidence).length > 0) {
     text.push(`Evidence: ${Object.entries(t.shape.evidence).map(([k, v]) => `${k}=${typeof v === 'number' ? Math.round(v * 100) / 100 : v}`).join(', ')}.`);
   }
   if (t.locus) {
     const l = t.locus;
-    text.push(`Locus: ${l.locus}${l.worker ? ` (worker ${l.worker}${l.gpu ? `, ${l.gpu}` : ''})` : ''}. ${l.explanation}${l.missing.length > 0 ? ` Missing: ${l.missing.join('; ')}.` : ''}`);
+    text.push(`Locus: ${l.locus}${l.worker ? ` (${nameOf(l.worker)}${l.gpu ? `, ${l.gpu}` : ''})` : ''}. ${l.explanation}${l.missing.length > 0 ? ` Missing: ${l.missing.join('; ')}.` : ''}`);
   }
   const warned = new Map<string, string[]>();
   for (const w of t.warnings ?? []) warned.set(w.worker, [...(warned.get(w.worker) ?? []), w.rule]);
