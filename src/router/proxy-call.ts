@@ -599,7 +599,8 @@ export class ProxyCall {
       return;
     }
     if (nowMs - a.lastTokenMs < stallDeadlineMs) return;
-    const canMove = this.#canResendFrom(a) && this.#migratable(a) && d.tryResend();
+    // A worker stalled as a whole has all its streams moved at once, outside the re-send budget.
+    const canMove = this.#canResendFrom(a) && this.#migratable(a) && d.tryResend(a.backend.id);
     a.cancel();
     m.failed.inc({ worker: a.backend.id });
     ctx.health.failure(a.backend);

@@ -4,8 +4,10 @@ import type { AdaptiveOptions, FleetLatency, RouteRequest, RoutingPolicy, Worker
 import { relativeLatency } from './worker-stats.js';
 
 /**
- * Two random choices compared on `(inflight + 1) x rel^w`, where `rel` is the worker's recent
- * latency relative to the fleet's median (the larger of the TTFT and per-token ratios). A worker
+ * Two random choices compared on `(inflight + 1) x max(1, rel - tolerance)^w`, where `rel` is the
+ * worker's recent latency relative to the fleet's median (the larger of the TTFT and per-token
+ * ratios): within `tolerance` of typical a worker counts as typical, so the few percent of latency
+ * a worker gains by taking its share of a stalled one's load does not push that load away again. A worker
  * with requests in flight that has sent no token for longer than its usual per-token latency
  * is scored with that silence as its per-token latency, so a stall repels new work at once.
  * An idle worker's bad record fades toward typical (half-life `recoveryHalfLifeMs`), so a
@@ -19,12 +21,14 @@ export class AdaptivePolicy implements RoutingPolicy {
   readonly #lo: number;
   readonly #hi: number;
   readonly #halfLifeMs: number;
+  readonly #tolerance: number;
 
   constructor(opts: AdaptiveOptions = {}) {
     this.#weight = opts.latencyWeight ?? 1;
     this.now = opts.now;
     [this.#lo, this.#hi] = opts.relClamp ?? [0.2, 1000];
     this.#halfLifeMs = opts.recoveryHalfLifeMs ?? 20_000;
+    this.#tolerance = opts.latencyTolerance ?? 0.5;
   }
 
   pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined {
@@ -41,7 +45,7 @@ export class AdaptivePolicy implements RoutingPolicy {
 
   /** The score the policy minimises (exposed for tests and the simulator's charts). */
   score(w: WorkerView, fleet: FleetLatency, nowMs?: number): number {
-    const rel = this.relative(w, fleet, nowMs);
+    const rel = Math.max(1, this.relative(w, fleet, nowMs) - this.#tolerance);
     return (w.inflight + 1) * (this.#weight === 1 ? rel : rel ** this.#weight);
   }
 

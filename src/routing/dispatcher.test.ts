@@ -131,6 +131,24 @@ test('dispatcher: the re-send budget caps the share of re-sent requests', () => 
   assert.ok(resent >= 0.1 * 1000 - 1, `resent ${resent}`);
 });
 
+test('dispatcher: streams leave a worker stalled as a whole outside the re-send budget; a worker still sending tokens spends it', () => {
+  let now = 0;
+  const d = new Dispatcher({ policy: createPolicy('p2c'), rng: createRng(1), now: () => now, stallDeadline: 1000, resendBurst: 2, maxResendShare: 0 });
+  d.addWorker('a');
+  d.addWorker('b');
+  for (let i = 0; i < 8; i++) d.submit({ model: 'x', promptTokens: 1 }, () => {});
+  now = 500;
+  d.progress('b', now);
+  now = 1200; // a: silent since it became busy at 0; b: a token 700 ms ago
+  assert.equal(d.stalledWhole('a'), true);
+  assert.equal(d.stalledWhole('b'), false);
+  for (let i = 0; i < 5; i++) assert.equal(d.tryResend('a'), true, 'every stream of the stalled worker moves');
+  assert.equal(d.tryResend('b'), true);
+  assert.equal(d.tryResend('b'), true);
+  assert.equal(d.tryResend('b'), false, 'the budget of 2 is spent');
+  assert.equal(d.tryResend(), false);
+});
+
 test('dispatcher: silence is counted from when an idle worker became busy, not from its last token long ago', () => {
   let now = 0;
   const d = new Dispatcher({ policy: createPolicy('adaptive', { now: () => now }), rng: createRng(2) });

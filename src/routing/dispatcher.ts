@@ -555,9 +555,23 @@ export class Dispatcher {
     return Math.min(this.#opts.noDataDeadlineMs ?? 10_000, floor);
   }
 
-  /** Spends one re-send from the capped budget; false when the cap is reached. */
-  tryResend(): boolean {
+  /**
+   * Spends one re-send from the capped budget; false when the cap is reached. A stream migrating
+   * from `fromWorkerId` while that worker is stalled as a whole (requests in flight, no token to any
+   * of them for the stall deadline) goes without spending: its streams all move at once rather than
+   * trickle out at the budget's rate (the seed's stall: about 3 s of 256 streams stuck, seen with
+   * `simulate --explain`), and the budget still caps re-sends from workers that are merely slow.
+   */
+  tryResend(fromWorkerId?: string): boolean {
+    if (fromWorkerId !== undefined && this.stalledWhole(fromWorkerId)) return true;
     return this.#budget.trySpend();
+  }
+
+  /** True when `id` has requests in flight and has sent no token to any of them for the stall deadline. */
+  stalledWhole(id: string): boolean {
+    const w = this.#workers.get(id);
+    if (!w || w.inflight === 0 || !this.#now) return false;
+    return this.#now() - w.stats.silentSinceMs >= this.stallDeadlineMs();
   }
 
   /** Whether `w` may take `entry` now, with `cap` the full-share cap of this pick. */

@@ -104,6 +104,14 @@ export interface AdaptiveOptions {
    */
   latencyWeight?: number;
   /**
+   * Relative latency up to `1 + latencyTolerance` scores as typical (1), and above it counts
+   * `latencyTolerance` less: the latency a worker gains from a larger batch (a few percent when it
+   * takes a stalled worker's share) then does not move load, while a slow or stalled one still
+   * repels it. Measured with `tailgate simulate --explain` on `aicr-h100` and `aicr-h100-stall`
+   * (idle slots; docs/simulate.md). @default 0.5
+   */
+  latencyTolerance?: number;
+  /**
    * The runtime's clock reading. When given, a worker with requests in flight and no token for
    * longer than its recent per-token latency is scored as if that gap were its per-token latency.
    */

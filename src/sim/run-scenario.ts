@@ -314,19 +314,12 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       }
     }
     due.sort((x, y) => x[0].startSeq - y[0].startSeq);
-    let k = 0;
-    for (; k < due.length; k++) {
-      const [a, kind] = due[k]!;
+    for (const [a, kind] of due) {
       if (!a.live) continue;
-      if (!d.canServe(scenario.model, new Set([a.workerId]))) {
-        fileForSweep(a, feIndex, now + SWEEP_MS);
-        continue;
-      }
-      if (!d.tryResend()) break;
-      resend(a, feIndex, kind);
+      // No other worker, or a spent re-send budget: due again at the next sweep.
+      if (!d.canServe(scenario.model, new Set([a.workerId])) || !d.tryResend(kind === 'migrate' ? a.workerId : undefined)) fileForSweep(a, feIndex, now + SWEEP_MS);
+      else resend(a, feIndex, kind);
     }
-    // Left by a spent re-send budget: due again at the next sweep.
-    for (; k < due.length; k++) if (due[k]![0].live) fileForSweep(due[k]![0], feIndex, now + SWEEP_MS);
   };
 
   // ---- clients: warm-up, then profiling, as bench/ does ----
