@@ -4,14 +4,16 @@ import type { AdaptiveOptions, FleetLatency, RouteRequest, RoutingPolicy, Worker
 import { relativeLatency } from './worker-stats.js';
 
 /**
- * Two random choices compared on `(inflight + 1) x max(1, rel - tolerance)^w`, where `rel` is the
- * worker's recent latency relative to the fleet's median (the larger of the TTFT and per-token
- * ratios): within `tolerance` of typical a worker counts as typical, so the few percent of latency
- * a worker gains by taking its share of a stalled one's load does not push that load away again. A worker
- * with requests in flight that has sent no token for longer than its usual per-token latency
- * is scored with that silence as its per-token latency, so a stall repels new work at once.
- * An idle worker's bad record fades toward typical (half-life `recoveryHalfLifeMs`), so a
- * worker that recovered is tried again.
+ * Two random choices compared on `(inflight + 1) x max(1, rel - latencyTolerance)^w`, where `rel`
+ * is the worker's recent latency relative to the fleet's median (the larger of the TTFT and
+ * per-token ratios): within the tolerance a worker counts as typical, so the latency a worker gains
+ * by taking its share of a stalled one's load does not push that load away again. A worker whose
+ * per-token latency alone is `avoidRel` times the fleet's loses to any worker below that: the first
+ * stream on a worker that slow adds less than one more stream on a typical worker (the step model's
+ * marginal rates), and it keeps a request for `avoidRel` times as long. A worker with requests in
+ * flight that has sent no token for longer than its usual per-token latency is scored with that
+ * silence as its per-token latency, so a stall repels new work at once. An idle worker's bad record
+ * fades toward typical (half-life `recoveryHalfLifeMs`), so a worker that recovered is tried again.
  */
 export class AdaptivePolicy implements RoutingPolicy {
   readonly name = 'adaptive' as const;
@@ -22,6 +24,9 @@ export class AdaptivePolicy implements RoutingPolicy {
   readonly #hi: number;
   readonly #halfLifeMs: number;
   readonly #tolerance: number;
+  readonly #avoidRel: number;
+  /** The per-token ratio of the last {@link relative} call (read by `score`, no allocation). */
+  #itlRel = 1;
 
   constructor(opts: AdaptiveOptions = {}) {
     this.#weight = opts.latencyWeight ?? 1;
@@ -29,6 +34,7 @@ export class AdaptivePolicy implements RoutingPolicy {
     [this.#lo, this.#hi] = opts.relClamp ?? [0.2, 1000];
     this.#halfLifeMs = opts.recoveryHalfLifeMs ?? 20_000;
     this.#tolerance = opts.latencyTolerance ?? 0.5;
+    this.#avoidRel = opts.avoidRel ?? 4;
   }
 
   pick(workers: readonly WorkerView[], req: RouteRequest, rng: Rng): WorkerView | undefined {
@@ -45,8 +51,10 @@ export class AdaptivePolicy implements RoutingPolicy {
 
   /** The score the policy minimises (exposed for tests and the simulator's charts). */
   score(w: WorkerView, fleet: FleetLatency, nowMs?: number): number {
-    const rel = Math.max(1, this.relative(w, fleet, nowMs) - this.#tolerance);
-    return (w.inflight + 1) * (this.#weight === 1 ? rel : rel ** this.#weight);
+    const full = this.relative(w, fleet, nowMs);
+    const rel = Math.max(1, full - this.#tolerance);
+    const s = (w.inflight + 1) * (this.#weight === 1 ? rel : rel ** this.#weight);
+    return full >= this.#avoidRel && this.#itlRel >= this.#avoidRel / 2 ? AVOIDED + s : s;
   }
 
   /**
@@ -60,10 +68,17 @@ export class AdaptivePolicy implements RoutingPolicy {
       if (!(itl >= silentMs)) itl = silentMs;
     }
     let rel = relativeLatency(w.ttftMsEwma, itl, fleet);
+    let itlRel = itl >= 0 && fleet.itlMs > 0 ? itl / fleet.itlMs : 1;
     if (nowMs !== undefined && w.inflight === 0 && rel > 1) {
       // no request on it means no new measurement: let an old bad record fade so it gets probed
-      rel = 1 + (rel - 1) * 2 ** (-Math.max(0, nowMs - w.lastProgressMs) / this.#halfLifeMs);
+      const fade = 2 ** (-Math.max(0, nowMs - w.lastProgressMs) / this.#halfLifeMs);
+      rel = 1 + (rel - 1) * fade;
+      if (itlRel > 1) itlRel = 1 + (itlRel - 1) * fade;
     }
+    this.#itlRel = itlRel;
     return Math.min(this.#hi, Math.max(this.#lo, rel));
   }
 }
+
+/** Added to an avoided worker's score: it loses to every worker that is not avoided. */
+const AVOIDED = 1e12;

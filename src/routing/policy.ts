@@ -112,6 +112,14 @@ export interface AdaptiveOptions {
    */
   latencyTolerance?: number;
   /**
+   * A worker whose per-token latency (silence with requests in flight included) is this many times
+   * the fleet's loses every pair against one below it, and gets work only when no such worker has
+   * room (or once its idle record has faded). At the seed's step model the first stream on a worker
+   * about 4x slower per token adds less than one more stream on a typical worker; measured with
+   * `simulate --preset aicr-h100-slow-worker --explain`. @default 4
+   */
+  avoidRel?: number;
+  /**
    * The runtime's clock reading. When given, a worker with requests in flight and no token for
    * longer than its recent per-token latency is scored as if that gap were its per-token latency.
    */
