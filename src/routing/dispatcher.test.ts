@@ -147,6 +147,8 @@ test('dispatcher: streams leave a worker stalled as a whole outside the re-send 
   assert.equal(d.tryResend('b'), true);
   assert.equal(d.tryResend('b'), false, 'the budget of 2 is spent');
   assert.equal(d.tryResend(), false);
+  now = 3000; // no token from any worker for 1 s: the router, not a worker, is likely stalled
+  assert.equal(d.stalledWhole('a'), false);
 });
 
 test('dispatcher: silence is counted from when an idle worker became busy, not from its last token long ago', () => {

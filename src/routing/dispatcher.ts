@@ -567,11 +567,18 @@ export class Dispatcher {
     return this.#budget.trySpend();
   }
 
-  /** True when `id` has requests in flight and has sent no token to any of them for the stall deadline. */
+  /**
+   * True when `id` has requests in flight and has sent no token to any of them for the stall
+   * deadline, while another worker did send one within it: when every worker looks silent, the
+   * router itself is likely stalled (a long pause of its event loop) and nothing moves in a burst.
+   */
   stalledWhole(id: string): boolean {
     const w = this.#workers.get(id);
     if (!w || w.inflight === 0 || !this.#now) return false;
-    return this.#now() - w.stats.silentSinceMs >= this.stallDeadlineMs();
+    const sinceMs = this.#now() - this.stallDeadlineMs();
+    if (w.stats.silentSinceMs > sinceMs) return false;
+    for (const o of this.#list) if (o !== w && o.stats.lastProgressMs > sinceMs) return true;
+    return false;
   }
 
   /** Whether `w` may take `entry` now, with `cap` the full-share cap of this pick. */
