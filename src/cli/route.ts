@@ -169,6 +169,7 @@ export function registerRoute(program: Command): void {
         const k8s = await import('../k8s/index.js');
         k8s.parseK8sTarget(flags.discover);
         kube = k8s.loadKubeConnection();
+        await kube.load();
       }
       const routerLib = await import('../router/index.js');
       if (flags.procs > 1 && !routerLib.isRouterClusterWorker()) {

@@ -4,8 +4,8 @@ export interface EndpointSlice {
   kind?: string;
   metadata: { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
   addressType: 'IPv4' | 'IPv6' | 'FQDN';
-  endpoints: SliceEndpoint[] | null;
-  ports: SlicePort[] | null;
+  endpoints?: SliceEndpoint[] | null;
+  ports?: SlicePort[] | null;
 }
 
 export interface SliceEndpoint {

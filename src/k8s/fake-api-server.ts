@@ -1,11 +1,12 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import type { EndpointSlice } from './endpoint-slice.js';
 
-/** A request the fake API server received. */
+/** A request the fake API server received (a watch's `watch` parameter recorded as `'1'`). */
 export interface FakeKubeRequest {
   path: string;
   query: Record<string, string>;
@@ -60,8 +61,11 @@ function status(code: number, reason: string, message: string): Record<string, u
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
 
-/** Starts the fake on 127.0.0.1:0; with `token`, every request must carry `Authorization: Bearer token`. */
-export async function startFakeKubeApi(opts: { token?: string } = {}): Promise<FakeKubeApi> {
+/**
+ * Starts the fake on 127.0.0.1:0; with `token`, every request must carry `Authorization: Bearer token`;
+ * with `tls` (PEM key and certificate), it serves https.
+ */
+export async function startFakeKubeApi(opts: { token?: string; tls?: { key: string; cert: string } } = {}): Promise<FakeKubeApi> {
   let rv = 1;
   let compactedRv = 0;
   const store = new Map<string, EndpointSlice>();
@@ -91,6 +95,8 @@ export async function startFakeKubeApi(opts: { token?: string } = {}): Promise<F
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const u = new URL(req.url ?? '/', 'http://x');
     const query = Object.fromEntries(u.searchParams.entries());
+    // The API server reads `watch=true` and `watch=1` alike; the log records one spelling.
+    if (query['watch'] === 'true') query['watch'] = '1';
     requests.push({ path: u.pathname, query, authorization: req.headers.authorization });
     const json = (code: number, body: unknown): void => {
       res.writeHead(code, { 'content-type': 'application/json' });
@@ -145,7 +151,7 @@ export async function startFakeKubeApi(opts: { token?: string } = {}): Promise<F
     res.on('finish', forget);
   }
 
-  const server = createServer(handle);
+  const server = opts.tls ? createHttpsServer(opts.tls, handle) : createServer(handle);
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -154,7 +160,7 @@ export async function startFakeKubeApi(opts: { token?: string } = {}): Promise<F
   const port = (server.address() as AddressInfo).port;
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     get resourceVersion() {
       return rv;
     },

@@ -1,6 +1,7 @@
-import { request } from 'undici';
+import { STATUS_CODES } from 'node:http';
 import { TailgateError } from '../core/index.js';
-import type { KubeConnection } from './connection.js';
+import type { LoadedKube } from './connection.js';
+import type { EndpointSlice } from './endpoint-slice.js';
 
 /** An API call that failed: `status` is the HTTP status or a watch ERROR event's code (null: no answer). */
 export class K8sApiError extends TailgateError {
@@ -18,137 +19,160 @@ export class K8sApiError extends TailgateError {
   }
 }
 
-/** One event of a watch stream, as the API server sends it (one JSON object per line). */
+/** One event of a watch stream, as the API server sends it. */
 export interface WatchEvent<T> {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
   object: T;
 }
 
 /** A `Status` object (errors). */
 interface ApiStatus {
-  kind?: string;
   message?: string;
   reason?: string;
   code?: number;
 }
 
-function statusMessage(body: string, status: number): string {
-  try {
-    const s = JSON.parse(body) as ApiStatus;
-    if (typeof s.message === 'string') return `${status} ${s.reason ?? ''}: ${s.message}`.replace(' :', ':');
-  } catch {
-    // not a Status object: use the text
+function statusText(body: unknown, status: number): string {
+  let s: unknown = body;
+  if (typeof body === 'string') {
+    try {
+      s = JSON.parse(body);
+    } catch {
+      return `${status}: ${body.slice(0, 200).trim() || 'no body'}`;
+    }
   }
-  return `${status}: ${body.slice(0, 200).trim() || 'no body'}`;
+  const st = (s ?? {}) as ApiStatus;
+  if (typeof st.message === 'string') return `${status} ${st.reason ?? ''}: ${st.message}`.replace(' :', ':');
+  return `${status}: no body`;
 }
 
 function errorText(e: unknown): string {
   const err = e as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-  return err.cause?.code ?? err.code ?? err.cause?.message ?? err.message ?? String(e);
+  const text = err.cause?.code ?? err.code ?? err.cause?.message ?? err.message ?? String(e);
+  return String(text).split('\n')[0]!.trim() || 'failed';
 }
 
-function query(params: Record<string, string | undefined>): string {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, v);
-  const s = q.toString();
-  return s === '' ? '' : `?${s}`;
+/** The library's errors as {@link K8sApiError}: an HTTP status with the API's message, or why there was no answer. */
+function apiError(what: string, kube: LoadedKube, e: unknown): K8sApiError {
+  if (e instanceof K8sApiError) return e;
+  const err = e as { code?: unknown; statusCode?: unknown; body?: unknown; message?: string };
+  // ApiException (typed client) carries `code` and `body`; the watch's error carries `statusCode`.
+  const status = typeof err.statusCode === 'number' ? err.statusCode : typeof err.code === 'number' ? err.code : null;
+  if (status !== null) return new K8sApiError(`Kubernetes API ${what}: ${err.body !== undefined ? statusText(err.body, status) : `${status} ${STATUS_CODES[status] ?? ''}`.trim()}`, status, e);
+  return new K8sApiError(`cannot reach the Kubernetes API at ${kube.server} (${what}): ${errorText(e)}`, null, e);
 }
 
-/** A thin client of the few API calls discovery makes: GET a list, GET a watch stream. */
-export class KubeApi {
-  readonly conn: KubeConnection;
+/** Resolves with `p`, or rejects when `signal` aborts or `timeoutMs` passes (the library's calls take no signal). */
+function bounded<T>(p: Promise<T>, signal: AbortSignal, timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    if (signal.aborted) return reject(new Error('aborted'));
+    const stop = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    const timer = setTimeout(() => reject(new K8sApiError(`Kubernetes API ${what}: no answer in ${timeoutMs / 1000} s`, null)), timeoutMs);
+    timer.unref();
+    signal.addEventListener('abort', stop, { once: true });
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', stop);
+    };
+    p.then((v) => (done(), resolve(v)), (e: unknown) => (done(), reject(e as Error)));
+  });
+}
 
-  constructor(conn: KubeConnection) {
-    this.conn = conn;
+/** One page of a list: its items, the list's resource version, and the token of the next page. */
+export interface SlicePage {
+  items: EndpointSlice[];
+  resourceVersion: string | undefined;
+  continue: string | undefined;
+}
+
+/** Lists one page of EndpointSlices (`discovery.k8s.io/v1`) with the library's typed client. */
+export async function listEndpointSlices(
+  kube: LoadedKube,
+  q: { namespace: string; labelSelector: string; limit: number; continue: string | undefined },
+  signal: AbortSignal,
+  timeoutMs = 30_000,
+): Promise<SlicePage> {
+  const { DiscoveryV1Api } = await import('@kubernetes/client-node');
+  const what = `list endpointslices in ${q.namespace}`;
+  try {
+    const api = kube.config.makeApiClient(DiscoveryV1Api);
+    const call = api.listNamespacedEndpointSlice({ namespace: q.namespace, labelSelector: q.labelSelector, limit: q.limit, ...(q.continue !== undefined ? { _continue: q.continue } : {}) });
+    const page = await bounded(call, signal, timeoutMs, what);
+    return { items: page.items as unknown as EndpointSlice[], resourceVersion: page.metadata?.resourceVersion, continue: page.metadata?._continue || undefined };
+  } catch (e) {
+    throw apiError(what, kube, e);
   }
+}
 
-  /** GET `path` and parse the JSON answer; non-2xx throws {@link K8sApiError} with the API's message. */
-  async getJson<T>(path: string, params: Record<string, string | undefined>, signal?: AbortSignal, timeoutMs = 30_000): Promise<T> {
-    const url = `${this.conn.server}${path}${query(params)}`;
-    const t = AbortSignal.timeout(timeoutMs);
-    let res;
-    try {
-      res = await request(url, {
-        method: 'GET',
-        headers: { accept: 'application/json', ...this.conn.headers() },
-        dispatcher: this.conn.dispatcher,
-        signal: signal ? AbortSignal.any([signal, t]) : t,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-      });
-    } catch (e) {
-      if (e instanceof TailgateError) throw e;
-      throw new K8sApiError(`cannot reach the Kubernetes API at ${this.conn.server} (${this.conn.source}): ${errorText(e)}`, null, e);
-    }
-    const text = await res.body.text();
-    if (res.statusCode < 200 || res.statusCode >= 300) throw new K8sApiError(`Kubernetes API GET ${path}: ${statusMessage(text, res.statusCode)}`, res.statusCode);
-    try {
-      return JSON.parse(text) as T;
-    } catch (e) {
-      throw new K8sApiError(`Kubernetes API GET ${path}: the answer is not JSON`, res.statusCode, e);
-    }
-  }
-
-  /**
-   * Opens a watch (`?watch=1`) and calls `onEvent` for each event line until the server ends the
-   * stream (resolves with the number of events) or the signal aborts. An ERROR event throws
-   * {@link K8sApiError} with its code (410: relist).
-   */
-  async watch<T>(path: string, params: Record<string, string | undefined>, onEvent: (e: WatchEvent<T>) => void, signal?: AbortSignal, idleTimeoutMs = 600_000): Promise<number> {
-    const url = `${this.conn.server}${path}${query({ ...params, watch: '1' })}`;
-    let res;
-    try {
-      res = await request(url, {
-        method: 'GET',
-        headers: { accept: 'application/json', ...this.conn.headers() },
-        dispatcher: this.conn.dispatcher,
-        ...(signal ? { signal } : {}),
-        headersTimeout: 30_000,
-        // No byte for this long (bookmarks come about once a minute): treat the watch as dead.
-        bodyTimeout: idleTimeoutMs,
-      });
-    } catch (e) {
-      if (e instanceof TailgateError) throw e;
-      throw new K8sApiError(`cannot reach the Kubernetes API at ${this.conn.server} (${this.conn.source}): ${errorText(e)}`, null, e);
-    }
-    if (res.statusCode !== 200) {
-      const text = await res.body.text().catch(() => '');
-      throw new K8sApiError(`Kubernetes API watch ${path}: ${statusMessage(text, res.statusCode)}`, res.statusCode);
-    }
+/**
+ * Watches `path` with the library's `Watch` and calls `onEvent` for each event until the server
+ * ends the stream (resolves with the number of events), `signal` aborts (resolves at once), or
+ * nothing arrives for `idleTimeoutMs` (rejects). An ERROR event rejects with its code (410: relist).
+ */
+export async function watchPath<T>(
+  kube: LoadedKube,
+  path: string,
+  params: Record<string, string | number | boolean | undefined>,
+  onEvent: (e: WatchEvent<T>) => void,
+  signal: AbortSignal,
+  idleTimeoutMs: number,
+): Promise<number> {
+  const { Watch } = await import('@kubernetes/client-node');
+  const what = `watch ${path}`;
+  if (signal.aborted) return 0;
+  return new Promise<number>((resolve, reject) => {
     let events = 0;
-    let buf = '';
-    const decoder = new TextDecoder();
-    const line = (l: string): void => {
-      if (l.trim() === '') return;
-      let ev: WatchEvent<T>;
-      try {
-        ev = JSON.parse(l) as WatchEvent<T>;
-      } catch (e) {
-        throw new K8sApiError(`Kubernetes API watch ${path}: an event is not JSON`, 200, e);
-      }
-      if (ev.type === 'ERROR') {
-        const s = ev.object as ApiStatus;
-        throw new K8sApiError(`Kubernetes API watch ${path}: ${s.code ?? ''} ${s.reason ?? ''}: ${s.message ?? 'error event'}`, typeof s.code === 'number' ? s.code : 500);
+    let failed: Error | undefined;
+    let settled = false;
+    let controller: AbortController | undefined;
+    let idle: NodeJS.Timeout | undefined;
+    const finish = (err: Error | undefined): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(idle);
+      signal.removeEventListener('abort', stop);
+      controller?.abort();
+      if (err) reject(err);
+      else resolve(events);
+    };
+    const fail = (err: Error): void => {
+      failed ??= err;
+      finish(failed);
+    };
+    // No byte for this long (bookmarks come about once a minute): treat the watch as dead.
+    const arm = (): void => {
+      clearTimeout(idle);
+      idle = setTimeout(() => fail(new K8sApiError(`Kubernetes API ${what}: nothing received for ${Math.round(idleTimeoutMs / 1000)} s`, null)), idleTimeoutMs);
+      idle.unref();
+    };
+    const stop = (): void => finish(undefined);
+    signal.addEventListener('abort', stop, { once: true });
+    arm();
+    const onLine = (type: string, object: unknown): void => {
+      if (settled) return;
+      arm();
+      if (type === 'ERROR') {
+        const s = (object ?? {}) as ApiStatus;
+        const code = typeof s.code === 'number' ? s.code : 500;
+        return fail(new K8sApiError(`Kubernetes API ${what}: ${code} ${s.reason ?? ''}: ${s.message ?? 'error event'}`, code));
       }
       events++;
-      onEvent(ev);
-    };
-    try {
-      for await (const chunk of res.body) {
-        buf += decoder.decode(chunk as Buffer, { stream: true });
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const l = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          line(l);
-        }
+      try {
+        onEvent({ type: type as WatchEvent<T>['type'], object: object as T });
+      } catch (e) {
+        fail(e instanceof Error ? e : new Error(String(e)));
       }
-      line(buf + decoder.decode());
-    } catch (e) {
-      res.body.destroy();
-      if (e instanceof TailgateError) throw e;
-      throw new K8sApiError(`Kubernetes API watch ${path} dropped: ${errorText(e)}`, null, e);
-    }
-    return events;
-  }
+    };
+    const onDone = (err: unknown): void => {
+      if (err === null || err === undefined) finish(undefined);
+      else fail(apiError(what, kube, err));
+    };
+    new Watch(kube.config).watch(path, params, onLine, onDone).then(
+      (c: AbortController) => {
+        controller = c;
+        if (settled) c.abort();
+      },
+      (e: unknown) => fail(apiError(what, kube, e)),
+    );
+  });
 }

@@ -1,6 +1,7 @@
 import { TailgateError, formatMs } from '../core/index.js';
 import type { EndpointSnapshot, ServiceEndpoint } from './endpoint-slice.js';
 import { formatK8sTarget, type K8sTarget } from './target.js';
+import { loadKubeConnection } from './connection.js';
 import { watchServiceEndpoints, type EndpointWatchOptions } from './watch-endpoints.js';
 
 /** Progress of {@link waitForReadyEndpoints}: called on every change and on each API error. */
@@ -16,7 +17,7 @@ export interface ReadyProgress {
 /**
  * Waits until `expected` endpoints of the Service are ready (watching, not polling) and resolves
  * with them; at `timeoutMs` (or when `opts.signal` aborts) throws NOT_READY naming how many were
- * ready and which were not.
+ * ready and which were not. The clock starts once the credentials are loaded (CONFIG_INVALID before).
  *
  * @example
  * const eps = await waitForReadyEndpoints(parseK8sTarget('k8s://inference/vllm'), 8, 600_000,
@@ -29,6 +30,9 @@ export async function waitForReadyEndpoints(
   onProgress: (p: ReadyProgress) => void = () => {},
   opts: Omit<EndpointWatchOptions, 'onChange' | 'onError'> = {},
 ): Promise<ServiceEndpoint[]> {
+  const connection = opts.connection ?? loadKubeConnection(opts);
+  // The client library and the kubeconfig load before the clock starts; a bad kubeconfig fails here.
+  await connection.load();
   const t0 = performance.now();
   let last: EndpointSnapshot = { ready: [], notReady: [] };
   let lastError: string | null = null;
@@ -38,6 +42,7 @@ export async function waitForReadyEndpoints(
     onProgress({ ready: last.ready.length, expected, notReady: last.notReady.map((e) => e.id), elapsedMs: performance.now() - t0, error: lastError });
   const w = watchServiceEndpoints(target, {
     ...opts,
+    connection,
     onChange: (s) => {
       last = s;
       lastError = null;
@@ -64,5 +69,6 @@ export async function waitForReadyEndpoints(
     clearTimeout(timer);
     opts.signal?.removeEventListener('abort', interrupted);
     await w.close();
+    if (opts.connection === undefined) await connection.close();
   }
 }

@@ -1,6 +1,6 @@
-import { loadKubeConnection, type KubeConnection, type KubeConnectionOptions } from './connection.js';
+import { loadKubeConnection, type KubeConnection, type KubeConnectionOptions, type LoadedKube } from './connection.js';
 import { endpointSnapshot, sameSnapshot, type EndpointSlice, type EndpointSnapshot } from './endpoint-slice.js';
-import { K8sApiError, KubeApi } from './kube-api.js';
+import { K8sApiError, listEndpointSlices, watchPath } from './kube-api.js';
 import type { K8sTarget } from './target.js';
 
 /** Options of {@link watchServiceEndpoints}. */
@@ -34,8 +34,8 @@ export interface EndpointWatchStats {
 
 /** A running list+watch of one Service's EndpointSlices. */
 export interface EndpointWatch {
-  /** The namespace actually watched. */
-  readonly namespace: string;
+  /** The namespace watched: the target's, else the context's once the configuration is loaded. */
+  readonly namespace: string | undefined;
   /** Resolves after the first successful list; rejects with the first error if that comes first (the watch keeps retrying). */
   readonly synced: Promise<void>;
   current(): EndpointSnapshot;
@@ -45,18 +45,14 @@ export interface EndpointWatch {
   close(): Promise<void>;
 }
 
-interface SliceList {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: EndpointSlice[];
-}
-
 const SERVICE_LABEL = 'kubernetes.io/service-name';
 
 /**
  * Lists and watches the `discovery.k8s.io/v1` EndpointSlices of a Service (label
- * `kubernetes.io/service-name`) and reports its endpoints: watches resume from the last
- * `resourceVersion` (bookmarks keep it fresh), `410 Gone` lists again, errors back off
- * exponentially (with jitter) up to `maxBackoffMs`.
+ * `kubernetes.io/service-name`) with `@kubernetes/client-node` and reports its endpoints: a watch
+ * the server ends or a dropped connection resumes from the last `resourceVersion` (bookmarks keep
+ * it fresh); `410 Gone` lists again at once, any other API error lists again after a pause (as
+ * client-go's reflector does); errors back off exponentially (with jitter) up to `maxBackoffMs`.
  *
  * @example
  * const w = watchServiceEndpoints(parseK8sTarget('k8s://inference/vllm:8000'), {
@@ -68,9 +64,9 @@ const SERVICE_LABEL = 'kubernetes.io/service-name';
 export function watchServiceEndpoints(target: K8sTarget, opts: EndpointWatchOptions): EndpointWatch {
   const conn = opts.connection ?? loadKubeConnection(opts);
   const ownConn = opts.connection === undefined;
-  const api = new KubeApi(conn);
-  const namespace = target.namespace ?? conn.namespace;
-  const path = `/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/endpointslices`;
+  let kube: LoadedKube | undefined;
+  let namespace = target.namespace;
+  const path = (): string => `/apis/discovery.k8s.io/v1/namespaces/${encodeURIComponent(namespace!)}/endpointslices`;
   const selector = `${SERVICE_LABEL}=${target.service}`;
   const minBackoff = opts.minBackoffMs ?? 500;
   const maxBackoff = opts.maxBackoffMs ?? 30_000;
@@ -102,10 +98,10 @@ export function watchServiceEndpoints(target: K8sTarget, opts: EndpointWatchOpti
     let cont: string | undefined;
     let version: string | undefined;
     do {
-      const page = await api.getJson<SliceList>(path, { labelSelector: selector, limit: String(opts.pageSize ?? 500), continue: cont }, signal);
-      items.push(...(page.items ?? []));
-      version ??= page.metadata?.resourceVersion;
-      cont = page.metadata?.continue || undefined;
+      const page = await listEndpointSlices(kube!, { namespace: namespace!, labelSelector: selector, limit: opts.pageSize ?? 500, continue: cont }, signal);
+      items.push(...page.items);
+      version ??= page.resourceVersion;
+      cont = page.continue;
     } while (cont !== undefined);
     stats.lists++;
     slices.clear();
@@ -120,9 +116,10 @@ export function watchServiceEndpoints(target: K8sTarget, opts: EndpointWatchOpti
 
   async function watchOnce(): Promise<number> {
     stats.watches++;
-    return api.watch<EndpointSlice>(
-      path,
-      { labelSelector: selector, resourceVersion: rv, allowWatchBookmarks: 'true', timeoutSeconds: String(timeoutS) },
+    return watchPath<EndpointSlice>(
+      kube!,
+      path(),
+      { labelSelector: selector, resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: timeoutS },
       (ev) => {
         const obj = ev.object;
         const version = obj?.metadata?.resourceVersion;
@@ -142,6 +139,10 @@ export function watchServiceEndpoints(target: K8sTarget, opts: EndpointWatchOpti
     while (!signal.aborted) {
       const t0 = performance.now();
       try {
+        if (kube === undefined) {
+          kube = await conn.load();
+          namespace ??= kube.namespace;
+        }
         if (rv === undefined) {
           await list();
           backoff = minBackoff;
@@ -158,6 +159,8 @@ export function watchServiceEndpoints(target: K8sTarget, opts: EndpointWatchOpti
           continue;
         }
         stats.errors++;
+        // An answer with an error status lists again after the pause; a dropped connection resumes. 429 only waits.
+        if (e instanceof K8sApiError && e.status !== null && e.status !== 429) rv = undefined;
         const err = e instanceof Error ? e : new Error(String(e));
         if (!isSynced) rejectSynced(err);
         opts.onError?.(err, backoff);
@@ -175,7 +178,9 @@ export function watchServiceEndpoints(target: K8sTarget, opts: EndpointWatchOpti
   const done = run();
   let closing: Promise<void> | undefined;
   return {
-    namespace,
+    get namespace() {
+      return namespace;
+    },
     synced,
     current: () => snapshot,
     resourceVersion: () => rv,
