@@ -6,7 +6,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { countTokens } from '../src/core/index.js';
-import { runBench } from '../src/bench/index.js';
+import { inputsJson, runBench } from '../src/bench/index.js';
+import { aiperfJsonlLine } from '../src/report/index.js';
 import { runCli, startCli } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
@@ -74,6 +75,14 @@ test('bench: multi-turn conversations re-send the history with the answers as re
     const prevEnd = r.records.filter((x) => x.inputTokens.client === 15 + 15 * k).map((x) => x.endMs).sort((a, b) => a - b)[0]!;
     assert.ok(start >= prevEnd + s.turns[k]!.delayMs - 1, 'a turn waits for its answer and the think time');
   }
+  // Records name their conversation (inputs.json's session_id) and turn, as AIPerf's do.
+  const ids = new Set(inputsJson(r).data.map((d) => d.session_id));
+  assert.ok(r.records.every((x) => x.conversationId !== undefined && ids.has(x.conversationId)));
+  assert.deepEqual(r.records.map((x) => x.turnIndex).sort(), [0, 0, 1, 1, 2, 2]);
+  for (const x of r.records) assert.equal(x.inputTokens.client, 30 + 15 * x.turnIndex!, 'turn k carries k earlier exchanges');
+  const line = JSON.parse(aiperfJsonlLine(r.records.find((x) => x.turnIndex === 2)!, 0, Date.now())) as { metadata: { conversation_id: string; turn_index: number } };
+  assert.equal(line.metadata.turn_index, 2);
+  assert.ok(ids.has(line.metadata.conversation_id));
 });
 
 test('bench: a Mooncake trace is replayed at its timestamps; a bad line exits 2 naming it', async (t) => {

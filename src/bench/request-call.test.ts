@@ -138,3 +138,20 @@ test('server fixtures (vLLM chat and completions, SGLang, Dynamo) read the same 
     }
   }
 });
+
+test("the router's rescue mark sets redispatched/migrated and credits the worker that finished, at any read split", async () => {
+  const frame = (c: string): string => `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"${c}"},"logprobs":null,"finish_reason":null}]}\n\n`;
+  const body = Buffer.from(`${frame(' a')}${frame(' b')}: tailgate redispatched=0 migrated=1 worker=10.0.0.2:8000\n\ndata: [DONE]\n\n`);
+  for (const cut of [0, 40, body.length - 30, body.length - 20]) {
+    for (const now of [false, true]) {
+      const { record } = await run(body, [cut], now);
+      assert.equal(record.outcome, 'ok');
+      assert.equal(record.migrated, true);
+      assert.equal(record.redispatched, false);
+      assert.equal(record.worker, '10.0.0.2:8000');
+      assert.equal(record.chunkMs.length, 2);
+    }
+  }
+  const plain = await run(Buffer.from(`${frame(' a')}: keep-alive\n\ndata: [DONE]\n\n`), [], false);
+  assert.equal(plain.record.redispatched || plain.record.migrated, false, 'other comments mean nothing');
+});

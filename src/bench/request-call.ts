@@ -105,6 +105,8 @@ class Call implements BytesHandler {
   #timer: NodeJS.Timeout | null = null;
   #status: number | null = null;
   #worker: string | null = null;
+  #redispatched = false;
+  #migrated = false;
   #isSse = false;
   #sse: SseBytesReader | null = null;
   /** `#sse.idle` after the last push, kept here so the fast path touches one object less per event. */
@@ -192,11 +194,13 @@ class Call implements BytesHandler {
     this.#status = statusCode;
     const w = headers[this.#opts.workerHeader];
     this.#worker = Array.isArray(w) ? (w[0] ?? null) : (w ?? null);
+    // A non-streamed answer the router re-sent says so in a header (the worker header names the finisher).
+    if (headers['x-tailgate-redispatched'] === '1') this.#redispatched = true;
     const ct = String(headers['content-type'] ?? '');
     this.#isSse = ct.includes('text/event-stream');
     if (statusCode >= 200 && statusCode < 300 && this.#req.streaming) {
       if (this.#isSse) {
-        this.#sse = new SseBytesReader((b, start, end) => this.#onEvent(b, start, end));
+        this.#sse = new SseBytesReader((b, start, end) => this.#onEvent(b, start, end), (b, start, end) => this.#onComment(b, start, end));
         this.#sseIdle = true;
       } else this.#failure = { outcome: 'protocol_error', message: `expected an SSE stream (text/event-stream), got ${ct || 'no content-type'}` };
     }
@@ -246,6 +250,24 @@ class Call implements BytesHandler {
       pos = to + t.tailLength;
     }
     return pos;
+  }
+
+  /**
+   * The router's rescue mark, a comment just before `[DONE]`:
+   * `: tailgate redispatched=<0|1> migrated=<0|1> worker=<host:port>`; the worker named is the one
+   * that finished the answer, so it replaces the header's (the first worker's).
+   */
+  #onComment(b: Buffer, start: number, end: number): void {
+    const text = b.toString('latin1', start, end).trim();
+    if (!text.startsWith('tailgate ')) return;
+    for (const kv of text.slice(9).split(' ')) {
+      const eq = kv.indexOf('=');
+      const k = kv.slice(0, eq);
+      const v = kv.slice(eq + 1);
+      if (k === 'redispatched') this.#redispatched = v === '1';
+      else if (k === 'migrated') this.#migrated = v === '1';
+      else if (k === 'worker' && v !== '') this.#worker = v;
+    }
   }
 
   /** One SSE event's data, `b[start, end)`. */
@@ -442,8 +464,8 @@ class Call implements BytesHandler {
       outcome: f ? f.outcome : 'ok',
       status: f && f.status !== undefined ? f.status : this.#status,
       error: f ? f.message : null,
-      redispatched: false,
-      migrated: false,
+      redispatched: this.#redispatched,
+      migrated: this.#migrated,
     };
     this.#resolve({ record, firstData: this.#firstData, text: this.#text });
   }

@@ -114,6 +114,8 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
           keepFirstData: opts.keepFirstData ?? false,
         });
         const { record } = result;
+        record.conversationId = `tailgate-${o.randomSeed}-${session.index}`;
+        record.turnIndex = turn;
         opts.onCall?.(result);
         inflight--;
         completed++;

@@ -2,6 +2,7 @@ import { SseDecoder } from '../openai/index.js';
 
 const LF = 10;
 const CR = 13;
+const COLON = 58;
 const NEWLINE = Buffer.from('\n');
 
 /** One event's `data` as the bytes `buf[start, end)`, valid only during the call. */
@@ -19,13 +20,16 @@ export type SseBytesListener = (buf: Buffer, start: number, end: number) => void
  */
 export class SseBytesReader {
   readonly #onData: SseBytesListener;
+  readonly #onComment: SseBytesListener | null;
   /** Bytes of the unfinished event, carried to the next read. */
   #carry: Buffer | null = null;
   #carryLen = 0;
   #general: SseDecoder | null = null;
 
-  constructor(onData: SseBytesListener) {
+  /** `onComment` gets each comment line's text after the `:` (LF framing; rare, so off the hot path). */
+  constructor(onData: SseBytesListener, onComment?: SseBytesListener) {
     this.#onData = onData;
+    this.#onComment = onComment ?? null;
   }
 
   /** Between events on LF framing: the next byte pushed starts a new event, so a caller may read whole events itself. */
@@ -107,7 +111,7 @@ export class SseBytesReader {
           joined ??= [Buffer.from(b.subarray(dataStart, dataEnd))];
           joined.push(NEWLINE, Buffer.from(b.subarray(v, i)));
         }
-      }
+      } else if (b[line] === COLON && this.#onComment) this.#onComment(b, line + 1, i);
       line = i + 1;
     }
     return event;

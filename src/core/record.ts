@@ -29,4 +29,8 @@ export interface RequestRecord {
   error: string | null;
   redispatched: boolean;
   migrated: boolean;
+  /** The dataset conversation (the `session_id` of `inputs.json`) this request is a turn of. */
+  conversationId?: string;
+  /** Position in that conversation, 0 for the first turn. */
+  turnIndex?: number;
 }

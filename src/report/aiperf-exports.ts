@@ -200,8 +200,9 @@ export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: 
   const end = epochNs(originEpochMs, r.endMs);
   const cancelled = r.outcome === 'aborted';
   // Nanosecond epochs exceed 2^53, so they are spliced in as integer text rather than numbers.
-  const metadata = `{"session_num":${index},"x_request_id":${JSON.stringify(r.id)},"x_correlation_id":${JSON.stringify(r.id)},`
-    + `"conversation_id":null,"turn_index":0,"request_start_ns":${start},"request_ack_ns":null,"request_end_ns":${end},`
+  const conversation = r.conversationId === undefined ? 'null' : JSON.stringify(r.conversationId);
+  const metadata = `{"session_num":${index},"x_request_id":${JSON.stringify(r.id)},"x_correlation_id":${JSON.stringify(r.conversationId ?? r.id)},`
+    + `"conversation_id":${conversation},"turn_index":${r.turnIndex ?? 0},"request_start_ns":${start},"request_ack_ns":null,"request_end_ns":${end},`
     + `"worker_id":"tailgate_bench","record_processor_id":"tailgate_stats","benchmark_phase":"${r.phase}",`
     + `"was_cancelled":${cancelled},"cancellation_time_ns":${cancelled ? end : 'null'},`
     + `"tailgate_worker":${JSON.stringify(r.worker)},"tailgate_redispatched":${r.redispatched},"tailgate_migrated":${r.migrated}}`;
