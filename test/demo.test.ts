@@ -54,7 +54,7 @@ test('demo --quick reproduces the stall, names round-robin\'s failure, and write
   assert.equal(new Set(inflight.map((x) => `${x.plot.x},${x.plot.y}`)).size, 8, 'one panel per worker');
   assert.ok(inflight.every((x, i) => x.name.startsWith(`worker ${i} (127.0.0.1:`) && x.length > 0), 'workers named by their fleet index and host:port');
   assert.deepEqual(errors, []);
-  const shot = process.env['UPDATE_SCREENSHOT'] ? 'docs/demo-report.png' : join(out, 'report.png');
+  const shot = join(out, 'report.png');
   await page.screenshot({ path: shot, fullPage: false });
   assert.ok(existsSync(shot));
 });
