@@ -88,7 +88,8 @@ test('Collector: time series of summed vLLM gauges and router in-flight per work
     originMs: origin,
   });
   c.start();
-  await sleep(400);
+  // Wait for scrapes, not for a time: a loaded machine may take far longer than 30 ms per interval.
+  for (let waited = 0; (n < 6 || r < 6) && waited < 20_000; waited += 20) await sleep(20);
   const series = await c.stop();
   const stoppedAt = performance.now() - origin;
 
