@@ -126,7 +126,7 @@ export function summaryMarkdown(s: SummaryInput): string {
     out.push('## Warnings', '', `Workers that stood out from the fleet's median: ${groups.length === 0 ? 'none' : groups.length}. Evidence: ${evidenceLine(s.trials)}.${s.o.failOnWarning ? ' `--fail-on-warning` was set.' : ''}`, '');
     if (groups.length > 0) {
       out.push('| worker | rule | figure | value | fleet median | evidence | locus | trials |', '|---|---|---|---:|---:|---|---|---|');
-      for (const { w, trials } of groups) out.push(`| ${md(w.workerName)} | ${w.rule} | ${w.figure} | ${w.value}${w.unit === 'count' ? '' : ` ${w.unit}`} | ${w.fleetMedian} | ${w.source} | ${w.locus} | ${trials.join(', ')} |`);
+      for (const { w, trials } of groups) out.push(`| ${md(w.workerName)} | ${w.rule} | ${w.figure} | ${w.value}${w.unit === 'count' ? '' : ` ${w.unit}`} | ${w.fleetMedian}${w.unit === 'count' ? '' : ` ${w.unit}`} | ${w.source} | ${w.locus} | ${trials.join(', ')} |`);
       out.push('');
       for (const { w } of groups) out.push(`- ${md(w.message)}${w.missing.length > 0 ? ` Missing: ${md(w.missing.join('; '))}.` : ''}`);
       out.push('');

@@ -58,7 +58,6 @@ const median = (xs: readonly number[]): number => {
 };
 const pct = (x: number): string => `${(x * 100).toFixed(x < 0.1 && x > 0 ? 1 : 0)}%`;
 const r1 = (x: number): number => Math.round(x * 10) / 10;
-const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** Thresholds of the warning rules, chosen so the fleet's normal jitter gives none (test/validate-warnings.test.ts). */
 export const WARNING_THRESHOLDS = {
@@ -118,8 +117,8 @@ function rateRule(name: 'failing' | 'rescued', threshold: string, read: (w: Work
       if (mine.failed < T.countMin || rate < T.rateMin || rate < T.rateVsMedian * Math.max(med, 0.01)) return null;
       return {
         figure: name === 'failing' ? 'failure rate' : 'rescued rate',
-        value: r3(rate * 100),
-        fleetMedian: r3(med * 100),
+        value: r1(rate * 100),
+        fleetMedian: r1(med * 100),
         unit: '%',
         figures: { [name === 'failing' ? 'failed' : 'rescued']: mine.failed, of: mine.of },
         source: mine.source,
