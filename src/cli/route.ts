@@ -38,6 +38,9 @@ interface RouteFlags {
   upstreamIdleTimeout: number;
   sendTimeout: number;
   discover?: string;
+  flows?: string | boolean;
+  tenantHeader?: string;
+  priorityHeader?: string;
 }
 
 /** `auto`, `off` or a duration. */
@@ -158,7 +161,10 @@ export function registerRoute(program: Command): void {
     .option('--upstream-idle-timeout <dur>', 'a response silent this long fails (Envoy stream_idle_timeout); a stream ends with an error frame', durationArg, 300_000)
     .option('--send-timeout <dur>', 'a client that takes no byte of its response this long is disconnected (nginx send_timeout)', durationArg, 60_000)
     .option('--discover <k8s://ns/svc[:port]>', 'follow the ready endpoints of a Kubernetes Service (EndpointSlices; KUBECONFIG or in-cluster credentials)')
-    .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /metrics, /health, /ready.')
+    .option('--flows [file]', 'flow control: priorities, fair queuing between tenants, per-tenant limits; the YAML file (re-read on SIGHUP) sets weights, limits and per-model priorities')
+    .option('--tenant-header <name>', 'header naming the tenant (default: a hash of the API key); turns flow control on')
+    .option('--priority-header <name>', 'header naming the priority: critical, standard or sheddable (default x-tailgate-priority); turns flow control on')
+    .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /flows, /metrics, /health, /ready.')
     .action(async (flags: RouteFlags) => {
       const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
       const { policy, prefix } = routePolicy(flags);
@@ -204,6 +210,7 @@ export function registerRoute(program: Command): void {
       }
       const inCluster = routerLib.isRouterClusterWorker();
       const backendApiKey = flags.backendApiKey ?? process.env['TAILGATE_BACKEND_API_KEY'];
+      const flowsOn = flags.flows !== undefined || flags.tenantHeader !== undefined || flags.priorityHeader !== undefined;
       const router = await routerLib.startRouter({
         backends,
         port: flags.port,
@@ -233,11 +240,26 @@ export function registerRoute(program: Command): void {
         ...(accessLog !== undefined && { accessLog }),
         ...(inCluster && { clusterMetrics: true }),
         ...(flags.discover !== undefined && { dynamicBackends: true }),
+        ...(flowsOn && {
+          flows: {
+            ...(typeof flags.flows === 'string' && { file: flags.flows }),
+            ...(flags.tenantHeader !== undefined && { tenantHeader: flags.tenantHeader }),
+            ...(flags.priorityHeader !== undefined && { priorityHeader: flags.priorityHeader }),
+          },
+        }),
       });
+      const reload = () => {
+        router.reloadFlows().then(
+          () => process.stderr.write('tailgate route: flows config reloaded\n'),
+          (e: unknown) => process.stderr.write(`tailgate route: flows config not reloaded, the old one stays: ${(e as Error).message}\n`),
+        );
+      };
+      if (typeof flags.flows === 'string') process.on('SIGHUP', reload);
       const discovery = flags.discover === undefined ? undefined : await startDiscovery(routerLib, router, flags.discover, backends, kube!);
       if (inCluster) routerLib.announceReady(router.url);
       else process.stdout.write(`${JSON.stringify({ url: router.url })}\nready\n`);
       await untilSignal();
+      process.off('SIGHUP', reload);
       await discovery?.close();
       await router.close();
       logStream?.end();

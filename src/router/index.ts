@@ -7,3 +7,5 @@ export type { RouterCluster } from './cluster.js';
 export { startRouterCluster, isRouterClusterWorker, announceReady } from './cluster.js';
 export type { DiscoveryOptions } from './discovery.js';
 export { followServiceEndpoints } from './discovery.js';
+export type { FlowConfig, FlowOptions } from './flows.js';
+export { loadFlowConfig, parseFlowConfig } from './flows.js';

@@ -1,4 +1,5 @@
 import type { DeadlineSetting, PolicyName, PrefixOptions } from '../routing/index.js';
+import type { FlowOptions } from './flows.js';
 import type { HealthOptions } from './health.js';
 
 /** Options of {@link startRouter}; every default is documented. */
@@ -62,6 +63,8 @@ export interface RouterOptions {
   sendTimeoutMs?: number;
   /** `close()` waits this long for streams to finish, then cuts them. @default 30000 */
   drainTimeoutMs?: number;
+  /** Flow control: tenants, priorities, fair queuing and per-tenant limits (see docs/route.md). @default off (one FIFO queue) */
+  flows?: FlowOptions;
   /** Backends come and go at run time through `setBackends` (discovery); starting with none is allowed. @default false */
   dynamicBackends?: boolean;
 }
@@ -86,6 +89,8 @@ export interface Router {
   metrics(): Promise<string>;
   /** Replaces the backend set while running: new URLs are probed in, missing ones drain (see `BackendSet`). */
   setBackends(urls: readonly string[]): void;
+  /** Re-reads the flows config file (SIGHUP); on an error the running config stays and the promise rejects. */
+  reloadFlows(): Promise<void>;
   /** Stops accepting, lets streams finish (up to `drainTimeoutMs`), closes every connection. */
   close(): Promise<void>;
 }

@@ -3,8 +3,9 @@ import type { Socket } from 'node:net';
 import { countTokens, promptTokenIds, type Clock } from '../core/index.js';
 import { blockHashes } from '../engine/index.js';
 import { DONE_FRAME, errorFrame, readStreamChunk, type NormalizedRequest, type StreamChunk, type Usage } from '../openai/index.js';
-import type { Dispatcher, RouteRequest, WorkerView } from '../routing/index.js';
+import type { Dispatcher, RouteRequest, ShedReason, WorkerView } from '../routing/index.js';
 import type { Backend } from './backend.js';
+import type { CallFlow } from './flows.js';
 import { BodyScanner, decodeBody, type BodyFraming } from './body-scanner.js';
 import { continuationBody } from './continuation.js';
 import { socketFd, writeDirect } from './direct-write.js';
@@ -405,7 +406,10 @@ class Attempt implements ExchangeHandler {
       const ttft = now - this.startMs;
       ctx.dispatcher.recordTtft(id, ttft);
       ctx.metrics.ttft.observe({ worker: id }, ttft / 1000);
-      if (call.firstTokenMs < 0) call.firstTokenMs = now;
+      if (call.firstTokenMs < 0) {
+        call.firstTokenMs = now;
+        call.flow?.firstToken(now);
+      }
       this.lastTokenMs = now;
       ctx.dispatcher.progress(id, now);
     } else {
@@ -490,6 +494,8 @@ export class ProxyCall {
   #migratedChunks = 0;
   #everQueued = false;
   #firstWorker: string | null = null;
+  /** Its tenant and priority, with flow control on. */
+  flow: CallFlow | undefined;
 
   constructor(ctx: CallContext, req: IncomingMessage, res: ServerResponse, path: string, norm: NormalizedRequest, rawBody: Buffer, model: string) {
     this.ctx = ctx;
@@ -533,12 +539,25 @@ export class ProxyCall {
       this.#giveUp(503, `no healthy worker serves model "${this.routeReq.model}"`, 'no_worker');
       return;
     }
-    const r = d.submit(this.routeReq, (w) => this.#onAssign(w), { exclude: this.tried, resend: this.retries > 0 || this.resent !== null });
+    const flow = this.flow;
+    const r = d.submit(this.routeReq, (w) => this.#onAssign(w), {
+      exclude: this.tried,
+      resend: this.retries > 0 || this.resent !== null,
+      ...(flow && { flow: flow.ticket, onShed: (reason) => this.#shed(flow, reason) }),
+    });
+    if (r === 'shed') return;
     if (r === 'rejected') this.#giveUp(429, 'the router queue is full; retry later', 'queue_full', { 'retry-after': '1' });
     else if (r === 'queued') {
       this.queuedAtMs = this.ctx.clock.now();
       this.#everQueued = true;
     }
+  }
+
+  #shed(flow: CallFlow, reason: ShedReason): void {
+    this.queuedAtMs = -1;
+    const retryAfterS = flow.shed(reason);
+    const why = reason === 'deadline' ? 'its wait would pass the sheddable deadline' : reason === 'tenant_full' ? "its tenant's queue is full" : 'the router queue is full';
+    this.#giveUp(429, `sheddable request shed: ${why}; retry later`, 'shed', { 'retry-after': String(retryAfterS) });
   }
 
   #onAssign(w: WorkerView): void {
@@ -548,6 +567,7 @@ export class ProxyCall {
       this.ctx.dispatcher.release(w.id);
       return;
     }
+    if (this.#firstWorker === null) this.flow?.assigned(this.ctx.clock.now());
     this.#firstWorker ??= b.id;
     if (!this.#everQueued && this.attempt === undefined) this.ctx.metrics.overhead.observe((this.ctx.clock.now() - this.#receivedMs) / 1000);
     const a = new Attempt(this, b, this.#continuation !== null);
@@ -704,6 +724,8 @@ export class ProxyCall {
     this.ctx.active.delete(this);
     const a = this.attempt;
     if (a && !a.released) a.release();
+    const flow = this.flow;
+    if (flow) flow.finished(this.ctx.clock.now(), flow.settles && outcome === 'ok' ? this.#migratedChunks + (a ? a.received().chunks : 0) : null);
     const log = this.ctx.accessLog;
     if (!log) return;
     const now = this.ctx.clock.now();

@@ -1,11 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { RealClock, TailgateError, createRng } from '../core/index.js';
+import { RealClock, TailgateError, countTokens, createRng } from '../core/index.js';
 import { malformedJson, modelNotFound, validateRequest, type EndpointKind, type NormalizedRequest } from '../openai/index.js';
 import { Dispatcher, createPolicy, usesAdaptiveDefaults, type DeadlineSetting } from '../routing/index.js';
 import { Backend, type BackendPoolOptions } from './backend.js';
 import { BackendSet, forgetWorkerGauges } from './dynamic-backends.js';
 import { clusterMetricsSource } from './cluster.js';
+import { FlowControl, loadFlowConfig, type CallFlow, type FlowConfig } from './flows.js';
 import { HealthTracker } from './health.js';
 import { readBody, sendError, sendJson } from './http-util.js';
 import { RouterMetrics } from './metrics.js';
@@ -15,7 +16,7 @@ import { ProxyCall, type CallContext } from './proxy-call.js';
 const ENDPOINTS: Record<string, EndpointKind> = { '/v1/chat/completions': 'chat', '/v1/completions': 'completions' };
 /** vLLM's routes outside `/v1/` that take a body naming a model (every `POST /v1/*` is routed too). */
 const OTHER_ROUTES = new Set(['/tokenize', '/detokenize', '/pooling', '/classify', '/score', '/rerank', '/v2/rerank', '/invocations']);
-const GET_ROUTES = new Set(['/v1/models', '/health', '/ready', '/live', '/workers', '/metrics']);
+const GET_ROUTES = new Set(['/v1/models', '/health', '/ready', '/live', '/workers', '/metrics', '/flows']);
 const SWEEP_MS = 50;
 
 /**
@@ -29,6 +30,7 @@ const SWEEP_MS = 50;
  */
 export async function startRouter(opts: RouterOptions): Promise<Router> {
   if (opts.backends.length === 0 && opts.dynamicBackends !== true) throw new TailgateError('ROUTER_NO_BACKEND', 'no backend given (use --backend URL or --backends-file FILE)');
+  const flowConfig: FlowConfig | undefined = opts.flows && (opts.flows.file !== undefined ? await loadFlowConfig(opts.flows.file) : {});
   const policyName = opts.policy ?? 'adaptive';
   const adaptive = usesAdaptiveDefaults(policyName);
   const clock = new RealClock();
@@ -52,9 +54,11 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     ttftDeadlineFloorMs: floor,
     stallDeadlineFloorMs: floor,
     maxResendShare: opts.maxResendShare ?? 0.1,
+    ...(flowConfig && { flows: FlowControl.queueOptions(flowConfig) }),
   });
   for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
   const metrics = new RouterMetrics(dispatcher, backends);
+  const flowControl = opts.flows && flowConfig && new FlowControl(opts.flows, flowConfig, dispatcher, metrics.registry);
   const metricsText = opts.clusterMetrics ? clusterMetricsSource(metrics.registry) : () => metrics.registry.metrics();
   const syncWorker = (b: Backend) => {
     dispatcher.setModels(b.id, b.models);
@@ -131,6 +135,8 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
         return sendJson(res, !draining && backends.some((b) => b.routable) ? 200 : 503, { ready: !draining });
       case '/workers':
         return sendJson(res, 200, workers());
+      case '/flows':
+        return sendJson(res, 200, flowControl ? { enabled: true, ...flowControl.snapshot(clock.now()) } : { enabled: false });
       case '/metrics': {
         const text = await metricsText();
         res.writeHead(200, { 'content-type': metrics.registry.contentType });
@@ -183,7 +189,18 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
       metrics.rejected.inc({ reason: 'model_not_found' });
       return sendJson(res, 404, modelNotFound(norm.model));
     }
-    new ProxyCall(ctx, req, res, path, norm, raw, model).dispatch();
+    let flow: CallFlow | undefined;
+    if (flowControl) {
+      const a = flowControl.admit(req.headers, model, () => countTokens(norm.promptText), norm.maxTokens, clock.now());
+      if (!a.ok) {
+        metrics.rejected.inc({ reason: 'rate_limited' });
+        return sendError(res, 429, a.message, { 'retry-after': String(a.retryAfterS) });
+      }
+      flow = a.flow;
+    }
+    const call = new ProxyCall(ctx, req, res, path, norm, raw, model);
+    call.flow = flow;
+    call.dispatch();
   }
 
   function workers(): WorkerStatus[] {
@@ -193,6 +210,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   const sweep = setInterval(() => {
     if (active.size === 0) return;
     const now = clock.now();
+    if (flowControl) dispatcher.shedExpired();
     const stall = dispatcher.stallDeadlineMs();
     const ttftByPrompt = new Map<number, number>();
     for (const call of active) {
@@ -239,6 +257,9 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     workers,
     metrics: metricsText,
     setBackends: (urls) => backendSet.set(urls),
+    reloadFlows: async () => {
+      await flowControl?.reload(clock.now());
+    },
     close: () => (closing ??= close()),
   };
 }

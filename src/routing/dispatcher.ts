@@ -80,7 +80,10 @@ export interface SubmitOptions {
   resend?: boolean;
   /** Its tenant and priority, with flow control on. @default tenant '', priority 'standard' */
   flow?: FlowTicket;
-  /** Called when the request, once queued, is shed (to make room for a more urgent one, or past its deadline). */
+  /**
+   * Called when the request is shed (on arrival, before `submit` returns `shed`; or later, to make
+   * room for a more urgent one, or past its deadline).
+   */
   onShed?: (reason: ShedReason) => void;
 }
 
@@ -391,6 +394,11 @@ export class Dispatcher {
     return this.#flows?.stats() ?? [];
   }
 
+  /** With flow control on: applies new flow options (weights, bounds, aging), as from a reloaded config; `maxQueue` stays. */
+  configureFlows(opts: FlowQueueOptions): void {
+    this.#flows?.configure({ maxQueue: this.#maxQueue, ...opts });
+  }
+
   /** With flow control on: sheds the sheddable requests that have waited past their deadline (their `onShed` is called). */
   shedExpired(): void {
     const flows = this.#flows;
@@ -449,6 +457,7 @@ export class Dispatcher {
 
   #submitFlow(flows: FlowQueue<QueueEntry>, entry: QueueEntry, ticket: FlowTicket): SubmitResult {
     const r = flows.push(entry, ticket, this.#nowMs());
+    if (r.outcome === 'shed') entry.onShed?.(r.reason);
     if (r.outcome !== 'queued') return r.outcome;
     this.#flowEntries.set(entry.req, entry);
     this.#queuedByModel.set(entry.req.model, (this.#queuedByModel.get(entry.req.model) ?? 0) + 1);

@@ -157,7 +157,7 @@ test('dispatcher with flows: every request is dispatched, shed, rejected or canc
             end(req, 'dispatched');
             running.get(w.id)!.push(req);
           }, { flow: o, onShed: () => end(req, 'shed') });
-          if (r === 'rejected' || r === 'shed') end(req, r);
+          if (r === 'rejected') end(req, r);
           prio.set(req, o.priority);
         } else if (o.kind === 'release') {
           const w = workers[o.worker]!;

@@ -53,7 +53,7 @@ interface Item<T> {
 
 interface TenantState<T> {
   readonly name: string;
-  readonly weight: number;
+  weight: number;
   /** Waiting items per band, oldest first. */
   readonly items: Item<T>[][];
   /** Finish tag of its last item per band. */
@@ -83,11 +83,11 @@ export interface FlowQueueStat {
  * q.remove(next!, 5);
  */
 export class FlowQueue<T> {
-  readonly #weights: Readonly<Record<string, number>>;
-  readonly #defaultWeight: number;
-  readonly #maxQueue: number;
-  readonly #maxPerTenant: number;
-  readonly #agingMs: number;
+  #weights: Readonly<Record<string, number>> = {};
+  #defaultWeight = 1;
+  #maxQueue = 1024;
+  #maxPerTenant = 1024;
+  #agingMs = 1000;
   readonly #tenants = new Map<string, TenantState<T>>();
   readonly #items = new Map<T, Item<T>>();
   readonly #bandCount = [0, 0, 0];
@@ -99,11 +99,17 @@ export class FlowQueue<T> {
   #seq = 0;
 
   constructor(opts: FlowQueueOptions = {}) {
+    this.configure(opts);
+  }
+
+  /** Applies new options (a reloaded config): waiting requests keep their place, their tenants take the new weights from now on. */
+  configure(opts: FlowQueueOptions): void {
     this.#weights = opts.weights ?? {};
     this.#defaultWeight = positive(opts.defaultWeight, 1);
     this.#maxQueue = opts.maxQueue ?? 1024;
     this.#maxPerTenant = opts.maxPerTenant ?? this.#maxQueue;
     this.#agingMs = positive(opts.agingMs, 1000);
+    for (const t of this.#tenants.values()) t.weight = this.weight(t.name);
   }
 
   /** Requests waiting. */

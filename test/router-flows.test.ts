@@ -1,0 +1,173 @@
+// Flow control live: a fleet, the router, and load from two tenants on loopback. Bounded in count
+// and time; compares figures measured side by side in one run, never absolute durations.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { startFleet, type Fleet } from '../src/fleet/index.js';
+import { startRouter, type Router, type RouterOptions } from '../src/router/index.js';
+
+const MODEL = 'Qwen/Qwen3-8B';
+
+async function fleet(t: TestContext): Promise<Fleet> {
+  const f = await startFleet({ workers: 1, port: 0, profile: 'small' });
+  t.after(() => f.close());
+  return f;
+}
+
+async function router(t: TestContext, f: Fleet, opts: Partial<RouterOptions> = {}): Promise<Router> {
+  // a fixed cap of 4 so requests wait in the router, where flow control acts
+  const r = await startRouter({ backends: f.workers.map((w) => w.url), port: 0, policy: 'least-loaded', maxInflightPerWorker: 4, health: { probeIntervalMs: 200 }, ...opts });
+  t.after(() => r.close());
+  return r;
+}
+
+interface Sent {
+  status: number;
+  ttftMs: number;
+  retryAfter: string | null;
+  body: string;
+}
+
+/** One streamed chat request; its time to the first body bytes (the router sends none before the first token). */
+async function send(url: string, tenant: string, opts: { priority?: string; maxTokens?: number; signal?: AbortSignal; stream?: boolean; onFirstByte?: () => void } = {}): Promise<Sent> {
+  const t0 = performance.now();
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-tenant': tenant };
+  if (opts.priority !== undefined) headers['x-tailgate-priority'] = opts.priority;
+  try {
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'a short question' }], max_tokens: opts.maxTokens ?? 8, stream: opts.stream ?? true }),
+      ...(opts.signal && { signal: opts.signal }),
+    });
+    if (res.status !== 200 || !res.body) return { status: res.status, ttftMs: Number.NaN, retryAfter: res.headers.get('retry-after'), body: await res.text() };
+    const reader = res.body.getReader();
+    await reader.read();
+    const ttftMs = performance.now() - t0;
+    opts.onFirstByte?.();
+    while (!(await reader.read()).done);
+    return { status: 200, ttftMs, retryAfter: null, body: '' };
+  } catch {
+    return { status: 0, ttftMs: Number.NaN, retryAfter: null, body: 'aborted' };
+  }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+/** The well-behaved tenant's median TTFT over `n` sequential requests, with `noisy` closed-loop streams of another tenant running. */
+async function goodTtft(url: string, noisy: number, n = 8): Promise<number> {
+  let stop = false;
+  const loops = Array.from({ length: noisy }, async () => {
+    while (!stop) await send(url, 'noisy');
+  });
+  // let the noisy tenant fill the queue first
+  await new Promise((r) => setTimeout(r, noisy > 0 ? 400 : 0));
+  const ttfts: number[] = [];
+  for (let i = 0; i < n; i++) ttfts.push((await send(url, 'good')).ttftMs);
+  stop = true;
+  await Promise.all(loops);
+  return median(ttfts);
+}
+
+async function flows(url: string): Promise<{ tenants: { tenant: string; queued: Record<string, number>; inflight: Record<string, number>; dispatched: Record<string, number>; shed: Record<string, number> }[]; fallbacks: Record<string, number> }> {
+  return (await (await fetch(`${url}/flows`)).json()) as never;
+}
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const end = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Sample values of a metric family in the router's /metrics text, by label set. */
+function samples(text: string, name: string): { labels: string; value: number }[] {
+  const out: { labels: string; value: number }[] = [];
+  for (const line of text.split('\n')) {
+    const m = new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`).exec(line);
+    if (m) out.push({ labels: m[1] ?? '', value: Number(m[2]) });
+  }
+  return out;
+}
+
+test('flows live: a tenant sending ~16x its share barely moves a well-behaved tenant, which FIFO does not protect', async (t) => {
+  const f = await fleet(t);
+  const fifo = await router(t, f);
+  const fair = await router(t, f, { flows: { tenantHeader: 'x-tenant' } });
+  const alone = await goodTtft(fair.url, 0);
+  const withFifo = await goodTtft(fifo.url, 16);
+  const withFlows = await goodTtft(fair.url, 16);
+  t.diagnostic(`good tenant TTFT p50: alone ${alone.toFixed(0)} ms, noisy + FIFO ${withFifo.toFixed(0)} ms, noisy + flows ${withFlows.toFixed(0)} ms`);
+  // FIFO puts it behind ~12 queued requests (3 service times); flows send it to the next free slot
+  assert.ok(withFifo > 2 * withFlows, `FIFO ${withFifo.toFixed(0)} ms vs flows ${withFlows.toFixed(0)} ms`);
+  const snap = await flows(fair.url);
+  assert.deepEqual(snap.tenants.map((x) => x.tenant).sort(), ['good', 'noisy']);
+  await until('the queues to empty', async () => (await flows(fair.url)).tenants.every((x) => Object.values(x.queued).every((v) => v === 0) && Object.values(x.inflight).every((v) => v === 0)));
+});
+
+test('flows live: a critical request waits behind no standard one, only sheddable requests are shed, limits hold, and every gauge returns to 0', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-flows-'));
+  const file = join(dir, 'flows.yaml');
+  writeFileSync(file, ['max-queue-per-tenant: 6', 'tenants:', '  limited: { requests-per-s: 0.5, request-burst: 2 }', ''].join('\n'));
+  const f = await fleet(t);
+  const r = await router(t, f, { flows: { tenantHeader: 'x-tenant', file } });
+  // answers of different lengths: slots free one at a time
+  const standard = Array.from({ length: 10 }, (_, i) => send(r.url, 'noisy', { maxTokens: 12 + 6 * i }));
+  await until('6 standard requests queued', async () => (await flows(r.url)).tenants.find((x) => x.tenant === 'noisy')?.queued['standard'] === 6);
+
+  // the tenant's queue is full: sheddable work is shed (429, Retry-After), standard work waits
+  const shed = await Promise.all(Array.from({ length: 3 }, () => send(r.url, 'noisy', { priority: 'sheddable' })));
+  for (const s of shed) {
+    assert.equal(s.status, 429);
+    assert.equal(s.retryAfter, '1');
+    assert.equal((JSON.parse(s.body) as { error: { type: string } }).error.type, 'RateLimitError');
+  }
+
+  const before = (await flows(r.url)).tenants.find((x) => x.tenant === 'noisy')!.dispatched['standard']!;
+  let atFirstByte: ReturnType<typeof flows> | undefined;
+  const critical = await send(r.url, 'good', { priority: 'critical', onFirstByte: () => (atFirstByte = flows(r.url)) });
+  const after = (await atFirstByte!).tenants.find((x) => x.tenant === 'noisy')!.dispatched['standard']!;
+  assert.equal(critical.status, 200);
+  // six standard requests were waiting when it came; at most one went between the two reads
+  assert.ok(after - before <= 1, `${after - before} standard requests went before the critical one`);
+
+  // requests aborted while they wait leave no trace in the gauges
+  const ac = new AbortController();
+  const aborted = Array.from({ length: 3 }, () => send(r.url, 'good', { priority: 'sheddable', signal: ac.signal }));
+  await until('the aborted requests queued', async () => ((await flows(r.url)).tenants.find((x) => x.tenant === 'good')?.queued['sheddable'] ?? 0) >= 1);
+  ac.abort();
+  await Promise.all(aborted);
+  const done = await Promise.all(standard);
+  assert.deepEqual(done.map((s) => s.status), Array(10).fill(200));
+
+  // per-tenant request bucket: a burst of 2, then 429 with Retry-After until it refills
+  const limited = [];
+  for (let i = 0; i < 4; i++) limited.push(await send(r.url, 'limited', { maxTokens: 1, stream: false }));
+  assert.deepEqual(limited.map((s) => s.status), [200, 200, 429, 429]);
+  assert.equal(limited[2]!.retryAfter, '2');
+  // SIGHUP's reload: a broken file keeps the old config; a good one applies at once
+  writeFileSync(file, 'tenants: { limited: { requests-per-s: -1 } }\n');
+  await assert.rejects(r.reloadFlows(), /tenants\.limited\.requests-per-s/);
+  assert.equal((await send(r.url, 'limited', { maxTokens: 1, stream: false })).status, 429);
+  writeFileSync(file, 'tenants: { limited: { requests-per-s: 1000 } }\n');
+  await r.reloadFlows();
+  assert.equal((await send(r.url, 'limited', { maxTokens: 1, stream: false })).status, 200);
+
+  const metrics = await r.metrics();
+  const shedSamples = samples(metrics, 'tailgate_router_flow_shed_total');
+  assert.ok(shedSamples.length > 0);
+  for (const s of shedSamples) assert.match(s.labels, /priority="sheddable"/);
+  assert.ok(samples(metrics, 'tailgate_router_flow_rate_limited_total').some((s) => s.labels.includes('tenant="limited"') && s.value === 3));
+  assert.ok(samples(metrics, 'tailgate_router_flow_ttft_seconds_count').some((s) => s.labels.includes('tenant="good"') && s.labels.includes('priority="critical"') && s.value === 1));
+  await until('every gauge at 0', async () => {
+    const m = await r.metrics();
+    const gauges = ['tailgate_router_flow_queue_length', 'tailgate_router_flow_inflight', 'tailgate_router_queue_length', 'tailgate_router_worker_inflight'].flatMap((n) => samples(m, n));
+    return gauges.length > 0 && gauges.every((s) => s.value === 0);
+  });
+});
