@@ -21,10 +21,16 @@ export function workerNamerFor(readiness: Pick<Readiness, 'workers'>): (id: stri
 
 /**
  * What the verdict was judged on: every trial under the pass rule; for a sweep, the recommended
- * level alone (rule `all` over that one run). JUnit, summary.md and the console all read this.
+ * level alone (rule `all` over that one run); for a search, the largest passing level's trials. JUnit, summary.md and the console all read this.
  */
-export function verdictBasis(s: Pick<SummaryInput, 'o' | 'trials' | 'aggregate' | 'sweep' | 'readiness'>): VerdictBasis {
+export function verdictBasis(s: Pick<SummaryInput, 'o' | 'trials' | 'aggregate' | 'sweep' | 'readiness' | 'search'>): VerdictBasis {
   const workerName = workerNamerFor(s.readiness);
+  if (s.search) {
+    const found = s.search.maxPassingPerGpu;
+    const trials = found === null ? [] : s.trials.filter((t) => t.concurrencyPerGpu === found);
+    const opts = { confidenceLevel: s.o.confidenceLevel };
+    return { trials, rule: s.o.passRule, gates: trials.length > 0 ? judgeGatesAcrossTrials(trials.map((t) => t.summary), s.o.gates, s.o.passRule, opts) : [], workerName };
+  }
   if (s.sweep) {
     const rec = s.sweep.recommendedConcurrencyPerGpu;
     const trials = rec === null ? [] : s.trials.filter((t) => t.concurrencyPerGpu === rec).slice(0, 1);
@@ -96,10 +102,10 @@ export function gateTrialLines(basis: VerdictBasis, index: number): string {
  * The verdict's failure message (null when it passed): the verdict, how many trials passed under
  * the rule, then each failed trial with only the gates it failed and its shape.
  */
-export function verdictFailureText(s: Pick<SummaryInput, 'o' | 'verdict' | 'reason' | 'trials' | 'aggregate' | 'sweep' | 'readiness'>): string | null {
+export function verdictFailureText(s: Pick<SummaryInput, 'o' | 'verdict' | 'reason' | 'trials' | 'aggregate' | 'sweep' | 'readiness' | 'search'>): string | null {
   if (s.verdict === 'pass') return null;
   const v = s.verdict.toUpperCase();
-  if (!s.readiness.ok || s.trials.length === 0) return `${v}: ${s.reason}`;
+  if (!s.readiness.ok || s.trials.length === 0 || s.search) return `${v}: ${s.reason}`;
   const basis = verdictBasis(s);
   const passed = basis.trials.filter((t) => t.pass).length;
   const head = s.sweep

@@ -50,7 +50,7 @@ export function junitSuites(s: JunitSuitesInput): JunitSuite[] {
     systemOut: gateTrialLines(basis, i),
   }));
   cases.push({
-    name: s.sweep ? 'verdict (recommended sweep level)' : `verdict (pass rule ${s.o.passRule})`,
+    name: s.search ? 'verdict (largest passing concurrency)' : s.sweep ? 'verdict (recommended sweep level)' : `verdict (pass rule ${s.o.passRule})`,
     classname: 'tailgate.validate',
     timeMs: trialMs(s.trials),
     failure: verdictFailureText(s),
@@ -68,7 +68,8 @@ export function junitSuites(s: JunitSuitesInput): JunitSuite[] {
     concurrency: String(s.o.concurrency),
     seed: String(s.o.randomSeed),
   };
-  const systemOut = [...s.trials.map((t) => trialLine(t, basis.workerName)), ...warnings.map((w) => `WARNING ${w.trial}: ${w.message}; locus ${w.locus}`)].join('\n');
+  const searched = (s.search?.points ?? []).map((p, i) => `search ${i + 1}: ${p.concurrencyPerGpu} per GPU ${p.pass ? 'passes' : 'fails'}: ${p.why}`);
+  const systemOut = [...s.trials.map((t) => trialLine(t, basis.workerName)), ...searched, ...warnings.map((w) => `WARNING ${w.trial}: ${w.message}; locus ${w.locus}`)].join('\n');
   suites.push({
     name: 'gates',
     timestamp: first ?? s.startedAt,

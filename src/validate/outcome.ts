@@ -1,6 +1,7 @@
 import type { KneeResult, TrialsAggregate } from '../gate/index.js';
 import type { ResolvedValidateOptions } from './options.js';
 import type { Readiness } from './readiness.js';
+import type { SearchOutcome } from './search.js';
 import type { TrialOutcome } from './trial.js';
 
 /** Top-level verdict of a validation run. */
@@ -36,6 +37,7 @@ export interface ValidateResult {
   trials: TrialOutcome[];
   aggregate: TrialsAggregate | null;
   sweep: SweepOutcome | null;
+  search: SearchOutcome | null;
   interrupted: boolean;
   outDir: string;
   /** Paths of verdict.json, junit.xml, summary.md, report.html. */
@@ -55,6 +57,8 @@ export interface SummaryInput {
   trials: readonly TrialOutcome[];
   aggregate: TrialsAggregate | null;
   sweep: SweepOutcome | null;
+  /** `--search max-concurrency`: every level tried and the answer; null or absent otherwise. */
+  search?: SearchOutcome | null;
   outDir: string;
   /** Why `--trials auto` stopped; null or absent otherwise. */
   autoStop?: string | null;

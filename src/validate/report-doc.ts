@@ -77,6 +77,13 @@ export function validateReportDoc(s: SummaryInput): ReportDoc {
       },
     } : {}),
   });
+  if (s.search) {
+    sections.push({
+      title: 'Search: max concurrency',
+      text: `Bisection over ${s.search.lo}:${s.search.hi} per GPU, step ${s.search.step}, each level judged by rule ${s.o.passRule}. Largest passing: ${s.search.maxPassingPerGpu ?? 'none'} per GPU${s.search.minFailingPerGpu !== null ? `; ${s.search.minFailingPerGpu} fails` : ''}.`,
+      table: { columns: ['#', 'per GPU', 'total', 'verdict', 'why'], rows: s.search.points.map((p, i) => [i + 1, p.concurrencyPerGpu, p.concurrencyPerGpu * s.o.gpus, p.pass ? 'pass' : 'fail', p.why]) },
+    });
+  }
   const sweep = sweepSection(s);
   if (sweep) sections.push(sweep);
   for (const t of s.trials) {
@@ -98,7 +105,7 @@ export function validateReportDoc(s: SummaryInput): ReportDoc {
   }
   return {
     title: `tailgate validate: ${s.verdict.toUpperCase()}`,
-    subtitle: s.sweep ? `Sweep of ${s.trials.length} concurrency levels` : `${passed} of ${s.trials.length} trials passed (rule ${s.o.passRule})`,
+    subtitle: s.search ? `Search over ${s.search.lo}:${s.search.hi} per GPU: ${s.search.points.length} levels tried` : s.sweep ? `Sweep of ${s.trials.length} concurrency levels` : `${passed} of ${s.trials.length} trials passed (rule ${s.o.passRule})`,
     meta: {
       target: s.o.url,
       model: s.o.model,

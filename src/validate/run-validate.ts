@@ -4,15 +4,16 @@ import { writeBenchArtifacts } from '../bench/index.js';
 import { aggregateTrials, findKnee, metricValue, type TrialsAggregate } from '../gate/index.js';
 import { junitXml, renderHtmlReport } from '../report/index.js';
 import type { ValidateInput } from './input.js';
-import { resolveValidateOptions, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
+import { VALIDATE_DEFAULTS, resolveValidateOptions, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
 import type { SummaryInput, SweepOutcome, ValidateResult, Verdict } from './outcome.js';
 import { serveProbe, waitForWorkers, type Readiness } from './readiness.js';
 import { validateReportDoc } from './report-doc.js';
 import { consoleSummary, summaryMarkdown } from './summary-text.js';
 import { runTrial, type TrialOutcome } from './trial.js';
-import { straddleText, workerNamerFor } from './gate-verdicts.js';
+import { gateVerdictLine, straddleText, trialFailureText, workerNamerFor } from './gate-verdicts.js';
 import { junitSuites } from './junit-suites.js';
 import { autoStop } from './trials-auto.js';
+import { searchMaxConcurrency, type LevelJudgement, type SearchOutcome } from './search.js';
 import { TAILGATE_VERSION, trialJson, verdictJson } from './verdict-doc.js';
 
 /** Options of {@link runValidate}: the flags/recipe fields, plus where progress goes and a stop signal. */
@@ -39,17 +40,28 @@ function reasonFor(verdict: Verdict, trials: readonly TrialOutcome[], o: Resolve
   return `${trials.length - passed} of ${trials.length} trials failed. ${failText}${stop}`;
 }
 
-function sweepOutcome(o: ResolvedValidateOptions, trials: readonly TrialOutcome[]): SweepOutcome {
-  const points = trials.map((t) => {
-    const throughput = metricValue(t.summary, 'output_token_throughput', 'avg') ?? 0;
+const medianOf = (v: readonly number[]): number => {
+  const s = [...v].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length === 0 ? Number.NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+/** The curve, knee and recommendation over the levels measured (median figures when a level ran several trials). */
+function sweepOutcome(o: ResolvedValidateOptions, trials: readonly TrialOutcome[], levelPass?: ReadonlyMap<number, boolean>): SweepOutcome {
+  const levels = [...new Set(trials.map((t) => t.concurrencyPerGpu))].sort((a, b) => a - b);
+  const points = levels.map((perGpu) => {
+    const at = trials.filter((t) => t.concurrencyPerGpu === perGpu);
+    const figure = (metric: string, stat: 'avg' | 'p99'): number[] => at.map((t) => metricValue(t.summary, metric, stat)).filter((v): v is number => v !== null);
+    const throughput = at.length > 0 ? medianOf(figure('output_token_throughput', 'avg')) || 0 : 0;
+    const pass = levelPass?.get(perGpu) ?? at.every((t) => t.pass);
     return {
-      concurrencyPerGpu: t.concurrencyPerGpu,
-      concurrency: t.concurrency,
+      concurrencyPerGpu: perGpu,
+      concurrency: perGpu * o.gpus,
       throughput,
       throughputPerGpu: throughput / o.gpus,
-      ttftP99Ms: metricValue(t.summary, 'time_to_first_token', 'p99') ?? Number.NaN,
-      verdict: (t.pass ? 'pass' : 'fail') as 'pass' | 'fail',
-      shape: t.shape.shape,
+      ttftP99Ms: medianOf(figure('time_to_first_token', 'p99')),
+      verdict: (pass ? 'pass' : 'fail') as 'pass' | 'fail',
+      shape: at.find((t) => !t.pass)?.shape.shape ?? at[0]?.shape.shape ?? 'clean',
     };
   });
   const ceiling = o.gates.find((g) => g.metric === 'time_to_first_token' && g.op === '<=' && g.stat === 'p99');
@@ -58,6 +70,17 @@ function sweepOutcome(o: ResolvedValidateOptions, trials: readonly TrialOutcome[
     ceiling ? { ttftCeilingMs: ceiling.threshold } : {},
   );
   return { points, knee, kneeConcurrencyPerGpu: knee.kneeConcurrency, recommendedConcurrencyPerGpu: knee.recommendedConcurrency };
+}
+
+/** One search level under the pass rule: pass or fail, and why (the failed gates with figures and limits, or the failed trials). */
+function judgeLevel(at: readonly TrialOutcome[], o: ResolvedValidateOptions, name: (id: string) => string): LevelJudgement {
+  const agg = aggregateTrials(at.map((t) => ({ pass: t.pass, summary: t.summary })), o.passRule, o.gates, { confidenceLevel: o.confidenceLevel });
+  const pass = agg.verdict === 'pass';
+  const failedGates = agg.gates.filter((g) => !g.pass).map((g) => gateVerdictLine(g, o.passRule));
+  const why = pass
+    ? (agg.gates.map((g) => gateVerdictLine(g, o.passRule)).join('; ') || `${agg.passed} of ${at.length} trials passed`)
+    : [...failedGates, ...(failedGates.length === 0 ? at.filter((t) => !t.pass).map((t) => trialFailureText(t, name)) : [])].join('; ') || 'no trial ran';
+  return { pass, why };
 }
 
 async function writeOutputs(
@@ -135,8 +158,23 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     return t;
   };
   let autoText: string | null = null;
+  let search: SearchOutcome | null = null;
+  const levelPass = new Map<number, boolean>();
   if (notReadyReason === null) {
-    if (o.sweep.length > 0) {
+    if (o.search) {
+      const perLevel = o.trialsAuto ? VALIDATE_DEFAULTS.minAutoTrials : o.trials;
+      search = await searchMaxConcurrency(o.search, async (perGpu) => {
+        const at: TrialOutcome[] = [];
+        for (let k = 1; k <= perLevel && !stopped(); k++) {
+          at.push(await measure(perGpu, perLevel === 1 ? `search-${perGpu}` : `search-${perGpu}-${k}`, `search level (${o.search!.lo}:${o.search!.hi}, step ${o.search!.step})${perLevel > 1 ? `, trial ${k} of ${perLevel}` : ''}`));
+        }
+        if (stopped()) return null;
+        const j = judgeLevel(at, o, workerNamerFor(readiness));
+        levelPass.set(perGpu, j.pass);
+        onEvent(`search: ${perGpu} per GPU ${j.pass ? 'passes' : 'fails'}: ${j.why}`);
+        return j;
+      });
+    } else if (o.sweep.length > 0) {
       for (let i = 0; i < o.sweep.length && !stopped(); i++) await measure(o.sweep[i]!, `sweep-${o.sweep[i]!}`, `level ${i + 1} of ${o.sweep.length}`);
     } else {
       for (let i = 0; i < o.trials && !stopped(); i++) {
@@ -158,6 +196,14 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
   if (notReadyReason !== null) {
     verdict = 'fail';
     reason = notReadyReason;
+  } else if (search) {
+    sweep = sweepOutcome(o, trials, levelPass);
+    const found = search.maxPassingPerGpu;
+    verdict = found !== null && !interrupted ? 'pass' : 'fail';
+    const bracket = found === null
+      ? `No level passes the gates: ${search.lo} per GPU already fails.`
+      : `The largest concurrency that passes the gates is ${found} per GPU (${found * o.gpus} total)${search.minFailingPerGpu !== null ? `; ${search.minFailingPerGpu} per GPU fails, so the answer lies in [${found}, ${search.minFailingPerGpu})` : `, the top of the range`} (step ${search.step}, ${search.points.length} levels tried).`;
+    reason = `${bracket} ${sweep.knee.explanation.replace(/concurrency (\d+)/g, 'concurrency $1 per GPU')}${interrupted ? ' Interrupted.' : ''}`;
   } else if (o.sweep.length > 0) {
     sweep = sweepOutcome(o, trials);
     const rec = sweep.recommendedConcurrencyPerGpu === null ? undefined : trials.find((t) => t.concurrencyPerGpu === sweep!.recommendedConcurrencyPerGpu);
@@ -178,7 +224,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     verdict = 'fail';
     reason = `The gates passed, but --fail-on-warning and ${warnings.length} worker warning(s): ${warnings.slice(0, 3).map((w) => `${w.workerName} ${w.rule}`).join('; ')}${warnings.length > 3 ? '; ...' : ''}. ${reason}`;
   }
-  const s: SummaryInput = { o, verdict, reason, readiness, trials, aggregate, sweep, outDir: o.outDir, autoStop: autoText };
+  const s: SummaryInput = { o, verdict, reason, readiness, trials, aggregate, sweep, search, outDir: o.outDir, autoStop: autoText };
   const { files, doc, summaryText } = await writeOutputs(o, s, { interrupted, startedAt });
-  return { verdict, exitCode: verdict === 'pass' ? 0 : 1, reason, readiness, trials, aggregate, sweep, interrupted, outDir: o.outDir, files, doc, summaryText };
+  return { verdict, exitCode: verdict === 'pass' ? 0 : 1, reason, readiness, trials, aggregate, sweep, search, interrupted, outDir: o.outDir, files, doc, summaryText };
 }

@@ -29,7 +29,9 @@ function gatesLine(gates: readonly Gate[]): string {
  */
 export function consoleSummary(s: SummaryInput): string {
   const passed = s.trials.filter((t) => t.pass).length;
-  const head = s.sweep
+  const head = s.search
+    ? `tailgate validate: ${s.verdict.toUpperCase()} (search: ${s.search.points.length} levels tried, rule ${s.o.passRule})`
+    : s.sweep
     ? `tailgate validate: ${s.verdict.toUpperCase()} (sweep of ${s.trials.length} levels)`
     : `tailgate validate: ${s.verdict.toUpperCase()} (${passed} of ${s.trials.length} trials passed; rule ${s.o.passRule})`;
   const lines = [head, `  gates: ${gatesLine(s.o.gates)}`];
@@ -51,6 +53,10 @@ export function consoleSummary(s: SummaryInput): string {
     const b = st['time_to_first_token.p99'];
     const ci = (v: TrialStat): string => (v.ci ? `, ${Math.round(v.ci.level * 1000) / 10}% CI ${int(v.ci.low)}-${int(v.ci.high)}` : '');
     if (a && b) lines.push(`  across trials: throughput median ${int(a.median)} tok/s (cv ${pct(a.cv)}${ci(a)}), TTFT p99 median ${int(b.median)} ms (cv ${pct(b.cv)}${ci(b)})`);
+  }
+  if (s.search) {
+    const f = s.search.maxPassingPerGpu;
+    lines.push(`  search: largest passing ${f === null ? 'none' : `${f} per GPU`}${s.search.minFailingPerGpu !== null ? `, ${s.search.minFailingPerGpu} fails` : ''} (range ${s.search.lo}:${s.search.hi}, step ${s.search.step}); tried ${s.search.points.map((p) => `${p.concurrencyPerGpu} ${p.pass ? 'pass' : 'fail'}`).join(', ')}`);
   }
   if (s.sweep) {
     const k = s.sweep;
@@ -141,6 +147,12 @@ export function summaryMarkdown(s: SummaryInput): string {
       const v = st[k];
       if (v) out.push(`| ${k} | ${int(v.mean)} | ${int(v.median)} | ${int(v.min)} | ${int(v.max)} | ${int(v.std)} | ${pct(v.cv)} | ${v.ci ? `${int(v.ci.low)} to ${int(v.ci.high)}` : '-'} |`);
     }
+    out.push('');
+  }
+  if (s.search) {
+    const f = s.search.maxPassingPerGpu;
+    out.push('## Search: max concurrency', '', `Largest concurrency per GPU that passes the gates under rule ${s.o.passRule}: **${f === null ? 'none' : f}**${s.search.minFailingPerGpu !== null ? ` (${s.search.minFailingPerGpu} fails)` : ''}; bisection over ${s.search.lo}:${s.search.hi}, step ${s.search.step}.`, '', '| # | per GPU | total | verdict | why |', '|---:|---:|---:|---|---|');
+    s.search.points.forEach((p, i) => out.push(`| ${i + 1} | ${p.concurrencyPerGpu} | ${p.concurrencyPerGpu * s.o.gpus} | ${p.pass ? 'pass' : 'fail'} | ${md(p.why)} |`));
     out.push('');
   }
   if (s.sweep) {

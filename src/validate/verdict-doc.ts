@@ -150,6 +150,7 @@ export function verdictJson(d: VerdictDocInput): Record<string, unknown> {
       }
       : null,
     sweep: d.sweep,
+    search: d.search ?? null,
     failOnWarning: d.o.failOnWarning,
     warnings: d.trials.flatMap((t) => t.warnings),
     warningEvidence: mergeEvidence(d.trials.map((t) => t.warningEvidence)),
