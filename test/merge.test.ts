@@ -105,15 +105,16 @@ test('a distributed bench: two shards from a common start, one late; merged into
   const upstream = await startFakeUpstream('m');
   t.after(() => upstream.close());
   const root = mkdtempSync(join(tmpdir(), 'tailgate-shards-'));
-  const startAt = Math.ceil(Date.now() / 1000) + 4;
+  // Room for a CLI start on a loaded machine (seconds there): the first shard must arrive early.
+  const startAt = Math.ceil(Date.now() / 1000) + 15;
   const shard = (i: number) =>
     runCli([
       'bench', '--url', upstream.url, '--model', 'm', '--tokenizer', 'builtin', '--streaming', '--concurrency', '4', '--request-count', '10', '--warmup-request-count', '2',
       '--synthetic-input-tokens-mean', '8', '--output-tokens-mean', '4', '--shard-count', '2', '--shard-index', String(i), '--start-at', String(startAt),
       '--artifact-dir', join(root, `shard-${i}`),
-    ], { timeoutMs: 40_000 });
+    ], { timeoutMs: 60_000 });
   const first = shard(0);
-  await new Promise((r) => setTimeout(r, 6000));
+  await new Promise((r) => setTimeout(r, startAt * 1000 - Date.now() + 2000));
   const [a, b] = await Promise.all([first, shard(1)]);
   assert.equal(a.code, 0, a.stderr);
   assert.equal(b.code, 0, b.stderr);
