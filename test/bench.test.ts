@@ -112,6 +112,9 @@ test('CLI against the fleet: seed command line (scaled), AIPerf reader fields, s
   assert.equal(doc['request_count']!['avg'], 32);
   const lines = (await readFile(join(dirs[0]!, 'profile_export.jsonl'), 'utf8')).trim().split('\n');
   assert.equal(lines.length, 32, 'warm-up requests are not in the per-request export');
+  // The same self-contained report.html as validate's, for one run.
+  const html = await readFile(join(dirs[0]!, 'report.html'), 'utf8');
+  for (const id of ['bench-ttft', 'bench-throughput']) assert.match(html, new RegExp(`data-chart-id="${id}"`));
   assert.equal(
     await readFile(join(dirs[0]!, 'inputs.json'), 'utf8'),
     await readFile(join(dirs[1]!, 'inputs.json'), 'utf8'),
