@@ -360,6 +360,19 @@ test('CLI: invalid flag values exit 2 with a one-line message', async () => {
   }
 });
 
+test('--request-cancellation-rate cuts that share of requests after the delay; they count as AIPerf counts them (errors, code 499)', async (t) => {
+  const fake = await startFake(t);
+  const r = await runBench({ ...base(fake.url), warmupRequestCount: 0, requestCount: 40, requestCancellationRate: 50, requestCancellationDelayMs: 20 });
+  const cut = r.records.filter((x) => x.outcome === 'aborted');
+  assert.ok(cut.length >= 8 && cut.length <= 32, `${cut.length} of 40 cut at a 50% rate`);
+  assert.ok(cut.every((x) => x.status === 499 && /^Request was cancelled after 0\.020 seconds$/.test(x.error ?? '')));
+  assert.ok(cut.every((x) => x.endMs - x.startMs < TTFT_MS), 'cut before the first token arrived');
+  assert.equal(r.summary.errorCount, cut.length);
+  assert.equal(r.summary.okCount, 40 - cut.length);
+  const again = await runBench({ ...base(fake.url), warmupRequestCount: 0, requestCount: 40, requestCancellationRate: 50, requestCancellationDelayMs: 20 });
+  assert.equal(again.records.filter((x) => x.outcome === 'aborted').length, cut.length, 'the same seed cuts the same number');
+});
+
 test('CLI: Ctrl-C (SIGINT) writes what was measured, marked cancelled, its own cancellations not errors, exit 130', async (t) => {
   const fake = await startFake(t);
   const dir = await tempDir(t);

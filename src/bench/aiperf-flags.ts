@@ -233,8 +233,8 @@ f('--user-centric-rate', 'value', X, 'per-user pacing at this total rate (KV-cac
 f('--num-users', 'value', X, 'initial users of --user-centric-rate', '4');
 
 s('Request Cancellation');
-f('--request-cancellation-rate', 'value', X, 'percent of requests to cancel', '10');
-f('--request-cancellation-delay', 'value', X, 'seconds after sending before cancelling', '0');
+f('--request-cancellation-rate', 'value', I, 'percent of requests to cancel', '10');
+f('--request-cancellation-delay', 'value', I, 'seconds after sending before cancelling', '0');
 
 s('Output');
 f('--output-artifact-dir --artifact-dir', 'value', I, 'where the exports go', 'artifacts');

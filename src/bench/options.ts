@@ -85,6 +85,10 @@ export interface BenchOptions {
   /** Tokens per trace hash id (`--prompt-input-tokens-block-size`). @default 512 */
   blockTokens?: number;
   extraInputs?: Record<string, unknown>;
+  /** Percent of requests to cut short (`--request-cancellation-rate`), drawn from the seed. @default 0 */
+  requestCancellationRate?: number;
+  /** How long after sending a cancelled request is cut, ms (`--request-cancellation-delay`). @default 0 */
+  requestCancellationDelayMs?: number;
   /** Send `max_tokens` instead of `max_completion_tokens` in chat bodies (`--use-legacy-max-tokens`). @default false */
   useLegacyMaxTokens?: boolean;
   /** ISL/OSL from the server's `usage`, not the tokenizer (`--use-server-token-count`). @default false */
@@ -176,6 +180,8 @@ export interface ResolvedBenchOptions {
   extraInputs: Record<string, unknown>;
   useLegacyMaxTokens: boolean;
   useServerTokenCount: boolean;
+  requestCancellationRate: number;
+  requestCancellationDelayMs: number;
   headers: Record<string, string>;
   apiKey: string | null;
   requestTimeoutMs: number;
@@ -234,6 +240,9 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--request-rate', o.requestRate, 0, true);
   numAtLeast('--benchmark-duration', o.benchmarkDurationMs, 0, true);
   numAtLeast('--benchmark-grace-period', o.benchmarkGracePeriodMs, 0);
+  numAtLeast('--request-cancellation-rate', o.requestCancellationRate, 0);
+  if ((o.requestCancellationRate ?? 0) > 100) throw bad(`--request-cancellation-rate is a percentage, 0-100 (got ${o.requestCancellationRate})`);
+  numAtLeast('--request-cancellation-delay', o.requestCancellationDelayMs, 0);
   numAtLeast('--request-timeout-seconds', o.requestTimeoutMs, 0, true);
   numAtLeast('--synthetic-input-tokens-mean', o.inputTokensMean, 1);
   numAtLeast('--synthetic-input-tokens-stddev', o.inputTokensStddev, 0);
@@ -289,6 +298,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     fixedSchedule,
     extraInputs: { ...(o.extraInputs ?? {}) },
     useLegacyMaxTokens: o.useLegacyMaxTokens ?? false,
+    requestCancellationRate: o.requestCancellationRate ?? 0,
+    requestCancellationDelayMs: o.requestCancellationDelayMs ?? 0,
     useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
     apiKey: o.apiKey ?? null,

@@ -47,6 +47,8 @@ export interface CallOptions {
   tokenizer: Tokenizer;
   workerHeader: string;
   timeoutMs: number;
+  /** Cut the request this long after it was sent (AIPerf `--request-cancellation-rate`/`-delay`): outcome aborted, code 499. */
+  cancelAfterMs?: number;
   signal?: AbortSignal;
   /** Alternative to `signal` for many calls at once. */
   group?: CallGroup;
@@ -138,7 +140,7 @@ class Call implements BytesHandler {
   #serverIn: number | null = null;
   #serverOut: number | null = null;
   #failure: { outcome: Outcome; message: string; status?: number | null } | null = null;
-  #abortReason: 'timeout' | 'aborted' | null = null;
+  #abortReason: 'timeout' | 'aborted' | 'cancelled' | null = null;
   #settled = false;
   #firstData: string | null = null;
 
@@ -159,7 +161,10 @@ class Call implements BytesHandler {
     }
     this.#opts.signal?.addEventListener('abort', this, { once: true });
     this.#opts.group?.add(this);
-    this.#timer = setTimeout(() => this.#abort('timeout'), this.#opts.timeoutMs);
+    const cancel = this.#opts.cancelAfterMs;
+    this.#timer = cancel !== undefined && cancel < this.#opts.timeoutMs
+      ? setTimeout(() => this.#abort('cancelled'), cancel)
+      : setTimeout(() => this.#abort('timeout'), this.#opts.timeoutMs);
     this.#timer.unref();
     try {
       this.#dispatcher.dispatch(dispatchOptions(this.#req), this);
@@ -178,7 +183,7 @@ class Call implements BytesHandler {
     this.#abort('aborted');
   }
 
-  #abort(reason: 'timeout' | 'aborted'): void {
+  #abort(reason: 'timeout' | 'aborted' | 'cancelled'): void {
     if (this.#settled || this.#abortReason) return;
     this.#abortReason = reason;
     if (this.#controller) this.#controller.abort(new Error(reason));
@@ -431,10 +436,16 @@ class Call implements BytesHandler {
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
-    if (this.#abortReason === 'timeout') this.#failure = { outcome: 'timeout', message: `no complete response within ${this.#opts.timeoutMs} ms` };
-    else if (this.#abortReason === 'aborted') this.#failure = { outcome: 'aborted', message: 'cancelled' };
+    if (this.#abortReason) this.#failure = this.#abortFailure();
     else this.#failure = classify(err);
     this.#finish();
+  }
+
+  #abortFailure(): { outcome: Outcome; message: string; status?: number | null } {
+    if (this.#abortReason === 'timeout') return { outcome: 'timeout', message: `no complete response within ${this.#opts.timeoutMs} ms` };
+    // AIPerf's wording and status for a request its cancellation rate cut.
+    if (this.#abortReason === 'cancelled') return { outcome: 'aborted', message: `Request was cancelled after ${(this.#opts.cancelAfterMs! / 1000).toFixed(3)} seconds`, status: 499 };
+    return { outcome: 'aborted', message: 'cancelled' };
   }
 
   #finish(): void {
@@ -443,11 +454,7 @@ class Call implements BytesHandler {
     if (this.#timer) clearTimeout(this.#timer);
     this.#opts.signal?.removeEventListener('abort', this);
     this.#opts.group?.delete(this);
-    if (!this.#failure && this.#abortReason) {
-      this.#failure = this.#abortReason === 'timeout'
-        ? { outcome: 'timeout', message: `no complete response within ${this.#opts.timeoutMs} ms` }
-        : { outcome: 'aborted', message: 'cancelled' };
-    }
+    if (!this.#failure && this.#abortReason) this.#failure = this.#abortFailure();
     if (this.#contentLen > 0) this.#text = this.#streamedText();
     const endMs = this.#failure || Number.isNaN(this.#lastMs) ? this.#opts.now() : this.#lastMs;
     const f = this.#failure;

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { Pool } from 'undici';
-import { TailgateError, type RequestRecord } from '../core/index.js';
+import { TailgateError, createRng, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
 import { arrivals, sessionSampler, timedSessions, turnMessages, type Session, type Workload } from '../workload/index.js';
 import { benchWorkload } from './bench-workload.js';
@@ -80,6 +80,8 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   const records: RequestRecord[] = [];
   const monitor = new SelfCheckMonitor();
   let seq = 0;
+  // Which requests --request-cancellation-rate cuts: a seeded draw per request, in send order.
+  const cancelRng = o.requestCancellationRate > 0 ? createRng(o.randomSeed + 104_729) : null;
   // Sessions are drawn across both phases by the sampling strategy (a thread draws its own order).
   const draw = sessionSampler(o.datasetSampling, sessions.length, o.randomSeed + 7919 * (opts.arrivalSalt ?? 0));
   const nextSession = (): Session => sessions[draw()]!;
@@ -112,6 +114,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
           timeoutMs: o.requestTimeoutMs,
           group: calls,
           keepFirstData: opts.keepFirstData ?? false,
+          ...(cancelRng !== null && phase === 'profiling' && cancelRng.next() * 100 < o.requestCancellationRate && { cancelAfterMs: o.requestCancellationDelayMs }),
         });
         const { record } = result;
         record.conversationId = `tailgate-${o.randomSeed}-${session.index}`;

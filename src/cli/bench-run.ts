@@ -113,6 +113,8 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   if (datasetType !== undefined && flags['inputFile'] === undefined) throw new TailgateError('CLI_USAGE', '--custom-dataset-type mooncake_trace needs --input-file');
   set('apiKey', flags['apiKey']);
   set('useLegacyMaxTokens', flags['useLegacyMaxTokens']);
+  set('requestCancellationRate', flags['requestCancellationRate']);
+  set('requestCancellationDelayMs', flags['requestCancellationDelay'], (s: number) => s * 1000);
   set('useServerTokenCount', flags['useServerTokenCount']);
   set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
   set('workerHeader', flags['workerHeader']);
