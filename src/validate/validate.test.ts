@@ -121,3 +121,24 @@ test('worker series prefer the router in-flight, align worker gauges onto it, el
   assert.equal(Math.max(...derived['w:1']!.inflight), 2);
   assert.equal(Math.max(...derived['w:2']!.inflight), 1);
 });
+
+test('options: --trials auto, intervals and --search are checked before anything runs', () => {
+  const base = { url: 'http://h:1', model: 'm' };
+  const auto = resolveValidateOptions({ ...base, trials: 'auto', maxTrials: 6, targetCiWidth: 0.05, confidenceLevel: 0.9 });
+  assert.deepEqual([auto.trialsAuto, auto.trials, auto.targetCiWidth, auto.confidenceLevel], [true, 6, 0.05, 0.9]);
+  const fixed = resolveValidateOptions(base);
+  assert.deepEqual([fixed.trialsAuto, fixed.trials, fixed.targetCiWidth, fixed.confidenceLevel, fixed.search], [false, 3, 0.1, 0.95, null]);
+  assert.deepEqual(resolveValidateOptions({ ...base, search: 'max-concurrency', searchRange: '16:512', searchStep: 16 }).search, { lo: 16, hi: 512, step: 16 });
+  throwsConfig(() => resolveValidateOptions({ ...base, confidenceLevel: 95 }), /--confidence-level must be between 0 and 1/);
+  throwsConfig(() => resolveValidateOptions({ ...base, search: 'max-concurrency' }), /needs --search-range lo:hi/);
+  throwsConfig(() => resolveValidateOptions({ ...base, search: 'max-concurrency', searchRange: '64:16' }), /must be lo:hi with 1 <= lo < hi/);
+  throwsConfig(() => resolveValidateOptions({ ...base, searchRange: '16:64' }), /need --search max-concurrency/);
+  throwsConfig(() => resolveValidateOptions({ ...base, search: 'max-concurrency', searchRange: '16:64', sweep: [16] }), /--sweep or --search, not both/);
+});
+
+test('recipes take trials: auto and the search fields', () => {
+  const r = parseRecipe(['trials: auto', 'max-trials: 8', 'confidence-level: 0.9', 'search: max-concurrency', 'search-range: "16:256"', 'search-step: 16'].join('\n'));
+  assert.deepEqual([r.trials, r.maxTrials, r.confidenceLevel, r.search, r.searchRange, r.searchStep], ['auto', 8, 0.9, 'max-concurrency', '16:256', 16]);
+  throwsConfig(() => parseRecipe('trials: sometimes\n', 'r.yaml'), /^r\.yaml:1: trials: /);
+  throwsConfig(() => parseRecipe('confidence-level: 2\n', 'r.yaml'), /^r\.yaml:1: confidence-level: expected a number between 0 and 1/);
+});
