@@ -96,7 +96,7 @@ test('tailgate route --discover follows a Service; bad targets and credentials e
     if (saved === undefined) delete process.env['KUBECONFIG'];
     else process.env['KUBECONFIG'] = saved;
   });
-  const cli = await startCli(['route', '--port', '0', '--discover', 'k8s://vllm']);
+  const cli = await startCli(['route', '--port', '0', '--drain-delay', '0s', '--discover', 'k8s://vllm']);
   t.after(() => cli.stop());
   const url = (JSON.parse(cli.lines[0]!) as { url: string }).url;
   const workers = async (): Promise<string[]> => ((await (await fetch(`${url}/workers`)).json()) as { id: string; healthy: boolean }[]).filter((w) => w.healthy).map((w) => w.id).sort();

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { vocabWord } from '../src/core/index.js';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { startRouter, type Router, type RouterOptions } from '../src/router/index.js';
+import { startCli } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 
@@ -241,4 +242,48 @@ test('every vLLM route is routed by the body\'s model; an unknown path is 404 wi
   assert.deepEqual(Object.keys(((await unknown.json()) as { error: object }).error), ['message', 'type', 'param', 'code']);
   assert.equal((await fetch(`${r.url}/v1/chat/completions`)).status, 405);
   assert.equal((await fetch(`${r.url}/live`)).status, 200);
+});
+
+test('SIGTERM: /ready 503 at once while the delay still serves, open streams finish, the one left at the drain timeout ends with an error frame and [DONE], counted as drained', async (t) => {
+  const f = await fleet(t, 1);
+  const cli = await startCli(['route', '--port', '0', '--backend', f.workers[0]!.url, '--drain-delay', '1s', '--drain-timeout', '1500ms', '--access-log']);
+  t.after(() => cli.stop());
+  const { url } = JSON.parse(cli.lines[0]!) as { url: string };
+  const read = async (p: Promise<Response>) => events(await (await p).text());
+  // small profile: 20 ms steps, so 40 tokens finish within the drain and 2000 do not
+  const short = read(post(`${url}/v1/chat/completions`, chat(40)));
+  const long = read(post(`${url}/v1/chat/completions`, chat(2000)));
+  await new Promise((r) => setTimeout(r, 200));
+  const exited = new Promise<number | null>((done) => cli.child.once('exit', (code) => done(code)));
+  cli.child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 100));
+  const ready = await fetch(`${url}/ready`);
+  assert.equal(ready.status, 503, '/ready is refused at once');
+  assert.equal((await fetch(`${url}/live`)).status, 200, 'liveness stays 200');
+  const during = await post(`${url}/v1/completions`, { model: MODEL, prompt: 'still served', max_tokens: 2 });
+  assert.equal(during.status, 200, 'requests are still served during the drain delay');
+  await during.text();
+  const [s, l] = await Promise.all([short, long]);
+  assert.equal(s.text[0], words(40));
+  assert.deepEqual(s.errors, []);
+  assert.equal(s.done, 1);
+  assert.equal(l.errors.length, 1);
+  assert.match(l.errors[0]!, /shutting down/);
+  assert.equal(l.done, 1, 'the cut stream still ends with [DONE]');
+  assert.ok(l.raw.endsWith('"code": 503}}\n\ndata: [DONE]\n\n'));
+  assert.equal(await exited, 0);
+  const outcomes = cli.lines.slice(2).map((line) => (JSON.parse(line) as { outcome: string }).outcome).sort();
+  assert.deepEqual(outcomes, ['drained', 'ok', 'ok']);
+});
+
+test('close(): a stream left at the drain timeout is counted in tailgate_router_requests_drained_total', async (t) => {
+  const f = await fleet(t, 1);
+  const r = await startRouter({ backends: [f.workers[0]!.url], port: 0, drainTimeoutMs: 300 });
+  const long = post(`${r.url}/v1/chat/completions`, chat(2000));
+  const res = await long;
+  const body = res.text();
+  await new Promise((done) => setTimeout(done, 100));
+  await r.close();
+  assert.match((await body).slice(-40), /data: \[DONE\]\n\n$/);
+  assert.match(await r.metrics(), new RegExp(`tailgate_router_requests_drained_total\\{worker="${f.workers[0]!.id}"\\} 1`));
 });

@@ -89,7 +89,7 @@ function heapAfterGc(): number {
 test('tailgate route: prints its URL then ready, proxies, reports /workers, drains on SIGTERM', async (t) => {
   const up = await startFakeUpstream(M, { itlMs: 2 });
   t.after(() => up.close());
-  const r = await startCli(['route', '--port', '0', '--backend', up.url, '--policy', 'p2c', '--seed', '3', '--access-log']);
+  const r = await startCli(['route', '--port', '0', '--drain-delay', '0s', '--backend', up.url, '--policy', 'p2c', '--seed', '3', '--access-log']);
   t.after(() => r.stop());
   const { url } = JSON.parse(r.lines[0]!) as { url: string };
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
@@ -190,7 +190,7 @@ test('1000 streams, a third aborted by the client, a worker killed mid-run: noth
 test('tailgate route --procs 2: one port, /metrics sums every process', async (t) => {
   const up = await startFakeUpstream(M, { itlMs: 1 });
   t.after(() => up.close());
-  const r = await startCli(['route', '--port', '0', '--backend', up.url, '--procs', '2']);
+  const r = await startCli(['route', '--port', '0', '--drain-delay', '0s', '--backend', up.url, '--procs', '2']);
   t.after(() => r.stop());
   const { url } = JSON.parse(r.lines[0]!) as { url: string };
   for (let i = 0; i < 8; i++) assert.equal((await stream(url, 3, false)).text, words(3));

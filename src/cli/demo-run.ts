@@ -222,7 +222,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     for (const step of steps) {
       if (opts.signal?.aborted) break;
       await waitIdle(workerUrls, 30_000);
-      router = await spawnTailgate(['route', '--port', '0', '--policy', step.policy, '--seed', String(seed), ...workerUrls.flatMap((u) => ['--backend', u])]);
+      router = await spawnTailgate(['route', '--port', '0', '--drain-delay', '0s', '--policy', step.policy, '--seed', String(seed), ...workerUrls.flatMap((u) => ['--backend', u])]);
       const routerUrl = String(router.announced.find((a) => typeof a['url'] === 'string')?.['url']);
       say(`${step.name}: ${plan.concurrency} streams through ${step.policy}${step.stalled ? `, worker ${plan.stallWorker} stalls at ${formatMs(plan.stallAtMs)} for ${formatMs(plan.stallForMs)}` : ''}`);
       const originMs = performance.now();

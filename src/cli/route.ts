@@ -30,6 +30,7 @@ interface RouteFlags {
   accessLog?: string | boolean;
   procs: number;
   drainTimeout: number;
+  drainDelay: number;
   headerTimeout: number;
   bodyTimeout: number;
   keepAliveTimeout: number;
@@ -152,7 +153,8 @@ export function registerRoute(program: Command): void {
     .option('--backend-api-key <key>', "the workers' API key (vLLM --api-key), sent on probes and on requests without Authorization (default: $TAILGATE_BACKEND_API_KEY, which keeps it out of ps)")
     .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
     .option('--procs <n>', 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', intArg(1), 1)
-    .option('--drain-timeout <dur>', 'on SIGTERM, wait this long for streams to finish', durationArg, 30_000)
+    .option('--drain-delay <dur>', 'on SIGTERM, /ready answers 503 at once but requests are still served this long (until the endpoint change propagates)', durationArg, 5000)
+    .option('--drain-timeout <dur>', 'then stop accepting and wait this long for streams to finish; the rest end with an error frame and [DONE]', durationArg, 30_000)
     .option('--header-timeout <dur>', "a client must send a request's head within this, else 408 and close (nginx client_header_timeout)", durationArg, 10_000)
     .option('--body-timeout <dur>', 'a request body silent this long between two reads gets 408 (nginx client_body_timeout)', durationArg, 30_000)
     .option('--keep-alive-timeout <dur>', 'an idle client connection is closed after this (nginx keepalive_timeout)', durationArg, 65_000)
@@ -164,7 +166,7 @@ export function registerRoute(program: Command): void {
     .option('--flows [file]', 'flow control: priorities, fair queuing between tenants, per-tenant limits; the YAML file (re-read on SIGHUP) sets weights, limits and per-model priorities')
     .option('--tenant-header <name>', 'header naming the tenant (default: a hash of the API key); turns flow control on')
     .option('--priority-header <name>', 'header naming the priority: critical, standard or sheddable (default x-tailgate-priority); turns flow control on')
-    .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /flows, /metrics, /health, /ready.')
+    .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /flows, /metrics, /health, /ready, /live.')
     .action(async (flags: RouteFlags) => {
       const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
       const { policy, prefix } = routePolicy(flags);
@@ -225,6 +227,7 @@ export function registerRoute(program: Command): void {
         maxBodyBytes: flags.maxBody,
         maxRetries: flags.maxRetries,
         drainTimeoutMs: flags.drainTimeout,
+        drainDelayMs: flags.drainDelay,
         headerTimeoutMs: flags.headerTimeout,
         bodyTimeoutMs: flags.bodyTimeout,
         keepAliveTimeoutMs: flags.keepAliveTimeout,

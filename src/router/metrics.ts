@@ -17,6 +17,7 @@ export class RouterMetrics {
   readonly redispatched: Counter<'worker'>;
   readonly migrated: Counter<'worker'>;
   readonly retried: Counter<'worker'>;
+  readonly drained: Counter<'worker'>;
   readonly ejected: Counter<'worker'>;
   readonly rejected: Counter<'reason'>;
   readonly ttft: Histogram<'worker'>;
@@ -60,6 +61,7 @@ export class RouterMetrics {
     this.redispatched = counter('tailgate_router_requests_redispatched_total', 'Requests taken from the worker for lack of a first token by the deadline.');
     this.migrated = counter('tailgate_router_requests_migrated_total', 'Streams moved off the worker after it stopped producing tokens.');
     this.retried = counter('tailgate_router_requests_retried_total', 'Requests retried elsewhere after the worker failed before any byte reached the client.');
+    this.drained = counter('tailgate_router_requests_drained_total', "Requests the router ended itself at its drain timeout while stopping (a stream gets an error frame and [DONE]); worker 'none' when still queued.");
     this.ejected = counter('tailgate_router_worker_ejections_total', 'Times the worker was ejected by passive failures.');
     this.rejected = new Counter({ name: 'tailgate_router_requests_rejected_total', help: 'Requests answered by the router itself with an error.', labelNames: ['reason'] as const, registers });
     this.ttft = new Histogram({ name: 'tailgate_router_ttft_seconds', help: 'Time from sending to the worker to its first content token.', labelNames: ['worker'] as const, buckets: LATENCY_BUCKETS_S, registers });
@@ -68,7 +70,7 @@ export class RouterMetrics {
     this.registry.registerMetric(this.itl as unknown as Metric);
     this.overhead = new Histogram({ name: 'tailgate_router_overhead_seconds', help: "Router's own time from a complete request to the upstream send (excludes queue wait).", buckets: OVERHEAD_BUCKETS_S, registers });
     for (const b of backends) {
-      for (const c of [this.dispatched, this.completed, this.failed, this.clientAborted, this.redispatched, this.migrated, this.retried, this.ejected]) c.inc({ worker: b.id }, 0);
+      for (const c of [this.dispatched, this.completed, this.failed, this.clientAborted, this.redispatched, this.migrated, this.retried, this.drained, this.ejected]) c.inc({ worker: b.id }, 0);
     }
   }
 

@@ -61,7 +61,9 @@ export interface RouterOptions {
   upstreamIdleTimeoutMs?: number;
   /** A client that takes no byte of its response for this long is disconnected. @default 60000 */
   sendTimeoutMs?: number;
-  /** `close()` waits this long for streams to finish, then cuts them. @default 30000 */
+  /** `close()` first answers `/ready` 503 and keeps serving this long (a Service still routes here until the endpoint change propagates). @default 0 (the CLI's `--drain-delay`: 5 s) */
+  drainDelayMs?: number;
+  /** `close()` then stops accepting and waits this long for streams to finish; each one left ends with an error frame and `[DONE]` (counted as drained). @default 30000 */
   drainTimeoutMs?: number;
   /** Flow control: tenants, priorities, fair queuing and per-tenant limits (see docs/route.md). @default off (one FIFO queue) */
   flows?: FlowOptions;
@@ -91,6 +93,6 @@ export interface Router {
   setBackends(urls: readonly string[]): void;
   /** Re-reads the flows config file (SIGHUP); on an error the running config stays and the promise rejects. */
   reloadFlows(): Promise<void>;
-  /** Stops accepting, lets streams finish (up to `drainTimeoutMs`), closes every connection. */
+  /** Not ready at once, serves through `drainDelayMs`, stops accepting, lets streams finish (up to `drainTimeoutMs`), ends the rest with an error frame, closes every connection. */
   close(): Promise<void>;
 }

@@ -466,7 +466,7 @@ class Attempt implements ExchangeHandler {
 }
 
 /** How a call ended, for the access log. */
-export type CallOutcome = 'ok' | 'http_error' | 'upstream_error' | 'stream_error' | 'client_aborted' | 'rejected';
+export type CallOutcome = 'ok' | 'http_error' | 'upstream_error' | 'stream_error' | 'client_aborted' | 'rejected' | 'drained';
 
 /**
  * One client request through the router: dispatch (maybe queued), attempts, retries before any
@@ -705,6 +705,23 @@ export class ProxyCall {
     }
     sendError(res, status, message, this.#firstWorker ? { ...headers, 'x-tailgate-worker': this.#firstWorker } : headers);
     this.finish('rejected', status);
+  }
+
+  /** The router stops and its drain timeout is over: a stream ends with an error frame and `[DONE]`, a waiting request gets 503. */
+  drain(): void {
+    if (this.finished) return;
+    if (this.queuedAtMs >= 0) this.ctx.dispatcher.cancel(this.routeReq);
+    const a = this.attempt;
+    this.ctx.metrics.drained.inc({ worker: a?.backend.id ?? 'none' });
+    if (a && !a.released) a.cancel();
+    const res = this.res;
+    const message = 'the router is shutting down and its drain timeout ended this request; retry it';
+    if (res.headersSent && this.norm.stream) {
+      res.write(errorFrame(message, 'ServiceUnavailableError', 503));
+      res.end(DONE_FRAME);
+    } else if (res.headersSent) res.destroy();
+    else sendError(res, 503, message, { connection: 'close' });
+    this.finish('drained', res.headersSent && this.norm.stream ? 200 : 503);
   }
 
   #clientGone(): void {

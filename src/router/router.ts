@@ -87,7 +87,10 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     accessLog: opts.accessLog,
   };
   const maxBodyBytes = opts.maxBodyBytes ?? 4 * 1024 * 1024;
+  /** SIGTERM seen: `/ready` answers 503 (requests are still served through the drain delay). */
   let draining = false;
+  /** The drain delay is over: no new connection is accepted and a new request gets 503. */
+  let stopping = false;
 
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? 30_000;
   // Node checks the header timeout on an interval of its own (30 s by default): check every second.
@@ -149,7 +152,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   }
 
   async function proxy(req: IncomingMessage, res: ServerResponse, kind: EndpointKind | 'other', path: string): Promise<void> {
-    if (draining) return sendError(res, 503, 'the router is shutting down', { connection: 'close' });
+    if (stopping) return sendError(res, 503, 'the router is shutting down', { connection: 'close' });
     const raw = await readBody(req, maxBodyBytes, bodyTimeoutMs);
     if (raw === 'aborted') return;
     if (raw === 'too-large') {
@@ -238,11 +241,17 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   let closing: Promise<void> | undefined;
   async function close(): Promise<void> {
     draining = true;
+    // a Service keeps sending until the endpoint change reaches every node: keep serving meanwhile
+    const delayMs = opts.drainDelayMs ?? 0;
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    stopping = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const deadline = clock.now() + (opts.drainTimeoutMs ?? 30_000);
     while (active.size > 0 && clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    for (const call of [...active]) call.res.destroy();
+    for (const call of [...active]) call.drain();
+    // let the error frames reach the clients before the sockets go
+    await new Promise((r) => setTimeout(r, active.size > 0 ? 50 : 0));
     server.closeAllConnections();
     await closed;
     clearInterval(sweep);
