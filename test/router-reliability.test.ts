@@ -1,6 +1,12 @@
 // The router in front of a real-shaped fleet as an SRE would try it: credentials, every vLLM route,
 // n > 1, rescue marks, migration coherence. Loopback only, bounded in count and time.
-import { createServer } from 'node:http';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -286,4 +292,120 @@ test('close(): a stream left at the drain timeout is counted in tailgate_router_
   await r.close();
   assert.match((await body).slice(-40), /data: \[DONE\]\n\n$/);
   assert.match(await r.metrics(), new RegExp(`tailgate_router_requests_drained_total\\{worker="${f.workers[0]!.id}"\\} 1`));
+});
+
+test('a 50 MB body gets its 413 every time (20 of 20), and Expect: 100-continue is refused before any upload', async (t) => {
+  const f = await fleet(t, 1);
+  const r = await router(t, f);
+  const big = Buffer.alloc(50 * 1024 * 1024, 0x61);
+  let got413 = 0;
+  for (let i = 0; i < 20; i++) {
+    // half declare their length, half stream it chunked in 1 MiB pieces, as a client uploading a file does
+    const body = i % 2 === 0 ? big : new ReadableStream({
+      start(c) {
+        for (let j = 0; j < 50; j++) c.enqueue(big.subarray(j << 20, (j + 1) << 20));
+        c.close();
+      },
+    });
+    let status: number | string;
+    try {
+      const res = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, duplex: 'half' } as RequestInit);
+      status = res.status;
+      await res.text();
+    } catch (e) {
+      status = String((e as { cause?: { code?: string } }).cause?.code ?? e);
+    }
+    if (status === 413) got413++;
+    else assert.fail(`try ${i}: ${status}`);
+  }
+  assert.equal(got413, 20);
+
+  const continued = await new Promise<{ status: number; continued: boolean }>((resolve, reject) => {
+    const { port } = new URL(r.url);
+    let continued = false;
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json', 'content-length': big.length, expect: '100-continue' } }, (res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0, continued });
+    });
+    req.on('continue', () => {
+      continued = true;
+      req.end(big);
+    });
+    req.on('error', reject);
+    req.flushHeaders();
+  });
+  assert.deepEqual(continued, { status: 413, continued: false });
+  assert.match(await r.metrics(), /tailgate_router_requests_rejected_total\{reason="body_too_large"\} 21/);
+});
+
+test('/metrics has process and runtime metrics: CPU, resident memory, event-loop lag', async (t) => {
+  const f = await fleet(t, 1);
+  const r = await router(t, f);
+  const text = await (await fetch(`${r.url}/metrics`)).text();
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes']) assert.match(text, new RegExp(`^${name} [0-9.e+-]+$`, 'm'), name);
+});
+
+test('TLS toward clients with a certificate made in the test; SIGHUP-style reload serves the new one', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-tls-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const make = (name: string) => {
+    const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.crt`)], { encoding: 'utf8' });
+    return r.status === 0 ? { cert: readFileSync(join(dir, `${name}.crt`)), key: readFileSync(join(dir, `${name}.key`)) } : null;
+  };
+  const first = make('first');
+  if (!first) {
+    t.skip('openssl is not installed');
+    return;
+  }
+  const second = make('second')!;
+  const f = await fleet(t, 1);
+  const r = await router(t, f, { tls: first });
+  assert.match(r.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+  const get = (ca: Buffer) => new Promise<{ status: number; cn: string; body: string }>((resolve, reject) => {
+    const req = httpsRequest(`${r.url}/v1/chat/completions`, { method: 'POST', ca, agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      const cn = String((res.socket as TLSSocket).getPeerCertificate().subject.CN);
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, cn, body }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(chat(3)));
+  });
+  const a = await get(first.cert);
+  assert.equal(a.status, 200);
+  assert.equal(a.cn, 'first');
+  assert.equal(events(a.body).text[0], words(3));
+  r.setTls(second);
+  const b = await get(second.cert);
+  assert.equal(b.cn, 'second', 'new connections get the reloaded certificate');
+  await assert.rejects(get(first.cert), /self[- ]signed|unable to verify|certificate/i, 'the old certificate is no longer served');
+});
+
+test('migration coherence: under a mid-stream stall the client gets, byte for byte, the text of an unstalled run', async (t) => {
+  const f = await fleet(t, 2);
+  const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off' });
+  const request = chat(60, { stream_options: { include_usage: true } });
+  const unstalled = events(await (await post(`${r.url}/v1/chat/completions`, request)).text());
+  const res = await post(`${r.url}/v1/chat/completions`, request);
+  const first = f.workers.findIndex((w) => w.id === res.headers.get('x-tailgate-worker'));
+  assert.ok(first >= 0);
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let raw = '';
+  let stalled = false;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    raw += dec.decode(value, { stream: true });
+    if (!stalled && (raw.match(/"content":" /g)?.length ?? 0) >= 5) {
+      stalled = true;
+      f.addFault({ worker: first, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: 60_000 });
+    }
+  }
+  const migrated = events(raw);
+  assert.deepEqual(migrated.errors, []);
+  assert.equal(migrated.text[0], unstalled.text[0], "the client's text equals the unstalled run's");
+  assert.equal(unstalled.text[0], words(60));
+  assert.match(raw, /"usage":\{"prompt_tokens":3,"total_tokens":63,"completion_tokens":60\}/, 'usage of the whole answer');
+  assert.match(raw, new RegExp(`: tailgate redispatched=0 migrated=1 worker=${f.workers[1 - first]!.id.replace(/\./g, '\\.')}\\n\\ndata: \\[DONE\\]\\n\\n$`));
 });

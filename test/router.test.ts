@@ -197,6 +197,10 @@ test('tailgate route --procs 2: one port, /metrics sums every process', async (t
   const m = await (await fetch(`${url}/metrics`)).text();
   assert.match(m, new RegExp(`^tailgate_router_requests_completed_total\\{worker="${up.id.replace(/\./g, '\\.')}"\\} 8$`, 'm'));
   assert.match(m, /^tailgate_router_worker_inflight\{worker="[^"]+"\} 0$/m);
+  // process metrics merged over the processes: one series each, CPU and memory summed, lag averaged
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds']) {
+    assert.equal(m.match(new RegExp(`^${name} `, 'gm'))?.length, 1, name);
+  }
   await r.stop();
   assert.equal(r.child.exitCode, 0);
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { createWriteStream } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { TailgateError, parseDurationMs } from '../core/index.js';
@@ -27,6 +27,8 @@ interface RouteFlags {
   maxRetries: number;
   ca?: string;
   backendApiKey?: string;
+  tlsCert?: string;
+  tlsKey?: string;
   accessLog?: string | boolean;
   procs: number;
   drainTimeout: number;
@@ -105,6 +107,35 @@ function untilSignal(): Promise<void> {
   });
 }
 
+function readTls(certFile: string, keyFile: string): { cert: Buffer; key: Buffer } {
+  try {
+    return { cert: readFileSync(certFile), key: readFileSync(keyFile) };
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `cannot read the TLS certificate or key: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** Reloads the certificate on SIGHUP and when either file changes (cert-manager rotates files in place); a bad pair keeps the old one. */
+function reloadTlsOnChange(router: import('../router/index.js').Router, certFile: string, keyFile: string): () => void {
+  const reload = () => {
+    try {
+      router.setTls(readTls(certFile, keyFile));
+      process.stderr.write('tailgate route: TLS certificate reloaded\n');
+    } catch (e) {
+      process.stderr.write(`tailgate route: TLS certificate not reloaded, keeping the previous one: ${(e as Error).message}\n`);
+    }
+  };
+  const onChange = (now: Stats, before: Stats) => {
+    if (now.mtimeMs !== before.mtimeMs) reload();
+  };
+  process.on('SIGHUP', reload);
+  for (const f of [certFile, keyFile]) watchFile(f, { interval: 2000, persistent: false }, onChange);
+  return () => {
+    process.off('SIGHUP', reload);
+    for (const f of [certFile, keyFile]) unwatchFile(f, onChange);
+  };
+}
+
 /** Starts following a Service; the first list's failure is reported and retried, not fatal (the API may come later). */
 async function startDiscovery(routerLib: typeof import('../router/index.js'), router: import('../router/index.js').Router, target: string, fixed: string[], connection: import('../k8s/index.js').KubeConnection): Promise<{ close(): Promise<void> }> {
   let lastError = '';
@@ -150,6 +181,8 @@ export function registerRoute(program: Command): void {
     .option('--max-body <size>', 'request body limit, beyond it 413', sizeArg, 4 * 1024 * 1024)
     .option('--max-retries <n>', 'retries elsewhere after a failure before any byte reached the client', intArg(0), 2)
     .option('--ca <file>', 'PEM CA bundle for https backends')
+    .option('--tls-cert <file>', 'serve clients over TLS: PEM certificate chain (reloaded on SIGHUP or when the file changes)')
+    .option('--tls-key <file>', 'the PEM private key of --tls-cert')
     .option('--backend-api-key <key>', "the workers' API key (vLLM --api-key), sent on probes and on requests without Authorization (default: $TAILGATE_BACKEND_API_KEY, which keeps it out of ps)")
     .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
     .option('--procs <n>', 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', intArg(1), 1)
@@ -197,6 +230,9 @@ export function registerRoute(program: Command): void {
           throw new TailgateError('CONFIG_INVALID', `cannot read CA file ${flags.ca}: ${(e as Error).message}`, { cause: e });
         }
       }
+      if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined)) throw new TailgateError('CLI_USAGE', '--tls-cert and --tls-key go together');
+      const tlsFiles = flags.tlsCert !== undefined && flags.tlsKey !== undefined ? { cert: flags.tlsCert, key: flags.tlsKey } : undefined;
+      const tls = tlsFiles && readTls(tlsFiles.cert, tlsFiles.key);
       let accessLog: ((line: string) => void) | undefined;
       let logStream: ReturnType<typeof createWriteStream> | undefined;
       if (flags.accessLog === true) accessLog = (line) => process.stdout.write(`${line}\n`);
@@ -239,6 +275,7 @@ export function registerRoute(program: Command): void {
         ...(flags.ttftDeadline !== undefined && { ttftDeadline: flags.ttftDeadline }),
         ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),
         ...(ca !== undefined && { ca }),
+        ...(tls !== undefined && { tls }),
         ...(backendApiKey !== undefined && backendApiKey !== '' && { backendApiKey }),
         ...(accessLog !== undefined && { accessLog }),
         ...(inCluster && { clusterMetrics: true }),
@@ -259,10 +296,12 @@ export function registerRoute(program: Command): void {
       };
       if (typeof flags.flows === 'string') process.on('SIGHUP', reload);
       const discovery = flags.discover === undefined ? undefined : await startDiscovery(routerLib, router, flags.discover, backends, kube!);
+      const stopTls = tlsFiles && reloadTlsOnChange(router, tlsFiles.cert, tlsFiles.key);
       if (inCluster) routerLib.announceReady(router.url);
       else process.stdout.write(`${JSON.stringify({ url: router.url })}\nready\n`);
       await untilSignal();
       process.off('SIGHUP', reload);
+      stopTls?.();
       await discovery?.close();
       await router.close();
       logStream?.end();

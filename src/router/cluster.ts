@@ -90,10 +90,16 @@ export async function startRouterCluster(procs: number): Promise<RouterCluster> 
     for (const w of workers) w.process.kill('SIGTERM');
     throw e;
   });
+  // SIGHUP (reload the TLS certificate) goes to every process, and does not end this one
+  const hangup = () => {
+    for (const w of workers) if (!w.isDead()) w.process.kill('SIGHUP');
+  };
+  process.on('SIGHUP', hangup);
   return {
     url: urls[0]!,
-    close: () =>
-      Promise.all(
+    close: () => {
+      process.off('SIGHUP', hangup);
+      return Promise.all(
         workers.map(
           (w) =>
             new Promise<void>((resolve) => {
@@ -102,6 +108,7 @@ export async function startRouterCluster(procs: number): Promise<RouterCluster> 
               w.process.kill('SIGTERM');
             }),
         ),
-      ).then(() => undefined),
+      ).then(() => undefined);
+    },
   };
 }

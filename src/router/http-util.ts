@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { errorBody } from '../openai/index.js';
 
 /** Headers that describe one hop and must not be forwarded. */
@@ -63,6 +64,27 @@ export function readBody(req: IncomingMessage, limitBytes: number, idleMs = 0): 
     req.on('error', () => settle('aborted'));
     req.on('close', () => settle('aborted'));
   });
+}
+
+/** How long a rejected upload may keep its connection after the answer (nginx's lingering_time is 30 s). */
+const LINGER_MS = 10_000;
+
+/**
+ * Answers 413 at once and closes the connection the way nginx's lingering close does: the rest of
+ * the upload is read and discarded (up to 10 s) before the socket closes, so a client still
+ * sending reads the answer rather than a reset (closing with unread bytes makes the kernel send RST).
+ */
+export function rejectTooLarge(req: IncomingMessage, res: ServerResponse, message: string): void {
+  // node:http closes a `Connection: close` socket with destroySoon() once the answer is written
+  const socket = req.socket as Socket & { destroySoon?: () => void };
+  socket.destroySoon = () => {
+    socket.end();
+    const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+    linger.unref();
+    socket.once('close', () => clearTimeout(linger));
+  };
+  req.resume();
+  sendError(res, 413, message, { connection: 'close' });
 }
 
 /** Client request headers as they go upstream: hop-by-hop dropped, body length set, the worker's credentials when the client sent none. */

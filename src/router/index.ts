@@ -1,4 +1,4 @@
-export type { Router, RouterOptions, WorkerStatus } from './options.js';
+export type { Router, RouterOptions, TlsFiles, WorkerStatus } from './options.js';
 export { startRouter } from './router.js';
 export type { HealthOptions } from './health.js';
 export type { FakeBehaviour, FakeRequestLog, FakeUpstream } from './fake-upstream.js';

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
 import type { Dispatcher } from '../routing/index.js';
 import { BucketHistogram } from '../stats/index.js';
 import type { Backend } from './backend.js';
@@ -26,6 +26,8 @@ export class RouterMetrics {
 
   constructor(dispatcher: Dispatcher, backends: readonly Backend[]) {
     const registers = [this.registry];
+    // process CPU, memory, handles, GC and event-loop lag (prom-client's own aggregators merge them over --procs)
+    collectDefaultMetrics({ register: this.registry });
     const counter = (name: string, help: string) => new Counter({ name, help, labelNames: ['worker'] as const, registers });
     new Gauge({
       name: 'tailgate_router_worker_inflight',

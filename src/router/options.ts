@@ -39,6 +39,8 @@ export interface RouterOptions {
   health?: HealthOptions;
   /** PEM CA for https backends. */
   ca?: string | Buffer;
+  /** Serve clients over TLS with this PEM certificate chain and key (`https://` URL). @default plain HTTP */
+  tls?: TlsFiles;
   /** Workers' API key (vLLM `--api-key`): sent on health and model probes, and on requests whose client sent no `Authorization`. */
   backendApiKey?: string;
   /** Connections per backend. @default 4096 */
@@ -71,6 +73,12 @@ export interface RouterOptions {
   dynamicBackends?: boolean;
 }
 
+/** A PEM certificate chain and its private key. */
+export interface TlsFiles {
+  cert: string | Buffer;
+  key: string | Buffer;
+}
+
 /** One worker as `GET /workers` and `Router.workers()` report it. */
 export interface WorkerStatus {
   id: string;
@@ -95,4 +103,6 @@ export interface Router {
   reloadFlows(): Promise<void>;
   /** Not ready at once, serves through `drainDelayMs`, stops accepting, lets streams finish (up to `drainTimeoutMs`), ends the rest with an error frame, closes every connection. */
   close(): Promise<void>;
+  /** Replaces the TLS certificate and key for new connections (SIGHUP); throws if started without TLS. */
+  setTls(tls: TlsFiles): void;
 }

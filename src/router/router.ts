@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { RealClock, TailgateError, countTokens, createRng } from '../core/index.js';
 import { malformedJson, modelNotFound, validateRequest, type EndpointKind, type NormalizedRequest } from '../openai/index.js';
@@ -8,7 +9,7 @@ import { BackendSet, forgetWorkerGauges } from './dynamic-backends.js';
 import { clusterMetricsSource } from './cluster.js';
 import { FlowControl, loadFlowConfig, type CallFlow, type FlowConfig } from './flows.js';
 import { HealthTracker } from './health.js';
-import { readBody, sendError, sendJson } from './http-util.js';
+import { readBody, rejectTooLarge, sendError, sendJson } from './http-util.js';
 import { RouterMetrics } from './metrics.js';
 import type { Router, RouterOptions, WorkerStatus } from './options.js';
 import { ProxyCall, type CallContext } from './proxy-call.js';
@@ -94,18 +95,31 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
 
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? 30_000;
   // Node checks the header timeout on an interval of its own (30 s by default): check every second.
-  const server = createServer({
+  const serverOpts: ServerOptions = {
     noDelay: true,
     keepAliveTimeout: opts.keepAliveTimeoutMs ?? 65_000,
     headersTimeout: opts.headerTimeoutMs ?? 10_000,
     // the body has a timeout of its own between two reads (readBody), as nginx's client_body_timeout
     requestTimeout: 0,
     connectionsCheckingInterval: 1000,
-  }, (req, res) => {
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((e: unknown) => {
       if (!res.headersSent) sendError(res, 500, `router error: ${e instanceof Error ? e.message : String(e)}`);
       else res.destroy();
     });
+  };
+  const tls = opts.tls;
+  const server: HttpServer = tls ? createHttpsServer({ ...serverOpts, cert: tls.cert, key: tls.key }, onRequest) : createServer(serverOpts, onRequest);
+  // `Expect: 100-continue`: an upload that is already too large is refused before the client sends it
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (Number(req.headers['content-length']) > maxBodyBytes) {
+      metrics.rejected.inc({ reason: 'body_too_large' });
+      sendError(res, 413, `request body is larger than ${maxBodyBytes} bytes`, { connection: 'close' });
+      return;
+    }
+    res.writeContinue();
+    onRequest(req, res);
   });
 
   server.maxRequestsPerSocket = opts.maxRequestsPerConnection ?? 1000;
@@ -157,7 +171,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     if (raw === 'aborted') return;
     if (raw === 'too-large') {
       metrics.rejected.inc({ reason: 'body_too_large' });
-      return sendError(res, 413, `request body is larger than ${maxBodyBytes} bytes`, { connection: 'close' });
+      return rejectTooLarge(req, res, `request body is larger than ${maxBodyBytes} bytes`);
     }
     if (raw === 'timeout') {
       metrics.rejected.inc({ reason: 'body_timeout' });
@@ -261,7 +275,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   }
 
   return {
-    url: `http://${host}:${addr.port}`,
+    url: `${tls ? 'https' : 'http'}://${host}:${addr.port}`,
     port: addr.port,
     workers,
     metrics: metricsText,
@@ -270,6 +284,10 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
       await flowControl?.reload(clock.now());
     },
     close: () => (closing ??= close()),
+    setTls: (next) => {
+      if (!tls) throw new TailgateError('CONFIG_INVALID', 'this router was started without TLS (--tls-cert, --tls-key)');
+      (server as HttpsServer).setSecureContext({ cert: next.cert, key: next.key });
+    },
   };
 }
 
