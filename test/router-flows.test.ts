@@ -7,6 +7,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { startRouter, type Router, type RouterOptions } from '../src/router/index.js';
+import { runCli } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 
@@ -170,4 +171,21 @@ test('flows live: a critical request waits behind no standard one, only sheddabl
     const gauges = ['tailgate_router_flow_queue_length', 'tailgate_router_flow_inflight', 'tailgate_router_queue_length', 'tailgate_router_worker_inflight'].flatMap((n) => samples(m, n));
     return gauges.length > 0 && gauges.every((s) => s.value === 0);
   });
+});
+
+test('tailgate route --flows: a missing or invalid file is one line, exit 2, before anything listens', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-flows-'));
+  const bad = join(dir, 'bad.yaml');
+  writeFileSync(bad, 'tenants: { a: { weight: -2 } }\n');
+  const cases: [string[], RegExp][] = [
+    [['--flows', join(dir, 'missing.yaml')], /cannot read flows file/],
+    [['--flows', bad], /tenants\.a\.weight: expected a number > 0/],
+  ];
+  const results = await Promise.all(cases.map(([args]) => runCli(['route', '--port', '0', '--backend', 'http://127.0.0.1:1', ...args], { timeoutMs: 60_000 })));
+  for (const [i, [args, msg]] of cases.entries()) {
+    const r = results[i]!;
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, msg);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  }
 });
