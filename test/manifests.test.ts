@@ -224,7 +224,8 @@ test('references agree in every overlay: RBAC, selectors, ports, probes, drain t
     const seconds = (flag: string): number => Number(/^(\d+)s$/.exec(router['args'][router['args'].indexOf(flag) + 1])![1]);
     const preStop = router['lifecycle']['preStop']['exec']['command'] as string[];
     assert.equal(preStop[0], 'sleep');
-    assert.ok(pod['spec']['terminationGracePeriodSeconds'] > Number(preStop[1]) + seconds('--drain-timeout'), at('grace > preStop + drain'));
+    assert.equal(Number(preStop[1]), seconds('--drain-delay'), at('the preStop wait matches --drain-delay'));
+    assert.ok(pod['spec']['terminationGracePeriodSeconds'] > Number(preStop[1]) + seconds('--drain-delay') + seconds('--drain-timeout'), at('grace > preStop + drain delay + drain'));
 
     const sm = objects.find((o) => o['kind'] === 'ServiceMonitor');
     if (sm) {
