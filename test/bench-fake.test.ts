@@ -360,6 +360,24 @@ test('CLI: invalid flag values exit 2 with a one-line message', async () => {
   }
 });
 
+test('--export-level raw writes profile_export_raw.jsonl: each record with the body as sent and the answer as received', async (t) => {
+  const fake = await startFake(t);
+  const dir = await tempDir(t);
+  const r = await runBench({ ...base(fake.url), warmupRequestCount: 0, requestCount: 6, keepRaw: true });
+  await writeBenchArtifacts(dir, r, { exportLevel: 'raw' });
+  const lines = (await readFile(join(dir, 'profile_export_raw.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as {
+    metadata: { x_request_id: string }; request: { messages: { content: string }[]; max_completion_tokens: number }; response_text: string;
+  });
+  assert.equal(lines.length, 6);
+  for (const l of lines) {
+    assert.equal(l.request.max_completion_tokens, 8);
+    assert.equal(typeof l.request.messages[0]!.content, 'string');
+    assert.equal(l.response_text.trim().split(' ').length, 8, 'the streamed answer, joined');
+    assert.ok(r.records.some((x) => x.id === l.metadata.x_request_id));
+  }
+  assert.ok(JSON.parse(await readFile(join(dir, 'profile_export.jsonl'), 'utf8').then((s) => s.split('\n')[0]!)) as object, 'records are written too');
+});
+
 test('--request-cancellation-rate cuts that share of requests after the delay; they count as AIPerf counts them (errors, code 499)', async (t) => {
   const fake = await startFake(t);
   const r = await runBench({ ...base(fake.url), warmupRequestCount: 0, requestCount: 40, requestCancellationRate: 50, requestCancellationDelayMs: 20 });

@@ -1,6 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeAiperfExports, type RunInfo } from '../report/index.js';
+import { aiperfJsonlLine, exportFileNames, writeAiperfExports, type RunInfo } from '../report/index.js';
+import { createWriteStream } from 'node:fs';
+import { once } from 'node:events';
 import { summarize, timeSeries } from '../stats/index.js';
 import { turnMessages } from '../workload/index.js';
 import { aiperfInputConfig, payloadOptionsOf } from './options.js';
@@ -89,4 +91,25 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
       ...opts.extra,
     },
   });
+  if (opts.exportLevel === 'raw') await writeRawExport(join(dir, exportFileNames(opts.filePrefix).raw), result);
+}
+
+/**
+ * AIPerf's `profile_export_raw.jsonl` (`--export-level raw`): each profiling request's record line
+ * with the request body as sent (`request`) and the answer's text as received (`response_text`).
+ */
+export async function writeRawExport(path: string, result: BenchResult): Promise<void> {
+  const out = createWriteStream(path);
+  const finished = once(out, 'finish');
+  let i = 0;
+  for (const r of result.records) {
+    if (r.phase !== 'profiling') continue;
+    const line = aiperfJsonlLine(r, i++, result.originEpochMs, result.options.useServerTokenCount);
+    const raw = result.raw?.get(r.id);
+    // The body is JSON text already: spliced in as sent.
+    const extra = raw ? `,"request":${raw.request},"response_text":${JSON.stringify(raw.response)}` : ',"request":null,"response_text":null';
+    if (!out.write(`${line.slice(0, -1)}${extra}}\n`)) await once(out, 'drain');
+  }
+  out.end();
+  await finished;
 }

@@ -3,7 +3,7 @@ export { resolveBenchOptions, parseBaseUrl, aiperfInputConfig } from './options.
 export type { BenchResult } from './run-bench.js';
 export { runBench } from './run-bench.js';
 export type { BenchArtifactOptions } from './artifacts.js';
-export { writeBenchArtifacts, inputsJson, INPUTS_FILE } from './artifacts.js';
+export { writeBenchArtifacts, writeRawExport, inputsJson, INPUTS_FILE } from './artifacts.js';
 export type { SelfCheck } from './self-check.js';
 export { CLIENT_BOUND, judge } from './self-check.js';
 export type { EndpointType, PayloadOptions } from './payload.js';

@@ -124,6 +124,8 @@ export interface BenchOptions {
   onCall?: (result: CallResult) => void;
   /** Keep the raw `data` of each request's first content message in `onCall` results. @default false */
   keepFirstData?: boolean;
+  /** Keep each request's body and answer for `--export-level raw` (not with `threads` > 1). @default false */
+  keepRaw?: boolean;
 }
 
 /** The resolved workload flags: synthetic sessions (with prefixes and turns), or a trace file. */

@@ -29,6 +29,8 @@ export interface BenchResult {
   workload: Workload;
   /** One-line notes for people (e.g. client and server token counts disagree). */
   warnings: string[];
+  /** `keepRaw`: each request's body as sent and answer as received, by record id. */
+  raw?: Map<string, { request: string; response: string }>;
 }
 
 const PROBE_TIMEOUT_MS = 5000;
@@ -78,6 +80,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   else signal?.addEventListener('abort', onAbort, { once: true });
 
   const records: RequestRecord[] = [];
+  const raw = opts.keepRaw === true ? new Map<string, { request: string; response: string }>() : null;
   const monitor = new SelfCheckMonitor();
   let seq = 0;
   // Which requests --request-cancellation-rate cuts: a seeded draw per request, in send order.
@@ -124,6 +127,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         completed++;
         if (record.outcome !== 'ok') errors++;
         records.push(record);
+        raw?.set(record.id, { request: req.body, response: result.text });
         return result;
       };
       const deadline = durationMs === null ? Number.POSITIVE_INFINITY : phaseStart + durationMs;
@@ -154,7 +158,9 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     // Cancelled runs do not wait for in-flight sockets; completed ones close politely.
     await Promise.all(pools.map((p) => (signal?.aborted ? p.destroy() : p.close())));
   }
-  return finish(o, workload, records, selfCheck!, startTime, endTime, originEpochMs, signal?.aborted ?? false);
+  const done = finish(o, workload, records, selfCheck!, startTime, endTime, originEpochMs, signal?.aborted ?? false);
+  if (raw) done.raw = raw;
+  return done;
 }
 
 /** Summary and warnings over the measured records. */

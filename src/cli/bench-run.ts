@@ -113,6 +113,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   if (datasetType !== undefined && flags['inputFile'] === undefined) throw new TailgateError('CLI_USAGE', '--custom-dataset-type mooncake_trace needs --input-file');
   set('apiKey', flags['apiKey']);
   set('useLegacyMaxTokens', flags['useLegacyMaxTokens']);
+  if (flags['exportLevel'] === 'raw') opts.keepRaw = true;
   set('requestCancellationRate', flags['requestCancellationRate']);
   set('requestCancellationDelayMs', flags['requestCancellationDelay'], (s: number) => s * 1000);
   set('useServerTokenCount', flags['useServerTokenCount']);
