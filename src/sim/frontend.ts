@@ -1,5 +1,5 @@
 import type { Clock, Rng } from '../core/index.js';
-import { Dispatcher, EjectionRule, createPolicy, freshEjectionRecord, usesAdaptiveDefaults, type DeadlineSetting, type EjectionRecord, type PolicyName } from '../routing/index.js';
+import { Dispatcher, EjectionRule, createPolicy, freshEjectionRecord, usesAdaptiveDefaults, type DeadlineSetting, type EjectionRecord, type FlowQueueOptions, type PolicyName } from '../routing/index.js';
 
 /** Settings of one simulated router replica, defaulted as the live router defaults them. */
 export interface FrontendSettings {
@@ -14,6 +14,8 @@ export interface FrontendSettings {
   baseEjectMs: number;
   maxEjectMs: number;
   probeIntervalMs: number;
+  /** Flow control (priority bands, fair queuing between tenants). @default off */
+  flows?: FlowQueueOptions;
 }
 
 /**
@@ -66,6 +68,7 @@ export class Frontend {
       ttftDeadlineFloorMs: settings.deadlineFloorMs,
       stallDeadlineFloorMs: settings.deadlineFloorMs,
       maxResendShare: settings.maxResendShare,
+      ...(settings.flows && { flows: settings.flows }),
     });
     this.#rule = new EjectionRule({ ejectAfterFailures: settings.ejectAfterFailures, baseEjectMs: settings.baseEjectMs, maxEjectMs: settings.maxEjectMs });
     for (const id of workerIds) {

@@ -1,8 +1,8 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
 import { Engine, FaultSchedule, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import type { PolicyName, RouteRequest, WorkerView } from '../routing/index.js';
-import { SummaryBuilder, summarize, type Summary } from '../stats/index.js';
+import type { PolicyName, Priority, RouteRequest, WorkerView } from '../routing/index.js';
+import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/index.js';
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
@@ -63,6 +63,20 @@ export interface SimResult {
   completed: boolean;
   /** Where the profiling window's tokens went (with `explain`). */
   explanation?: Explanation;
+  /** Per tenant, with `tenants` in the scenario: profiling requests, errors (shed included), TTFT p50 and p99 of the answered ones. */
+  tenants?: TenantResult[];
+  /** Requests shed by flow control (429). */
+  shed?: number;
+}
+
+/** One tenant's figures in a {@link SimResult}. */
+export interface TenantResult {
+  name: string;
+  priority: Priority;
+  requests: number;
+  errors: number;
+  ttftP50Ms: number;
+  ttftP99Ms: number;
 }
 
 /** A record to fill in (the simulator's server counts are its client counts). */
@@ -109,10 +123,25 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const schedule = new FaultSchedule(clock, faults, 0);
   schedule.bindEngines(engines);
 
+  const tenants = scenario.tenants ?? [];
+  const flowsOn = scenario.router.flows === true;
   const settings = routerDefaults(policy, scenario.router);
+  if (flowsOn) settings.flows = { weights: Object.fromEntries(tenants.map((t) => [t.name, t.weight])) };
   const frontends = Array.from({ length: scenario.router.replicas }, () => new Frontend(clock, policy, rng.fork(), ids, settings));
   const replicaRng = rng.fork();
   let replicaCursor = 0;
+  // drawn only with tenants, so a scenario without them keeps its random streams
+  const tenantRng = tenants.length > 0 ? rng.fork() : null;
+  const shareTotal = tenants.reduce((a, t) => a + t.share, 0);
+  const tickets = tenants.map((t) => ({ tenant: t.name, priority: t.priority }));
+  const tenantStats = tenants.map(() => ({ requests: 0, errors: 0, ttftMs: [] as number[] }));
+  const pickTenant = (): number => {
+    if (tenantRng === null) return 0;
+    let x = tenantRng.next() * shareTotal;
+    for (let i = 0; i < tenants.length - 1; i++) if ((x -= tenants[i]!.share) < 0) return i;
+    return tenants.length - 1;
+  };
+  let shed = 0;
 
   // Sessions (and their token ids) are built once; requests draw them as bench does.
   const workload = new SimWorkload(scenario);
@@ -155,6 +184,12 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
         chunkMs.push(req.firstTokenMs);
         if (req.tokens > 1) chunkMs.push(req.lastTokenMs);
       }
+    }
+    if (tenantRng !== null && req.phase === 'profiling') {
+      const ts = tenantStats[req.tenant]!;
+      ts.requests++;
+      if (outcome !== 'ok') ts.errors++;
+      else if (!Number.isNaN(req.firstTokenMs)) ts.ttftMs.push(req.firstTokenMs - req.startMs);
     }
     const rec = reused ?? blankRecord();
     rec.id = reused ? '' : `${req.phase}-${req.index}`;
@@ -230,10 +265,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   const dispatch = (req: SimRequest, feIndex: number, exclude?: ReadonlySet<string>): void => {
     const fe = frontends[feIndex]!;
+    const flow = flowsOn ? { flow: tickets[req.tenant] ?? { tenant: '', priority: 'standard' as const }, onShed: () => {
+      shed++;
+      finishRequest(req, clock.now(), null, 'http_error', 429, 'shed');
+    } } : undefined;
     const r = fe.dispatcher.submit(
       routeRequest(req, fe.dispatcher.policy.hashBlockSize),
       (w) => startAttempt(req, feIndex, w),
-      exclude ? { exclude, resend: true } : {},
+      exclude ? { exclude, resend: true, ...flow } : (flow ?? {}),
     );
     if (r === 'rejected') {
       rejected++;
@@ -337,6 +376,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const i = seq++;
     const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
     const req = (spareRequests.pop() ?? new SimRequest()).restart(i, phase, plan, clock.now(), keepChunks, feIndex);
+    req.tenant = pickTenant();
     dispatch(req, feIndex);
   };
 
@@ -497,6 +537,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     prefixCacheHits,
     prefixCacheQueries,
     completed: finished,
+    ...(tenantRng !== null && {
+      tenants: tenants.map((t, i) => {
+        const s = tenantStats[i]!;
+        const sorted = Float64Array.from(s.ttftMs).sort();
+        return { name: t.name, priority: t.priority, requests: s.requests, errors: s.errors, ttftP50Ms: percentile(sorted, 50), ttftP99Ms: percentile(sorted, 99) };
+      }),
+      shed,
+    }),
     ...(explained
       ? { explanation: explain(explained, profile, engines[0]!.maxNumSeqs, generatedTokens > 0 ? prefillTokens / generatedTokens : 0, Number.isNaN(profilingStartMs) ? 0 : profilingStartMs, lastEndMs) }
       : {}),

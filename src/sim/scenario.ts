@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { TailgateError, parseDurationMs } from '../core/index.js';
 import { getProfile, parseFault, type FaultSpec } from '../engine/index.js';
 import { parseGate, type Gate } from '../gate/index.js';
-import type { DeadlineSetting } from '../routing/index.js';
+import { PRIORITIES, type DeadlineSetting, type Priority } from '../routing/index.js';
 import { SAMPLING_STRATEGIES, defaultSampling, parseTrace, TRACE_BLOCK_TOKENS, type SamplingStrategy, type TraceLine } from '../workload/index.js';
 
 /** The seeded bursty stall process of the seed report (see `burstyStalls` in engine/). */
@@ -29,6 +29,19 @@ export interface RouterSpec {
   ttftDeadline?: DeadlineSetting;
   /** @default 'auto' for adaptive, 'off' otherwise */
   stallDeadline?: DeadlineSetting;
+  /** Flow control (the router's `--flows`): priority bands and fair queuing between `tenants`. @default false */
+  flows?: boolean;
+}
+
+/** A share of the load sent as one tenant at one priority (`tenants:` in a scenario file). */
+export interface SimTenant {
+  name: string;
+  /** Its share of the requests (shares are normalised over all tenants). */
+  share: number;
+  /** Its weight in the router's fair queuing (with `router.flows`). @default 1 */
+  weight: number;
+  /** @default 'standard' */
+  priority: Priority;
 }
 
 /**
@@ -70,6 +83,8 @@ export interface Scenario {
   /** The bursty process, re-drawn from each trial's seed. */
   bursty: BurstySpec | null;
   gates: Gate[];
+  /** Tenants each request is drawn from, by share (seeded); the result reports TTFT per tenant. @default none */
+  tenants?: SimTenant[];
 }
 
 const duration = z.union([z.number().nonnegative(), z.string()]).transform((v, ctx) => {
@@ -143,6 +158,7 @@ const SCHEMA = z.strictObject({
       maxQueue: z.number().int().min(0).optional(),
       ttftDeadline: deadline.optional(),
       stallDeadline: deadline.optional(),
+      flows: z.boolean().optional(),
     })
     .default({ replicas: 1, replicaPick: 'round-robin' }),
   faults: z.array(z.string()).default([]),
@@ -151,6 +167,15 @@ const SCHEMA = z.strictObject({
     .nullable()
     .default(null),
   gates: z.array(z.string()).default([]),
+  tenants: z
+    .array(z.strictObject({
+      name: z.string().min(1),
+      share: z.number().positive(),
+      weight: z.number().positive().default(1),
+      priority: z.enum(PRIORITIES as [Priority, ...Priority[]]).default('standard'),
+    }))
+    .min(1)
+    .optional(),
 });
 
 type Raw = z.infer<typeof SCHEMA>;
@@ -222,6 +247,7 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
   if (raw.router.maxQueue !== undefined) router.maxQueue = raw.router.maxQueue;
   if (raw.router.ttftDeadline !== undefined) router.ttftDeadline = raw.router.ttftDeadline;
   if (raw.router.stallDeadline !== undefined) router.stallDeadline = raw.router.stallDeadline;
+  if (raw.router.flows !== undefined) router.flows = raw.router.flows;
   const s: Scenario = {
     name: raw.name ?? source,
     description: raw.description ?? '',
@@ -243,6 +269,7 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     gates,
   };
   if (raw.maxNumSeqs !== undefined) s.maxNumSeqs = raw.maxNumSeqs;
+  if (raw.tenants !== undefined) s.tenants = raw.tenants;
   return s;
 }
 

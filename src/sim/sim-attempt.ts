@@ -29,6 +29,8 @@ export class SimRequest {
   redispatched = false;
   migrated = false;
   feIndex = 0;
+  /** Its tenant's index in the scenario's `tenants` (0 without tenants). */
+  tenant = 0;
 
   /** Makes this (new or finished) request the `index`th, sent now through replica `feIndex`. */
   restart(index: number, phase: RequestRecord['phase'], plan: TurnPlan, nowMs: number, keepChunks: boolean, feIndex: number): this {

@@ -1,0 +1,42 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runScenario, scenarioFromObject } from './index.js';
+
+/** One small worker behind a router cap of 4, open-loop overload: 90% of requests from a noisy tenant. */
+function noisyNeighbour(flows: boolean) {
+  return scenarioFromObject({
+    name: 'noisy-neighbour-small',
+    workers: 1,
+    profile: 'small',
+    rate: 40,
+    requestCount: 600,
+    inputTokens: { mean: 32 },
+    outputTokens: { mean: 8 },
+    router: { maxInflightPerWorker: 4, flows },
+    tenants: [
+      { name: 'noisy', share: 0.9 },
+      { name: 'interactive', share: 0.1 },
+    ],
+  }, 'test');
+}
+
+test('simulate with tenants: flow control keeps the well-behaved tenant out of the noisy one\'s queue; the same seed without it does not', () => {
+  const fifo = runScenario(noisyNeighbour(false), 'least-loaded', 1, { keepChunks: false });
+  const fair = runScenario(noisyNeighbour(true), 'least-loaded', 1, { keepChunks: false });
+  const good = (r: typeof fifo) => r.tenants!.find((t) => t.name === 'interactive')!;
+  assert.equal(fifo.tenants!.reduce((a, t) => a + t.requests, 0), 600);
+  assert.ok(good(fair).requests > 30 && good(fair).errors === 0);
+  assert.ok(good(fair).ttftP99Ms * 3 < good(fifo).ttftP99Ms, `interactive TTFT p99: flows ${good(fair).ttftP99Ms.toFixed(0)} ms, FIFO ${good(fifo).ttftP99Ms.toFixed(0)} ms`);
+  // the noisy tenant pays for its own excess
+  const noisy = fair.tenants!.find((t) => t.name === 'noisy')!;
+  assert.ok(noisy.ttftP50Ms > good(fair).ttftP99Ms);
+  assert.equal(fair.shed, 0);
+});
+
+test('simulate with tenants: a scenario without tenants reports none and keeps its results', () => {
+  const s = noisyNeighbour(false);
+  delete s.tenants;
+  const a = runScenario(s, 'least-loaded', 3, { keepChunks: false });
+  assert.equal(a.tenants, undefined);
+  assert.throws(() => scenarioFromObject({ workers: 1, requestCount: 1, rate: 1, tenants: [{ name: 'a', share: 0 }] }, 'bad'), /tenants\.0\.share/);
+});
