@@ -7,6 +7,7 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
+import OpenAI from 'openai';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -408,4 +409,27 @@ test('migration coherence: under a mid-stream stall the client gets, byte for by
   assert.equal(unstalled.text[0], words(60));
   assert.match(raw, /"usage":\{"prompt_tokens":3,"total_tokens":63,"completion_tokens":60\}/, 'usage of the whole answer');
   assert.match(raw, new RegExp(`: tailgate redispatched=0 migrated=1 worker=${f.workers[1 - first]!.id.replace(/\./g, '\\.')}\\n\\ndata: \\[DONE\\]\\n\\n$`));
+});
+
+test('the official openai SDK as a real client through the router: streamed and whole chat, completions with n = 2, embeddings, an API error', async (t) => {
+  const f = await fleet(t, 2, { apiKey: 'sekret' });
+  const r = await router(t, f, { backendApiKey: 'sekret' });
+  // the SDK always sends its own key: it must be the workers' (a client's Authorization passes through)
+  const client = new OpenAI({ baseURL: `${r.url}/v1`, apiKey: 'sekret', maxRetries: 0 });
+  const stream = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'name some words' }], max_tokens: 6, stream: true, stream_options: { include_usage: true } });
+  let text = '';
+  let usage: { completion_tokens: number } | undefined;
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.delta.content ?? '';
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.equal(text, words(6));
+  assert.equal(usage?.completion_tokens, 6);
+  const whole = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });
+  assert.equal(whole.choices[0]?.message.content, words(3));
+  const two = await client.completions.create({ model: MODEL, prompt: 'count', max_tokens: 2, n: 2 });
+  assert.deepEqual(two.choices.map((c) => c.text), [words(2), words(2)]);
+  const emb = await client.embeddings.create({ model: MODEL, input: ['a b', 'c'], dimensions: 16 });
+  assert.deepEqual(emb.data.map((d) => d.embedding.length), [16, 16]);
+  await assert.rejects(client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => e instanceof OpenAI.NotFoundError && /does not exist/.test(e.message));
 });

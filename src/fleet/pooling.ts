@@ -40,7 +40,8 @@ function embed(ids: ArrayLike<number>, dims: number): number[] {
 /**
  * `POST /v1/embeddings` as a vLLM pooling model answers it: the prompts cost one prefill in the
  * engine (a one-token request), then one vector per input in vLLM's body (`embd-` id, `data[]` of
- * `{index, object: "embedding", embedding}`, usage with `completion_tokens: 0`).
+ * `{index, object: "embedding", embedding}`, usage with `completion_tokens: 0`); floats, or base64
+ * float32 with `encoding_format: "base64"`.
  */
 export function serveEmbeddings(ctx: GenerateContext, body: Record<string, unknown>, res: ServerResponse): void {
   const r = readInputs(body['input']);
@@ -59,7 +60,12 @@ export function serveEmbeddings(ctx: GenerateContext, body: Record<string, unkno
     onFinish: (reason) => {
       done = true;
       if (reason === 'abort') return;
-      const data = inputs.map((ids, index) => ({ index, object: 'embedding', embedding: embed(ids, size) }));
+      // `encoding_format: "base64"` (what the openai SDK asks for): little-endian float32 bytes, as vLLM sends them
+      const base64 = body['encoding_format'] === 'base64';
+      const data = inputs.map((ids, index) => {
+        const v = embed(ids, size);
+        return { index, object: 'embedding', embedding: base64 ? Buffer.from(new Float32Array(v).buffer).toString('base64') : v };
+      });
       const text = JSON.stringify({
         id: `embd-${ctx.nextId()}`, object: 'list', created: Math.floor(Date.now() / 1000), model, data,
         usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, completion_tokens: 0, prompt_tokens_details: null },
