@@ -70,3 +70,21 @@ test('convergence: judged from the third run, by interval width over the mean or
   assert.equal(converged([s(100), s(150), s(60)], c, 0.95).converged, false);
   assert.equal(converged([s(100), s(101), s(99)], { ...c, mode: 'cv', threshold: 0.05 }, 0.95).converged, true);
 });
+
+test('--concurrency 1,2 sweeps with AIPerf\'s layout: one folder per value, each with its run', async (t) => {
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model: MODEL });
+  t.after(() => fleet.close());
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-sweep-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', fleet.workers[0]!.url, '--streaming', '--concurrency', '1,2',
+    '--request-count', '4', '--isl', '16', '--osl', '4', '--artifact-dir', dir], { timeoutMs: 120_000 });
+  assert.equal(r.code, 0, r.stderr);
+  for (const [k, c] of [[0, 1], [1, 2]] as const) {
+    const path = join(dir, `phases.profiling.concurrency=${c}`, 'profile_runs', 'run_0001', 'profile_export_aiperf.json');
+    const doc = JSON.parse(readFileSync(path, 'utf8')) as { input_config: { loadgen: { concurrency: number } }; run_info: { variation_index: number; variation_values: Record<string, number> }; request_count: { avg: number } };
+    assert.equal(doc.input_config.loadgen.concurrency, c);
+    assert.equal(doc.run_info.variation_index, k);
+    assert.deepEqual(doc.run_info.variation_values, { 'phases.profiling.concurrency': c });
+    assert.equal(doc.request_count.avg, 4);
+  }
+});

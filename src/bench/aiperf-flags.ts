@@ -192,7 +192,7 @@ f('--synthesis-max-osl', 'value', X, 'cap synthesized output lengths', '1024');
 s('Load Generator');
 f('--benchmark-duration', 'value', I, 'profile for this many seconds', '1');
 f('--benchmark-grace-period', 'value', I, 'wait this long for in-flight responses after the duration', '5');
-f('--concurrency', 'value', I, 'requests kept in flight (a comma list sweeps)', '2');
+f('--concurrency', 'value', I, 'requests kept in flight (a comma list sweeps)', '2,4');
 f('--prefill-concurrency', 'value', X, 'cap requests waiting for their first token', '1');
 f('--request-rate', 'value', I, 'requests per second (a comma list sweeps)', '5');
 f('--arrival-pattern --request-rate-mode', 'value', I, 'constant, poisson, gamma or concurrency_burst arrivals', 'poisson');

@@ -78,8 +78,10 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
     if (v !== undefined) opts[k] = map(v as never);
   };
   set('endpointPath', flags['endpoint']);
-  set('concurrency', flags['concurrency']);
-  set('requestRate', flags['requestRate']);
+  // A comma list sweeps (see sweepOf); the run options take its first value.
+  const first = (v: unknown): unknown => (Array.isArray(v) ? v[0] : v);
+  set('concurrency', first(flags['concurrency']));
+  set('requestRate', first(flags['requestRate']));
   set('requestRateMode', flags['requestRateMode']);
   set('datasetSamplingStrategy', flags['datasetSamplingStrategy']);
   set('requestCount', flags['requestCount']);
@@ -169,7 +171,8 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     };
     const cliCommand = redactCommand(['tailgate', 'bench', ...argv]);
     const plan = multiRunPlan(flags, opts);
-    if (plan.runs === 1) {
+    const sweep = sweepOf(flags);
+    if (plan.runs === 1 && sweep === null) {
       const result = await runBench(opts, ctl.signal);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(dir, result, {
@@ -184,49 +187,78 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       return everyRequestFailed(result) ? 1 : 0;
     }
     for (const n of plan.notes) if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${n}\n`);
-    const summaries: Summary[] = [];
-    const labels: string[] = [];
-    let verdict: { converged: boolean; value: number | null } | null = null;
-    let failed = false;
-    for (let i = 0; i < plan.runs && !ctl.signal.aborted; i++) {
-      if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
-      if (ctl.signal.aborted) break;
-      const seed = plan.seedOf(i);
-      const runOpts: BenchOptions = { ...opts, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0 }) };
-      const result = await runBench(runOpts, ctl.signal);
-      if (showProgress) process.stderr.write('\n');
-      const runDir = join(dir, MULTI_RUN_LAYOUT.runDir(i));
-      const runLabel = basename(runDir);
-      await writeBenchArtifacts(runDir, result, {
-        exportLevel, version: VERSION, runInfo: { cli_command: cliCommand, trial: i, run_label: runLabel },
-        ...(filePrefix !== undefined && { filePrefix }),
-        ...(Object.keys(distributed).length > 0 && { extra: distributed }),
-      });
-      process.stdout.write(`${runLabel} of ${plan.runs}:\n${formatBenchReport(result)}`);
-      failed ||= everyRequestFailed(result);
-      if (result.cancelled) break;
-      summaries.push(result.summary);
-      labels.push(runLabel);
-      if (plan.convergence) {
-        verdict = converged(summaries, plan.convergence, plan.level);
-        if (verdict.converged) {
-          process.stdout.write(`converged after ${summaries.length} runs: ${plan.convergence.metric} ${plan.convergence.stat} ${plan.convergence.mode} ${verdict.value!.toFixed(4)} < ${plan.convergence.threshold}\n`);
-          break;
+    type Variation = { label: string; index: number; values: Record<string, unknown> };
+    /** The trials of one configuration into `root` (profile_runs/run_NNNN, aggregate/ when more than one). */
+    const trials = async (root: string, base: BenchOptions, variation: Variation | null): Promise<boolean> => {
+      const summaries: Summary[] = [];
+      const labels: string[] = [];
+      let verdict: { converged: boolean; value: number | null } | null = null;
+      let failed = false;
+      for (let i = 0; i < plan.runs && !ctl.signal.aborted; i++) {
+        if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
+        if (ctl.signal.aborted) break;
+        const seed = plan.seedOf(i);
+        const runOpts: BenchOptions = { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0 }) };
+        const result = await runBench(runOpts, ctl.signal);
+        if (showProgress) process.stderr.write('\n');
+        const runDir = join(root, MULTI_RUN_LAYOUT.runDir(i));
+        const runLabel = basename(runDir);
+        await writeBenchArtifacts(runDir, result, {
+          exportLevel, version: VERSION,
+          runInfo: { cli_command: cliCommand, trial: i, run_label: runLabel, ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) },
+          ...(filePrefix !== undefined && { filePrefix }),
+          ...(Object.keys(distributed).length > 0 && { extra: distributed }),
+        });
+        process.stdout.write(`${variation ? `${variation.label} ` : ''}${runLabel} of ${plan.runs}:\n${formatBenchReport(result)}`);
+        failed ||= everyRequestFailed(result);
+        if (result.cancelled) break;
+        summaries.push(result.summary);
+        labels.push(runLabel);
+        if (plan.convergence) {
+          verdict = converged(summaries, plan.convergence, plan.level);
+          if (verdict.converged) {
+            process.stdout.write(`converged after ${summaries.length} runs: ${plan.convergence.metric} ${plan.convergence.stat} ${plan.convergence.mode} ${verdict.value!.toFixed(4)} < ${plan.convergence.threshold}\n`);
+            break;
+          }
         }
       }
+      if (plan.runs > 1) {
+        await writeAggregate(root, summaries, {
+          confidenceLevel: plan.level, runLabels: labels, requestedRuns: plan.runs, cooldownSeconds: plan.cooldownMs / 1000,
+          convergence: plan.convergence ? { ...plan.convergence, converged: verdict?.converged ?? false, value: verdict?.value ?? null } : null,
+          cancelled: ctl.signal.aborted,
+        });
+      }
+      return failed;
+    };
+    let failed = false;
+    if (sweep === null) failed = await trials(dir, opts, null);
+    else {
+      // AIPerf's sweep layout: one folder per value, named by the config path it sets.
+      for (let k = 0; k < sweep.values.length && !ctl.signal.aborted; k++) {
+        const v = sweep.values[k]!;
+        const label = `phases.profiling.${sweep.path}=${v}`;
+        failed = (await trials(join(dir, label), { ...opts, [sweep.key]: v }, { label, index: k, values: { [`phases.profiling.${sweep.path}`]: v } })) || failed;
+      }
     }
-    const out = await writeAggregate(dir, summaries, {
-      confidenceLevel: plan.level, runLabels: labels, requestedRuns: plan.runs, cooldownSeconds: plan.cooldownMs / 1000,
-      convergence: plan.convergence ? { ...plan.convergence, converged: verdict?.converged ?? false, value: verdict?.value ?? null } : null,
-      cancelled: ctl.signal.aborted,
-    });
-    process.stdout.write(`artifacts: ${dir} (aggregate: ${out})\n`);
+    process.stdout.write(`artifacts: ${dir}\n`);
     if (ctl.signal.aborted) return interruptedCode();
     return failed ? 1 : 0;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** A comma list given to `--concurrency` or `--request-rate`: AIPerf sweeps its values, one run (or trial set) each. */
+export function sweepOf(flags: Record<string, unknown>): { key: 'concurrency' | 'requestRate'; path: string; values: number[] } | null {
+  const list = (k: string): number[] | null => (Array.isArray(flags[k]) && (flags[k] as number[]).length > 1 ? (flags[k] as number[]) : null);
+  const c = list('concurrency');
+  const r = list('requestRate');
+  if (c && r) throw new TailgateError('CLI_USAGE', 'sweep one of --concurrency or --request-rate at a time (a grid of both is not done)');
+  if (c) return { key: 'concurrency', path: 'concurrency', values: c };
+  if (r) return { key: 'requestRate', path: 'request_rate', values: r };
+  return null;
 }
 
 function everyRequestFailed(result: BenchResult): boolean {

@@ -35,6 +35,11 @@ function upperChoice<T extends string>(choices: readonly T[]) {
   return (value: string): T => parse(value.toUpperCase());
 }
 
+/** One value, or a comma list of them (AIPerf's sweep syntax). */
+function listOf(parse: (v: string) => number) {
+  return (value: string): number | number[] => (value.includes(',') ? value.split(',').map((x) => parse(x.trim())) : parse(value));
+}
+
 const openUnit = (value: string): number => {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || n >= 1) throw new InvalidArgumentError('expected a number between 0 and 1');
@@ -51,8 +56,8 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'urlStrategy', flags: '--url-strategy <s>', description: 'how requests pick one of several URLs: round_robin (the only one, as in AIPerf)', parse: choiceArg(['round_robin'] as const) },
   { key: 'endpoint', flags: '--endpoint <path>', aliases: ['--custom-endpoint'], description: 'endpoint path (default /v1/chat/completions or /v1/completions)' },
   { key: 'streaming', flags: '--streaming', description: 'stream responses (SSE); off unless given, as in AIPerf' },
-  { key: 'concurrency', flags: '--concurrency <n>', description: 'closed loop: requests kept in flight (with --request-rate: the ceiling)', parse: intArg(1) },
-  { key: 'requestRate', flags: '--request-rate <perS>', description: 'open loop: requests started per second', parse: positiveNumber },
+  { key: 'concurrency', flags: '--concurrency <n>', description: 'closed loop: requests kept in flight (with --request-rate: the ceiling); a comma list (8,16,32) sweeps', parse: listOf(intArg(1)) },
+  { key: 'requestRate', flags: '--request-rate <perS>', description: 'open loop: requests started per second; a comma list sweeps', parse: listOf(positiveNumber) },
   { key: 'requestRateMode', flags: '--request-rate-mode <mode>', aliases: ['--arrival-pattern'], description: 'constant or poisson (default poisson)', parse: choiceArg(['constant', 'poisson'] as const) },
   { key: 'requestCount', flags: '--request-count <n>', aliases: ['--num-requests'], description: 'profiling requests (default max(10, 2 x concurrency))', parse: intArg(1) },
   { key: 'warmupRequestCount', flags: '--warmup-request-count <n>', aliases: ['--num-warmup-requests'], description: 'warm-up requests, excluded from every metric', parse: intArg(0) },
