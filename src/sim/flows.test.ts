@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runScenario, scenarioFromObject } from './index.js';
+import { PRESETS, runScenario, scenarioFromObject } from './index.js';
 
 /** One small worker behind a router cap of 4, open-loop overload: 90% of requests from a noisy tenant. */
 function noisyNeighbour(flows: boolean) {
@@ -39,4 +39,13 @@ test('simulate with tenants: a scenario without tenants reports none and keeps i
   const a = runScenario(s, 'least-loaded', 3, { keepChunks: false });
   assert.equal(a.tenants, undefined);
   assert.throws(() => scenarioFromObject({ workers: 1, requestCount: 1, rate: 1, tenants: [{ name: 'a', share: 0 }] }, 'bad'), /tenants\.0\.share/);
+});
+
+test('simulate preset batch-interactive: only the sheddable batch tenant is shed, the critical one goes first', () => {
+  const r = runScenario(PRESETS['batch-interactive']!, 'adaptive', 1, { keepChunks: false });
+  const [batch, interactive] = [r.tenants!.find((t) => t.name === 'batch')!, r.tenants!.find((t) => t.name === 'interactive')!];
+  assert.ok(batch.errors > 0);
+  assert.equal(r.shed, batch.errors);
+  assert.equal(interactive.errors, 0);
+  assert.ok(interactive.ttftP99Ms * 10 < batch.ttftP50Ms, `interactive p99 ${interactive.ttftP99Ms} ms, batch p50 ${batch.ttftP50Ms} ms`);
 });

@@ -23,6 +23,30 @@ const AICR_H100: Scenario = {
 };
 
 /**
+ * Two small workers behind a router that holds all but 4 requests each, an open loop at 80
+ * requests/s (about 1.7x what they serve at 32 in / 8 out): where flow control decides who waits.
+ */
+const OVERLOADED_SMALL: Scenario = {
+  name: 'noisy-neighbour',
+  description: '',
+  workers: 2,
+  profile: 'small',
+  model: 'Qwen/Qwen3-8B',
+  load: { kind: 'rate', ratePerS: 80, mode: 'poisson' },
+  requestCount: 2400,
+  warmupRequestCount: 0,
+  inputTokens: { mean: 32, stddev: 0 },
+  outputTokens: { mean: 8, stddev: 0 },
+  datasetEntries: 100,
+  datasetSeed: 100,
+  datasetSampling: 'shuffle',
+  router: { replicas: 1, replicaPick: 'round-robin', maxInflightPerWorker: 4, flows: true },
+  faults: [],
+  bursty: null,
+  gates: [],
+};
+
+/**
  * Built-in scenarios by name. Warm-up ends near t = 2 s and a healthy profiling window lasts
  * about 16 s, so the stall (t = 6 s for 15 s) sits in the middle of the measured window.
  */
@@ -74,6 +98,25 @@ export const PRESETS: Readonly<Record<string, Scenario>> = Object.freeze({
     datasetEntries: 4096,
     workload: { kind: 'shared-prefix', groups: 16, prefixTokens: 2000, prefixRole: 'system', userContextTokens: 0 },
     gates: [],
+  },
+  'noisy-neighbour': {
+    ...OVERLOADED_SMALL,
+    description: '2 small workers, 80 requests/s (1.7x capacity): a noisy tenant sends 90%, an interactive one 10%, equal weights, with flow control (fair queuing between them)',
+    tenants: [{ name: 'noisy', share: 0.9, weight: 1, priority: 'standard' }, { name: 'interactive', share: 0.1, weight: 1, priority: 'standard' }],
+  },
+  'noisy-neighbour-fifo': {
+    ...OVERLOADED_SMALL,
+    name: 'noisy-neighbour-fifo',
+    description: 'noisy-neighbour without flow control: one FIFO queue for both tenants',
+    router: { ...OVERLOADED_SMALL.router, flows: false },
+    tenants: [{ name: 'noisy', share: 0.9, weight: 1, priority: 'standard' }, { name: 'interactive', share: 0.1, weight: 1, priority: 'standard' }],
+  },
+  'batch-interactive': {
+    ...OVERLOADED_SMALL,
+    name: 'batch-interactive',
+    description: '2 small workers, 80 requests/s (1.7x capacity): 80% sheddable batch, 20% critical interactive, a router queue of 256 with flow control: batch waits and is shed when the queue is full, interactive goes first',
+    router: { ...OVERLOADED_SMALL.router, maxQueue: 256 },
+    tenants: [{ name: 'batch', share: 0.8, weight: 1, priority: 'sheddable' }, { name: 'interactive', share: 0.2, weight: 1, priority: 'critical' }],
   },
 });
 

@@ -3,7 +3,7 @@ import { runCharts, workerName, type ReportDoc, type ReportSection } from '../re
 import type { PolicyName } from '../routing/index.js';
 import type { Explanation, LossWaterfall } from './explain.js';
 import type { MonteCarloResult, PolicyOutcome } from './monte-carlo.js';
-import { simWorkerId } from './run-scenario.js';
+import { simWorkerId, type TenantResult } from './run-scenario.js';
 import type { Scenario } from './scenario.js';
 
 /** One `tailgate simulate` run: every scenario's Monte Carlo and the totals. */
@@ -149,6 +149,7 @@ export function formatSimulate(run: SimulateRun): string {
     out.push(table(policyRows(run, result)), '');
     for (const p of run.policies) {
       const rep = result.representative[p];
+      if (rep?.tenants) out.push(`tenants: ${scenario.name} / ${p}, trial seed ${rep.seed}`, table(tenantRows(rep.tenants)), '');
       if (!rep?.explanation) continue;
       out.push(`where the tokens went: ${scenario.name} / ${p}, trial seed ${rep.seed} (k tok/s)`, table(explainRows(rep.explanation)), explainVerdict(rep.explanation), '');
     }
@@ -215,4 +216,10 @@ export function simulateReportDoc(run: SimulateRun): ReportDoc {
     },
     sections,
   };
+}
+
+/** Per tenant of one trial: requests, errors (shed included), TTFT p50 and p99. */
+function tenantRows(tenants: readonly TenantResult[]): string[][] {
+  return [['tenant', 'priority', 'requests', 'errors', 'TTFT p50 ms', 'TTFT p99 ms'],
+    ...tenants.map((t) => [t.name, t.priority, String(t.requests), String(t.errors), Number.isNaN(t.ttftP50Ms) ? '-' : String(Math.round(t.ttftP50Ms)), Number.isNaN(t.ttftP99Ms) ? '-' : String(Math.round(t.ttftP99Ms))])];
 }
