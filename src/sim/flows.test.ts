@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PRESETS, runScenario, scenarioFromObject } from './index.js';
+import { PRESETS, runMonteCarlo, runScenario, scenarioFromObject, simulateJson } from './index.js';
 
 /** One small worker behind a router cap of 4, open-loop overload: 90% of requests from a noisy tenant. */
 function noisyNeighbour(flows: boolean) {
@@ -48,4 +48,14 @@ test('simulate preset batch-interactive: only the sheddable batch tenant is shed
   assert.equal(r.shed, batch.errors);
   assert.equal(interactive.errors, 0);
   assert.ok(interactive.ttftP99Ms * 10 < batch.ttftP50Ms, `interactive p99 ${interactive.ttftP99Ms} ms, batch p50 ${batch.ttftP50Ms} ms`);
+});
+
+test('simulate --json: each policy carries its first trial\'s tenants', () => {
+  const scenario = PRESETS['noisy-neighbour']!;
+  const result = runMonteCarlo({ scenario, policies: ['adaptive'], trials: 1, seed: 1 });
+  const json = simulateJson({ scenarios: [{ scenario, result }], policies: ['adaptive'], trials: 1, seed: 1, wallMs: 1 });
+  const t = (json['policies'] as { adaptive: { tenants: { seed: number; tenants: { name: string; requests: number }[] } } }).adaptive.tenants;
+  assert.equal(t.seed, 1);
+  assert.deepEqual(t.tenants.map((x) => x.name), ['noisy', 'interactive']);
+  assert.equal(t.tenants.reduce((a, x) => a + x.requests, 0), scenario.requestCount);
 });

@@ -57,8 +57,11 @@ export function simulateJson(run: SimulateRun): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     for (const p of run.policies) {
       const o = r.policies[p];
-      const explanation = r.representative[p]?.explanation;
-      if (o) out[p] = explanation ? { ...policyJson(o), explain: { seed: r.representative[p]!.seed, ...explanation } } : policyJson(o);
+      const rep = r.representative[p];
+      const explanation = rep?.explanation;
+      if (!o) continue;
+      out[p] = explanation ? { ...policyJson(o), explain: { seed: rep!.seed, ...explanation } } : policyJson(o);
+      if (rep?.tenants) (out[p] as Record<string, unknown>)['tenants'] = { seed: rep.seed, shed: rep.shed ?? 0, tenants: rep.tenants };
     }
     return out;
   };
