@@ -378,6 +378,15 @@ test('--export-level raw writes profile_export_raw.jsonl: each record with the b
   assert.ok(JSON.parse(await readFile(join(dir, 'profile_export.jsonl'), 'utf8').then((s) => s.split('\n')[0]!)) as object, 'records are written too');
 });
 
+test('--warmup-duration bounds the warm-up by time; its requests stay out of the metrics', async (t) => {
+  const fake = await startFake(t);
+  const r = await runBench({ ...base(fake.url), warmupRequestCount: 0, warmupDurationMs: 600, requestCount: 4 });
+  const warm = r.records.filter((x) => x.phase === 'warmup');
+  assert.ok(warm.length >= 4, `${warm.length} warm-up requests in 0.6 s at concurrency 4`);
+  assert.equal(r.summary.profilingCount, 4);
+  assert.equal(r.options.warmupDurationMs, 600);
+});
+
 test('--request-cancellation-rate cuts that share of requests after the delay; they count as AIPerf counts them (errors, code 499)', async (t) => {
   const fake = await startFake(t);
   const r = await runBench({ ...base(fake.url), warmupRequestCount: 0, requestCount: 40, requestCancellationRate: 50, requestCancellationDelayMs: 20 });

@@ -215,7 +215,7 @@ f('--unsafe-override', 'switch', X, 'turn scenario lock errors into warnings');
 
 s('Warmup');
 f('--warmup-request-count --num-warmup-requests', 'value', I, 'warm-up requests, excluded from metrics', '1');
-f('--warmup-duration', 'value', X, 'warm up for this many seconds', '0.5');
+f('--warmup-duration', 'value', I, 'warm up for this many seconds', '0.5');
 f('--agentic-cache-warmup-duration', 'value', X, 'extra agentic-replay warm-up', '1');
 f('--agentic-warmup-grace-period', 'value', X, 'agentic warm-up grace period', '1');
 f('--num-warmup-sessions', 'value', X, 'sessions used for warm-up', '1');

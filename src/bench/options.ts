@@ -42,6 +42,8 @@ export interface BenchOptions {
   requestCount?: number;
   /** @default 0 */
   warmupRequestCount?: number;
+  /** Warm up for this long, ms (`--warmup-duration`); with a warm-up count, whichever ends first. */
+  warmupDurationMs?: number;
   benchmarkDurationMs?: number;
   /** Time to wait for in-flight responses after the duration ends. @default 30000 */
   benchmarkGracePeriodMs?: number;
@@ -166,6 +168,8 @@ export interface ResolvedBenchOptions {
   requestRateMode: ArrivalMode;
   requestCount: number | null;
   warmupRequestCount: number;
+  /** Null: no time bound on the warm-up. */
+  warmupDurationMs: number | null;
   benchmarkDurationMs: number | null;
   benchmarkGracePeriodMs: number;
   inputTokensMean: number;
@@ -258,7 +262,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   if (o.fixedSchedule && workload.kind !== 'trace') throw bad('--fixed-schedule replays a trace: give it with --input-file');
   if (fixedSchedule) {
     if (o.requestRate !== undefined) throw bad('--fixed-schedule sends at the trace\'s timestamps: drop --request-rate');
-    if ((o.warmupRequestCount ?? 0) > 0) throw bad('--fixed-schedule has no warm-up: drop --warmup-request-count');
+    if ((o.warmupRequestCount ?? 0) > 0 || (o.warmupDurationMs ?? 0) > 0) throw bad('--fixed-schedule has no warm-up: drop --warmup-request-count and --warmup-duration');
     if ((o.threads ?? 1) > 1) throw bad('--fixed-schedule runs on one thread: drop --threads');
     if (o.benchmarkDurationMs !== undefined) throw bad('--fixed-schedule runs the trace to its end: drop --benchmark-duration');
   }
@@ -287,6 +291,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     requestRateMode: o.requestRateMode ?? 'poisson',
     requestCount,
     warmupRequestCount: o.warmupRequestCount ?? 0,
+    warmupDurationMs: o.warmupDurationMs !== undefined && o.warmupDurationMs > 0 ? o.warmupDurationMs : null,
     benchmarkDurationMs: durationMs,
     benchmarkGracePeriodMs: o.benchmarkGracePeriodMs ?? 30_000,
     inputTokensMean: o.inputTokensMean ?? 550,
@@ -393,6 +398,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       request_rate_mode: r.requestRateMode,
       request_count: r.requestCount,
       warmup_request_count: r.warmupRequestCount,
+      warmup_duration: r.warmupDurationMs === null ? null : r.warmupDurationMs / 1000,
       benchmark_duration: r.benchmarkDurationMs === null ? null : r.benchmarkDurationMs / 1000,
       benchmark_grace_period: r.benchmarkGracePeriodMs / 1000,
     },

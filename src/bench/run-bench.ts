@@ -146,7 +146,9 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       }
     };
 
-    if (o.warmupRequestCount > 0 && !stop.signal.aborted) await runPhase('warmup', o.warmupRequestCount, null);
+    if ((o.warmupRequestCount > 0 || o.warmupDurationMs !== null) && !stop.signal.aborted) {
+      await runPhase('warmup', o.warmupRequestCount > 0 ? o.warmupRequestCount : null, o.warmupDurationMs);
+    }
     await opts.beforeProfiling?.();
     monitor.start();
     startTime = new Date();

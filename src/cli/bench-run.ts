@@ -87,6 +87,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('requestCount', flags['requestCount']);
   set('warmupRequestCount', flags['warmupRequestCount']);
   set('benchmarkDurationMs', flags['benchmarkDuration'], (s: number) => s * 1000);
+  set('warmupDurationMs', flags['warmupDuration'], (s: number) => s * 1000);
   set('benchmarkGracePeriodMs', flags['benchmarkGracePeriod'], (s: number) => s * 1000);
   set('inputTokensMean', flags['isl']);
   set('inputTokensStddev', flags['islStddev']);
@@ -198,7 +199,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
         if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
         if (ctl.signal.aborted) break;
         const seed = plan.seedOf(i);
-        const runOpts: BenchOptions = { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0 }) };
+        const runOpts: BenchOptions = { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0, warmupDurationMs: 0 }) };
         const result = await runBench(runOpts, ctl.signal);
         if (showProgress) process.stderr.write('\n');
         const runDir = join(root, MULTI_RUN_LAYOUT.runDir(i));

@@ -61,6 +61,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'requestRateMode', flags: '--request-rate-mode <mode>', aliases: ['--arrival-pattern'], description: 'constant or poisson (default poisson)', parse: choiceArg(['constant', 'poisson'] as const) },
   { key: 'requestCount', flags: '--request-count <n>', aliases: ['--num-requests'], description: 'profiling requests (default max(10, 2 x concurrency))', parse: intArg(1) },
   { key: 'warmupRequestCount', flags: '--warmup-request-count <n>', aliases: ['--num-warmup-requests'], description: 'warm-up requests, excluded from every metric', parse: intArg(0) },
+  { key: 'warmupDuration', flags: '--warmup-duration <s>', description: 'warm up for this many seconds (with --warmup-request-count: whichever ends first)', parse: positiveNumber },
   { key: 'benchmarkDuration', flags: '--benchmark-duration <s>', description: 'profile for this many seconds instead of a request count', parse: positiveNumber },
   { key: 'benchmarkGracePeriod', flags: '--benchmark-grace-period <s>', description: 'seconds to wait for in-flight responses after the duration (default 30)', parse: numberArg(0) },
   { key: 'isl', flags: '--synthetic-input-tokens-mean <n>', aliases: ['--prompt-input-tokens-mean', '--isl'], description: 'mean prompt length in tokens (default 550)', parse: intArg(1) },
