@@ -196,7 +196,7 @@ f('--concurrency', 'value', I, 'requests kept in flight (a comma list sweeps)', 
 f('--prefill-concurrency', 'value', X, 'cap requests waiting for their first token', '1');
 f('--request-rate', 'value', I, 'requests per second (a comma list sweeps)', '5');
 f('--arrival-pattern --request-rate-mode', 'value', I, 'constant, poisson, gamma or concurrency_burst arrivals', 'poisson');
-f('--arrival-smoothness --vllm-burstiness', 'value', X, 'shape of gamma arrivals (1 = poisson)', '1');
+f('--arrival-smoothness --vllm-burstiness', 'value', I, 'shape of gamma arrivals (1 = poisson)', '1');
 f('--request-count --num-requests', 'value', I, 'profiling requests', '4');
 f('--concurrency-ramp-duration', 'value', X, 'ramp concurrency from 1 over this many seconds', '1');
 f('--prefill-concurrency-ramp-duration', 'value', X, 'ramp prefill concurrency', '1');

@@ -38,6 +38,8 @@ export interface BenchOptions {
   requestRate?: number;
   /** @default 'poisson' (AIPerf's default) */
   requestRateMode?: ArrivalMode;
+  /** Gamma arrivals' shape (`--arrival-smoothness`): 1 Poisson-like, below 1 bursty, above 1 regular. @default 1 */
+  arrivalSmoothness?: number;
   /** Profiling requests. @default max(10, 2 x concurrency) unless `benchmarkDurationMs` is set */
   requestCount?: number;
   /** @default 0 */
@@ -166,6 +168,7 @@ export interface ResolvedBenchOptions {
   maxConcurrency: number | null;
   requestRate: number | null;
   requestRateMode: ArrivalMode;
+  arrivalSmoothness: number;
   requestCount: number | null;
   warmupRequestCount: number;
   /** Null: no time bound on the warm-up. */
@@ -244,6 +247,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   intAtLeast('--threads', o.threads, 1);
   intAtLeast('--random-seed', o.randomSeed, 0);
   numAtLeast('--request-rate', o.requestRate, 0, true);
+  numAtLeast('--arrival-smoothness', o.arrivalSmoothness, 0, true);
   numAtLeast('--benchmark-duration', o.benchmarkDurationMs, 0, true);
   numAtLeast('--benchmark-grace-period', o.benchmarkGracePeriodMs, 0);
   numAtLeast('--request-cancellation-rate', o.requestCancellationRate, 0);
@@ -289,6 +293,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     maxConcurrency: o.requestRate !== undefined || fixedSchedule ? (o.concurrency ?? null) : null,
     requestRate: o.requestRate ?? null,
     requestRateMode: o.requestRateMode ?? 'poisson',
+    arrivalSmoothness: o.arrivalSmoothness ?? 1,
     requestCount,
     warmupRequestCount: o.warmupRequestCount ?? 0,
     warmupDurationMs: o.warmupDurationMs !== undefined && o.warmupDurationMs > 0 ? o.warmupDurationMs : null,
@@ -396,6 +401,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       concurrency: r.requestRate === null ? r.concurrency : r.maxConcurrency,
       request_rate: r.requestRate,
       request_rate_mode: r.requestRateMode,
+      ...(r.requestRateMode === 'gamma' && { arrival_smoothness: r.arrivalSmoothness }),
       request_count: r.requestCount,
       warmup_request_count: r.warmupRequestCount,
       warmup_duration: r.warmupDurationMs === null ? null : r.warmupDurationMs / 1000,

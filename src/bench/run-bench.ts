@@ -244,6 +244,7 @@ function* rateSchedule(o: ResolvedBenchOptions, seed: number, count: number | nu
     ratePerS: o.requestRate!,
     mode: o.requestRateMode,
     seed,
+    smoothness: o.arrivalSmoothness,
     startMs: phaseStart,
     ...(count === null ? {} : { count }),
     ...(durationMs === null ? {} : { durationMs }),

@@ -82,7 +82,12 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   const first = (v: unknown): unknown => (Array.isArray(v) ? v[0] : v);
   set('concurrency', first(flags['concurrency']));
   set('requestRate', first(flags['requestRate']));
-  set('requestRateMode', flags['requestRateMode']);
+  // AIPerf's concurrency_burst: every slot starts at once and is refilled, a closed loop.
+  if (flags['requestRateMode'] === 'concurrency_burst') {
+    if (flags['requestRate'] !== undefined) notes.push('warning: --arrival-pattern concurrency_burst is a closed loop at --concurrency; --request-rate is ignored');
+    delete opts.requestRate;
+  } else set('requestRateMode', flags['requestRateMode']);
+  set('arrivalSmoothness', flags['arrivalSmoothness']);
   set('datasetSamplingStrategy', flags['datasetSamplingStrategy']);
   set('requestCount', flags['requestCount']);
   set('warmupRequestCount', flags['warmupRequestCount']);

@@ -1,7 +1,7 @@
 import { TailgateError, createRng } from '../core/index.js';
 
 /** How an open loop spaces its arrivals. */
-export type ArrivalMode = 'constant' | 'poisson';
+export type ArrivalMode = 'constant' | 'poisson' | 'gamma';
 
 /**
  * The load a run applies: a closed loop that keeps `concurrency` requests in flight, or an open loop
@@ -15,8 +15,13 @@ export type LoadSchedule =
 export interface ArrivalOptions {
   ratePerS: number;
   mode: ArrivalMode;
-  /** Seeds the Poisson gaps; ignored for `constant`. */
+  /** Seeds the Poisson and gamma gaps; ignored for `constant`. */
   seed: number;
+  /**
+   * Gamma arrivals' shape (AIPerf `--arrival-smoothness`, vLLM's burstiness): 1 is Poisson, below 1
+   * burstier, above 1 more regular; the mean gap stays 1000 / ratePerS. @default 1
+   */
+  smoothness?: number;
   /** Time of the first arrival. @default 0 */
   startMs?: number;
   /** Stop after this many arrivals. */
@@ -42,11 +47,31 @@ export function* arrivals(opts: ArrivalOptions): Generator<number, void, undefin
   const rng = createRng(opts.seed);
   const end = opts.durationMs === undefined ? Number.POSITIVE_INFINITY : start + opts.durationMs;
   const count = opts.count ?? Number.POSITIVE_INFINITY;
+  const k = opts.smoothness ?? 1;
+  if (!(k > 0)) throw new TailgateError('CONFIG_INVALID', `arrival smoothness must be a number > 0 (got ${k})`);
   let t = start;
   for (let i = 0; i < count; i++) {
-    if (i > 0) t = opts.mode === 'constant' ? start + i * meanGapMs : t + rng.exponential(meanGapMs);
+    if (i > 0) {
+      if (opts.mode === 'constant') t = start + i * meanGapMs;
+      else if (opts.mode === 'gamma') t += gammaSample(rng, k) * (meanGapMs / k);
+      else t += rng.exponential(meanGapMs);
+    }
     if (t >= end) return;
     yield t;
+  }
+}
+
+/** A Gamma(shape, 1) draw (Marsaglia and Tsang; shape below 1 boosted by U^(1/shape)). */
+function gammaSample(rng: ReturnType<typeof createRng>, shape: number): number {
+  if (shape < 1) return gammaSample(rng, shape + 1) * Math.pow(1 - rng.next(), 1 / shape);
+  const d = shape - 1 / 3;
+  const c = 1 / Math.sqrt(9 * d);
+  for (;;) {
+    const x = rng.normal(0, 1);
+    const v = (1 + c * x) ** 3;
+    if (v <= 0) continue;
+    const u = 1 - rng.next();
+    if (Math.log(u) < 0.5 * x * x + d - d * v + d * Math.log(v)) return d * v;
   }
 }
 

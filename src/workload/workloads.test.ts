@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens, promptTokenIds, vocabWord } from '../core/index.js';
 import {
+  arrivalTimesMs,
   answerText,
   answerTokenIds,
   buildDataset,
@@ -145,4 +146,19 @@ test('trace replay of an unsorted file: the earliest lines in time order, offset
   const text = [800, 200, 500, 100].map((t) => `{"timestamp": ${t}, "input_length": 3, "output_length": 1}`).join('\n');
   const w = traceWorkload(parseTrace(text, 'x'), { seed: 0, autoOffset: true });
   assert.deepEqual(timedSessions(w.sessions, 3).map((s) => s.timestampMs), [0, 100, 400]);
+});
+
+test('gamma arrivals keep the mean gap; smoothness below 1 is burstier, above 1 more regular (AIPerf --arrival-smoothness)', () => {
+  const cv = (smoothness: number): { mean: number; cv: number } => {
+    const t = arrivalTimesMs({ ratePerS: 100, mode: 'gamma', seed: 7, count: 20_001, smoothness });
+    const gaps = t.slice(1).map((x, i) => x - t[i]!);
+    const mean = gaps.reduce((a, b) => a + b, 0) / gaps.length;
+    const sd = Math.sqrt(gaps.reduce((a, b) => a + (b - mean) ** 2, 0) / gaps.length);
+    return { mean, cv: sd / mean };
+  };
+  for (const k of [0.25, 1, 4]) {
+    const r = cv(k);
+    assert.ok(Math.abs(r.mean - 10) < 0.5, `smoothness ${k}: mean gap ${r.mean} ms at 100/s`);
+    assert.ok(Math.abs(r.cv - 1 / Math.sqrt(k)) < 0.1, `smoothness ${k}: CV ${r.cv}, a gamma's is 1/sqrt(k)`);
+  }
 });
