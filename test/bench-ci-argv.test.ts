@@ -41,3 +41,20 @@ test('the seed argv plus the CI additions exits 0 against the fleet and writes A
   }
   assert.ok(existsSync(join(dir, 'aggregate', 'profile_export_aiperf_aggregate.json')));
 });
+
+test('--server-metrics scrapes the fleet\'s /metrics during the run into server_metrics_export.json and .csv', async (t) => {
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model: MODEL });
+  t.after(() => fleet.close());
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-server-metrics-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const url = fleet.workers[0]!.url;
+  const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', url, '--streaming', '--concurrency', '2', '--request-count', '6',
+    '--isl', '16', '--osl', '8', '--server-metrics', '--artifact-dir', dir], { timeoutMs: 120_000 });
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(readFileSync(join(dir, 'server_metrics_export.json'), 'utf8')) as { endpoints: Record<string, { scrapes: number; metrics: Record<string, { avg: number; max: number }> }> };
+  const e = doc.endpoints[`${url}/metrics`]!;
+  assert.ok(e.scrapes >= 2, 'read at the start and once more at the end');
+  const finished = Object.entries(e.metrics).filter(([k]) => k.startsWith('vllm:request_success_total')).reduce((n, [, b]) => n + b.max, 0);
+  assert.ok(finished >= 6, `the fleet's finished-request counter as scraped: ${finished}`);
+  assert.match(readFileSync(join(dir, 'server_metrics_export.csv'), 'utf8'), /^Endpoint,Metric,avg,min,max/);
+});

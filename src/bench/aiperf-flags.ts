@@ -264,9 +264,9 @@ f('--export-http-trace', 'switch', X, 'per-request HTTP timing and headers in th
 f('--show-trace-timing', 'switch', X, 'print the HTTP timing breakdown');
 
 s('Server Metrics');
-f('--server-metrics', 'list', X, 'scrape these Prometheus endpoints during the run', 'http://127.0.0.1:8000/metrics');
-f('--no-server-metrics', 'switch', X, 'scrape no server metrics');
-f('--server-metrics-formats', 'list', X, 'json, csv, jsonl (parquet is not written)', 'json');
+f('--server-metrics', 'list', I, 'scrape these Prometheus endpoints during the run', 'http://127.0.0.1:8000/metrics');
+f('--no-server-metrics', 'switch', I, 'scrape no server metrics');
+f('--server-metrics-formats', 'list', I, 'json, csv, jsonl (parquet is not written)', 'json');
 
 s('Network Latency');
 f('--network-latency-automatic', 'switch', X, 'probe TCP RTT and subtract it from latencies');

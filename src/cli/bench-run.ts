@@ -19,7 +19,8 @@ import {
 } from '../bench/index.js';
 import { LOG_LEVELS } from './bench.js';
 import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
-import { redactCommand } from '../report/index.js';
+import { exportFileNames, redactCommand } from '../report/index.js';
+import { serverMetricsUrl, startServerMetrics, writeServerMetrics } from '../bench/server-metrics.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 
@@ -178,8 +179,17 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     const cliCommand = redactCommand(['tailgate', 'bench', ...argv]);
     const plan = multiRunPlan(flags, opts);
     const sweep = sweepOf(flags);
+    const scrapeUrls = serverMetricsUrls(flags, opts);
+    const formats = ((flags['serverMetricsFormats'] as string[] | undefined) ?? ['json', 'csv']).flatMap((f) => f.split(','));
+    /** One run, with the server metrics scraped around it (AIPerf `--server-metrics`) into `runDir`. */
+    const benchOnce = async (runOpts: BenchOptions, runDir: string): Promise<BenchResult> => {
+      const scrape = scrapeUrls.length > 0 ? startServerMetrics(scrapeUrls) : null;
+      const result = await runBench(runOpts, ctl.signal);
+      if (scrape) await writeServerMetrics(runDir, exportFileNames(filePrefix).serverMetrics, await scrape.stop(), formats);
+      return result;
+    };
     if (plan.runs === 1 && sweep === null) {
-      const result = await runBench(opts, ctl.signal);
+      const result = await benchOnce(opts, dir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(dir, result, {
         exportLevel, version: VERSION, runInfo: { cli_command: cliCommand },
@@ -205,9 +215,9 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
         if (ctl.signal.aborted) break;
         const seed = plan.seedOf(i);
         const runOpts: BenchOptions = { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0, warmupDurationMs: 0 }) };
-        const result = await runBench(runOpts, ctl.signal);
-        if (showProgress) process.stderr.write('\n');
         const runDir = join(root, MULTI_RUN_LAYOUT.runDir(i));
+        const result = await benchOnce(runOpts, runDir);
+        if (showProgress) process.stderr.write('\n');
         const runLabel = basename(runDir);
         await writeBenchArtifacts(runDir, result, {
           exportLevel, version: VERSION,
@@ -254,6 +264,15 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** `--server-metrics` endpoints: the URLs given, or each `--url`'s `/metrics` when the flag is bare. */
+export function serverMetricsUrls(flags: Record<string, unknown>, opts: BenchOptions): string[] {
+  const v = flags['serverMetrics'];
+  if (v === undefined || v === false) return [];
+  const given = Array.isArray(v) ? (v as string[]).flatMap((s) => s.split(',')).filter((s) => s !== '') : [];
+  const urls = given.length > 0 ? given : (typeof opts.url === 'string' ? [opts.url] : [...opts.url]);
+  return urls.map(serverMetricsUrl);
 }
 
 /** A comma list given to `--concurrency` or `--request-rate`: AIPerf sweeps its values, one run (or trial set) each. */
