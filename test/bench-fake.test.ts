@@ -387,6 +387,18 @@ test('--warmup-duration bounds the warm-up by time; its requests stay out of the
   assert.equal(r.options.warmupDurationMs, 600);
 });
 
+test('--slice-duration writes the metrics per time slice; the slices add up to the run', async (t) => {
+  const fake = await startFake(t);
+  const dir = await tempDir(t);
+  const r = await runBench({ ...base(fake.url), warmupRequestCount: 0, requestCount: 12, concurrency: 2 });
+  await writeBenchArtifacts(dir, r, { sliceDurationMs: 400 });
+  const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf_timeslices.json'), 'utf8')) as { slices: { slice_index: number; start_ns: number; end_ns: number; metrics: Record<string, { avg: number }> }[] };
+  assert.ok(doc.slices.length >= 2, `${doc.slices.length} slices of 0.4 s`);
+  assert.equal(doc.slices.reduce((n, s) => n + (s.metrics['request_count']?.avg ?? 0), 0), 12);
+  assert.ok(doc.slices.every((s, i) => s.slice_index === i && s.end_ns > s.start_ns));
+  assert.match(await readFile(join(dir, 'profile_export_aiperf_timeslices.csv'), 'utf8'), /^Timeslice,Metric,Unit,avg/);
+});
+
 test('--request-cancellation-rate cuts that share of requests after the delay; they count as AIPerf counts them (errors, code 499)', async (t) => {
   const fake = await startFake(t);
   const r = await runBench({ ...base(fake.url), warmupRequestCount: 0, requestCount: 40, requestCancellationRate: 50, requestCancellationDelayMs: 20 });

@@ -240,7 +240,7 @@ s('Output');
 f('--output-artifact-dir --artifact-dir', 'value', I, 'where the exports go', 'artifacts');
 f('--profile-export-prefix --profile-export-file', 'value', I, 'base name of every export file', 'run');
 f('--export-level --profile-export-level', 'value', I, 'summary, records or raw', 'records');
-f('--slice-duration', 'value', X, 'also write metrics per time slice of this many seconds', '1');
+f('--slice-duration', 'value', I, 'also write metrics per time slice of this many seconds', '1');
 f('--auto-plot --no-auto-plot', 'switch', X, 'run `aiperf plot` after the run');
 f('--plot-required', 'switch', X, 'fail when auto-plot fails');
 f('--export-outputs-json', 'switch', X, 'write the generated texts to outputs.json');

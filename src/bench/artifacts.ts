@@ -23,6 +23,8 @@ export interface BenchArtifactOptions {
   runInfo?: Partial<RunInfo>;
   /** AIPerf's `telemetry_data`. */
   telemetryData?: Record<string, unknown>;
+  /** `--slice-duration`, ms: also write the metrics per time slice. */
+  sliceDurationMs?: number;
 }
 
 /** File name of the request payloads, as AIPerf writes it. */
@@ -92,6 +94,36 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
     },
   });
   if (opts.exportLevel === 'raw') await writeRawExport(join(dir, exportFileNames(opts.filePrefix).raw), result);
+  if (opts.sliceDurationMs !== undefined) await writeTimeSlices(dir, result, opts.sliceDurationMs, opts.filePrefix);
+}
+
+/**
+ * AIPerf's time-slice exports (`--slice-duration`): the profiling window cut into slices of
+ * `sliceMs`, each request in the slice where it started, each slice's metrics as the run's.
+ */
+export async function writeTimeSlices(dir: string, result: BenchResult, sliceMs: number, filePrefix?: string): Promise<void> {
+  const prof = result.records.filter((r) => r.phase === 'profiling');
+  const start = result.summary.startMs;
+  const n = prof.length === 0 ? 0 : Math.max(1, Math.ceil((result.summary.endMs - start) / sliceMs));
+  const buckets: (typeof prof)[] = Array.from({ length: n }, () => []);
+  for (const r of prof) buckets[Math.min(n - 1, Math.floor((r.startMs - start) / sliceMs))]!.push(r);
+  const ns = (ms: number): number => Math.round((result.originEpochMs + ms) * 1e6);
+  const slices = buckets.map((rs, i) => ({
+    slice_index: i,
+    start_ns: ns(start + i * sliceMs),
+    end_ns: ns(start + (i + 1) * sliceMs),
+    metrics: rs.length > 0 ? summarize(rs, { goodput: result.options.goodput, useServerTokenCount: result.options.useServerTokenCount }).metrics : {},
+  }));
+  const names = exportFileNames(filePrefix);
+  await writeFile(join(dir, names.timeslicesJson), `${JSON.stringify({ slice_duration_sec: sliceMs / 1000, slices }, null, 2)}\n`);
+  const stats = ['avg', 'min', 'max', 'p50', 'p90', 'p99', 'std'] as const;
+  const rows = [`Timeslice,Metric,Unit,${stats.join(',')}`];
+  for (const s of slices) {
+    for (const [tag, m] of Object.entries(s.metrics)) {
+      rows.push(`${s.slice_index},${tag},${m.unit},${stats.map((k) => { const v = (m as unknown as Record<string, number | undefined>)[k]; return v === undefined ? '' : v.toFixed(2); }).join(',')}`);
+    }
+  }
+  await writeFile(join(dir, names.timeslicesCsv), `${rows.join('\n')}\n`);
 }
 
 /**

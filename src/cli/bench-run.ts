@@ -44,6 +44,8 @@ export interface BenchInvocation {
   logLevel: LogLevel;
   /** `--profile-export-prefix`. */
   filePrefix?: string;
+  /** `--slice-duration`, ms. */
+  sliceDurationMs?: number;
 }
 
 /** AIPerf's `--log-level`, `-v` (DEBUG) and `-vv`/`--extra-verbose` (TRACE), last one named wins over none. */
@@ -138,6 +140,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
     tokenizer,
     logLevel: logLevelOf(flags),
     ...(flags['profileExportPrefix'] !== undefined && { filePrefix: flags['profileExportPrefix'] as string }),
+    ...(flags['sliceDuration'] !== undefined && { sliceDurationMs: (flags['sliceDuration'] as number) * 1000 }),
     ...(shard !== undefined && { shard }),
     ...(startAtMs !== undefined && { startAtMs }),
   };
@@ -145,7 +148,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
 export async function runBenchCommand(flags: Record<string, unknown>, argv: readonly string[] = []): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix } = benchInvocation(flags);
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix, sliceDurationMs } = benchInvocation(flags);
   const resolved = resolveBenchOptions(opts);
   opts.tokenizer = await resolveTokenizer(tokenizer);
   if (opts.tokenizer.fallback) notes.push(`warning: ${opts.tokenizer.fallback}; counting tokens with the word rule (one token per word)`);
@@ -194,6 +197,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       await writeBenchArtifacts(dir, result, {
         exportLevel, version: VERSION, runInfo: { cli_command: cliCommand },
         ...(filePrefix !== undefined && { filePrefix }),
+        ...(sliceDurationMs !== undefined && { sliceDurationMs }),
         ...(Object.keys(distributed).length > 0 && { extra: distributed }),
       });
       await (await import('../validate/index.js')).writeBenchReport(dir, result);
@@ -223,6 +227,8 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
           exportLevel, version: VERSION,
           runInfo: { cli_command: cliCommand, trial: i, run_label: runLabel, ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) },
           ...(filePrefix !== undefined && { filePrefix }),
+          ...(sliceDurationMs !== undefined && { sliceDurationMs }),
+        ...(sliceDurationMs !== undefined && { sliceDurationMs }),
           ...(Object.keys(distributed).length > 0 && { extra: distributed }),
         });
         process.stdout.write(`${variation ? `${variation.label} ` : ''}${runLabel} of ${plan.runs}:\n${formatBenchReport(result)}`);
