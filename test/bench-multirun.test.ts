@@ -81,7 +81,8 @@ test('--concurrency 1,2 sweeps with AIPerf\'s layout: one folder per value, each
   assert.equal(r.code, 0, r.stderr);
   for (const [k, c] of [[0, 1], [1, 2]] as const) {
     const path = join(dir, `phases.profiling.concurrency=${c}`, 'profile_runs', 'run_0001', 'profile_export_aiperf.json');
-    const doc = JSON.parse(readFileSync(path, 'utf8')) as { input_config: { loadgen: { concurrency: number } }; run_info: { variation_index: number; variation_values: Record<string, number> }; request_count: { avg: number } };
+    const doc = JSON.parse(readFileSync(path, 'utf8')) as { input_config: { loadgen: { concurrency: number } }; run_info: { variation_index: number; variation_values: Record<string, number>; random_seed: number }; request_count: { avg: number } };
+    assert.equal(doc.run_info.random_seed, k, 'each sweep value its own seed, base + index, as AIPerf');
     assert.equal(doc.input_config.loadgen.concurrency, c);
     assert.equal(doc.run_info.variation_index, k);
     assert.deepEqual(doc.run_info.variation_values, { 'phases.profiling.concurrency': c });

@@ -291,8 +291,8 @@ f('--convergence-metric', 'value', I, 'stop repeating once this metric is stable
 f('--convergence-stat', 'value', I, 'statistic of the metric (avg, p50, ...)', 'avg');
 f('--convergence-threshold', 'value', I, 'stability threshold', '0.1');
 f('--convergence-mode', 'value', I, 'ci_width or cv (distribution is not done)', 'ci_width');
-f('--parameter-sweep-cooldown-seconds', 'value', X, 'pause between sweep values', '0');
-f('--parameter-sweep-same-seed --no-parameter-sweep-same-seed', 'switch', X, 'same seed for every sweep value');
+f('--parameter-sweep-cooldown-seconds', 'value', I, 'pause between sweep values', '0');
+f('--parameter-sweep-same-seed --no-parameter-sweep-same-seed', 'switch', I, 'same seed for every sweep value');
 f('--parameter-sweep-mode', 'value', X, 'repeated or independent sweep-and-trial order', 'repeated');
 f('--sweep-type', 'value', X, 'grid or zip of several sweep lists', 'grid');
 f('--no-sweep-table', 'switch', X, 'no per-cell sweep table');

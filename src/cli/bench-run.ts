@@ -209,7 +209,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     for (const n of plan.notes) if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${n}\n`);
     type Variation = { label: string; index: number; values: Record<string, unknown> };
     /** The trials of one configuration into `root` (profile_runs/run_NNNN, aggregate/ when more than one). */
-    const trials = async (root: string, base: BenchOptions, variation: Variation | null): Promise<boolean> => {
+    const trials = async (root: string, base: BenchOptions, variation: Variation | null, seedOffset = 0): Promise<boolean> => {
       const summaries: Summary[] = [];
       const labels: string[] = [];
       let verdict: { converged: boolean; value: number | null } | null = null;
@@ -217,7 +217,8 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       for (let i = 0; i < plan.runs && !ctl.signal.aborted; i++) {
         if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
         if (ctl.signal.aborted) break;
-        const seed = plan.seedOf(i);
+        const planned = plan.seedOf(i);
+        const seed = planned === undefined ? (seedOffset > 0 ? (base.randomSeed ?? 0) + seedOffset : undefined) : planned + seedOffset;
         const runOpts: BenchOptions = { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0, warmupDurationMs: 0 }) };
         const runDir = join(root, MULTI_RUN_LAYOUT.runDir(i));
         const result = await benchOnce(runOpts, runDir);
@@ -257,10 +258,13 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     if (sweep === null) failed = await trials(dir, opts, null);
     else {
       // AIPerf's sweep layout: one folder per value, named by the config path it sets.
+      const sameSeed = flags['parameterSweepSameSeed'] === true;
+      const cooldownMs = ((flags['parameterSweepCooldownSeconds'] as number | undefined) ?? 0) * 1000;
       for (let k = 0; k < sweep.values.length && !ctl.signal.aborted; k++) {
+        if (k > 0 && cooldownMs > 0) await sleep(cooldownMs, ctl.signal);
         const v = sweep.values[k]!;
         const label = `phases.profiling.${sweep.path}=${v}`;
-        failed = (await trials(join(dir, label), { ...opts, [sweep.key]: v }, { label, index: k, values: { [`phases.profiling.${sweep.path}`]: v } })) || failed;
+        failed = (await trials(join(dir, label), { ...opts, [sweep.key]: v }, { label, index: k, values: { [`phases.profiling.${sweep.path}`]: v } }, sameSeed ? 0 : k)) || failed;
       }
     }
     process.stdout.write(`artifacts: ${dir}\n`);
@@ -329,7 +333,7 @@ export function multiRunPlan(flags: Record<string, unknown>, opts: BenchOptions)
   if (runs > 10) throw new TailgateError('CLI_USAGE', `--num-profile-runs must be between 1 and 10 (got ${runs}), as in AIPerf`);
   const notes: string[] = [];
   const consistent = flags['setConsistentSeed'] !== false;
-  const base = opts.randomSeed ?? (consistent ? 42 : undefined);
+  const base = opts.randomSeed ?? (consistent && runs > 1 ? 42 : undefined);
   const vary = flags['varySeedPerTrial'] === true;
   const metric = flags['convergenceMetric'] as string | undefined;
   let mode = (flags['convergenceMode'] as string | undefined) ?? 'ci_width';

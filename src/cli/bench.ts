@@ -99,6 +99,8 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'serverMetrics', flags: '--server-metrics [urls...]', description: 'scrape these Prometheus endpoints (host:port or URLs; none given: each --url\'s /metrics) every second during the run into server_metrics_export.json/.csv; off unless given (--no-server-metrics: off)', negatable: true },
   { key: 'serverMetricsFormats', flags: '--server-metrics-formats <formats...>', description: 'json, csv (default both), jsonl; parquet is not written', parse: collectAll, variadic: true },
   { key: 'sliceDuration', flags: '--slice-duration <s>', description: 'also write the metrics per time slice of this many seconds (profile_export_aiperf_timeslices.json/.csv)', parse: positiveNumber },
+  { key: 'parameterSweepCooldownSeconds', flags: '--parameter-sweep-cooldown-seconds <s>', description: 'pause between sweep values (default 0)', parse: numberArg(0) },
+  { key: 'parameterSweepSameSeed', flags: '--parameter-sweep-same-seed', description: 'every sweep value uses the same seed (default, as AIPerf: seed + the value\'s index)', negatable: true },
   { key: 'numProfileRuns', flags: '--num-profile-runs <n>', description: 'repeat the run N times (1-10): profile_runs/run_0001.. and aggregate/ with mean, std, CV, standard error and t-based confidence intervals', parse: intArg(1) },
   { key: 'profileRunCooldownSeconds', flags: '--profile-run-cooldown-seconds <s>', description: 'pause between repeated runs (default 0)', parse: numberArg(0) },
   { key: 'confidenceLevel', flags: '--confidence-level <x>', description: 'level of the confidence intervals over repeated runs, between 0 and 1 (default 0.95)', parse: openUnit },
