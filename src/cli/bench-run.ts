@@ -17,15 +17,12 @@ import {
   type BenchResult,
   type Convergence,
 } from '../bench/index.js';
-import { LOG_LEVELS } from './bench.js';
+import { logs, type LogLevel } from './log-level.js';
 import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
 import { exportFileNames, redactCommand } from '../report/index.js';
 import { serverMetricsUrl, startServerMetrics, writeServerMetrics } from '../bench/server-metrics.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
-
-/** AIPerf's log levels. */
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
 export interface BenchInvocation {
@@ -54,11 +51,6 @@ export function logLevelOf(flags: Record<string, unknown>): LogLevel {
   if (flags['extraVerbose'] === true || verbose >= 2) return 'TRACE';
   if (verbose === 1) return 'DEBUG';
   return (flags['logLevel'] as LogLevel | undefined) ?? 'INFO';
-}
-
-/** Whether a line at `line` level prints under the chosen `level`. */
-export function logs(level: LogLevel, line: LogLevel): boolean {
-  return LOG_LEVELS.indexOf(line) >= LOG_LEVELS.indexOf(level);
 }
 
 /** Turns merged flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { choiceArg, intArg, numberArg } from './args.js';
 import { startAtArg } from './bench-shard.js';
+import { LOG_LEVELS } from './log-level.js';
 import { SAMPLING_STRATEGIES } from '../workload/sampler.js';
 import { AIPERF_FLAGS, ignoredFlagWarning, type AiperfFlag } from '../bench/aiperf-flags.js';
 
@@ -27,8 +28,6 @@ const positiveNumber = (value: string): number => {
 
 const countUp = (_value: string, previous: unknown): number => ((previous as number | undefined) ?? 0) + 1;
 
-/** AIPerf's log levels, quietest last. */
-export const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'NOTICE', 'WARNING', 'SUCCESS', 'ERROR', 'CRITICAL'] as const;
 
 function upperChoice<T extends string>(choices: readonly T[]) {
   const parse = choiceArg(choices);
