@@ -115,7 +115,7 @@ test('a worker 10x slow under adaptive: the trial passes with the worker warned;
   const id = fleet.workers[1]!.id;
   assert.match(r.stdout, new RegExp(`WARNING worker 1 \\(${id.replace(/\./g, '\\.')}\\) (low-share|slow): `));
   const v = JSON.parse(await readFile(join(out, 'verdict.json'), 'utf8')) as { verdict: string; reason: string; failOnWarning: boolean; trials: { verdict: string }[]; warnings: { worker: string }[] };
-  assert.deepEqual([v.verdict, v.failOnWarning, v.trials[0]!.verdict], ['fail', true, 'pass']);
+  assert.deepEqual([v.verdict, v.failOnWarning, v.trials[0]!.verdict], ['fail', true, 'pass'], r.stdout);
   assert.match(v.reason, /--fail-on-warning/);
   assert.deepEqual([...new Set(v.warnings.map((w) => w.worker))], [id]);
 });

@@ -133,6 +133,9 @@ test('shape: under-provisioned from readiness or from records showing k of N wor
   const byReadiness = classifyTrial(evidence(healthy(), GATES, { readyWorkers: 6 }));
   assert.equal(byReadiness.shape, 'under-provisioned');
   assert.match(byReadiness.explanation, /Only 6 of 8 expected workers were ready/);
+  // All 8 ready and the gates held: the router spared three workers; that is a warning's matter, not a failed measurement.
+  assert.equal(classifyTrial(evidence(five, [tputGate(1), ttftGate(1e6)], { readyWorkers: 8 })).shape, 'clean');
+  assert.equal(classifyTrial(evidence(five, [tputGate(1e9), ttftGate(1000)], { readyWorkers: 8 })).shape, 'under-provisioned');
 });
 
 test('shape: errors when more than 5% of requests fail', () => {

@@ -183,7 +183,10 @@ export function classifyTrial(input: TrialEvidence): ShapeVerdict {
     return verdict('under-provisioned', null, { readyWorkers: input.readyWorkers, servingWorkers: serving ?? 'unknown' },
       `Only ${input.readyWorkers} of ${expectedWorkers} expected workers were ready when the trial started${gateText() ? `; ${gateText()}` : ''}.`);
   }
-  if (serving !== null && serving > 0 && serving < expectedWorkers) {
+  // Every worker ready and the gates held: a worker the router chose to spare (slow, say) is not a
+  // measurement gone wrong; the warnings name it.
+  const routerSpared = gatesPass && input.readyWorkers !== undefined && input.readyWorkers >= expectedWorkers;
+  if (serving !== null && serving > 0 && serving < expectedWorkers && !routerSpared) {
     return verdict('under-provisioned', null, { servingWorkers: serving },
       `Requests were served by only ${serving} of ${expectedWorkers} expected workers${gateText() ? `; ${gateText()}` : ''}.`);
   }
