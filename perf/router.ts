@@ -154,7 +154,9 @@ function tailgate(policy: string, checkout?: string): Target {
     async start(backends) {
       const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
       const cli = checkout === undefined ? CLI : join(checkout, 'src/cli/main.ts');
-      const p = await startLines(process.execPath, [...prof, '--import', 'tsx', cli, 'route', '--port', '0', '--drain-delay', '0s', '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
+      // An older checkout's router may predate --drain-delay (it then stops at once on SIGTERM anyway).
+      const drain = checkout === undefined ? ['--drain-delay', '0s'] : [];
+      const p = await startLines(process.execPath, [...prof, '--import', 'tsx', cli, 'route', '--port', '0', ...drain, '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
       const { url } = JSON.parse(p.lines[0]!) as { url: string };
       return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
     },
