@@ -159,12 +159,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
       if (generated - sent >= K) flushContent();
     },
     onFinish: (reason, now) => {
-      if (reason === 'abort') {
-        metrics.finished.abort++;
-        return;
-      }
-      metrics.finished.length++;
-      metrics.e2e.observe((now - arrivalMs) / 1000);
+      if (!countFinish(metrics, reason, now, arrivalMs)) return;
       metrics.decode.observe((now - (firstMs < 0 ? now : firstMs)) / 1000);
       done = true;
       const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
@@ -221,6 +216,17 @@ function continuedTokens(v: NormalizedRequest): number {
   if (v.kind !== 'chat' || v.body['continue_final_message'] !== true || !v.messages) return 0;
   const last = v.messages[v.messages.length - 1];
   return last?.role === 'assistant' && typeof last.content === 'string' ? countTokens(last.content) : 0;
+}
+
+/** Counts a request's end in the worker's metrics, as vLLM does; false when it was aborted. */
+function countFinish(metrics: WorkerMetrics, reason: string, now: number, arrivalMs: number): boolean {
+  if (reason === 'abort') {
+    metrics.finished.abort++;
+    return false;
+  }
+  metrics.finished.length++;
+  metrics.e2e.observe((now - arrivalMs) / 1000);
+  return true;
 }
 
 /**
@@ -291,12 +297,7 @@ function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerRes
         sent[i] = generated[i]!;
       },
       onFinish: (reason, now) => {
-        if (reason === 'abort') {
-          metrics.finished.abort++;
-          return;
-        }
-        metrics.finished.length++;
-        metrics.e2e.observe((now - arrivalMs) / 1000);
+        if (!countFinish(metrics, reason, now, arrivalMs)) return;
         if (v.stream && !done) {
           head();
           res.write((sent[i] === 0 ? enc.role() : '') + enc.finish(outputText(offset + sent[i]!, offset + generated[i]!), 'length'));
