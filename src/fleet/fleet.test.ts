@@ -147,3 +147,20 @@ test('reset drops connections and refuse stops listening, each for its window on
   assert.equal(await health(w0), 200);
   assert.equal(await health(w1), 200, 'listening again on the same port');
 });
+
+test('n > 1 observes every sequence in vLLM\'s request histograms, streamed or not', async (t) => {
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small' });
+  t.after(() => fleet.close());
+  const url = fleet.workers[0]!.url;
+  for (const stream of [true, false]) {
+    const res = await fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'a b c', max_tokens: 4, n: 3, stream }) });
+    assert.equal(res.status, 200);
+    await res.text();
+  }
+  const m = await scrape(url);
+  const L = '{engine="0",model_name="Qwen/Qwen3-8B"}';
+  for (const h of ['time_to_first_token_seconds', 'request_queue_time_seconds', 'request_prefill_time_seconds', 'request_decode_time_seconds', 'e2e_request_latency_seconds']) {
+    assert.equal(m.get(`vllm:${h}_count${L}`), 6, `vllm:${h}: 2 requests x 3 sequences`);
+  }
+  assert.equal(m.get(`vllm:request_success_total{engine="0",finished_reason="length",model_name="Qwen/Qwen3-8B"}`), 6);
+});

@@ -90,11 +90,9 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   const enc = v.kind === 'chat'
     ? new ChatStreamEncoder({ id, model, created, includeUsage: v.includeUsage })
     : new CompletionStreamEncoder({ id, model, created, includeUsage: v.includeUsage });
+  const timeline = new SequenceTimeline(metrics, arrivalMs);
   let generated = 0;
   let sent = 0;
-  let firstMs = -1;
-  let lastMs = 0;
-  let admitMs = arrivalMs;
   let done = false;
   let blocked = false;
   let headPending = true;
@@ -141,26 +139,15 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
     promptTokens,
     maxTokens,
     promptTokenIds: promptIds,
-    onAdmit: (now) => {
-      admitMs = now;
-      metrics.queue.observe((now - arrivalMs) / 1000);
-    },
+    onAdmit: (now) => timeline.admit(now),
     onToken: (count, now) => {
-      if (firstMs < 0) {
-        firstMs = now;
-        metrics.ttft.observe((now - arrivalMs) / 1000);
-        metrics.prefill.observe((now - admitMs) / 1000);
-      } else {
-        metrics.itl.observe((now - lastMs) / 1000);
-      }
-      lastMs = now;
+      timeline.token(now);
       generated += count;
       if (!v.stream || done || blocked || generated >= maxTokens) return;
       if (generated - sent >= K) flushContent();
     },
     onFinish: (reason, now) => {
-      if (!countFinish(metrics, reason, now, arrivalMs)) return;
-      metrics.decode.observe((now - (firstMs < 0 ? now : firstMs)) / 1000);
+      if (!timeline.finish(reason, now)) return;
       done = true;
       const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
       if (v.stream) {
@@ -179,11 +166,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
 
   if (!result.ok) {
     done = true;
-    if (result.reason === 'queue_full') {
-      ctx.sendError(res, 429, errorBody(429, `The waiting queue of worker ${ctx.workerId} is full (${engine.waiting} waiting); retry later or send to another worker.`));
-    } else {
-      ctx.sendError(res, 400, errorBody(400, `This model's maximum context length is ${engine.profile.maxModelLen} tokens; the request asks for ${promptTokens} + ${maxTokens}.`, { param: 'max_tokens' }));
-    }
+    sendRefusal(ctx, res, result.reason, promptTokens, maxTokens);
     return;
   }
   res.on('close', () => {
@@ -218,15 +201,59 @@ function continuedTokens(v: NormalizedRequest): number {
   return last?.role === 'assistant' && typeof last.content === 'string' ? countTokens(last.content) : 0;
 }
 
-/** Counts a request's end in the worker's metrics, as vLLM does; false when it was aborted. */
-function countFinish(metrics: WorkerMetrics, reason: string, now: number, arrivalMs: number): boolean {
-  if (reason === 'abort') {
-    metrics.finished.abort++;
-    return false;
+/**
+ * One engine sequence's way through the worker, observed into vLLM's histograms: queue (arrival to
+ * admission), TTFT, prefill (admission to first token), ITL, decode (first token to end) and e2e;
+ * an aborted sequence counts as aborted and observes no end.
+ */
+class SequenceTimeline {
+  #admitMs: number;
+  #firstMs = -1;
+  #lastMs = 0;
+
+  constructor(
+    private readonly metrics: WorkerMetrics,
+    private readonly arrivalMs: number,
+  ) {
+    this.#admitMs = arrivalMs;
   }
-  metrics.finished.length++;
-  metrics.e2e.observe((now - arrivalMs) / 1000);
-  return true;
+
+  admit(now: number): void {
+    this.#admitMs = now;
+    this.metrics.queue.observe((now - this.arrivalMs) / 1000);
+  }
+
+  token(now: number): void {
+    if (this.#firstMs < 0) {
+      this.#firstMs = now;
+      this.metrics.ttft.observe((now - this.arrivalMs) / 1000);
+      this.metrics.prefill.observe((now - this.#admitMs) / 1000);
+    } else {
+      this.metrics.itl.observe((now - this.#lastMs) / 1000);
+    }
+    this.#lastMs = now;
+  }
+
+  /** Counts the sequence's end, as vLLM does; false when it was aborted. */
+  finish(reason: string, now: number): boolean {
+    if (reason === 'abort') {
+      this.metrics.finished.abort++;
+      return false;
+    }
+    this.metrics.finished.length++;
+    this.metrics.e2e.observe((now - this.arrivalMs) / 1000);
+    this.metrics.decode.observe((now - (this.#firstMs < 0 ? now : this.#firstMs)) / 1000);
+    return true;
+  }
+}
+
+/** The error a refused submit answers with: 429 when the waiting queue is full, else 400 (context length). */
+function sendRefusal(ctx: GenerateContext, res: ServerResponse, reason: string, promptTokens: number, maxTokens: number): void {
+  if (reason === 'queue_full') {
+    ctx.sendError(res, 429, errorBody(429, `The waiting queue of worker ${ctx.workerId} is full (${ctx.engine.waiting} waiting); retry later or send to another worker.`));
+  } else {
+    ctx.sendError(res, 400, errorBody(400, `This model's maximum context length is ${ctx.engine.profile.maxModelLen} tokens; the request asks for ${promptTokens} + ${maxTokens}.`, { param: 'max_tokens' }));
+  }
 }
 
 /**
@@ -278,18 +305,14 @@ function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerRes
     encoders.push(enc);
     generated.push(0);
     sent.push(0);
-    let firstMs = -1;
-    let lastMs = arrivalMs;
+    const timeline = new SequenceTimeline(metrics, arrivalMs);
     const r = engine.submit({
       promptTokens,
       maxTokens,
       promptTokenIds: promptIds,
+      onAdmit: (now) => timeline.admit(now),
       onToken: (count, now) => {
-        if (firstMs < 0) {
-          firstMs = now;
-          metrics.ttft.observe((now - arrivalMs) / 1000);
-        } else metrics.itl.observe((now - lastMs) / 1000);
-        lastMs = now;
+        timeline.token(now);
         generated[i]! += count;
         if (!v.stream || done || generated[i]! >= maxTokens) return;
         head();
@@ -297,7 +320,7 @@ function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerRes
         sent[i] = generated[i]!;
       },
       onFinish: (reason, now) => {
-        if (!countFinish(metrics, reason, now, arrivalMs)) return;
+        if (!timeline.finish(reason, now)) return;
         if (v.stream && !done) {
           head();
           res.write((sent[i] === 0 ? enc.role() : '') + enc.finish(outputText(offset + sent[i]!, offset + generated[i]!), 'length'));
@@ -308,9 +331,7 @@ function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerRes
     if (!r.ok) {
       done = true;
       for (const t of tickets) engine.abort(t);
-      ctx.sendError(res, r.reason === 'queue_full' ? 429 : 400, errorBody(r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full'
-        ? `The waiting queue of worker ${ctx.workerId} is full (${engine.waiting} waiting); retry later or send to another worker.`
-        : `This model's maximum context length is ${engine.profile.maxModelLen} tokens; the request asks for ${promptTokens} + ${maxTokens}.`));
+      sendRefusal(ctx, res, r.reason, promptTokens, maxTokens);
       return;
     }
     tickets.push(r.ticket);
