@@ -11,7 +11,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { vocabWord } from '../src/core/index.js';
+import { words } from './sse.js';
 import { percentile } from '../src/stats/index.js';
 import { loadTokenizer } from '../src/workload/index.js';
 import { runCli, startCli, type CliResult } from './helpers.js';
@@ -116,7 +116,7 @@ test('--tokenizer tokenizer.json: prompts exact under it, output counted with it
   assert.notEqual(prompts[0]!.split(' ').length, 24, 'sub-word tokens: fewer words than tokens');
   const { doc, records } = await exports(dir);
   // The fleet answers vocabWord(0..5), each with a leading space; the server counts 6 tokens.
-  const answer = Array.from({ length: 6 }, (_, i) => ` ${vocabWord(i)}`).join('');
+  const answer = words(6);
   for (const x of records) {
     assert.equal(x.metrics['output_sequence_length']!.value, tok.count(answer));
     assert.equal(x.metrics['input_sequence_length']!.value, 24);

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { vocabWord } from '../src/core/index.js';
+import { words } from './sse.js';
 import { chooseTokenizer, hubSettings, loadTokenizer, resolveTokenizer, type HubSettings } from '../src/workload/index.js';
 import { startHub, type HubRepo } from './hub-server.js';
 import { runCli, startCli } from './helpers.js';
@@ -166,7 +166,7 @@ test('tailgate bench -m <hub id>: downloads the tokenizer once, counts ISL and O
   assert.equal(first.sources.fallback, undefined);
   for (const p of first.prompts) assert.equal(tiny.count(p), 24, 'prompts exact under the hub tokenizer');
   // The fleet answers vocabWord(0..5), each with a leading space: OSL is the tokenizer's own count.
-  const answer = Array.from({ length: 6 }, (_, i) => ` ${vocabWord(i)}`).join('');
+  const answer = words(6);
   assert.notEqual(tiny.count(answer), 6);
   for (const x of first.records) {
     assert.equal(x.metrics['output_sequence_length']!.value, tiny.count(answer));

@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { vocabWord } from '../src/core/index.js';
+import { readSse, words } from './sse.js';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { startRouter, type Router, type RouterOptions } from '../src/router/index.js';
 import { startCli } from './helpers.js';
@@ -34,34 +34,6 @@ function post(url: string, body: unknown, headers: Record<string, string> = {}):
   return fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
 }
 
-function words(n: number, from = 0): string {
-  return Array.from({ length: n }, (_, i) => ` ${vocabWord(from + i)}`).join('');
-}
-
-interface Events {
-  raw: string;
-  /** Content per choice index. */
-  text: string[];
-  done: number;
-  errors: string[];
-}
-
-function events(raw: string): Events {
-  const out: Events = { raw, text: [], done: 0, errors: [] };
-  for (const ev of raw.split('\n\n')) {
-    if (!ev.startsWith('data: ')) continue;
-    const data = ev.slice(6);
-    if (data === '[DONE]') {
-      out.done++;
-      continue;
-    }
-    const o = JSON.parse(data) as { error?: { message: string }; choices?: { index: number; delta?: { content?: string }; text?: string }[] };
-    if (o.error) out.errors.push(o.error.message);
-    for (const c of o.choices ?? []) out.text[c.index] = (out.text[c.index] ?? '') + (c.delta?.content ?? c.text ?? '');
-  }
-  return out;
-}
-
 const chat = (maxTokens: number, extra: Record<string, unknown> = {}) => ({
   model: MODEL, messages: [{ role: 'user', content: 'name some words' }], max_tokens: maxTokens, stream: true, ...extra,
 });
@@ -78,7 +50,7 @@ test('a fleet with --api-key behind a router with --backend-api-key: probes and 
   assert.deepEqual(models.data.map((m) => m.id), [MODEL], 'the router learned the model through the key');
   const ok = await post(`${r.url}/v1/chat/completions`, chat(4));
   assert.equal(ok.status, 200);
-  assert.equal(events(await ok.text()).text[0], words(4));
+  assert.equal(readSse(await ok.text()).text, words(4));
   const wrong = await post(`${r.url}/v1/chat/completions`, chat(4), { authorization: 'Bearer not-the-key' });
   assert.equal(wrong.status, 401, "the client's Authorization is forwarded, not replaced");
   assert.equal(await wrong.text(), '{"error":"Unauthorized"}');
@@ -87,8 +59,8 @@ test('a fleet with --api-key behind a router with --backend-api-key: probes and 
 test('n: 2 streams and answers two choices through the router', async (t) => {
   const f = await fleet(t);
   const r = await router(t, f, { policy: 'p2c' });
-  const s = events(await (await post(`${r.url}/v1/chat/completions`, chat(5, { n: 2, stream_options: { include_usage: true } }))).text());
-  assert.deepEqual(s.text, [words(5), words(5)]);
+  const s = readSse(await (await post(`${r.url}/v1/chat/completions`, chat(5, { n: 2, stream_options: { include_usage: true } }))).text());
+  assert.deepEqual(s.texts, [words(5), words(5)]);
   assert.equal(s.done, 1);
   assert.match(s.raw, /"usage":\{"prompt_tokens":3,"total_tokens":13,"completion_tokens":10\}/);
   const whole = (await (await post(`${r.url}/v1/completions`, { model: MODEL, prompt: 'count', max_tokens: 3, n: 2 })).json()) as { choices: { index: number; text: string }[] };
@@ -121,8 +93,8 @@ test('the fleet continues a partial assistant message (continue_final_message) f
     model: MODEL, max_tokens: 4, stream: true, continue_final_message: true, add_generation_prompt: false,
     messages: [{ role: 'user', content: 'name some words' }, { role: 'assistant', content: words(3) }],
   };
-  const s = events(await (await post(`${f.workers[0]!.url}/v1/chat/completions`, body)).text());
-  assert.equal(s.text[0], words(4, 3), 'the continuation picks up after the given text');
+  const s = readSse(await (await post(`${f.workers[0]!.url}/v1/chat/completions`, body)).text());
+  assert.equal(s.text, words(4, 3), 'the continuation picks up after the given text');
 });
 
 /** A raw client connection; resolves `closed` when the router closes it, with what it answered. */
@@ -200,7 +172,7 @@ test('a stream that stalls after its first token with no worker to move to ends 
       f.addFault({ worker: 0, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: 60_000 });
     }
   }
-  const s = events(raw);
+  const s = readSse(raw);
   assert.equal(s.errors.length, 1);
   assert.match(s.errors[0]!, /stalled mid-stream .* cannot be migrated/);
   assert.equal(s.done, 1);
@@ -256,7 +228,7 @@ test('SIGTERM: /ready 503 at once while the delay still serves, open streams fin
   const cli = await startCli(['route', '--port', '0', '--backend', f.workers[0]!.url, '--drain-delay', '1s', '--drain-timeout', '1500ms', '--access-log']);
   t.after(() => cli.stop());
   const { url } = JSON.parse(cli.lines[0]!) as { url: string };
-  const read = async (p: Promise<Response>) => events(await (await p).text());
+  const read = async (p: Promise<Response>) => readSse(await (await p).text());
   // small profile: 20 ms steps, so 40 tokens finish within the drain and 2000 do not
   const short = read(post(`${url}/v1/chat/completions`, chat(40)));
   const long = read(post(`${url}/v1/chat/completions`, chat(2000)));
@@ -271,7 +243,7 @@ test('SIGTERM: /ready 503 at once while the delay still serves, open streams fin
   assert.equal(during.status, 200, 'requests are still served during the drain delay');
   await during.text();
   const [s, l] = await Promise.all([short, long]);
-  assert.equal(s.text[0], words(40));
+  assert.equal(s.text, words(40));
   assert.deepEqual(s.errors, []);
   assert.equal(s.done, 1);
   assert.equal(l.errors.length, 1);
@@ -375,7 +347,7 @@ test('TLS toward clients with a certificate made in the test; SIGHUP-style reloa
   const a = await get(first.cert);
   assert.equal(a.status, 200);
   assert.equal(a.cn, 'first');
-  assert.equal(events(a.body).text[0], words(3));
+  assert.equal(readSse(a.body).text, words(3));
   r.setTls(second);
   const b = await get(second.cert);
   assert.equal(b.cn, 'second', 'new connections get the reloaded certificate');
@@ -386,7 +358,7 @@ test('migration coherence: under a mid-stream stall the client gets, byte for by
   const f = await fleet(t, 2);
   const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off' });
   const request = chat(60, { stream_options: { include_usage: true } });
-  const unstalled = events(await (await post(`${r.url}/v1/chat/completions`, request)).text());
+  const unstalled = readSse(await (await post(`${r.url}/v1/chat/completions`, request)).text());
   const res = await post(`${r.url}/v1/chat/completions`, request);
   const first = f.workers.findIndex((w) => w.id === res.headers.get('x-tailgate-worker'));
   assert.ok(first >= 0);
@@ -403,10 +375,10 @@ test('migration coherence: under a mid-stream stall the client gets, byte for by
       f.addFault({ worker: first, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: 60_000 });
     }
   }
-  const migrated = events(raw);
+  const migrated = readSse(raw);
   assert.deepEqual(migrated.errors, []);
-  assert.equal(migrated.text[0], unstalled.text[0], "the client's text equals the unstalled run's");
-  assert.equal(unstalled.text[0], words(60));
+  assert.equal(migrated.text, unstalled.text, "the client's text equals the unstalled run's");
+  assert.equal(unstalled.text, words(60));
   assert.match(raw, /"usage":\{"prompt_tokens":3,"total_tokens":63,"completion_tokens":60\}/, 'usage of the whole answer');
   assert.match(raw, new RegExp(`: tailgate redispatched=0 migrated=1 worker=${f.workers[1 - first]!.id.replace(/\./g, '\\.')}\\n\\ndata: \\[DONE\\]\\n\\n$`));
 });

@@ -5,15 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { vocabWord } from '../src/core/index.js';
 import { startFakeUpstream, startRouter, type FakeUpstream } from '../src/router/index.js';
 import { runCli, startCli } from './helpers.js';
+import { readSse, words } from './sse.js';
 
 const M = 'fake-model';
-
-function words(n: number): string {
-  return Array.from({ length: n }, (_, i) => ` ${vocabWord(i)}`).join('');
-}
 
 function body(maxTokens: number): string {
   return JSON.stringify({ model: M, messages: [{ role: 'user', content: 'count for me' }], max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } });
@@ -51,18 +47,11 @@ async function stream(url: string, maxTokens: number, abortAfterContent: boolean
   } catch (e) {
     if (!out.aborted) throw e;
   }
-  for (const ev of raw.split('\n\n')) {
-    if (!ev.startsWith('data: ')) continue;
-    const data = ev.slice(6);
-    if (data === '[DONE]') {
-      out.done = true;
-      out.doneCount++;
-      continue;
-    }
-    const o = JSON.parse(data) as { error?: { message: string }; choices?: { delta?: { content?: string } }[] };
-    if (o.error) out.error = o.error.message;
-    else out.text += o.choices?.[0]?.delta?.content ?? '';
-  }
+  const read = readSse(raw);
+  out.text = read.text;
+  out.error = read.errors[0] ?? null;
+  out.doneCount = read.done;
+  out.done = read.done > 0;
   return out;
 }
 

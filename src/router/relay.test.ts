@@ -2,6 +2,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { vocabWord } from '../core/index.js';
+import { readSse, words } from '../../test/sse.js';
 import { startFakeUpstream, startRouter, type FakeBehaviour, type FakeUpstream, type Router, type RouterOptions } from './index.js';
 
 const M = 'fake-model';
@@ -22,36 +23,6 @@ function chat(maxTokens: number): string {
   return JSON.stringify({ model: M, messages: [{ role: 'user', content: 'say some words please' }], max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } });
 }
 
-function words(n: number): string {
-  return Array.from({ length: n }, (_, i) => ` ${vocabWord(i)}`).join('');
-}
-
-interface Read {
-  text: string;
-  ids: Set<string>;
-  usage: unknown;
-  done: number;
-  errors: number;
-}
-
-function readSse(raw: string): Read {
-  const out: Read = { text: '', ids: new Set(), usage: null, done: 0, errors: 0 };
-  for (const ev of raw.split('\n\n')) {
-    if (!ev.startsWith('data: ')) continue;
-    const data = ev.slice(6);
-    if (data === '[DONE]') {
-      out.done++;
-      continue;
-    }
-    const o = JSON.parse(data) as { id?: string; error?: unknown; usage?: unknown; choices?: { delta?: { content?: string } }[] };
-    if (o.error) out.errors++;
-    if (o.id) out.ids.add(o.id);
-    if (o.usage) out.usage = o.usage;
-    out.text += o.choices?.[0]?.delta?.content ?? '';
-  }
-  return out;
-}
-
 async function settle(r: Router): Promise<void> {
   for (let i = 0; i < 100 && r.workers().some((w) => w.inflight > 0); i++) await new Promise((res) => setTimeout(res, 10));
   assert.deepEqual(r.workers().map((w) => w.inflight), r.workers().map(() => 0), 'every in-flight count returns to 0');
@@ -67,7 +38,7 @@ test('a long relayed stream (past the 64 KiB checkpoint) migrates with every wor
   const res = await pending;
   assert.equal(res.status, 200);
   const got = readSse(await res.text());
-  assert.equal(got.errors, 0);
+  assert.deepEqual(got.errors, []);
   assert.equal(got.done, 1);
   assert.equal(got.ids.size, 1, 'one stream id');
   assert.equal(got.text, words(700), 'no word lost or duplicated across the splice');
@@ -251,7 +222,7 @@ test('a client that stops reading while megabytes arrive gets them all, in order
     req.end(chat(N));
   });
   const got = readSse(raw);
-  assert.equal(got.errors, 0);
+  assert.deepEqual(got.errors, []);
   assert.equal(got.text, words(N));
   assert.equal(got.done, 1);
   await settle(r);

@@ -1,6 +1,6 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { vocabWord } from '../core/index.js';
+import { words } from '../../test/sse.js';
 import { startFakeUpstream, startRouter, type FakeBehaviour, type FakeUpstream, type Router, type RouterOptions } from './index.js';
 
 const M = 'fake-model';
@@ -63,10 +63,6 @@ async function post(r: Router, body: string, path = '/v1/chat/completions', head
     out.text += c?.delta?.content ?? c?.text ?? '';
   }
   return out;
-}
-
-function words(n: number, from = 0): string {
-  return Array.from({ length: n }, (_, i) => ` ${vocabWord(from + i)}`).join('');
 }
 
 async function settle(r: Router): Promise<void> {
