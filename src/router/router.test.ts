@@ -125,7 +125,7 @@ test('no healthy worker gives 503; /health follows', async (t) => {
   assert.match(got.payloads[0]!, /"code":503/);
   assert.equal((await fetch(`${r.url}/health`)).status, 503);
   ups[1]!.behaviour = {};
-  for (let i = 0; i < 50 && (await fetch(`${r.url}/health`)).status !== 200; i++) await new Promise((res) => setTimeout(res, 50));
+  for (let i = 0; i < 400 && (await fetch(`${r.url}/health`)).status !== 200; i++) await new Promise((res) => setTimeout(res, 50));
   assert.equal((await post(r, chat(2))).status, 200);
 });
 
