@@ -107,10 +107,10 @@ test('tailgate route --discover follows a Service; bad targets and credentials e
   await waitFor(async () => (await workers()).join() === b.id, 'b replaced a');
   assert.equal((await chat(url, 2)).worker, b.id);
 
-  const bad = await runCli(['route', '--discover', 'k8s://a/b/c'], { timeoutMs: 20_000 });
+  const bad = await runCli(['route', '--discover', 'k8s://a/b/c'], { timeoutMs: 60_000 });
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /is not a Kubernetes target/);
-  const noConfig = await runCli(['route', '--port', '0', '--discover', 'k8s://ns/svc'], { timeoutMs: 20_000, env: { KUBECONFIG: '/nonexistent/kubeconfig' } });
+  const noConfig = await runCli(['route', '--port', '0', '--discover', 'k8s://ns/svc'], { timeoutMs: 60_000, env: { KUBECONFIG: '/nonexistent/kubeconfig' } });
   assert.equal(noConfig.code, 2);
   assert.match(noConfig.stderr, /^tailgate: no kubeconfig found at \/nonexistent\/kubeconfig/);
   assert.doesNotMatch(noConfig.stderr, /\n\s+at /);

@@ -20,7 +20,7 @@ test('validate --wait-ready waits for the Service, uses its endpoints as workers
   const out = mkdtempSync(join(tmpdir(), 'tailgate-k8s-validate-'));
   const base = ['validate', '--url', a.url, '--model', 'm', '--gpus', '1', '--concurrency-per-gpu', '1', '--trials', '1', '--request-count', '3', '--warmup-request-count', '0', '--output-tokens-mean', '4', '--synthetic-input-tokens-mean', '8', '--out', out];
 
-  const late = await runCli([...base, '--wait-ready', 'k8s://inference/vllm', '--expected-workers', '2', '--ready-timeout', '1s'], { env, timeoutMs: 30_000 });
+  const late = await runCli([...base, '--wait-ready', 'k8s://inference/vllm', '--expected-workers', '2', '--ready-timeout', '1s'], { env, timeoutMs: 60_000 });
   assert.equal(late.code, 1, late.stderr);
   assert.match(late.stderr, /readiness: k8s:\/\/inference\/vllm: 1 of 2 endpoints ready/);
   assert.match(late.stderr, /^tailgate: k8s:\/\/inference\/vllm: 1 of 2 endpoints ready after 1\.00s \(not ready: 127\.0\.0\.1:\d+\)$/m);
@@ -38,7 +38,7 @@ test('validate --wait-ready waits for the Service, uses its endpoints as workers
   assert.deepEqual([verdict.readiness.ok, verdict.readiness.ready, verdict.readiness.expected], [true, 2, 2]);
   assert.equal(verdict.trials.length, 1, 'the trial ran after readiness');
 
-  const bad = await runCli(['validate', '--url', a.url, '--model', 'm', '--wait-ready', 'k8s://x/y/z'], { env, timeoutMs: 20_000 });
+  const bad = await runCli(['validate', '--url', a.url, '--model', 'm', '--wait-ready', 'k8s://x/y/z'], { env, timeoutMs: 60_000 });
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /is not a Kubernetes target/);
 });

@@ -62,7 +62,7 @@ test('merging 4 bench shards gives exactly the percentiles of one run over the s
   }
 
   const out = join(root, 'merged');
-  const r = await runCli(['merge', root, '--out', out], { timeoutMs: 30_000 });
+  const r = await runCli(['merge', root, '--out', out], { timeoutMs: 60_000 });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /merged 4 shards, 588 records/);
   assert.match(r.stderr, /1 shard\(s\) started late: .*shard-3/);
@@ -82,20 +82,20 @@ test('merging 4 bench shards gives exactly the percentiles of one run over the s
 
   // The merged export is itself a shard: merging it again changes nothing.
   const again = join(root, 'again');
-  assert.equal((await runCli(['merge', out, '--out', again], { timeoutMs: 30_000 })).code, 0);
+  assert.equal((await runCli(['merge', out, '--out', again], { timeoutMs: 60_000 })).code, 0);
   const twice = JSON.parse(readFileSync(join(again, AIPERF_FILES.json), 'utf8')) as Record<string, unknown>;
   for (const tag of Object.keys(expected)) assert.deepEqual(twice[tag], expected[tag], tag);
 });
 
 test('merge: folders that hold no shard, and a missing --out, are one-line errors with exit 2', async () => {
   const empty = mkdtempSync(join(tmpdir(), 'tailgate-merge-empty-'));
-  const r = await runCli(['merge', empty, '--out', join(empty, 'x')], { timeoutMs: 20_000 });
+  const r = await runCli(['merge', empty, '--out', join(empty, 'x')], { timeoutMs: 60_000 });
   assert.equal(r.code, 2);
   assert.match(r.stderr, /^tailgate: .* holds no profile_export_aiperf\.json/);
-  const missing = await runCli(['merge', '/nonexistent-dir', '--out', join(empty, 'x')], { timeoutMs: 20_000 });
+  const missing = await runCli(['merge', '/nonexistent-dir', '--out', join(empty, 'x')], { timeoutMs: 60_000 });
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /is not a folder/);
-  const noOut = await runCli(['merge', empty], { timeoutMs: 20_000 });
+  const noOut = await runCli(['merge', empty], { timeoutMs: 60_000 });
   assert.equal(noOut.code, 2);
   assert.match(noOut.stderr, /--out/);
 });
@@ -125,7 +125,7 @@ test('a distributed bench: two shards from a common start, one late; merged into
   assert.equal((one['input_config']!['loadgen'] as Record<string, unknown>)['concurrency'], 2);
 
   const out = join(root, 'merged');
-  const m = await runCli(['merge', root, '--out', out], { timeoutMs: 30_000 });
+  const m = await runCli(['merge', root, '--out', out], { timeoutMs: 60_000 });
   assert.equal(m.code, 0, m.stderr);
   assert.match(m.stdout, /merged 2 shards, 10 records/);
   assert.match(m.stderr, /1 shard\(s\) started late: .*shard-1/);

@@ -108,7 +108,7 @@ test('tailgate route: bad flags exit 2 with one line and no stack trace', async 
     [['route', '--backends-file', badFile], /not valid JSON/],
     [['route', '--backend', 'ftp://x'], /must be http/],
   ];
-  const results = await Promise.all(cases.map(([args]) => runCli(args, { timeoutMs: 20_000 })));
+  const results = await Promise.all(cases.map(([args]) => runCli(args, { timeoutMs: 60_000 })));
   for (const [i, [args, msg]] of cases.entries()) {
     const r = results[i]!;
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
