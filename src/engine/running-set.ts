@@ -1,0 +1,173 @@
+import type { Seq } from './seq.js';
+
+// What `fin` holds for a running entry outside the decode cohort (a member holds its finishing step).
+/** Running alone. */
+export const FREE = -1;
+/** Dropped (compacted later). */
+export const HOLE = -2;
+
+/**
+ * An engine's running sequences as parallel typed arrays, one entry per sequence in admission
+ * order, removed lazily (`seq[i] = null`) and compacted once half are holes. The fields are the
+ * arrays themselves, for the engine's step loops to read into locals; growing replaces them, so
+ * a loop that may admit reads them again after.
+ */
+export class RunningSet {
+  /** Entries in use, holes included. */
+  len = 0;
+  /** Dropped entries since the last compaction. */
+  holes = 0;
+  /** Entry i is live while seq[i] !== null. */
+  readonly seq: (Seq | null)[] = [];
+  computed = new Int32Array(0);
+  target = new Int32Array(0);
+  generated = new Int32Array(0);
+  max = new Int32Array(0);
+  blocks = new Int32Array(0);
+  /** Tokens scheduled for the entry in the step in flight. */
+  step = new Int32Array(0);
+  sink = new Int32Array(0);
+  /** The entry's record index (what the cohort's lists link), so they need not read the record. */
+  rec = new Int32Array(0);
+  lastMs = new Float64Array(0);
+  /** For a cohort member, the cohort step after which it has all its tokens; otherwise FREE or HOLE. */
+  fin = new Int32Array(0);
+  /** For a cohort member, the cohort step at which it joined (its counters are as of then). */
+  join = new Int32Array(0);
+  // Entries outside the cohort, in index order: every FREE entry, and some that have since joined
+  // or left (dropped at the next step's end), so a step visits them, not the whole running set.
+  loose = new Int32Array(0);
+  looseLen = 0;
+  // Per-step scratch, never longer than the running arrays: one step's sink tokens outside the
+  // cohort (which sink, the gap) and how each delivered request is told.
+  bSink = new Int32Array(0);
+  bGapMs = new Float64Array(0);
+  deliverKind = new Uint8Array(0);
+
+  constructor(cap: number) {
+    this.#alloc(cap);
+  }
+
+  /** Room for entries before the next growth. */
+  get capacity(): number {
+    return this.computed.length;
+  }
+
+  /** Appends `seq` (its counters as its record holds them) as a FREE entry, growing if full; returns the entry. */
+  push(seq: Seq): number {
+    if (this.len === this.computed.length) {
+      // Full: squeeze out the holes first, grow only if there are none.
+      this.compact();
+      if (this.len === this.computed.length) this.#alloc(this.len * 2);
+    }
+    const i = this.len++;
+    this.seq[i] = seq;
+    this.computed[i] = seq.computed;
+    this.target[i] = seq.prefillTarget;
+    this.generated[i] = seq.generated;
+    this.max[i] = seq.maxTokens;
+    this.blocks[i] = 0;
+    this.step[i] = 0;
+    this.sink[i] = seq.sink;
+    this.rec[i] = seq.index;
+    this.lastMs[i] = seq.lastTokenMs;
+    this.fin[i] = FREE;
+    seq.slot = i;
+    this.loose[this.looseLen++] = i;
+    return i;
+  }
+
+  /** Marks entry `i` dropped (the caller has released what it held). */
+  drop(i: number): void {
+    this.seq[i] = null;
+    this.fin[i] = HOLE;
+    this.holes++;
+    this.blocks[i] = 0;
+    this.step[i] = 0;
+  }
+
+  /** The newest live entry, or -1. */
+  newest(): number {
+    const seqs = this.seq;
+    for (let i = this.len - 1; i >= 0; i--) if (seqs[i] !== null) return i;
+    return -1;
+  }
+
+  /**
+   * Squeezes out dropped entries once they are half the arrays, or the arrays are full. A step
+   * visits only the loose entries and the finishing ones, so holes cost little; a compaction
+   * moves every later entry and touches its (cold) record.
+   */
+  compact(): void {
+    if (this.holes === 0 || (this.holes * 2 < this.len && this.len < this.computed.length)) return;
+    this.holes = 0;
+    const seqs = this.seq;
+    const n = this.len;
+    let j = 0;
+    for (let i = 0; i < n; i++) {
+      const s = seqs[i]!;
+      if (s === null) continue;
+      if (j !== i) {
+        seqs[j] = s;
+        this.computed[j] = this.computed[i]!;
+        this.target[j] = this.target[i]!;
+        this.generated[j] = this.generated[i]!;
+        this.max[j] = this.max[i]!;
+        this.blocks[j] = this.blocks[i]!;
+        this.step[j] = this.step[i]!;
+        this.sink[j] = this.sink[i]!;
+        this.rec[j] = this.rec[i]!;
+        this.lastMs[j] = this.lastMs[i]!;
+        this.fin[j] = this.fin[i]!;
+        this.join[j] = this.join[i]!;
+        s.slot = j;
+      }
+      j++;
+    }
+    for (let i = j; i < n; i++) seqs[i] = null;
+    this.len = j;
+    this.rebuildLoose();
+  }
+
+  /** Lists every FREE entry afresh (after compaction moved them, or the cohort dissolved). */
+  rebuildLoose(): void {
+    const fin = this.fin;
+    let k = 0;
+    for (let i = 0; i < this.len; i++) if (fin[i] === FREE) this.loose[k++] = i;
+    this.looseLen = k;
+  }
+
+  /**
+   * Gives the arrays room for `cap` entries, keeping their contents: views on one buffer
+   * (allocating a typed array costs microseconds, and a fleet has thousands of engines).
+   */
+  #alloc(cap: number): void {
+    // Per entry: 2 Float64 + 12 Int32 + 1 Uint8 = 65 bytes, laid out widest first so every view is
+    // aligned (a view past the end throws, so a table added without growing this fails at once).
+    const buf = new ArrayBuffer(cap * 65);
+    let at = 0;
+    const view = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (b: ArrayBuffer, offset: number, n: number) => T): T => {
+      const a = make(buf, at, cap);
+      a.set(old);
+      at += cap * a.BYTES_PER_ELEMENT;
+      return a;
+    };
+    const f64 = (b: ArrayBuffer, offset: number, n: number) => new Float64Array(b, offset, n);
+    const i32 = (b: ArrayBuffer, offset: number, n: number) => new Int32Array(b, offset, n);
+    this.lastMs = view(this.lastMs, f64);
+    this.bGapMs = view(this.bGapMs, f64);
+    this.computed = view(this.computed, i32);
+    this.target = view(this.target, i32);
+    this.generated = view(this.generated, i32);
+    this.max = view(this.max, i32);
+    this.blocks = view(this.blocks, i32);
+    this.step = view(this.step, i32);
+    this.sink = view(this.sink, i32);
+    this.rec = view(this.rec, i32);
+    this.fin = view(this.fin, i32);
+    this.join = view(this.join, i32);
+    this.loose = view(this.loose, i32);
+    this.bSink = view(this.bSink, i32);
+    this.deliverKind = view(this.deliverKind, (b, offset, n) => new Uint8Array(b, offset, n));
+  }
+}
