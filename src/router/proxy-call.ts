@@ -125,7 +125,7 @@ class Attempt implements ExchangeHandler {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    this.call.ctx.dispatcher.release(this.backend.id);
+    this.call.ctx.dispatcher.release(this.backend.id, this.call.flow?.ticket);
   }
 
   /** Stops the attempt (upstream request aborted) and releases its count. */
@@ -564,7 +564,7 @@ export class ProxyCall {
     this.queuedAtMs = -1;
     const b = this.ctx.backends.get(w.id)!;
     if (this.finished) {
-      this.ctx.dispatcher.release(w.id);
+      this.ctx.dispatcher.release(w.id, this.flow?.ticket);
       return;
     }
     if (this.#firstWorker === null) this.flow?.assigned(this.ctx.clock.now());

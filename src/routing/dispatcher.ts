@@ -146,10 +146,13 @@ interface QueueEntry {
   readonly onAssign: (worker: WorkerView) => void;
   readonly exclude: ReadonlySet<string> | undefined;
   readonly onShed?: ((reason: ShedReason) => void) | undefined;
+  readonly ticket: FlowTicket;
 }
 
 const DEFAULT_TICKET: FlowTicket = { tenant: '', priority: 'standard' };
 const NO_EXCLUDE: ReadonlySet<string> = new Set();
+/** A worker silent for this many of its own token intervals may be stalling: no slot is lent on it. */
+const LEND_SILENCE_ITLS = 4;
 
 /**
  * Late binding in front of a fleet: counts in-flight per worker at pick time, caps it (a fixed
@@ -213,19 +216,20 @@ export class Dispatcher {
     this.#budget = new ResendBudget(opts.maxResendShare ?? 0.1, opts.resendBurst ?? 64);
     // The policy's window on the persistent entries: no view is built or copied per pick.
     const list = this.#list;
-    const eligible = (w: WorkerEntry, entry: QueueEntry, cap: number): boolean => this.#eligible(w, entry, cap);
+    const eligible = (w: WorkerEntry, entry: QueueEntry, cap: number, lend: boolean): boolean => this.#eligible(w, entry, cap, lend);
     const fleet = (model: string): FleetLatency => this.#fleet(model);
     const workers = this.#workers;
     const mean = (): number => this.#totalInflight / Math.max(1, this.#fullShareWorkers);
     this.#pool = {
       entry: undefined,
       cap: Number.POSITIVE_INFINITY,
+      lend: false,
       get size() {
         return list.length;
       },
       at: (i) => list[i]!,
       eligible(i) {
-        return this.entry !== undefined && eligible(list[i]!, this.entry, this.cap);
+        return this.entry !== undefined && eligible(list[i]!, this.entry, this.cap, this.lend);
       },
       fleetLatency() {
         return fleet(this.entry?.req.model ?? ANY_MODEL);
@@ -440,7 +444,7 @@ export class Dispatcher {
         this.#promptTokensEwma = Number.isNaN(this.#promptTokensEwma) ? req.promptTokens : this.#promptTokensEwma + 0.05 * (req.promptTokens - this.#promptTokensEwma);
       }
     }
-    const entry: QueueEntry = { req, onAssign, exclude: opts.exclude, onShed: opts.onShed };
+    const entry: QueueEntry = { req, onAssign, exclude: opts.exclude, onShed: opts.onShed, ticket: opts.flow ?? DEFAULT_TICKET };
     if ((this.#queuedByModel.get(req.model) ?? 0) === 0) {
       const w = this.#place(entry);
       if (w) {
@@ -480,14 +484,16 @@ export class Dispatcher {
 
   /**
    * Releases one in-flight request of `workerId`, then gives the room to the oldest queued
-   * request that can use it. Returns false (and changes nothing) if nothing was in flight there:
-   * the caller released twice, which callers must prevent.
+   * request that can use it. With flow control on, `flow` is the ticket it was submitted with
+   * (its tenant's in-flight count goes down). Returns false (and changes nothing) if nothing was in
+   * flight there: the caller released twice, which callers must prevent.
    */
-  release(workerId: string): boolean {
+  release(workerId: string, flow?: FlowTicket): boolean {
     const w = this.#workers.get(workerId);
     if (!w || w.inflight <= 0) return false;
     w.inflight--;
     this.#totalInflight--;
+    this.#flows?.finished((flow ?? DEFAULT_TICKET).tenant);
     if (this.queueLength > 0) this.#drain(w);
     return true;
   }
@@ -590,11 +596,29 @@ export class Dispatcher {
     return false;
   }
 
-  /** Whether `w` may take `entry` now, with `cap` the full-share cap of this pick. */
-  #eligible(w: WorkerEntry, entry: QueueEntry, cap: number): boolean {
+  /** Whether `w` may take `entry` now, with `cap` the full-share cap of this pick; `lend`: over its cap too (see {@link FlowQueue.borrowers}). */
+  #eligible(w: WorkerEntry, entry: QueueEntry, cap: number, lend: boolean): boolean {
     if (!w.healthy || !serves(w, entry.req.model)) return false;
     if (entry.exclude !== undefined && entry.exclude.has(w.id)) return false;
-    return this.#hasRoom(w, cap);
+    return lend ? this.#canLend(w, cap) : this.#hasRoom(w, cap);
+  }
+
+  /**
+   * Whether `w` may take a request lent a slot: up to `lendSlots` over its cap (the fixed or `auto`
+   * one, or its learned slots), only while it takes a full share and has sent a token lately, so a
+   * suspected, half-open or silent (maybe stalling) worker is never lent one.
+   */
+  #canLend(w: WorkerEntry, cap: number): boolean {
+    const lend = this.#flows?.lendSlots ?? 0;
+    if (!w.fullShare || !this.#now || w.inflight >= Math.min(cap, w.slots) + lend) return false;
+    return w.inflight === 0 || this.#now() - w.stats.lastProgressMs <= LEND_SILENCE_ITLS * w.stats.itlMsEwma;
+  }
+
+  /** Slots of the workers that take a full share: the fleet's in-flight capacity under the caps. */
+  #fleetSlots(cap: number): number {
+    let n = 0;
+    for (const w of this.#list) if (w.fullShare) n += Math.min(cap, w.slots);
+    return n;
   }
 
   #fleet(model: string): FleetLatency {
@@ -641,12 +665,13 @@ export class Dispatcher {
     }
   }
 
-  #place(entry: QueueEntry): WorkerEntry | undefined {
+  #place(entry: QueueEntry, lend = false): WorkerEntry | undefined {
     if (this.#list.length === 0) return undefined;
     this.#recheckAll();
     const pool = this.#pool;
     pool.entry = entry;
     pool.cap = this.capacity;
+    pool.lend = lend;
     const v = this.policy.pickFrom(pool, entry.req, this.#rng);
     pool.entry = undefined;
     if (v === undefined) return undefined;
@@ -658,6 +683,7 @@ export class Dispatcher {
     if (w.inflight === 0 && this.#now) w.stats.busySinceMs = this.#now();
     w.inflight++;
     this.#totalInflight++;
+    this.#flows?.started(entry.ticket.tenant);
     this.policy.assigned?.(w.id, entry.req);
     entry.onAssign(w);
   }
@@ -717,23 +743,33 @@ export class Dispatcher {
     }
   }
 
-  /** Places waiting requests in flow order while some worker has room: the first placeable goes, then the order is read afresh. */
+  /**
+   * Places waiting requests in flow order while some worker has room: the first placeable goes,
+   * then the order is read afresh. When none has room, a tenant below its weighted share is lent
+   * the next slot to free (see {@link FlowQueue.borrowers}).
+   */
   #drainFlows(flows: FlowQueue<QueueEntry>, hint: WorkerEntry | undefined): void {
-    while (flows.length > 0 && this.#anyRoom(hint)) {
+    while (flows.length > 0) {
       const nowMs = this.#nowMs();
-      let placed = false;
-      for (const entry of flows.ordered(nowMs)) {
-        const w = this.#place(entry);
-        if (!w) continue;
-        flows.remove(entry, nowMs);
-        this.#flowEntries.delete(entry.req);
-        this.#dequeued(entry.req.model);
-        this.#assign(w, entry);
-        placed = true;
-        break;
-      }
-      if (!placed) return;
+      if (this.#anyRoom(hint) && this.#placeFirst(flows, flows.ordered(nowMs), nowMs, false)) continue;
+      if (flows.lendSlots === 0 || !this.#now) return;
+      const cap = this.capacity;
+      if (!this.#placeFirst(flows, flows.borrowers(nowMs, this.#fleetSlots(cap)), nowMs, true)) return;
     }
+  }
+
+  /** Assigns the first of `entries` a worker takes (`lend`: over its cap); false if none. */
+  #placeFirst(flows: FlowQueue<QueueEntry>, entries: Iterable<QueueEntry>, nowMs: number, lend: boolean): boolean {
+    for (const entry of entries) {
+      const w = this.#place(entry, lend);
+      if (!w) continue;
+      flows.remove(entry, nowMs);
+      this.#flowEntries.delete(entry.req);
+      this.#dequeued(entry.req.model);
+      this.#assign(w, entry);
+      return true;
+    }
+    return false;
   }
 }
 
@@ -743,6 +779,7 @@ const ANY_MODEL = '\u0000any';
 interface PickPool extends WorkerPool {
   entry: QueueEntry | undefined;
   cap: number;
+  lend: boolean;
 }
 
 function serves(w: WorkerEntry, model: string): boolean {

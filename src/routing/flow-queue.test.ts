@@ -147,7 +147,7 @@ test('dispatcher with flows: every request is dispatched, shed, rejected or canc
       for (const id of workers) d.addWorker(id);
       const ends = new Map<RouteRequest, string[]>();
       const prio = new Map<RouteRequest, Priority>();
-      const running = new Map<string, RouteRequest[]>(workers.map((w) => [w, []]));
+      const running = new Map<string, { req: RouteRequest; flow: FlowTicket }[]>(workers.map((w) => [w, []]));
       const end = (req: RouteRequest, how: string) => ends.get(req)!.push(how);
       for (const o of ops) {
         if (o.kind === 'submit') {
@@ -155,24 +155,32 @@ test('dispatcher with flows: every request is dispatched, shed, rejected or canc
           ends.set(req, []);
           const r = d.submit(req, (w) => {
             end(req, 'dispatched');
-            running.get(w.id)!.push(req);
+            running.get(w.id)!.push({ req, flow: o });
+            // a slot lent to a tenant below its share goes at most one over the cap
+            assert.ok(w.inflight <= cap + 1, `${w.id} holds ${w.inflight} with a cap of ${cap}`);
           }, { flow: o, onShed: () => end(req, 'shed') });
           if (r === 'rejected') end(req, r);
           prio.set(req, o.priority);
         } else if (o.kind === 'release') {
           const w = workers[o.worker]!;
-          if (running.get(w)!.shift()) assert.ok(d.release(w));
+          const r = running.get(w)!.shift();
+          if (r) assert.ok(d.release(w, r.flow));
         } else if (o.kind === 'cancel') {
           const waiting = [...ends].filter(([, e]) => e.length === 0).map(([r]) => r);
           const req = waiting[o.pick % Math.max(1, waiting.length)];
           if (req && d.cancel(req)) end(req, 'cancelled');
         } else {
           nowMs += o.ms;
+          // the workers answer: they may be lent slots
+          for (const w of workers) if (running.get(w)!.length > 0) {
+            d.recordItl(w, 10);
+            d.progress(w, nowMs);
+          }
           d.shedExpired();
         }
       }
       for (const [req] of [...ends].filter(([, e]) => e.length === 0)) if (d.cancel(req)) end(req, 'cancelled');
-      for (const w of workers) for (const _ of running.get(w)!.splice(0)) d.release(w);
+      for (const w of workers) for (const r of running.get(w)!.splice(0)) d.release(w, r.flow);
       for (const [req, e] of ends) {
         assert.equal(e.length, 1, `request ended ${JSON.stringify(e)}`);
         if (e[0] === 'shed') assert.equal(prio.get(req), 'sheddable');
@@ -183,4 +191,61 @@ test('dispatcher with flows: every request is dispatched, shed, rejected or canc
     }),
     { numRuns: 200, seed: 23 },
   );
+});
+
+test('dispatcher with flows: a tenant below its share is lent the next slot to free, at most one over the cap, never on a silent or half-open worker', () => {
+  let nowMs = 0;
+  const make = (flows: { lendSlots?: number } = {}) => {
+    const d = new Dispatcher({ policy: createPolicy('least-loaded'), rng: createRng(1), maxInflightPerWorker: 2, now: () => nowMs, flows });
+    d.addWorker('w1', { models: ['m'] });
+    const order: string[] = [];
+    const submit = (id: string, tenant: string, priority: Priority = 'standard') => d.submit({ model: 'm', promptTokens: 1 }, () => order.push(id), { flow: { tenant, priority } });
+    // the noisy tenant fills both slots and queues 5 more; the worker answers
+    for (let i = 0; i < 7; i++) submit(`noisy${i}`, 'noisy');
+    d.recordItl('w1', 20);
+    d.progress('w1', nowMs);
+    return { d, order, submit };
+  };
+  const noisy = { tenant: 'noisy', priority: 'standard' } as const;
+  const good = { tenant: 'good', priority: 'standard' } as const;
+  {
+    const { d, submit, order } = make();
+    // good holds nothing, less than its share (1 of 2 slots): it goes now, over the cap
+    assert.equal(submit('good1', 'good'), 'assigned');
+    assert.equal(d.inflight('w1'), 3);
+    // it holds its share now: the next one waits its turn
+    assert.equal(submit('good2', 'good'), 'queued');
+    // the next slot to free was the one lent: the noisy tenant gets none until the worker is under its cap
+    d.release('w1', noisy);
+    assert.deepEqual(order.slice(-1), ['good1']);
+    // good1 ends: good2 goes at once (its turn at the freed slot, or lent one again)
+    d.release('w1', good);
+    assert.ok(order.includes('good2'));
+    assert.ok(d.inflight('w1') <= 3);
+  }
+  {
+    // with lending off, or with the worker silent for over 4 token intervals, or half-open, good waits for a slot
+    assert.equal(make({ lendSlots: 0 }).submit('good1', 'good'), 'queued');
+    const silent = make();
+    nowMs += 100;
+    assert.equal(silent.submit('good1', 'good'), 'queued');
+    nowMs = 0;
+    const halfOpen = make();
+    halfOpen.d.halfOpen('w1');
+    assert.equal(halfOpen.submit('good1', 'good'), 'queued');
+  }
+  {
+    // a critical request waiting: no standard request is lent a slot ahead of it
+    const { submit } = make();
+    assert.equal(submit('crit', 'noisy', 'critical'), 'queued');
+    assert.equal(submit('good1', 'good'), 'queued');
+  }
+});
+
+test('flow queue: age counts only first in line, so a tenant\'s deep backlog does not outrank a newcomer', () => {
+  const q = new FlowQueue<string>({ agingMs: 1000 });
+  fill(q, 'deep', 100, 'standard', 0);
+  take(q, 50, 10_000); // 10 s later, half of it went
+  q.push('new', { tenant: 'new', priority: 'standard' }, 10_000);
+  assert.ok(take(q, 2, 10_000).includes('new'));
 });

@@ -26,10 +26,18 @@ export interface FlowQueueOptions {
   /** Requests one tenant may have waiting. @default maxQueue */
   maxPerTenant?: number;
   /**
-   * Waiting this long counts as one dispatch's worth of a weight-1 tenant's credit: an old
-   * request rises in its band, so none starves whatever the weights. @default 1000
+   * Waiting this long first in its tenant's line counts as one dispatch's worth of a weight-1
+   * tenant's credit: a request kept waiting rises in its band, so none starves whatever the
+   * weights (its wait behind its own tenant's earlier requests earns nothing: a deep backlog does
+   * not outrank a newcomer). @default 1000
    */
   agingMs?: number;
+  /**
+   * Requests over a worker's cap that a tenant holding fewer than its weighted share of the
+   * fleet's slots may be sent, per worker: the next slot to free is lent to it early, instead of
+   * the wait for that slot (see {@link FlowQueue.borrowers}); 0 turns lending off. @default 1
+   */
+  lendSlots?: number;
 }
 
 /** Outcome of {@link FlowQueue.push}: the request waits (maybe evicting a sheddable one), or is shed, or refused. */
@@ -58,6 +66,8 @@ interface TenantState<T> {
   readonly items: Item<T>[][];
   /** Finish tag of its last item per band. */
   readonly lastFinish: number[];
+  /** Per band, since when its oldest item has been first in its line (the age that earns credit). */
+  readonly headSinceMs: number[];
   queued: number;
 }
 
@@ -88,8 +98,11 @@ export class FlowQueue<T> {
   #maxQueue = 1024;
   #maxPerTenant = 1024;
   #agingMs = 1000;
+  #lendSlots = 1;
   readonly #tenants = new Map<string, TenantState<T>>();
   readonly #items = new Map<T, Item<T>>();
+  /** Requests of each tenant on a worker (every band), as the dispatcher reports them. */
+  readonly #inflight = new Map<string, number>();
   readonly #bandCount = [0, 0, 0];
   /** Virtual time per band: the start tag of the last request dispatched from it. */
   readonly #virtual = [0, 0, 0];
@@ -109,6 +122,7 @@ export class FlowQueue<T> {
     this.#maxQueue = opts.maxQueue ?? 1024;
     this.#maxPerTenant = opts.maxPerTenant ?? this.#maxQueue;
     this.#agingMs = positive(opts.agingMs, 1000);
+    this.#lendSlots = opts.lendSlots !== undefined && opts.lendSlots >= 0 ? Math.floor(opts.lendSlots) : 1;
     for (const t of this.#tenants.values()) t.weight = this.weight(t.name);
   }
 
@@ -119,6 +133,28 @@ export class FlowQueue<T> {
 
   has(value: T): boolean {
     return this.#items.has(value);
+  }
+
+  /** Requests over a worker's cap that may be lent to a tenant below its share (see {@link borrowers}). */
+  get lendSlots(): number {
+    return this.#lendSlots;
+  }
+
+  /** A request of `tenant` went to a worker. */
+  started(tenant: string): void {
+    this.#inflight.set(tenant, (this.#inflight.get(tenant) ?? 0) + 1);
+  }
+
+  /** A request of `tenant` left its worker, whatever ended it. */
+  finished(tenant: string): void {
+    const n = (this.#inflight.get(tenant) ?? 0) - 1;
+    if (n > 0) this.#inflight.set(tenant, n);
+    else this.#inflight.delete(tenant);
+  }
+
+  /** Requests of `tenant` on a worker. */
+  inflight(tenant: string): number {
+    return this.#inflight.get(tenant) ?? 0;
   }
 
   /** The weight a tenant gets. */
@@ -153,6 +189,7 @@ export class FlowQueue<T> {
     const finishTag = startTag + 1 / t.weight;
     t.lastFinish[band] = finishTag;
     const item: Item<T> = { value, tenant: t, band, enqueuedMs: nowMs, maxWaitMs, startTag, finishTag, seq: this.#seq++ };
+    if (t.items[band]!.length === 0) t.headSinceMs[band] = nowMs;
     t.items[band]!.push(item);
     t.queued++;
     this.#bandCount[band]!++;
@@ -163,14 +200,20 @@ export class FlowQueue<T> {
 
   /**
    * Waiting requests in the order they should be dispatched at `nowMs`: bands in priority order;
-   * within a band, tenants interleaved by finish tag less age credit, each tenant's oldest first.
+   * within a band, tenants interleaved by finish tag less the age credit of the tenant's first in
+   * line, each tenant's oldest first.
    * Lazy: the caller takes the first it can place, then calls {@link remove} with `dispatched`.
    */
   *ordered(nowMs: number): Generator<T, void, undefined> {
     for (let band = 0; band < PRIORITIES.length; band++) {
       if (this.#bandCount[band] === 0) continue;
       const lists: Item<T>[][] = [];
-      for (const t of this.#tenants.values()) if (t.items[band]!.length > 0) lists.push(t.items[band]!);
+      const credits: number[] = [];
+      for (const t of this.#tenants.values()) {
+        if (t.items[band]!.length === 0) continue;
+        lists.push(t.items[band]!);
+        credits.push(this.#credit(t, band, nowMs));
+      }
       const next = lists.map(() => 0);
       for (;;) {
         let best = -1;
@@ -179,7 +222,7 @@ export class FlowQueue<T> {
         for (let i = 0; i < lists.length; i++) {
           const item = lists[i]![next[i]!];
           if (item === undefined) continue;
-          const key = item.finishTag - (nowMs - item.enqueuedMs) / this.#agingMs;
+          const key = item.finishTag - credits[i]!;
           if (best < 0 || key < bestKey || (key === bestKey && item.seq < bestSeq)) {
             best = i;
             bestKey = key;
@@ -204,7 +247,9 @@ export class FlowQueue<T> {
     this.#items.delete(value);
     const t = item.tenant;
     const list = t.items[item.band]!;
-    list.splice(list.indexOf(item), 1);
+    const at = list.indexOf(item);
+    list.splice(at, 1);
+    if (at === 0) t.headSinceMs[item.band] = nowMs;
     t.queued--;
     this.#bandCount[item.band]!--;
     if (t.queued === 0) this.#tenants.delete(t.name);
@@ -219,6 +264,28 @@ export class FlowQueue<T> {
     }
     if (this.#items.size === 0) this.#backloggedSinceMs = Number.NaN;
     return true;
+  }
+
+  /**
+   * The waiting requests that may be sent over a worker's cap at `nowMs`, best first: the oldest
+   * request of each tenant, in the most urgent band that has any, whose tenant holds fewer requests
+   * in flight than its weighted share of `fleetSlots` (the share among tenants with requests
+   * waiting or in flight). Weighted fair queuing would give such a tenant the next slot to free
+   * anyway; lending it early spares it the wait for that slot, and the tenants over their share,
+   * who pay it back with that slot, lose nothing they would have had. Empty with lending off.
+   */
+  borrowers(nowMs: number, fleetSlots: number): T[] {
+    if (this.#lendSlots === 0 || this.#items.size === 0 || !(fleetSlots > 0)) return [];
+    const band = this.#bandCount.findIndex((n) => n > 0);
+    let weights = 0;
+    for (const t of this.#tenants.values()) weights += t.weight;
+    for (const name of this.#inflight.keys()) if (!this.#tenants.has(name)) weights += this.weight(name);
+    const heads: { item: Item<T>; key: number }[] = [];
+    for (const t of this.#tenants.values()) {
+      const item = t.items[band]![0];
+      if (item !== undefined && this.inflight(t.name) < (fleetSlots * t.weight) / weights) heads.push({ item, key: item.finishTag - this.#credit(t, band, nowMs) });
+    }
+    return heads.sort((a, b) => a.key - b.key || a.item.seq - b.item.seq).map((h) => h.item.value);
   }
 
   /** Sheddable requests that have waited past their `maxWaitMs` at `nowMs`, taken out of the queue. */
@@ -276,8 +343,13 @@ export class FlowQueue<T> {
     return best;
   }
 
+  /** The age credit of `t`'s first in line in `band`. */
+  #credit(t: TenantState<T>, band: number, nowMs: number): number {
+    return Math.max(0, nowMs - t.headSinceMs[band]!) / this.#agingMs;
+  }
+
   #tenant(name: string): TenantState<T> {
-    const t: TenantState<T> = { name, weight: this.weight(name), items: PRIORITIES.map(() => []), lastFinish: PRIORITIES.map(() => 0), queued: 0 };
+    const t: TenantState<T> = { name, weight: this.weight(name), items: PRIORITIES.map(() => []), lastFinish: PRIORITIES.map(() => 0), headSinceMs: PRIORITIES.map(() => 0), queued: 0 };
     this.#tenants.set(name, t);
     return t;
   }

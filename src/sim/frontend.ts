@@ -61,6 +61,8 @@ export class Frontend {
     this.dispatcher = new Dispatcher({
       policy: createPolicy(policy, { now: () => clock.now() }),
       rng,
+      // as the live router: the dispatcher reads the clock (silences, lent slots) whatever the policy
+      now: () => clock.now(),
       maxInflightPerWorker: settings.maxInflightPerWorker,
       maxQueue: settings.maxQueue,
       ttftDeadline: settings.ttftDeadline,

@@ -1,7 +1,7 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
 import { Engine, FaultSchedule, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import type { PolicyName, Priority, RouteRequest, WorkerView } from '../routing/index.js';
+import type { FlowTicket, PolicyName, Priority, RouteRequest, WorkerView } from '../routing/index.js';
 import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/index.js';
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
@@ -10,6 +10,8 @@ import { AttemptRoute, SimAttempt, SimRequest, type AttemptHost } from './sim-at
 import { ExplainSamples, explain, type Explanation } from './explain.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
+
+const NO_TENANT: FlowTicket = { tenant: '', priority: 'standard' };
 
 /** Options of {@link runScenario}. */
 export interface SimOptions {
@@ -142,6 +144,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     return tenants.length - 1;
   };
   let shed = 0;
+  const ticketOf = (req: SimRequest): FlowTicket | undefined => (flowsOn ? tickets[req.tenant] ?? NO_TENANT : undefined);
 
   // Sessions (and their token ids) are built once; requests draw them as bench does.
   const workload = new SimWorkload(scenario);
@@ -222,7 +225,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     attemptEnded(a, reason, nowMs) {
       a.end();
       const fe = frontends[a.req.feIndex]!;
-      fe.dispatcher.release(a.workerId);
+      fe.dispatcher.release(a.workerId, ticketOf(a.req));
       if (reason === 'length') {
         fe.success(a.workerId);
         finishRequest(a.req, nowMs, a.workerId, 'ok', 200, null);
@@ -243,7 +246,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const r = engines[wi]!.submit(a);
     if (!r.ok) {
       a.end();
-      fe.dispatcher.release(w.id);
+      fe.dispatcher.release(w.id, ticketOf(req));
       finishRequest(req, clock.now(), w.id, 'http_error', r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full' ? 'worker queue full' : 'prompt too long');
       spareAttempts.push(a);
       return;
@@ -265,7 +268,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   const dispatch = (req: SimRequest, feIndex: number, exclude?: ReadonlySet<string>): void => {
     const fe = frontends[feIndex]!;
-    const flow = flowsOn ? { flow: tickets[req.tenant] ?? { tenant: '', priority: 'standard' as const }, onShed: () => {
+    const flow = flowsOn ? { flow: ticketOf(req)!, onShed: () => {
       shed++;
       finishRequest(req, clock.now(), null, 'http_error', 429, 'shed');
     } } : undefined;
@@ -296,7 +299,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     }
     if (kind === 'migrate' || fe.dispatcher.missedFirstToken(a.workerId, a.startMs, a.position)) fe.failure(a.workerId);
     engines[a.route.worker]!.abort(a.ticket);
-    fe.dispatcher.release(a.workerId);
+    fe.dispatcher.release(a.workerId, ticketOf(req));
     dispatch(req, feIndex, new Set([a.workerId]));
     spareAttempts.push(a);
   };
