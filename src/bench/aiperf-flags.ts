@@ -274,8 +274,8 @@ f('--network-latency-mean', 'value', X, 'a fixed RTT to subtract, ms', '0');
 f('--network-latency-ping-interval', 'value', X, 'seconds between RTT probes', '1');
 
 s('GPU Telemetry');
-f('--gpu-telemetry', 'list', X, 'DCGM exporter URLs to scrape during the run', 'http://127.0.0.1:9401/metrics');
-f('--no-gpu-telemetry', 'switch', X, 'collect no GPU telemetry');
+f('--gpu-telemetry', 'list', I, 'DCGM exporter URLs to scrape during the run', 'http://127.0.0.1:9401/metrics');
+f('--no-gpu-telemetry', 'switch', I, 'collect no GPU telemetry');
 
 s('UI');
 f('--ui-type --ui', 'value', X, 'dashboard, simple or none progress display', 'none');

@@ -23,6 +23,8 @@ export interface BenchArtifactOptions {
   runInfo?: Partial<RunInfo>;
   /** AIPerf's `telemetry_data`. */
   telemetryData?: Record<string, unknown>;
+  /** Appended to the CSV export (AIPerf's GPU telemetry section). */
+  csvAppendix?: string;
   /** `--slice-duration`, ms: also write the metrics per time slice. */
   sliceDurationMs?: number;
 }
@@ -77,6 +79,7 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
     ...(opts.version === undefined ? {} : { version: opts.version }),
     ...(opts.filePrefix !== undefined && { filePrefix: opts.filePrefix }),
     ...(opts.telemetryData !== undefined && { telemetryData: opts.telemetryData }),
+    ...(opts.csvAppendix !== undefined && { csvAppendix: opts.csvAppendix }),
     runInfo: { random_seed: result.options.randomSeed, ...opts.runInfo },
     warmupSummary: warmup.length > 0 ? summarize(warmup, { goodput: result.options.goodput, useServerTokenCount: result.options.useServerTokenCount }) : null,
     useServerTokenCount: result.options.useServerTokenCount,

@@ -13,6 +13,7 @@ import {
   converged,
   writeAggregate,
   MULTI_RUN_LAYOUT,
+  type BenchArtifactOptions,
   type BenchOptions,
   type BenchResult,
   type Convergence,
@@ -21,6 +22,7 @@ import { logs, type LogLevel } from './log-level.js';
 import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
 import { exportFileNames, redactCommand } from '../report/index.js';
 import { serverMetricsUrl, startServerMetrics, writeServerMetrics } from '../bench/server-metrics.js';
+import { gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/gpu-telemetry.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 
@@ -43,6 +45,8 @@ export interface BenchInvocation {
   filePrefix?: string;
   /** `--slice-duration`, ms. */
   sliceDurationMs?: number;
+  /** `--gpu-telemetry`: the DCGM exporters to scrape (empty: none). */
+  gpuTelemetryUrls: string[];
 }
 
 /** AIPerf's `--log-level`, `-v` (DEBUG) and `-vv`/`--extra-verbose` (TRACE), last one named wins over none. */
@@ -127,9 +131,12 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   const shard = shardOf(flags);
   if (shard) applyShard(opts, shard);
   const startAtMs = flags['startAt'] as number | undefined;
+  const gpu = flags['gpuTelemetry'];
+  const gpuPlan = gpu === undefined || gpu === false ? { urls: [], notes: [] } : gpuTelemetryPlan(Array.isArray(gpu) ? (gpu as string[]) : []);
+  notes.push(...gpuPlan.notes);
   return {
     options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
-    tokenizer,
+    tokenizer, gpuTelemetryUrls: gpuPlan.urls,
     logLevel: logLevelOf(flags),
     ...(flags['profileExportPrefix'] !== undefined && { filePrefix: flags['profileExportPrefix'] as string }),
     ...(flags['sliceDuration'] !== undefined && { sliceDurationMs: (flags['sliceDuration'] as number) * 1000 }),
@@ -140,7 +147,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
 export async function runBenchCommand(flags: Record<string, unknown>, argv: readonly string[] = []): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix, sliceDurationMs } = benchInvocation(flags);
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix, sliceDurationMs, gpuTelemetryUrls } = benchInvocation(flags);
   const resolved = resolveBenchOptions(opts);
   opts.tokenizer = await resolveTokenizer(tokenizer);
   if (opts.tokenizer.fallback) notes.push(`warning: ${opts.tokenizer.fallback}; counting tokens with the word rule (one token per word)`);
@@ -176,18 +183,26 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     const sweep = sweepOf(flags);
     const scrapeUrls = serverMetricsUrls(flags, opts);
     const formats = ((flags['serverMetricsFormats'] as string[] | undefined) ?? ['json', 'csv']).flatMap((f) => f.split(','));
-    /** One run, with the server metrics scraped around it (AIPerf `--server-metrics`) into `runDir`. */
-    const benchOnce = async (runOpts: BenchOptions, runDir: string): Promise<BenchResult> => {
+    /**
+     * One run, with the server metrics (AIPerf `--server-metrics`) and GPU telemetry (`--gpu-telemetry`)
+     * scraped around it into `runDir`; `telemetry` goes into the run's JSON and CSV exports.
+     */
+    const benchOnce = async (runOpts: BenchOptions, runDir: string): Promise<{ result: BenchResult; telemetry: Pick<BenchArtifactOptions, 'telemetryData' | 'csvAppendix'> }> => {
       const scrape = scrapeUrls.length > 0 ? startServerMetrics(scrapeUrls) : null;
+      const gpu = gpuTelemetryUrls.length > 0 ? startGpuTelemetry(gpuTelemetryUrls) : null;
       const result = await runBench(runOpts, ctl.signal);
       if (scrape) await writeServerMetrics(runDir, exportFileNames(filePrefix).serverMetrics, await scrape.stop(), formats);
-      return result;
+      if (!gpu) return { result, telemetry: {} };
+      const endpoints = await gpu.stop();
+      await writeGpuTelemetryJsonl(runDir, exportFileNames(filePrefix).gpuTelemetry, endpoints);
+      const data = telemetryData(endpoints, result.startTime.getTime(), result.endTime);
+      return { result, telemetry: { telemetryData: data, csvAppendix: telemetryCsv(data) } };
     };
     if (plan.runs === 1 && sweep === null) {
-      const result = await benchOnce(opts, dir);
+      const { result, telemetry } = await benchOnce(opts, dir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(dir, result, {
-        exportLevel, version: VERSION, runInfo: { cli_command: cliCommand },
+        exportLevel, version: VERSION, runInfo: { cli_command: cliCommand }, ...telemetry,
         ...(filePrefix !== undefined && { filePrefix }),
         ...(sliceDurationMs !== undefined && { sliceDurationMs }),
         ...(Object.keys(distributed).length > 0 && { extra: distributed }),
@@ -213,15 +228,14 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
         const seed = planned === undefined ? (seedOffset > 0 ? (base.randomSeed ?? 0) + seedOffset : undefined) : planned + seedOffset;
         const runOpts: BenchOptions = { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0, warmupDurationMs: 0 }) };
         const runDir = join(root, MULTI_RUN_LAYOUT.runDir(i));
-        const result = await benchOnce(runOpts, runDir);
+        const { result, telemetry } = await benchOnce(runOpts, runDir);
         if (showProgress) process.stderr.write('\n');
         const runLabel = basename(runDir);
         await writeBenchArtifacts(runDir, result, {
-          exportLevel, version: VERSION,
+          exportLevel, version: VERSION, ...telemetry,
           runInfo: { cli_command: cliCommand, trial: i, run_label: runLabel, ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) },
           ...(filePrefix !== undefined && { filePrefix }),
           ...(sliceDurationMs !== undefined && { sliceDurationMs }),
-        ...(sliceDurationMs !== undefined && { sliceDurationMs }),
           ...(Object.keys(distributed).length > 0 && { extra: distributed }),
         });
         process.stdout.write(`${variation ? `${variation.label} ` : ''}${runLabel} of ${plan.runs}:\n${formatBenchReport(result)}`);

@@ -75,6 +75,8 @@ export interface AiperfExportInput {
   useServerTokenCount?: boolean;
   /** AIPerf's `telemetry_data` (GPU telemetry). */
   telemetryData?: Record<string, unknown>;
+  /** Appended to the CSV export as is (AIPerf's GPU telemetry section). */
+  csvAppendix?: string;
 }
 
 /** Redacts the value after `--api-key` (and `Authorization` headers) from a command line. */
@@ -245,7 +247,7 @@ export async function writeAiperfExports(dir: string, input: AiperfExportInput):
   await mkdir(dir, { recursive: true });
   const files = exportFileNames(input.filePrefix);
   await writeFile(join(dir, files.json), `${JSON.stringify(aiperfJson(input), null, 2)}\n`);
-  await writeFile(join(dir, files.csv), aiperfCsv(input.summary));
+  await writeFile(join(dir, files.csv), aiperfCsv(input.summary) + (input.csvAppendix ?? ''));
   if (input.exportLevel === 'summary') return;
   const origin = input.originEpochMs ?? input.startTime.getTime();
   await writeJsonl(join(dir, files.jsonl), input.records, origin, input.useServerTokenCount === true);
