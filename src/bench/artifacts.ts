@@ -5,7 +5,7 @@ import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { summarize, timeSeries } from '../stats/index.js';
 import { turnMessages } from '../workload/index.js';
-import { aiperfInputConfig, payloadOptionsOf } from './options.js';
+import { aiperfInputConfig, payloadOptionsOf, summaryOptionsOf } from './options.js';
 import { requestPayload } from './payload.js';
 import type { BenchResult } from './run-bench.js';
 
@@ -81,8 +81,9 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
     ...(opts.telemetryData !== undefined && { telemetryData: opts.telemetryData }),
     ...(opts.csvAppendix !== undefined && { csvAppendix: opts.csvAppendix }),
     runInfo: { random_seed: result.options.randomSeed, ...opts.runInfo },
-    warmupSummary: warmup.length > 0 ? summarize(warmup, { goodput: result.options.goodput, useServerTokenCount: result.options.useServerTokenCount }) : null,
+    warmupSummary: warmup.length > 0 ? summarize(warmup, summaryOptionsOf(result.options)) : null,
     useServerTokenCount: result.options.useServerTokenCount,
+    producesTokens: result.options.endpointType !== 'embeddings',
     extra: {
       random_seed: result.options.randomSeed,
       self_check: {
@@ -115,7 +116,7 @@ export async function writeTimeSlices(dir: string, result: BenchResult, sliceMs:
     slice_index: i,
     start_ns: ns(start + i * sliceMs),
     end_ns: ns(start + (i + 1) * sliceMs),
-    metrics: rs.length > 0 ? summarize(rs, { goodput: result.options.goodput, useServerTokenCount: result.options.useServerTokenCount }).metrics : {},
+    metrics: rs.length > 0 ? summarize(rs, summaryOptionsOf(result.options)).metrics : {},
   }));
   const names = exportFileNames(filePrefix);
   await writeFile(join(dir, names.timeslicesJson), `${JSON.stringify({ slice_duration_sec: sliceMs / 1000, slices }, null, 2)}\n`);
@@ -139,7 +140,7 @@ export async function writeRawExport(path: string, result: BenchResult): Promise
   let i = 0;
   for (const r of result.records) {
     if (r.phase !== 'profiling') continue;
-    const line = aiperfJsonlLine(r, i++, result.originEpochMs, result.options.useServerTokenCount);
+    const line = aiperfJsonlLine(r, i++, result.originEpochMs, result.options.useServerTokenCount, result.options.endpointType !== 'embeddings');
     const raw = result.raw?.get(r.id);
     // The body is JSON text already: spliced in as sent.
     const extra = raw ? `,"request":${raw.request},"response_text":${JSON.stringify(raw.response)}` : ',"request":null,"response_text":null';

@@ -1,5 +1,5 @@
 import { TailgateError } from '../core/index.js';
-import { GOODPUT_TAGS } from '../stats/index.js';
+import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
 import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, type ArrivalMode, type SamplingStrategy, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
@@ -234,7 +234,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   const urls = typeof o.url === 'string' ? [o.url] : [...o.url];
   if (urls.length === 0) throw bad('--url is required');
   const endpointType = o.endpointType ?? 'chat';
-  if (!(endpointType in ENDPOINT_PATHS)) throw bad(`--endpoint-type must be chat or completions (got ${String(endpointType)})`);
+  if (!(endpointType in ENDPOINT_PATHS)) throw bad(`--endpoint-type must be chat, completions or embeddings (got ${String(endpointType)})`);
   let endpoint = o.endpointPath ?? ENDPOINT_PATHS[endpointType];
   if (!endpoint.startsWith('/')) endpoint = `/${endpoint}`;
   if (/[\s\0]/.test(endpoint)) throw bad(`--endpoint "${endpoint}" must not contain spaces or line breaks`);
@@ -269,6 +269,9 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     if ((o.warmupRequestCount ?? 0) > 0 || (o.warmupDurationMs ?? 0) > 0) throw bad('--fixed-schedule has no warm-up: drop --warmup-request-count and --warmup-duration');
     if ((o.threads ?? 1) > 1) throw bad('--fixed-schedule runs on one thread: drop --threads');
     if (o.benchmarkDurationMs !== undefined) throw bad('--fixed-schedule runs the trace to its end: drop --benchmark-duration');
+  }
+  if (endpointType === 'embeddings' && workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0)) {
+    throw bad('--endpoint-type embeddings takes one turn per request: drop --conversation-turn-mean/-stddev');
   }
   if (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0) && o.requestRate !== undefined) {
     throw bad('multi-turn conversations run in a closed loop: use --concurrency, not --request-rate');
@@ -430,6 +433,11 @@ function prefixConfig(w: Extract<BenchWorkloadSpec, { kind: 'synthetic' }>): Rec
     shared_system_prompt_length: w.prefixGroups > 0 ? w.prefixTokens : null,
     user_context_prompt_length: w.userContextTokens > 0 ? w.userContextTokens : null,
   };
+}
+
+/** The summary settings of a resolved run (the run's summary, warm-up, time slices). */
+export function summaryOptionsOf(o: ResolvedBenchOptions): SummarizeOptions {
+  return { goodput: o.goodput, useServerTokenCount: o.useServerTokenCount, producesTokens: o.endpointType !== 'embeddings' };
 }
 
 /** The payload settings of a resolved run (shared by the request builder and `inputs.json`). */

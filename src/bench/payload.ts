@@ -1,11 +1,12 @@
 import type { PromptMessage } from '../workload/index.js';
 
-export type EndpointType = 'chat' | 'completions';
+export type EndpointType = 'chat' | 'completions' | 'embeddings';
 
 /** The default path AIPerf appends to the base URL for each endpoint type. */
 export const ENDPOINT_PATHS: Readonly<Record<EndpointType, string>> = {
   chat: '/v1/chat/completions',
   completions: '/v1/completions',
+  embeddings: '/v1/embeddings',
 };
 
 export interface PayloadOptions {
@@ -29,7 +30,8 @@ export type PayloadInput = { prompt: string; maxTokens: number } | { messages: r
 
 /**
  * The request body for one dataset entry or turn, as AIPerf builds it: the messages (chat; a bare
- * prompt is one user message) or `prompt` (completions: the contents joined by a newline),
+ * prompt is one user message), `prompt` (completions: the contents joined by a newline) or
+ * `input` (embeddings: the list of texts, with no output length and no streaming),
  * the output length (`max_completion_tokens` for chat, `max_tokens` for completions), `stream`, and the extra inputs. Streaming requests ask for `usage` too, so server
  * counts can be kept next to the client's.
  *
@@ -38,6 +40,7 @@ export type PayloadInput = { prompt: string; maxTokens: number } | { messages: r
  */
 export function requestPayload(entry: PayloadInput, opts: PayloadOptions): Record<string, unknown> {
   const messages = 'messages' in entry ? entry.messages : [{ role: 'user', content: entry.prompt }];
+  if (opts.endpointType === 'embeddings') return { model: opts.model, input: messages.map((m) => m.content).filter((c) => c !== ''), ...opts.extraInputs };
   const body: Record<string, unknown> =
     opts.endpointType === 'chat'
       ? { messages, model: opts.model }

@@ -6,7 +6,7 @@ import { arrivals, sessionSampler, timedSessions, turnMessages, type Session, ty
 import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
-import { payloadOptionsOf, resolveBenchOptions, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
+import { payloadOptionsOf, resolveBenchOptions, summaryOptionsOf, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
 import { runThreads } from './threads.js';
@@ -178,7 +178,7 @@ function finish(
 ): BenchResult {
   // Requests the run itself cut short on Ctrl-C / SIGTERM stay in the records (was_cancelled) but are not errors.
   const counted = cancelled ? records.filter((r) => !(r.outcome === 'aborted' && r.error === 'cancelled')) : records;
-  const summary = summarize(counted, { goodput: o.goodput, useServerTokenCount: o.useServerTokenCount });
+  const summary = summarize(counted, summaryOptionsOf(o));
   summary.tokenSources = { ...summary.tokenSources, tokenizer: o.tokenizer.name, ...(o.tokenizer.fallback !== undefined && { fallback: o.tokenizer.fallback }) };
   const warnings: string[] = [];
   const dis = summary.tokenSources.disagreementPct;

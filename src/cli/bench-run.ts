@@ -62,13 +62,14 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   const model = flags['model'] as string | undefined;
   if (!model) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
   const notes: string[] = [...((flags['ignoredFlagWarnings'] as string[] | undefined) ?? [])];
+  if (flags['streaming'] === true && flags['endpointType'] === 'embeddings') notes.push('warning: --streaming: the embeddings endpoint does not stream (as in AIPerf); sending non-streaming requests');
   const tokenizer = chooseTokenizer({ tokenizer: flags['tokenizer'] as string | undefined, model: model.split(',')[0]!.trim(), revision: flags['tokenizerRevision'] as string | undefined });
   if (flags['tokenizerTrustRemoteCode'] === true) notes.push('warning: --tokenizer-trust-remote-code: accepted for AIPerf compatibility and has no effect (tailgate runs no tokenizer code, it reads tokenizer.json)');
   const opts: BenchOptions = {
     url: (flags['url'] as string[] | undefined) ?? ['http://localhost:8000'],
     model: model.split(',')[0]!.trim(),
-    endpointType: flags['endpointType'] as 'chat' | 'completions',
-    streaming: flags['streaming'] === true,
+    endpointType: flags['endpointType'] as BenchOptions['endpointType'] & string,
+    streaming: flags['streaming'] === true && flags['endpointType'] !== 'embeddings',
     extraInputs: parseExtraInputs((flags['extraInputs'] as string[] | undefined) ?? []),
     headers: parseHeaders((flags['header'] as string[] | undefined) ?? []),
     goodput: parseGoodput((flags['goodput'] as string[] | undefined) ?? []),

@@ -51,7 +51,7 @@ const collectAll = (value: string, previous: unknown): string[] => [...((previou
 export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'url', flags: '-u, --url <url...>', description: 'base URL of the OpenAI-compatible server; several are used round-robin (default http://localhost:8000)', parse: collectAll, variadic: true },
   { key: 'model', flags: '-m, --model <name>', aliases: ['--model-names'], description: 'model name to request' },
-  { key: 'endpointType', flags: '--endpoint-type <type>', description: 'chat or completions', parse: choiceArg(['chat', 'completions'] as const), defaultValue: 'chat' },
+  { key: 'endpointType', flags: '--endpoint-type <type>', description: 'chat, completions or embeddings (no streaming, no output tokens)', parse: choiceArg(['chat', 'completions', 'embeddings'] as const), defaultValue: 'chat' },
   { key: 'urlStrategy', flags: '--url-strategy <s>', description: 'how requests pick one of several URLs: round_robin (the only one, as in AIPerf)', parse: choiceArg(['round_robin'] as const) },
   { key: 'endpoint', flags: '--endpoint <path>', aliases: ['--custom-endpoint'], description: 'endpoint path (default /v1/chat/completions or /v1/completions)' },
   { key: 'streaming', flags: '--streaming', description: 'stream responses (SSE); off unless given, as in AIPerf' },

@@ -4,7 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { RequestRecord } from '../core/index.js';
-import { METRIC_CATALOG, isMetricBlock, recordMetrics, type Summary } from '../stats/index.js';
+import { METRIC_CATALOG, OUTPUT_TOKEN_TAGS, isMetricBlock, recordMetrics, type Summary } from '../stats/index.js';
 
 /**
  * Version of `profile_export_aiperf.json` we write, as AIPerf's JSON export schema page documents
@@ -73,6 +73,8 @@ export interface AiperfExportInput {
   filePrefix?: string;
   /** `--use-server-token-count`: per-request ISL/OSL from the server's usage. */
   useServerTokenCount?: boolean;
+  /** The endpoint answers with tokens (false: embeddings, whose records carry no output metrics). @default true */
+  producesTokens?: boolean;
   /** AIPerf's `telemetry_data` (GPU telemetry). */
   telemetryData?: Record<string, unknown>;
   /** Appended to the CSV export as is (AIPerf's GPU telemetry section). */
@@ -197,7 +199,7 @@ function epochNs(originEpochMs: number, ms: number): string {
 }
 
 /** One `profile_export.jsonl` line (no newline) in AIPerf's record shape, ns as exact integers. */
-export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: number, useServerTokenCount = false): string {
+export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: number, useServerTokenCount = false, producesTokens = true): string {
   const start = epochNs(originEpochMs, r.startMs);
   const end = epochNs(originEpochMs, r.endMs);
   const cancelled = r.outcome === 'aborted';
@@ -227,6 +229,7 @@ export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: 
     if (m.outputTokensPerSPerUser !== null) metrics.output_token_throughput_per_user = { value: m.outputTokensPerSPerUser, unit: 'tokens/sec/user' };
     if (r.inputTokens.server !== null) metrics.usage_prompt_tokens = { value: r.inputTokens.server, unit: 'tokens' };
     if (r.outputTokens.server !== null) metrics.usage_completion_tokens = { value: r.outputTokens.server, unit: 'tokens' };
+    if (!producesTokens) for (const tag of OUTPUT_TOKEN_TAGS) delete metrics[tag];
   } else {
     metrics.error_isl = { value: r.inputTokens.client, unit: 'tokens' };
     error = { code: errorCode(r.outcome, r.status), type: errorType(r.outcome), message: r.error ?? r.outcome };
@@ -250,11 +253,11 @@ export async function writeAiperfExports(dir: string, input: AiperfExportInput):
   await writeFile(join(dir, files.csv), aiperfCsv(input.summary) + (input.csvAppendix ?? ''));
   if (input.exportLevel === 'summary') return;
   const origin = input.originEpochMs ?? input.startTime.getTime();
-  await writeJsonl(join(dir, files.jsonl), input.records, origin, input.useServerTokenCount === true);
+  await writeJsonl(join(dir, files.jsonl), input.records, origin, input.useServerTokenCount === true, input.producesTokens !== false);
 }
 
 /** Streams the JSONL in slices with backpressure: 260k records never become one giant string. */
-async function writeJsonl(path: string, records: readonly RequestRecord[], originEpochMs: number, useServerTokenCount: boolean): Promise<void> {
+async function writeJsonl(path: string, records: readonly RequestRecord[], originEpochMs: number, useServerTokenCount: boolean, producesTokens: boolean): Promise<void> {
   const out = createWriteStream(path);
   const finished = new Promise<void>((resolve, reject) => {
     out.once('finish', resolve);
@@ -266,7 +269,7 @@ async function writeJsonl(path: string, records: readonly RequestRecord[], origi
     let i = 0;
     for (const r of records) {
       if (r.phase !== 'profiling') continue;
-      lines.push(aiperfJsonlLine(r, i++, originEpochMs, useServerTokenCount));
+      lines.push(aiperfJsonlLine(r, i++, originEpochMs, useServerTokenCount, producesTokens));
       if (lines.length < SLICE) continue;
       // once() rejects if the stream errors while we wait, and removes its listeners either way.
       if (!out.write(`${lines.join('\n')}\n`)) await once(out, 'drain');

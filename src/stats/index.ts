@@ -7,7 +7,7 @@ export { BucketHistogram } from './bucket-histogram.js';
 export { METRIC_CATALOG, GOODPUT_TAGS, metricInfo } from './metric-catalog.js';
 export type { MetricInfo } from './metric-catalog.js';
 export type { ErrorGroup, Summary, WorkerSummary } from './summary.js';
-export { summarize, recordMetrics, blankMetrics, SummaryBuilder, ErrorGroups } from './summarize.js';
+export { summarize, recordMetrics, blankMetrics, SummaryBuilder, ErrorGroups, OUTPUT_TOKEN_TAGS } from './summarize.js';
 export type { SummarizeOptions, RecordMetrics } from './summarize.js';
 export { peakInflight, inflightEvents } from './inflight.js';
 export type { InflightPeak } from './inflight.js';

@@ -21,7 +21,18 @@ export interface SummarizeOptions {
    * usage counts as the client's tokenizer counted it). @default false
    */
   useServerTokenCount?: boolean;
+  /**
+   * The endpoint answers with tokens (false for embeddings): when false, the metrics about output
+   * tokens ({@link OUTPUT_TOKEN_TAGS}) are left out, as AIPerf leaves them out. @default true
+   */
+  producesTokens?: boolean;
 }
+
+/** AIPerf's metrics that exist only for endpoints that produce tokens (its `PRODUCES_TOKENS_ONLY` flag). */
+export const OUTPUT_TOKEN_TAGS: readonly string[] = [
+  'output_sequence_length', 'output_token_count', 'reasoning_token_count', 'total_osl', 'total_output_tokens', 'total_reasoning_tokens',
+  'output_token_throughput', 'total_token_throughput', 'usage_completion_tokens', 'usage_total_tokens', 'usage_reasoning_tokens',
+];
 
 /** Per-request values of one record, as AIPerf defines them; null where not applicable. */
 export interface RecordMetrics {
@@ -207,11 +218,14 @@ export class SummaryBuilder {
   readonly #workerIndex = new Map<string, number>();
   readonly #workerNames: string[] = [];
 
+  readonly #producesTokens: boolean;
+
   constructor(opts: SummarizeOptions = {}) {
     if (opts.goodput) checkGoodput(opts.goodput);
     this.#goodTags = opts.goodput ? Object.entries(opts.goodput) : [];
     this.#gapLimit = opts.exactChunkGapLimit ?? EXACT_GAP_LIMIT;
     this.#serverCounts = opts.useServerTokenCount === true;
+    this.#producesTokens = opts.producesTokens !== false;
     if (this.#gapLimit <= 0) this.#toHistogram();
   }
 
@@ -364,6 +378,8 @@ export class SummaryBuilder {
       metrics.error_request_count = { unit: 'requests', avg: errors };
       metrics.total_error_isl = { unit: 'tokens', avg: this.#errorIslTotal };
     }
+
+    if (!this.#producesTokens) for (const tag of OUTPUT_TOKEN_TAGS) delete metrics[tag];
 
     const peaks = peakInflightOf(this.#evStart.values(), this.#evEnd.values(), this.#evWorker.values(), this.#workerNames).byWorker;
     const named = this.#namedRequests;
