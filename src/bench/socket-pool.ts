@@ -1,6 +1,5 @@
-import { connect as tcpConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
 import type { Dispatcher } from 'undici';
+import { BodyScanner, HeadReader, KeepAlivePool, bodyFraming, encodeRequest, hexDigit, type Connection, type ConnectionReader, type ConnectionWaiter, type ResponseHead } from '../wire/index.js';
 
 /**
  * A handler that can take body bytes in place: `buf[start, end)` is valid only during the call (it may
@@ -24,13 +23,8 @@ export interface BenchDispatcher {
   destroy(): Promise<void>;
 }
 
-const CRLF_CRLF = Buffer.from('\r\n\r\n');
-/**
- * One read buffer for every plain-TCP socket (`onread`): reads are handled synchronously one at a
- * time on this thread, so nothing outlives the callback except copies; saves the stream machinery
- * and an allocation per read.
- */
-const READ_BUFFER = Buffer.allocUnsafe(256 * 1024);
+/** The read buffer plain-TCP sockets share (the wire pool's `onread`): a read is stamped and copied out of it at once. */
+const READ_BUFFER_BYTES = 256 * 1024;
 
 /**
  * Reads waiting to be parsed. A read is only stamped and copied here when it arrives; parsing runs
@@ -47,10 +41,10 @@ const batch = {
   scheduled: false,
 };
 
-/** Queues `READ_BUFFER[from, n)`, read at `at`, for parsing after the poll phase. */
-function queueRead(conn: Conn, from: number, n: number, at: number): void {
+/** Queues `read[from, n)`, read at `at`, for parsing after the poll phase. */
+function queueRead(conn: Conn, read: Buffer, from: number, n: number, at: number): void {
   if (batch.used + n - from > batch.bytes.length) flushReads();
-  READ_BUFFER.copy(batch.bytes, batch.used, from, n);
+  read.copy(batch.bytes, batch.used, from, n);
   batch.used += n - from;
   conn.queued = true;
   batch.conns.push(conn);
@@ -79,40 +73,31 @@ function flushReads(): void {
 }
 
 /**
- * A minimal HTTP/1.1 keep-alive client on raw sockets for the bench's hot path: one write per
- * request, then status line, headers and a chunked or sized body parsed in place, each socket read
- * handed on as one `onResponseData` (no stream objects, no per-read copies into a parser).
- * Requests beyond `connections` wait in a queue. Only what OpenAI-compatible servers send is
- * handled: no pipelining, no 1xx other than 100-continue, no upgrades.
+ * The bench's HTTP/1.1 client on the wire layer's keep-alive pool: one write per request, then the
+ * response parsed in place, each socket read stamped as it arrives and its body handed on as one
+ * `onResponseBytes` (no stream objects, no per-read copies into a parser). Requests beyond
+ * `connections` wait in the pool's queue; one aborted there leaves it. Only what OpenAI-compatible
+ * servers send is handled: no pipelining, no upgrades.
  */
 export class SocketPool implements BenchDispatcher {
-  readonly #url: URL;
+  readonly #pool: KeepAlivePool;
   readonly #hostHeader: string;
-  readonly #max: number;
-  readonly #idle: Conn[] = [];
-  readonly #queue: Array<() => void> = [];
   /** Response bytes the fast lane took whole during their read (`Conn#readNow`): shows it is in use. */
   fastLaneBytes = 0;
-  /** `release` is handing idle connections to queued calls (a release inside it just adds to the idle list). */
-  #handing = false;
-  #open = 0;
-  #closed = false;
+  /** The parser of each connection, kept across its requests. */
+  readonly #conns = new WeakMap<Connection, Conn>();
   /** Request bytes per dispatch options object: callers that reuse one per prepared request encode it once. */
   readonly #encoded = new WeakMap<Dispatcher.DispatchOptions, Buffer>();
 
   constructor(origin: string, opts: { connections: number | null }) {
-    this.#url = new URL(origin);
-    this.#hostHeader = this.#url.host;
-    this.#max = opts.connections ?? Number.POSITIVE_INFINITY;
+    this.#pool = new KeepAlivePool(origin, { connections: opts.connections ?? Number.POSITIVE_INFINITY, readBufferBytes: READ_BUFFER_BYTES });
+    this.#hostHeader = new URL(origin).host;
   }
 
   dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    const run = (): void => {
-      const conn = this.#idle.pop() ?? this.#connect();
-      conn.send(opts, handler);
-    };
-    if (this.#idle.length > 0 || this.#open < this.#max) run();
-    else this.#queue.push(run);
+    const req = new Pending(this, opts, handler);
+    this.#pool.acquire(req);
+    if (!req.attached) handler.onRequestStart?.(req, {}); // queued: the handler may abort it there
     return true;
   }
 
@@ -120,55 +105,27 @@ export class SocketPool implements BenchDispatcher {
   encode(opts: Dispatcher.DispatchOptions): Buffer {
     let bytes = this.#encoded.get(opts);
     if (!bytes) {
-      bytes = Conn.encode(opts, this.#hostHeader);
+      const body = typeof opts.body === 'string' ? opts.body : '';
+      bytes = encodeRequest(opts.method, opts.path, this.#hostHeader, (opts.headers ?? {}) as Record<string, string>, body);
       this.#encoded.set(opts, bytes);
     }
     return bytes;
   }
 
-  /** A connection finished a response and can take another request. */
-  release(conn: Conn): void {
-    if (this.#closed) {
-      conn.destroy();
-      return;
-    }
-    this.#idle.push(conn);
-    // A loop, not recursion: a queued call that already timed out hands the connection straight back.
-    if (this.#handing) return;
-    this.#handing = true;
-    try {
-      while (this.#idle.length > 0 && this.#queue.length > 0) this.#queue.shift()!();
-    } finally {
-      this.#handing = false;
-    }
-  }
-
-  /** A connection went away (closed by either side). */
-  gone(conn: Conn): void {
-    this.#open--;
-    const i = this.#idle.indexOf(conn);
-    if (i >= 0) this.#idle.splice(i, 1);
-    const next = this.#queue.shift();
-    if (next && !this.#closed) next();
-  }
-
-  #connect(): Conn {
-    this.#open++;
-    const port = Number(this.#url.port || (this.#url.protocol === 'https:' ? 443 : 80));
-    const host = this.#url.hostname.replace(/^\[|\]$/g, '');
-    let conn: Conn | null = null;
-    const socket =
-      this.#url.protocol === 'https:'
-        ? tlsConnect({ host, port, servername: host })
-        : tcpConnect({ host, port, onread: { buffer: READ_BUFFER, callback: (n) => (conn!.onSocketRead(n), true) } });
-    socket.setNoDelay(true);
-    conn = new Conn(this, socket);
+  /** @internal The parser of `c` (made on its first request). */
+  conn(c: Connection): Conn {
+    let conn = this.#conns.get(c);
+    if (!conn) this.#conns.set(c, (conn = new Conn(this, c)));
     return conn;
   }
 
+  /** @internal */
+  get wire(): KeepAlivePool {
+    return this.#pool;
+  }
+
   async close(): Promise<void> {
-    this.#closed = true;
-    for (const c of this.#idle.splice(0)) c.destroy();
+    await this.#pool.close();
   }
 
   async destroy(): Promise<void> {
@@ -176,93 +133,152 @@ export class SocketPool implements BenchDispatcher {
   }
 }
 
-const enum State {
-  Head,
-  Sized,
-  ChunkSize,
-  ChunkData,
-  ChunkCrlf,
-  Trailer,
-  UntilClose,
-  Idle,
+/**
+ * One request on its way to a connection; while it waits in the queue it is also the handler's
+ * controller, so an abort there (a call that timed out while queued) takes it out of the queue
+ * rather than later taking a connection and destroying a healthy keep-alive socket.
+ */
+class Pending implements ConnectionWaiter {
+  readonly #pool: SocketPool;
+  readonly #opts: Dispatcher.DispatchOptions;
+  readonly #handler: Dispatcher.DispatchHandler;
+  #conn: Conn | null = null;
+  /** The handler was started while queued, with this object as its controller. */
+  startedQueued = false;
+  aborted = false;
+  paused = false;
+  reason: Error | null = null;
+
+  constructor(pool: SocketPool, opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) {
+    this.#pool = pool;
+    this.#opts = opts;
+    this.#handler = handler;
+  }
+
+  get attached(): boolean {
+    return this.#conn !== null;
+  }
+
+  attach(c: Connection): void {
+    this.#conn = this.#pool.conn(c);
+    this.#conn.send(this.#opts, this.#handler, this.startedQueued);
+  }
+
+  refused(): void {
+    this.#handler.onResponseError?.(this.#controller(), Object.assign(new Error('the client closed its connections'), { code: 'UND_ERR_CLOSED' }));
+  }
+
+  abort(reason: Error): void {
+    if (this.#conn) {
+      this.#conn.abort(reason);
+      return;
+    }
+    this.aborted = true;
+    this.reason = reason;
+    this.#pool.wire.cancel(this);
+    this.#handler.onResponseError?.(this.#controller(), reason);
+  }
+
+  pause(): void {
+    this.#conn?.pause();
+  }
+
+  resume(): void {
+    this.#conn?.resume();
+  }
+
+  #controller(): Dispatcher.DispatchController {
+    return this as unknown as Dispatcher.DispatchController;
+  }
 }
 
-class Conn {
+/** Parses the responses of one connection, request after request. */
+class Conn implements ConnectionReader {
   readonly #pool: SocketPool;
-  readonly #socket: Socket;
+  readonly #c: Connection;
   readonly #controller: Dispatcher.DispatchController;
   #handler: Dispatcher.DispatchHandler | null = null;
   #bytes: BytesHandler | null = null;
-  #state = State.Idle;
-  #head: Buffer | null = null;
-  #remaining = 0;
-  #trailer = '';
-  #size = 0;
-  #sizeDigits = 0;
-  #sizeDone = false;
+  readonly #head = new HeadReader();
+  /** The body being read (null while the head is). */
+  #body: BodyScanner | null = null;
+  /** Stamp of the read being scanned, for the scanner's sink. */
+  #atMs = 0;
+  readonly #sink = (b: Buffer, start: number, end: number): void => this.#deliver(b, start, end, this.#atMs);
   #keepAlive = true;
-  #dead = false;
   /** A request was handed over but its bytes are not written yet (it may still be aborted for free). */
   #unsent = false;
   /** Reads of this connection wait in the batch: later ones must queue behind them. */
   queued = false;
 
-  constructor(pool: SocketPool, socket: Socket) {
+  constructor(pool: SocketPool, c: Connection) {
     this.#pool = pool;
-    this.#socket = socket;
+    this.#c = c;
     // One controller per connection: it acts on whatever request the connection is serving.
     this.#controller = {
       abort: (reason: Error) => this.#fail(reason),
-      pause: () => this.#socket.pause(),
-      resume: () => this.#socket.resume(),
+      pause: () => this.pause(),
+      resume: () => this.resume(),
       aborted: false,
       paused: false,
       reason: null,
     } as unknown as Dispatcher.DispatchController;
-    // TLS sockets have no `onread`: they deliver through 'data' events instead.
-    socket.on('data', (b: Buffer) => this.onRead(b, 0, b.length, performance.now()));
-    socket.on('error', (e) => {
-      flushReads();
-      this.#fail(e);
-    });
-    socket.on('close', () => {
-      flushReads();
-      this.#onClose();
-    });
   }
 
-  send(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): void {
+  /** Sends a request; `started`: the handler already had its `onRequestStart` (it waited in the queue). */
+  send(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler, started: boolean): void {
+    this.#c.reader = this;
     this.#handler = handler;
     this.#bytes = 'onResponseBytes' in handler ? (handler as BytesHandler) : null;
-    this.#state = State.Head;
-    this.#head = null;
+    this.#head.reset();
+    this.#body = null;
     this.#keepAlive = true;
     this.#unsent = true;
-    handler.onRequestStart?.(this.#controller, {});
-    if (this.#handler !== handler) return; // aborted in onRequestStart (a call that timed out while queued)
+    if (!started) {
+      handler.onRequestStart?.(this.#controller, {});
+      if (this.#handler !== handler) return; // aborted in onRequestStart: nothing was sent
+    }
     this.#unsent = false;
-    this.#socket.write(this.#pool.encode(opts));
+    this.#c.socket.write(this.#pool.encode(opts));
   }
 
-  /** The request's bytes: request line, host, content-length, the caller's headers, body. */
-  static encode(opts: Dispatcher.DispatchOptions, host: string): Buffer {
-    const body = typeof opts.body === 'string' ? opts.body : '';
-    let head = `${opts.method} ${opts.path} HTTP/1.1\r\nhost: ${host}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n`;
-    const h = (opts.headers ?? {}) as Record<string, string>;
-    for (const k in h) head += `${k}: ${h[k]}\r\n`;
-    return Buffer.from(`${head}\r\n${body}`);
+  abort(reason: Error): void {
+    this.#fail(reason);
   }
 
-  destroy(): void {
-    this.#socket.destroy();
+  pause(): void {
+    this.#c.socket.pause();
   }
 
-  /** A plain-TCP read of `n` bytes into READ_BUFFER: stamped, what the fast lane takes is done, the rest queued. */
-  onSocketRead(n: number): void {
+  resume(): void {
+    this.#c.socket.resume();
+  }
+
+  /** A read: `read[0, n)` of the shared buffer (stamped, what the fast lane takes is done, the rest queued), or all of a TLS read. */
+  onBytes(read: Buffer, n: number): void {
     const at = performance.now();
-    const rest = this.queued ? 0 : this.#readNow(READ_BUFFER, n, at);
+    if (n < 0) {
+      this.onRead(read, 0, read.length, at);
+      return;
+    }
+    const rest = this.queued ? 0 : this.#readNow(read, n, at);
     this.#pool.fastLaneBytes += rest;
-    if (rest < n) queueRead(this, rest, n, at);
+    if (rest < n) queueRead(this, read, rest, n, at);
+  }
+
+  onError(e: Error): void {
+    flushReads();
+    this.#fail(e);
+  }
+
+  onClose(): void {
+    flushReads();
+    const h = this.#handler;
+    if (!h) return;
+    this.#handler = null;
+    this.#bytes = null;
+    if (this.#body?.closed()) h.onResponseEnd?.(this.#controller, {});
+    else h.onResponseError?.(this.#controller, Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
   }
 
   /**
@@ -272,9 +288,10 @@ class Conn {
    */
   #readNow(b: Buffer, end: number, at: number): number {
     const h = this.#bytes;
+    const body = this.#body;
     let pos = 0;
     // Only at the start of a chunk-size line: one the last read ended inside belongs to the general path.
-    while (h !== null && this.#state === State.ChunkSize && this.#sizeDigits === 0 && !this.#sizeDone && pos < end) {
+    while (h !== null && body !== null && body.atChunkHeader && pos < end) {
       let i = pos;
       let size = 0;
       for (; i < end; i++) {
@@ -289,8 +306,7 @@ class Conn {
       if (took === from) return pos;
       if (took < to) {
         // Part of the chunk was taken: the general path goes on inside its data.
-        this.#state = State.ChunkData;
-        this.#remaining = to - took;
+        body.enterData(to - took);
         return took;
       }
       pos = to + 2;
@@ -300,137 +316,41 @@ class Conn {
 
   /** One socket read, `b[start, end)`, read at `atMs`; `b` is shared, so only copies are kept past this call. */
   onRead(b: Buffer, start: number, end: number, atMs: number): void {
+    const h = this.#handler;
+    if (h === null || start >= end) return;
     let pos = start;
-    while (pos < end && this.#handler) {
-      switch (this.#state) {
-        case State.Head: {
-          const all = this.#head ? Buffer.concat([this.#head, b.subarray(pos, end)]) : b;
-          const from = all === b ? pos : 0;
-          const to = all === b ? end : all.length;
-          const at = all.indexOf(CRLF_CRLF, from);
-          if (at < 0 || at + 4 > to) {
-            this.#head = all === b ? Buffer.from(b.subarray(pos, end)) : all;
-            return;
-          }
-          this.#head = null;
-          const text = all.toString('latin1', from, at);
-          if (all === b) pos = at + 4;
-          else {
-            // The head was carried over: continue in `b` after the bytes `all` took from it.
-            pos = end - (to - (at + 4));
-          }
-          if (!this.#parseHead(text)) return;
-          break;
-        }
-        case State.Sized: {
-          const n = Math.min(this.#remaining, end - pos);
-          this.#remaining -= n;
-          this.#deliver(b, pos, pos + n, atMs);
-          pos += n;
-          if (this.#remaining === 0) this.#complete();
-          break;
-        }
-        case State.UntilClose:
-          this.#deliver(b, pos, end, atMs);
-          return;
-        case State.ChunkSize: {
-          // Hex digits straight from the bytes; extensions after ';' and the CR are skipped.
-          let i = pos;
-          for (; i < end; i++) {
-            const c = b[i]!;
-            if (c === 10) break;
-            if (this.#sizeDone) continue;
-            const v = hexDigit(c);
-            if (v >= 0) {
-              this.#size = this.#size * 16 + v;
-              this.#sizeDigits++;
-            } else if (c === 59 || c === 13 || c === 32 || c === 9) this.#sizeDone = true;
-            else {
-              this.#fail(Object.assign(new Error('bad chunk size in response'), { code: 'HPE_INVALID_CHUNK_SIZE' }));
-              return;
-            }
-          }
-          if (i === end) return;
-          pos = i + 1;
-          if (this.#sizeDigits === 0) {
-            this.#fail(Object.assign(new Error('empty chunk size in response'), { code: 'HPE_INVALID_CHUNK_SIZE' }));
-            return;
-          }
-          this.#remaining = this.#size;
-          this.#state = this.#size === 0 ? State.Trailer : State.ChunkData;
-          this.#size = 0;
-          this.#sizeDigits = 0;
-          this.#sizeDone = false;
-          break;
-        }
-        case State.ChunkData: {
-          const n = Math.min(this.#remaining, end - pos);
-          this.#remaining -= n;
-          const from = pos;
-          pos += n;
-          if (this.#remaining === 0) {
-            this.#state = State.ChunkCrlf;
-            this.#remaining = 2;
-          }
-          this.#deliver(b, from, pos, atMs);
-          break;
-        }
-        case State.ChunkCrlf: {
-          const n = Math.min(this.#remaining, end - pos);
-          this.#remaining -= n;
-          pos += n;
-          if (this.#remaining === 0) this.#state = State.ChunkSize;
-          break;
-        }
-        case State.Trailer: {
-          // Trailers are not used by these servers: wait for the blank line that ends the message.
-          this.#trailer += b.toString('latin1', pos, end);
-          pos = end;
-          if (this.#trailer === '\r\n' || this.#trailer.endsWith('\r\n\r\n')) {
-            this.#trailer = '';
-            this.#complete();
-          }
-          break;
-        }
-        case State.Idle:
-          return;
+    let body = this.#body;
+    if (body === null) {
+      const r = this.#head.push(b, start, end);
+      if (r.kind === 'partial') return;
+      if (r.kind !== 'head') {
+        this.#fail(Object.assign(new Error(`not an HTTP/1.1 response: ${r.message}`), { code: 'HPE_INVALID_CONSTANT' }));
+        return;
+      }
+      // The bytes after the head, in `b` (the head may have been carried over from earlier reads).
+      pos = r.buf === b ? r.rest : end - (r.buf.length - r.rest);
+      body = this.#onHead(r.head);
+      if (body === null || this.#handler !== h) return;
+      if (body.done) {
+        this.#complete();
+        return;
       }
     }
+    this.#atMs = atMs;
+    body.scan(b, pos, end);
+    if (this.#handler !== h) return;
+    if (body.malformed) this.#fail(Object.assign(new Error('bad chunk size in response'), { code: 'HPE_INVALID_CHUNK_SIZE' }));
+    else if (body.done) this.#complete();
   }
 
-  /** Status line and headers; returns false when the response was handed off as an error. */
-  #parseHead(text: string): boolean {
-    const lines = text.split('\r\n');
-    const m = /^HTTP\/1\.[01] (\d{3})(?: (.*))?$/.exec(lines[0] ?? '');
-    if (!m) {
-      this.#fail(Object.assign(new Error(`not an HTTP/1.1 response: ${(lines[0] ?? '').slice(0, 40)}`), { code: 'HPE_INVALID_CONSTANT' }));
-      return false;
-    }
-    const status = Number(m[1]);
-    if (status === 100) {
-      this.#state = State.Head;
-      return true;
-    }
-    const headers: Record<string, string> = {};
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
-      const c = line.indexOf(':');
-      if (c > 0) headers[line.slice(0, c).trim().toLowerCase()] = line.slice(c + 1).trim();
-    }
-    this.#keepAlive = !/close/i.test(headers['connection'] ?? '') && !lines[0]!.startsWith('HTTP/1.0');
-    this.#handler!.onResponseStart?.(this.#controller, status, headers, m[2] ?? '');
-    if (!this.#handler) return false;
-    if (/chunked/i.test(headers['transfer-encoding'] ?? '')) this.#state = State.ChunkSize;
-    else if (headers['content-length'] !== undefined) {
-      this.#remaining = Number(headers['content-length']);
-      this.#state = State.Sized;
-      if (this.#remaining === 0) this.#complete();
-    } else if (status === 204 || status === 304) this.#complete();
-    else {
-      this.#state = State.UntilClose;
-      this.#keepAlive = false;
-    }
-    return true;
+  /** Status line and headers: tells the handler and returns the body's scanner. */
+  #onHead(head: ResponseHead): BodyScanner {
+    const framing = bodyFraming(head);
+    const body = new BodyScanner(framing, Math.max(0, head.length), this.#sink);
+    this.#body = body;
+    this.#keepAlive = !head.close && framing !== 'close';
+    this.#handler!.onResponseStart?.(this.#controller, head.status, head.headers, head.reason);
+    return body;
   }
 
   #deliver(b: Buffer, start: number, end: number, atMs: number): void {
@@ -443,43 +363,26 @@ class Conn {
     const h = this.#handler;
     this.#handler = null;
     this.#bytes = null;
-    this.#state = State.Idle;
+    this.#body = null;
     h?.onResponseEnd?.(this.#controller, {});
-    if (this.#keepAlive && !this.#dead) this.#pool.release(this);
-    else this.#socket.destroy();
+    if (this.#keepAlive && !this.#c.socket.destroyed) this.#pool.wire.release(this.#c);
+    else this.#c.socket.destroy();
   }
 
   #fail(err: Error): void {
     const h = this.#handler;
+    if (h === null) return;
     this.#handler = null;
     this.#bytes = null;
-    this.#state = State.Idle;
+    this.#body = null;
     if (this.#unsent) {
       // nothing was sent: the connection is as good as before and goes back to the pool
       this.#unsent = false;
-      h?.onResponseError?.(this.#controller, err);
-      this.#pool.release(this);
+      h.onResponseError?.(this.#controller, err);
+      this.#pool.wire.release(this.#c);
       return;
     }
-    this.#socket.destroy();
-    h?.onResponseError?.(this.#controller, err);
+    this.#c.socket.destroy();
+    h.onResponseError?.(this.#controller, err);
   }
-
-  #onClose(): void {
-    if (this.#dead) return;
-    this.#dead = true;
-    const h = this.#handler;
-    if (h) {
-      this.#handler = null;
-      this.#bytes = null;
-      if (this.#state === State.UntilClose) h.onResponseEnd?.(this.#controller, {});
-      else h.onResponseError?.(this.#controller, Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
-    }
-    this.#pool.gone(this);
-  }
-}
-
-/** The value of a hex digit's byte; -1 for any other byte. */
-function hexDigit(c: number): number {
-  return c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
 }

@@ -4,16 +4,16 @@ import { countTokens, promptTokenIds, type Clock } from '../core/index.js';
 import { blockHashes } from '../engine/index.js';
 import { DONE_FRAME, errorFrame, readStreamChunk, type NormalizedRequest, type StreamChunk, type Usage } from '../openai/index.js';
 import type { Dispatcher, RouteRequest, ShedReason, WorkerView } from '../routing/index.js';
+import { BodyScanner, decodeBody, encodeRequest, type BodyFraming } from '../wire/index.js';
 import type { Backend } from './backend.js';
 import type { CallFlow } from './flows.js';
-import { BodyScanner, decodeBody, type BodyFraming } from './body-scanner.js';
 import { continuationBody } from './continuation.js';
 import { socketFd, writeDirect } from './direct-write.js';
 import type { HealthTracker } from './health.js';
 import { clientHeaders, sendError, upstreamHeaders } from './http-util.js';
 import type { RouterMetrics } from './metrics.js';
 import { EventSplitter, forEachData } from './sse-frames.js';
-import { encodeRequest, type Exchange, type ExchangeHandler } from './upstream.js';
+import type { Exchange, ExchangeHandler } from './upstream.js';
 
 /** What a call needs from the router that owns it. */
 export interface CallContext {

@@ -1,13 +1,19 @@
+import type { BodyFraming } from './head.js';
+
 const LF = 10;
 const CR = 13;
 
-/** How an HTTP/1.1 response body is delimited. */
-export type BodyFraming = 'chunked' | 'length' | 'close';
+/** The value of a hex digit's byte; -1 for any other byte. */
+export function hexDigit(c: number): number {
+  return c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
+}
 
 /** Receives the payload bytes of a body (chunk framing removed), in order, as views of the scanned buffers. */
 export type PayloadSink = (buf: Buffer, start: number, end: number) => void;
 
 const enum S {
+  /** Before the first byte of a chunk header. */
+  SizeStart,
   Size,
   Ext,
   SizeLf,
@@ -53,7 +59,7 @@ export class BodyScanner {
   constructor(framing: BodyFraming, length = 0, sink: PayloadSink | null = null) {
     this.framing = framing;
     this.#sink = sink;
-    if (framing === 'chunked') this.#state = S.Size;
+    if (framing === 'chunked') this.#state = S.SizeStart;
     else if (framing === 'length') {
       this.#remaining = length;
       this.#state = length > 0 ? S.Data : S.Done;
@@ -78,12 +84,18 @@ export class BodyScanner {
     if (state !== S.Data && state !== S.DataCr && state !== S.DataLf) this.#headerStart = start;
     while (p < end && state !== S.Done) {
       switch (state) {
+        case S.SizeStart:
         case S.Size: {
           const c = buf[p]!;
           const v = c >= 48 && c <= 57 ? c - 48 : (c | 32) >= 97 && (c | 32) <= 102 ? (c | 32) - 87 : -1;
           if (v >= 0) {
             this.#size = this.#size * 16 + v;
+            state = S.Size;
             p++;
+          } else if (state === S.SizeStart) {
+            // a header with no size digits
+            this.malformed = true;
+            state = S.Size;
           } else if (c === CR) {
             state = S.SizeLf;
             p++;
@@ -123,7 +135,7 @@ export class BodyScanner {
           else {
             // LF ends the chunk (a bare LF too)
             if (buf[p] !== LF) this.malformed = true;
-            state = S.Size;
+            state = S.SizeStart;
             this.#size = 0;
             this.#headerStart = p + 1;
           }
@@ -159,7 +171,22 @@ export class BodyScanner {
   /** The last scan stopped between two chunks (so the bytes forwarded so far end a chunk). */
   get atChunkStart(): boolean {
     const s = this.#state;
-    return s === S.Size || s === S.Ext || s === S.SizeLf;
+    return s === S.SizeStart || s === S.Size || s === S.Ext || s === S.SizeLf;
+  }
+
+  /** The next byte begins a chunk header (none of it read yet). */
+  get atChunkHeader(): boolean {
+    return this.#state === S.SizeStart;
+  }
+
+  /**
+   * Someone else read the start of a chunk from its header on (a fast lane that takes whole chunks
+   * straight from a read): the scan goes on inside that chunk's data, `remaining` bytes before its end.
+   * Only at {@link atChunkHeader}; payload taken this way is not kept for {@link tail}.
+   */
+  enterData(remaining: number): void {
+    this.#remaining = remaining;
+    this.#state = remaining > 0 ? S.Data : S.DataCr;
   }
 
   /** The last payload byte seen closes an SSE event (a blank line), or there was no payload. */

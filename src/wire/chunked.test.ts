@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { BodyScanner, decodeBody } from './body-scanner.js';
+import { BodyScanner, decodeBody } from './chunked.js';
 
 /** Chunked framing of `chunks`, then the terminal chunk (with an optional trailer). */
 function chunked(chunks: string[], trailer = ''): Buffer {

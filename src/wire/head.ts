@@ -1,0 +1,110 @@
+/** A response's status line and headers, with what the body's framing needs read out of them. */
+export interface ResponseHead {
+  status: number;
+  /** The reason phrase ('' when none). */
+  reason: string;
+  /** Names lower-case; a repeated header's values joined with ', ' (`set-cookie` a list). */
+  headers: Record<string, string | string[]>;
+  /** `transfer-encoding` ends in `chunked`. */
+  chunked: boolean;
+  /** `content-length`, or -1 when absent or when the body is chunked. */
+  length: number;
+  /** The server closes the connection after this response (`connection: close`, or HTTP/1.0 without keep-alive). */
+  close: boolean;
+}
+
+/** How the body after a head is delimited. */
+export type BodyFraming = 'chunked' | 'length' | 'close';
+
+/** Heads longer than this are refused (a worker's heads are a few hundred bytes). */
+export const MAX_HEAD_BYTES = 64 * 1024;
+const CRLFCRLF = Buffer.from('\r\n\r\n');
+
+/**
+ * Parses an HTTP/1.x response head (the text before the blank line). Returns null when it is not one:
+ * no `HTTP/1.x NNN` status line, a header line without a name, or a content-length that is not a count.
+ */
+export function parseResponseHead(text: string): ResponseHead | null {
+  const lines = text.split('\r\n');
+  const m = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0] ?? '');
+  if (!m) return null;
+  const headers: Record<string, string | string[]> = {};
+  let chunked = false;
+  let length = -1;
+  let close = m[1] === '0';
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const colon = line.indexOf(':');
+    if (colon <= 0) return null;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    const value = line.slice(colon + 1).trim();
+    if (name === 'transfer-encoding') chunked = /(^|,)\s*chunked\s*$/i.test(value);
+    else if (name === 'content-length') {
+      length = Number(value);
+      if (value === '' || !Number.isInteger(length) || length < 0) return null;
+    } else if (name === 'connection') close = /\bclose\b/i.test(value) || (m[1] === '0' && !/keep-alive/i.test(value));
+    const prev = headers[name];
+    if (prev === undefined) headers[name] = name === 'set-cookie' ? [value] : value;
+    else if (Array.isArray(prev)) prev.push(value);
+    else headers[name] = `${prev}, ${value}`;
+  }
+  return { status: Number(m[2]), reason: m[3] ?? '', headers, chunked, length: chunked ? -1 : length, close };
+}
+
+/** The framing of the body that follows `head` (a 204 or 304 has none: an empty sized body). */
+export function bodyFraming(head: ResponseHead): BodyFraming {
+  if (head.chunked) return 'chunked';
+  return head.length >= 0 || head.status === 204 || head.status === 304 ? 'length' : 'close';
+}
+
+/** What {@link HeadReader.push} found. */
+export type HeadRead =
+  | { kind: 'head'; head: ResponseHead; /** holds the bytes after the head, from `rest` to its end */ buf: Buffer; rest: number }
+  | { kind: 'partial' }
+  | { kind: 'malformed' | 'too-large'; message: string };
+
+const PARTIAL: HeadRead = { kind: 'partial' };
+
+/**
+ * Finds a response head in reads as they come: bytes of an unfinished head are copied and kept,
+ * interim 1xx answers (100 Continue) are skipped, and the final head is parsed once.
+ */
+export class HeadReader {
+  #held: Buffer | null = null;
+
+  /**
+   * Reads `buf[start, end)`. `buf` may be a shared buffer: what must outlive the call is copied.
+   * When the head is complete, the bytes after it are `buf[rest, end)` of the buffer returned
+   * (`buf` itself when the head was not carried over from an earlier read).
+   */
+  push(buf: Buffer, start: number, end: number): HeadRead {
+    let all = buf;
+    let from = start;
+    let to = end;
+    if (this.#held !== null) {
+      all = Buffer.concat([this.#held, buf.subarray(start, end)]);
+      from = 0;
+      to = all.length;
+      this.#held = null;
+    }
+    for (;;) {
+      const at = all.indexOf(CRLFCRLF, from);
+      if (at < 0 || at + 4 > to) {
+        if (to - from > MAX_HEAD_BYTES) return { kind: 'too-large', message: `a response head over ${MAX_HEAD_BYTES / 1024} KiB` };
+        this.#held = Buffer.from(all.subarray(from, to));
+        return PARTIAL;
+      }
+      const head = parseResponseHead(all.toString('latin1', from, at));
+      if (head === null) return { kind: 'malformed', message: `a malformed response head: ${JSON.stringify(all.toString('latin1', from, Math.min(at, from + 40)))}` };
+      from = at + 4;
+      if (head.status >= 200) return { kind: 'head', head, buf: all, rest: from };
+      // an interim answer (100 Continue): the final one follows
+      if (from === to) return PARTIAL;
+    }
+  }
+
+  /** Forgets a partial head (the connection serves a new request). */
+  reset(): void {
+    this.#held = null;
+  }
+}
