@@ -24,7 +24,7 @@ export function registerSimulate(program: Command): void {
     .command('simulate')
     .description('what-if in virtual time: the same engines and routing policies, many seeded trials, gate fail probability per policy')
     .option('--scenario <file>', 'scenario YAML file (repeatable)', collectList)
-    .option('--preset <name>', 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-stall-2, aicr-h100-stall-3, aicr-h100-bursty, aicr-h100-slow, aicr-h100-slow-worker, shared-prefix, noisy-neighbour, noisy-neighbour-fifo, batch-interactive (repeatable)', collectList)
+    .option('--preset <name>', 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-stall-2, aicr-h100-stall-3, aicr-h100-bursty, aicr-h100-slow, aicr-h100-slow-worker, shared-prefix, noisy-neighbour, noisy-neighbour-fifo, noisy-neighbour-alone, batch-interactive (repeatable)', collectList)
     .option('--policies <list>', 'comma-separated routing policies', 'round-robin,least-loaded,p2c,adaptive')
     .option('--trials <n>', 'seeded trials per policy and scenario', intArg(1), 200)
     .option('--seed <n>', 'seed of the first trial (trial t uses seed + t)', intArg(0), 1)

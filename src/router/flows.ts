@@ -29,6 +29,7 @@ const configSchema = z.strictObject({
   'max-queue-per-tenant': z.number().int().min(1).optional(),
   'sheddable-max-wait': duration.optional(),
   aging: duration.optional(),
+  'lend-slots': z.number().int().min(0).optional(),
   models: z.record(z.string(), priority).optional(),
   tenants: z.record(z.string(), tenantSchema).optional(),
 });
@@ -256,6 +257,7 @@ export class FlowControl {
       weights,
       ...(config['max-queue-per-tenant'] !== undefined && { maxPerTenant: config['max-queue-per-tenant'] }),
       ...(config.aging !== undefined && { agingMs: config.aging }),
+      ...(config['lend-slots'] !== undefined && { lendSlots: config['lend-slots'] }),
     };
   }
 

@@ -41,6 +41,36 @@ test('simulate with tenants: a scenario without tenants reports none and keeps i
   assert.throws(() => scenarioFromObject({ workers: 1, requestCount: 1, rate: 1, tenants: [{ name: 'a', share: 0 }] }, 'bad'), /tenants\.0\.share/);
 });
 
+test('simulate presets noisy-neighbour: 10x its share from a noisy tenant leaves the interactive one within 1.5x its alone TTFT with flows, not without', () => {
+  const good = (name: string, router: object = {}) => {
+    const s = PRESETS[name]!;
+    return runScenario({ ...s, router: { ...s.router, ...router } }, 'adaptive', 1, { keepChunks: false }).tenants!.find((t) => t.name === 'interactive')!;
+  };
+  const alone = good('noisy-neighbour-alone');
+  const flows = good('noisy-neighbour');
+  const fifo = good('noisy-neighbour-fifo');
+  // without the lent slot it waits for the next slot to free: up to a whole noisy answer
+  const unlent = good('noisy-neighbour', { lendSlots: 0 });
+  const figures = `alone ${alone.ttftP99Ms.toFixed(0)}, flows ${flows.ttftP99Ms.toFixed(0)}, unlent ${unlent.ttftP99Ms.toFixed(0)}, FIFO ${fifo.ttftP99Ms.toFixed(0)} ms`;
+  assert.ok(flows.ttftP99Ms < 1.5 * alone.ttftP99Ms && flows.ttftP50Ms < 1.5 * alone.ttftP50Ms, figures);
+  assert.ok(fifo.ttftP99Ms > 3 * alone.ttftP99Ms && unlent.ttftP99Ms > 3 * alone.ttftP99Ms, figures);
+  assert.equal(flows.errors + fifo.errors, 0);
+});
+
+test('simulate with tenants: each tenant may bring its own load and lengths; mixing them with a shared load is refused', () => {
+  const base = { workers: 1, profile: 'small', requestCount: 60, outputTokens: { mean: 8 }, router: { maxInflightPerWorker: 4, flows: true } };
+  const s = scenarioFromObject({ ...base, tenants: [{ name: 'a', rate: 5, outputTokens: { mean: 4 } }, { name: 'b', concurrency: 1, inputTokens: { mean: 1500 } }] }, 'test');
+  assert.deepEqual(s.load, { kind: 'tenants' });
+  const r = runScenario(s, 'least-loaded', 1, { keepChunks: false });
+  assert.equal(r.tenants!.reduce((n, t) => n + t.requests, 0), 60);
+  // b's long prompts take longer to first token than a's short ones
+  const [a, b] = r.tenants!;
+  assert.ok(b!.ttftP50Ms > a!.ttftP50Ms, `a ${a!.ttftP50Ms} ms, b ${b!.ttftP50Ms} ms`);
+  assert.throws(() => scenarioFromObject({ ...base, rate: 5, tenants: [{ name: 'a', rate: 20 }] }, 'bad'), /drop the scenario's concurrency and rate/);
+  assert.throws(() => scenarioFromObject({ ...base, tenants: [{ name: 'a', rate: 20 }, { name: 'b' }] }, 'bad'), /tenants\.1: give it a concurrency or a rate/);
+  assert.throws(() => scenarioFromObject({ ...base, tenants: [{ name: 'a', rate: 20, concurrency: 2 }] }, 'bad'), /tenants\.0\.rate: give one of/);
+});
+
 test('simulate preset batch-interactive: only the sheddable batch tenant is shed, the critical one goes first', () => {
   const r = runScenario(PRESETS['batch-interactive']!, 'adaptive', 1, { keepChunks: false });
   const [batch, interactive] = [r.tenants!.find((t) => t.name === 'batch')!, r.tenants!.find((t) => t.name === 'interactive')!];
@@ -48,6 +78,8 @@ test('simulate preset batch-interactive: only the sheddable batch tenant is shed
   assert.equal(r.shed, batch.errors);
   assert.equal(interactive.errors, 0);
   assert.ok(interactive.ttftP99Ms * 10 < batch.ttftP50Ms, `interactive p99 ${interactive.ttftP99Ms} ms, batch p50 ${batch.ttftP50Ms} ms`);
+  // the 5 s sheddable deadline bounds the batch tenant's wait (its TTFT: wait + prefill)
+  assert.ok(batch.ttftP99Ms < 5500, `batch p99 ${batch.ttftP99Ms} ms`);
 });
 
 test('simulate --json: each policy carries its first trial\'s tenants', () => {

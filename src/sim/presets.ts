@@ -1,5 +1,5 @@
 import { seedGates } from '../gate/index.js';
-import type { Scenario } from './scenario.js';
+import type { Scenario, SimTenant } from './scenario.js';
 
 /** The seed's setup (REFERENCE §1): 8 H100 workers, AIPerf at concurrency 2048, 128/128, its gates. */
 const AICR_H100: Scenario = {
@@ -27,7 +27,7 @@ const AICR_H100: Scenario = {
  * requests/s (about 1.7x what they serve at 32 in / 8 out): where flow control decides who waits.
  */
 const OVERLOADED_SMALL: Scenario = {
-  name: 'noisy-neighbour',
+  name: 'batch-interactive',
   description: '',
   workers: 2,
   profile: 'small',
@@ -44,6 +44,37 @@ const OVERLOADED_SMALL: Scenario = {
   faults: [],
   bursty: null,
   gates: [],
+};
+
+/**
+ * One small worker behind a router that holds all but 4 requests, with flow control: a noisy
+ * tenant runs 20 streams of 32 in / 32 out, 10x its weighted share of the 4 slots (2), and an
+ * interactive tenant sends one request at a time of 2000 in / 16 out. `test/router-flows.test.ts`
+ * and `perf/agreement.ts --flows` run the same live.
+ */
+const NOISY_TENANTS: SimTenant[] = [
+  { name: 'noisy', share: 1, weight: 1, priority: 'standard', load: { kind: 'closed', concurrency: 20 } },
+  { name: 'interactive', share: 1, weight: 1, priority: 'standard', load: { kind: 'closed', concurrency: 1 }, inputTokens: { mean: 2000, stddev: 0 }, outputTokens: { mean: 16, stddev: 0 } },
+];
+const NOISY_NEIGHBOUR: Scenario = {
+  name: 'noisy-neighbour',
+  description: '1 small worker, a router cap of 4 with flow control: a noisy tenant runs 20 streams of 32 in / 32 out (10x its weighted share of the slots), an interactive one sends one request at a time of 2000 in / 16 out',
+  workers: 1,
+  profile: 'small',
+  model: 'Qwen/Qwen3-8B',
+  load: { kind: 'tenants' },
+  requestCount: 640,
+  warmupRequestCount: 40,
+  inputTokens: { mean: 32, stddev: 0 },
+  outputTokens: { mean: 32, stddev: 0 },
+  datasetEntries: 100,
+  datasetSeed: 100,
+  datasetSampling: 'shuffle',
+  router: { replicas: 1, replicaPick: 'round-robin', maxInflightPerWorker: 4, flows: true },
+  faults: [],
+  bursty: null,
+  gates: [],
+  tenants: NOISY_TENANTS,
 };
 
 /**
@@ -99,23 +130,25 @@ export const PRESETS: Readonly<Record<string, Scenario>> = Object.freeze({
     workload: { kind: 'shared-prefix', groups: 16, prefixTokens: 2000, prefixRole: 'system', userContextTokens: 0 },
     gates: [],
   },
-  'noisy-neighbour': {
-    ...OVERLOADED_SMALL,
-    description: '2 small workers, 80 requests/s (1.7x capacity): a noisy tenant sends 90%, an interactive one 10%, equal weights, with flow control (fair queuing between them)',
-    tenants: [{ name: 'noisy', share: 0.9, weight: 1, priority: 'standard' }, { name: 'interactive', share: 0.1, weight: 1, priority: 'standard' }],
-  },
+  'noisy-neighbour': NOISY_NEIGHBOUR,
   'noisy-neighbour-fifo': {
-    ...OVERLOADED_SMALL,
+    ...NOISY_NEIGHBOUR,
     name: 'noisy-neighbour-fifo',
     description: 'noisy-neighbour without flow control: one FIFO queue for both tenants',
-    router: { ...OVERLOADED_SMALL.router, flows: false },
-    tenants: [{ name: 'noisy', share: 0.9, weight: 1, priority: 'standard' }, { name: 'interactive', share: 0.1, weight: 1, priority: 'standard' }],
+    router: { ...NOISY_NEIGHBOUR.router, flows: false },
+  },
+  'noisy-neighbour-alone': {
+    ...NOISY_NEIGHBOUR,
+    name: 'noisy-neighbour-alone',
+    description: 'noisy-neighbour\'s interactive tenant alone: its TTFT without the noisy one',
+    requestCount: 200,
+    warmupRequestCount: 0,
+    tenants: NOISY_TENANTS.slice(1),
   },
   'batch-interactive': {
     ...OVERLOADED_SMALL,
-    name: 'batch-interactive',
-    description: '2 small workers, 80 requests/s (1.7x capacity): 80% sheddable batch, 20% critical interactive, a router queue of 256 with flow control: batch waits and is shed when the queue is full, interactive goes first',
-    router: { ...OVERLOADED_SMALL.router, maxQueue: 256 },
+    description: '2 small workers, 80 requests/s (1.7x capacity): 80% sheddable batch, 20% critical interactive, a router queue of 256 with flow control: batch waits and is shed when the queue is full or its wait would pass 5 s, interactive goes first',
+    router: { ...OVERLOADED_SMALL.router, maxQueue: 256, sheddableMaxWaitMs: 5000 },
     tenants: [{ name: 'batch', share: 0.8, weight: 1, priority: 'sheddable' }, { name: 'interactive', share: 0.2, weight: 1, priority: 'critical' }],
   },
 });

@@ -128,17 +128,18 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const tenants = scenario.tenants ?? [];
   const flowsOn = scenario.router.flows === true;
   const settings = routerDefaults(policy, scenario.router);
-  if (flowsOn) settings.flows = { weights: Object.fromEntries(tenants.map((t) => [t.name, t.weight])) };
+  if (flowsOn) settings.flows = { weights: Object.fromEntries(tenants.map((t) => [t.name, t.weight])), ...(scenario.router.lendSlots !== undefined && { lendSlots: scenario.router.lendSlots }) };
+  const maxWaitMs = scenario.router.sheddableMaxWaitMs;
   const frontends = Array.from({ length: scenario.router.replicas }, () => new Frontend(clock, policy, rng.fork(), ids, settings));
   const replicaRng = rng.fork();
   let replicaCursor = 0;
   // drawn only with tenants, so a scenario without them keeps its random streams
   const tenantRng = tenants.length > 0 ? rng.fork() : null;
   const shareTotal = tenants.reduce((a, t) => a + t.share, 0);
-  const tickets = tenants.map((t) => ({ tenant: t.name, priority: t.priority }));
+  const tickets = tenants.map((t): FlowTicket => ({ tenant: t.name, priority: t.priority, ...(t.priority === 'sheddable' && maxWaitMs !== undefined && { maxWaitMs }) }));
   const tenantStats = tenants.map(() => ({ requests: 0, errors: 0, ttftMs: [] as number[] }));
   const pickTenant = (): number => {
-    if (tenantRng === null) return 0;
+    if (tenantRng === null || scenario.load.kind === 'tenants') return 0;
     let x = tenantRng.next() * shareTotal;
     for (let i = 0; i < tenants.length - 1; i++) if ((x -= tenants[i]!.share) < 0) return i;
     return tenants.length - 1;
@@ -148,6 +149,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   // Sessions (and their token ids) are built once; requests draw them as bench does.
   const workload = new SimWorkload(scenario);
+  // a tenant with its own prompt or answer lengths draws from its own dataset
+  const workloads = tenants.map((t) => (t.inputTokens || t.outputTokens ? new SimWorkload({ ...scenario, inputTokens: t.inputTokens ?? scenario.inputTokens, outputTokens: t.outputTokens ?? scenario.outputTokens }) : workload));
+  const workloadOf = (tenant: number): SimWorkload => workloads[tenant] ?? workload;
 
   const records: RequestRecord[] = [];
   const streaming = opts.recordMode === 'histogram' ? new StreamingSummary() : null;
@@ -212,10 +216,11 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     if (streaming) streaming.add(rec);
     else if (builder) builder.add(rec);
     else records.push(rec);
-    const followUp = workload.followUp(req.plan.cursor, outcome === 'ok', req.tokens);
+    const followUp = workloadOf(req.tenant).followUp(req.plan.cursor, outcome === 'ok', req.tokens);
     const phase = req.phase;
+    const tenant = req.tenant;
     spareRequests.push(req);
-    phaseDone(phase, followUp);
+    phaseDone(phase, followUp, tenant);
   };
 
   // Per replica, per worker index: made at the first attempt on that pair.
@@ -370,20 +375,36 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   let currentPhase: RequestRecord['phase'] = scenario.warmupRequestCount > 0 ? 'warmup' : 'profiling';
   let finished = false;
 
-  const issue = (phase: RequestRecord['phase'], plan: TurnPlan = workload.next()): void => {
+  const issue = (phase: RequestRecord['phase'], tenant = pickTenant(), plan: TurnPlan = workloadOf(tenant).next()): void => {
     phaseCounts[phase].issued++;
-    send(phase, plan);
+    send(phase, plan, tenant);
   };
 
-  const send = (phase: RequestRecord['phase'], plan: TurnPlan): void => {
+  const send = (phase: RequestRecord['phase'], plan: TurnPlan, tenant: number): void => {
     const i = seq++;
     const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
     const req = (spareRequests.pop() ?? new SimRequest()).restart(i, phase, plan, clock.now(), keepChunks, feIndex);
-    req.tenant = pickTenant();
+    req.tenant = tenant;
     dispatch(req, feIndex);
   };
 
-  const closed = scenario.load.kind === 'closed';
+  /** Open loop: `tenant`'s requests (a drawn one each without tenant loads) at `ratePerS`, until the phase has sent its count. */
+  const openLoop = (phase: RequestRecord['phase'], load: { ratePerS: number; mode: 'constant' | 'poisson' }, tenant?: number): void => {
+    const pc = phaseCounts[phase];
+    const times = arrivals({ ratePerS: load.ratePerS, mode: load.mode, seed: rng.int(0, 0x7fffffff), startMs: clock.now(), count: pc.total });
+    const next = (): void => {
+      const t = times.next();
+      if (t.done) return;
+      clock.setTimer(t.value, () => {
+        if (pc.issued >= pc.total) return;
+        issue(phase, tenant);
+        next();
+      });
+    };
+    next();
+  };
+
+  const closedLoop = (tenant: number): boolean => scenario.load.kind === 'closed' || (scenario.load.kind === 'tenants' && tenants[tenant]!.load!.kind === 'closed');
   const startPhase = (phase: RequestRecord['phase']): void => {
     currentPhase = phase;
     if (phase === 'profiling') profilingStartMs = clock.now();
@@ -397,6 +418,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       for (let k = 0; k < burst; k++) issue(phase);
       return;
     }
+    if (scenario.load.kind === 'tenants') {
+      tenants.forEach((t, i) => {
+        const load = t.load!;
+        if (load.kind === 'rate') openLoop(phase, load, i);
+        else for (let k = 0; k < load.concurrency && pc.issued < pc.total; k++) issue(phase, i);
+      });
+      return;
+    }
     if (scenario.load.kind === 'schedule') {
       const due = workload.schedule(pc.total);
       const startMs = clock.now();
@@ -405,35 +434,28 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
         const session = due[at++];
         if (!session) return;
         clock.setTimer(startMs + session.timestampMs!, () => {
-          issue(phase, workload.first(session));
+          issue(phase, pickTenant(), workload.first(session));
           nextDue();
         });
       };
       nextDue();
       return;
     }
-    const times = arrivals({ ratePerS: scenario.load.ratePerS, mode: scenario.load.mode, seed: rng.int(0, 0x7fffffff), startMs: clock.now(), count: pc.total });
-    const next = (): void => {
-      const t = times.next();
-      if (t.done) return;
-      clock.setTimer(t.value, () => {
-        issue(phase);
-        next();
-      });
-    };
-    next();
+    openLoop(phase, scenario.load);
   };
 
-  function phaseDone(phase: RequestRecord['phase'], followUp: { delayMs: number; plan: TurnPlan } | null = null): void {
+  function phaseDone(phase: RequestRecord['phase'], followUp: { delayMs: number; plan: TurnPlan } | null = null, tenant = 0): void {
     const pc = phaseCounts[phase];
     if (pc.total > 0) pc.done++;
-    if (closed && pc.issued < pc.total) {
-      // The slot goes on with its conversation's next turn after the think time, else a new session.
-      if (followUp === null) issue(phase);
-      else if (followUp.delayMs <= 0) issue(phase, followUp.plan);
+    if (closedLoop(tenant) && pc.issued < pc.total) {
+      // The slot goes on with its conversation's next turn after the think time, else a new session;
+      // a slot of a tenant with its own load stays that tenant's.
+      const own = scenario.load.kind === 'tenants' ? tenant : undefined;
+      if (followUp === null) issue(phase, own);
+      else if (followUp.delayMs <= 0) issue(phase, tenant, followUp.plan);
       else {
         pc.issued++;
-        clock.setTimer(clock.now() + followUp.delayMs, () => send(phase, followUp.plan));
+        clock.setTimer(clock.now() + followUp.delayMs, () => send(phase, followUp.plan, tenant));
       }
     }
     if (pc.done < pc.total) return;
@@ -456,6 +478,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   frontends.forEach((fe, i) => {
     if (fe.deadlinesOn) every(SWEEP_MS, () => sweep(i));
   });
+  // the router's sweep also sheds the sheddable requests that waited past their deadline
+  if (flowsOn && maxWaitMs !== undefined) for (const fe of frontends) every(SWEEP_MS, () => fe.dispatcher.shedExpired());
   const tMs: number[] = [];
   const inflight = ids.map(() => [] as number[]);
   const running = ids.map(() => [] as number[]);

@@ -31,13 +31,29 @@ export interface RouterSpec {
   stallDeadline?: DeadlineSetting;
   /** Flow control (the router's `--flows`): priority bands and fair queuing between `tenants`. @default false */
   flows?: boolean;
+  /** With flows: a sheddable request that waits (or would wait) longer is shed (the flows file's `sheddable-max-wait`). @default never */
+  sheddableMaxWaitMs?: number;
+  /** With flows: requests over a worker's cap lent to a tenant below its weighted share (the flows file's `lend-slots`). @default 1 */
+  lendSlots?: number;
 }
 
-/** A share of the load sent as one tenant at one priority (`tenants:` in a scenario file). */
+/** A load: closed loop at `concurrency`, or open loop at `ratePerS`. */
+export type TenantLoad = { kind: 'closed'; concurrency: number } | { kind: 'rate'; ratePerS: number; mode: 'constant' | 'poisson' };
+
+/**
+ * One tenant at one priority (`tenants:` in a scenario file): a share of the scenario's load, or
+ * its own load (`concurrency` or `rate`; then every tenant has one and the scenario none).
+ */
 export interface SimTenant {
   name: string;
-  /** Its share of the requests (shares are normalised over all tenants). */
+  /** Its share of the requests when the scenario's load is drawn by share (normalised over all tenants). @default 1 */
   share: number;
+  /** Its own load, the same kinds as the scenario's (the requests to send are still the scenario's `requestCount`, over all tenants). */
+  load?: TenantLoad;
+  /** Its prompt lengths. @default the scenario's */
+  inputTokens?: { mean: number; stddev: number };
+  /** Its answer lengths. @default the scenario's */
+  outputTokens?: { mean: number; stddev: number };
   /** Its weight in the router's fair queuing (with `router.flows`). @default 1 */
   weight: number;
   /** @default 'standard' */
@@ -64,8 +80,8 @@ export interface Scenario {
   profile: string;
   maxNumSeqs?: number;
   model: string;
-  /** Closed loop at `concurrency`, open loop at `ratePerS`, or a trace's own timestamps (`schedule`). */
-  load: { kind: 'closed'; concurrency: number } | { kind: 'rate'; ratePerS: number; mode: 'constant' | 'poisson' } | { kind: 'schedule' };
+  /** Closed loop at `concurrency`, open loop at `ratePerS`, a trace's own timestamps (`schedule`), or each tenant's own load (`tenants`). */
+  load: TenantLoad | { kind: 'schedule' } | { kind: 'tenants' };
   requestCount: number;
   warmupRequestCount: number;
   inputTokens: { mean: number; stddev: number };
@@ -159,6 +175,8 @@ const SCHEMA = z.strictObject({
       ttftDeadline: deadline.optional(),
       stallDeadline: deadline.optional(),
       flows: z.boolean().optional(),
+      sheddableMaxWait: duration.optional(),
+      lendSlots: z.number().int().min(0).optional(),
     })
     .default({ replicas: 1, replicaPick: 'round-robin' }),
   faults: z.array(z.string()).default([]),
@@ -170,9 +188,13 @@ const SCHEMA = z.strictObject({
   tenants: z
     .array(z.strictObject({
       name: z.string().min(1),
-      share: z.number().positive(),
+      share: z.number().positive().default(1),
       weight: z.number().positive().default(1),
       priority: z.enum(PRIORITIES as [Priority, ...Priority[]]).default('standard'),
+      concurrency: z.number().int().min(1).optional(),
+      rate: z.number().positive().optional(),
+      inputTokens: lengths.optional(),
+      outputTokens: lengths.optional(),
     }))
     .min(1)
     .optional(),
@@ -217,7 +239,17 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     if (raw.warmupRequestCount > 0) fail(['warmupRequestCount'], 'a trace replayed at its timestamps has no warm-up: set it to 0');
     if (workload.lines.some((l) => l.timestampMs === null)) fail(['workload', 'file'], `${workload.file}: every line needs a timestamp to be replayed (or set fixedSchedule: false)`);
     if (raw.requestCount > workload.lines.length) fail(['requestCount'], `the trace has ${workload.lines.length} requests (got ${raw.requestCount})`);
-  } else if ((raw.concurrency === undefined) === (raw.rate === undefined)) fail(['concurrency'], 'give exactly one of concurrency (closed loop) or rate (requests per second)');
+  }
+  const ownLoads = raw.tenants?.map((t) => t.concurrency !== undefined || t.rate !== undefined) ?? [];
+  raw.tenants?.forEach((t, i) => {
+    if (t.concurrency !== undefined && t.rate !== undefined) fail(['tenants', i, 'rate'], 'give one of concurrency or rate');
+    if (ownLoads.includes(true) && !ownLoads[i]) fail(['tenants', i], 'give it a concurrency or a rate: when one tenant has its own load, every tenant has one');
+  });
+  const tenantLoads = ownLoads.includes(true);
+  if (tenantLoads) {
+    if (replay || raw.concurrency !== undefined || raw.rate !== undefined) fail([raw.rate !== undefined ? 'rate' : 'concurrency'], 'the tenants have their own loads: drop the scenario\'s concurrency and rate');
+  } else if (!replay && (raw.concurrency === undefined) === (raw.rate === undefined)) fail(['concurrency'], 'give exactly one of concurrency (closed loop) or rate (requests per second)');
+  if (workload.kind === 'multi-turn' && raw.tenants?.some((t) => t.rate !== undefined)) fail(['workload', 'kind'], 'multi-turn conversations run in a closed loop: give the tenants a concurrency, not a rate');
   if (workload.kind === 'multi-turn' && raw.rate !== undefined) fail(['workload', 'kind'], 'multi-turn conversations run in a closed loop: use concurrency, not rate');
   try {
     getProfile(raw.profile);
@@ -248,13 +280,15 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
   if (raw.router.ttftDeadline !== undefined) router.ttftDeadline = raw.router.ttftDeadline;
   if (raw.router.stallDeadline !== undefined) router.stallDeadline = raw.router.stallDeadline;
   if (raw.router.flows !== undefined) router.flows = raw.router.flows;
+  if (raw.router.sheddableMaxWait !== undefined) router.sheddableMaxWaitMs = raw.router.sheddableMaxWait;
+  if (raw.router.lendSlots !== undefined) router.lendSlots = raw.router.lendSlots;
   const s: Scenario = {
     name: raw.name ?? source,
     description: raw.description ?? '',
     workers: raw.workers,
     profile: raw.profile,
     model: raw.model,
-    load: replay ? { kind: 'schedule' } : raw.concurrency !== undefined ? { kind: 'closed', concurrency: raw.concurrency } : { kind: 'rate', ratePerS: raw.rate!, mode: raw.rateMode },
+    load: replay ? { kind: 'schedule' } : tenantLoads ? { kind: 'tenants' } : raw.concurrency !== undefined ? { kind: 'closed', concurrency: raw.concurrency } : { kind: 'rate', ratePerS: raw.rate!, mode: raw.rateMode },
     requestCount: raw.requestCount,
     warmupRequestCount: raw.warmupRequestCount,
     inputTokens: raw.inputTokens,
@@ -269,7 +303,16 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     gates,
   };
   if (raw.maxNumSeqs !== undefined) s.maxNumSeqs = raw.maxNumSeqs;
-  if (raw.tenants !== undefined) s.tenants = raw.tenants;
+  if (raw.tenants !== undefined) {
+    s.tenants = raw.tenants.map((t) => {
+      const out: SimTenant = { name: t.name, share: t.share, weight: t.weight, priority: t.priority };
+      if (t.concurrency !== undefined) out.load = { kind: 'closed', concurrency: t.concurrency };
+      if (t.rate !== undefined) out.load = { kind: 'rate', ratePerS: t.rate, mode: raw.rateMode };
+      if (t.inputTokens !== undefined) out.inputTokens = t.inputTokens;
+      if (t.outputTokens !== undefined) out.outputTokens = t.outputTokens;
+      return out;
+    });
+  }
   return s;
 }
 
