@@ -42,21 +42,27 @@ async function run(body: Buffer, cuts: readonly number[], now: boolean): Promise
   return callOnce(dispatcher, REQ, { id: 'x', phase: 'profiling', now: () => clock, tokenizer: defaultTokenizer, workerHeader: 'x-w', timeoutMs: 60_000 });
 }
 
-/** What JSON.parse says of each event: the text, the number of non-empty content chunks, server output tokens. */
-function reference(events: readonly string[]): { text: string; chunks: number; serverOut: number | null } {
+/**
+ * What JSON.parse says of each event, as AIPerf reads it: the answer's text, the reasoning text
+ * (`reasoning_content`), the chunks with an answer or reasoning token, server output tokens.
+ */
+function reference(events: readonly string[]): { text: string; reasoning: string; chunks: number; serverOut: number | null } {
   let text = '';
+  let reasoning = '';
   let chunks = 0;
   let serverOut: number | null = null;
   for (const e of events) {
     if (e === '[DONE]') break;
-    const o = JSON.parse(e) as { choices?: { delta?: { content?: string | null }; text?: string }[]; usage?: { completion_tokens: number } | null };
+    const o = JSON.parse(e) as { choices?: { delta?: { content?: string | null; reasoning_content?: string | null }; text?: string }[]; usage?: { completion_tokens: number } | null };
     const c = o.choices?.[0];
     const content = c?.delta?.content ?? c?.text ?? '';
+    const r = c?.delta?.reasoning_content ?? '';
     text += content;
-    if (content !== '') chunks++;
+    reasoning += r;
+    if (content !== '' || r !== '') chunks++;
     if (o.usage) serverOut = o.usage.completion_tokens;
   }
-  return { text, chunks, serverOut };
+  return { text, reasoning, chunks, serverOut };
 }
 
 // Content that tries to fool an in-place reader: quotes, backslashes, escapes JSON.stringify makes,
@@ -113,7 +119,9 @@ test('the in-place readers agree with JSON.parse on every chunk shape, split at 
         assert.equal(text, want.text);
         assert.equal(record.chunkMs.length, want.chunks);
         assert.equal(record.outputTokens.server, want.serverOut);
-        assert.equal(record.outputTokens.client, defaultTokenizer.count(want.text));
+        const reasoningTokens = want.reasoning === '' ? 0 : defaultTokenizer.count(want.reasoning);
+        assert.equal(record.outputTokens.client, defaultTokenizer.count(want.text) + reasoningTokens, 'OSL: the answer\'s tokens plus the reasoning\'s');
+        assert.equal(record.reasoningTokens?.client ?? 0, reasoningTokens);
       }
     }),
     { numRuns: 600 },

@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { BenchDispatcher, BytesHandler } from './socket-pool.js';
 import type { Outcome, RequestRecord } from '../core/index.js';
 import type { Tokenizer } from '../workload/index.js';
-import { readStreamChunk } from '../openai/index.js';
+import { carriesReasoning, readStreamChunk } from '../openai/index.js';
 import { DATA_FIELD, EVENT_END, EventTemplate } from './event-template.js';
 import { SseBytesReader } from './sse-bytes.js';
 
@@ -132,6 +132,11 @@ class Call implements BytesHandler {
   #body: Buffer[] = [];
   #text = '';
   #firstMs: number | null = null;
+  /** First answer (not reasoning) token: AIPerf's time to first output token. */
+  #firstContentMs: number | null = null;
+  /** Reasoning text (`reasoning_content`/`reasoning`), kept apart from the answer; '' when none came. */
+  #reasoning = '';
+  #serverReasoning: number | null = null;
   /** Arrival of the last bytes; NaN until some arrive (a number field from the start: stored per event without boxing). */
   #lastMs = Number.NaN;
   #chunks: number[] = [];
@@ -301,6 +306,7 @@ class Call implements BytesHandler {
   #takeContent(b: Buffer, from: number, to: number, at: number): void {
     if (to === from) return;
     this.#firstMs ??= at;
+    this.#firstContentMs ??= at;
     this.#chunks.push(at);
     this.#keepContent(b, from, to);
     if (!this.#contentEscaped && hasByte(b, from, to, 92)) this.#contentEscaped = true;
@@ -314,7 +320,7 @@ class Call implements BytesHandler {
   #contentFrame(b: Buffer, start: number, end: number, at: number): boolean {
     const d = b.toString('latin1', start, end);
     const ch = d.indexOf(CHOICES);
-    if (ch < 0 || !d.includes(NO_LOGPROBS) || d.includes(USAGE)) return false;
+    if (ch < 0 || !d.includes(NO_LOGPROBS) || d.includes(USAGE) || carriesReasoning(d, ch)) return false;
     let k = d.indexOf(CONTENT, ch);
     let q = k + CONTENT.length;
     if (k < 0) {
@@ -342,6 +348,7 @@ class Call implements BytesHandler {
     }
     if (to > from) {
       this.#firstMs ??= at;
+      this.#firstContentMs ??= at;
       if (this.#opts.keepFirstData && this.#firstData === null) this.#firstData = b.toString('utf8', start, end);
       this.#chunks.push(at);
       this.#keepContent(b, start + from, start + to);
@@ -391,8 +398,15 @@ class Call implements BytesHandler {
       this.#failure ??= chunkFailure(c.error);
       return;
     }
+    if (c.reasoning !== undefined) {
+      this.#reasoning += c.reasoning;
+      this.#firstMs ??= at;
+      if (c.content.length === 0) this.#chunks.push(at);
+    }
+    if (c.reasoningTokens !== undefined) this.#serverReasoning = c.reasoningTokens;
     if (c.content.length > 0) {
       this.#firstMs ??= at;
+      this.#firstContentMs ??= at;
       if (this.#opts.keepFirstData && this.#firstData === null) this.#firstData = data;
       this.#chunks.push(at);
       const body = Buffer.from(JSON.stringify(c.content).slice(1, -1));
@@ -429,6 +443,8 @@ class Call implements BytesHandler {
     }
     // No first-token stamp without streaming: AIPerf reports no TTFT/ITL for non-streaming runs.
     this.#text = c.content;
+    if (c.reasoning !== undefined) this.#reasoning = c.reasoning;
+    if (c.reasoningTokens !== undefined) this.#serverReasoning = c.reasoningTokens;
     if (c.usage) {
       this.#serverIn = c.usage.prompt_tokens;
       this.#serverOut = c.usage.completion_tokens;
@@ -458,6 +474,9 @@ class Call implements BytesHandler {
     if (this.#contentLen > 0) this.#text = this.#streamedText();
     const endMs = this.#failure || Number.isNaN(this.#lastMs) ? this.#opts.now() : this.#lastMs;
     const f = this.#failure;
+    const tokenizer = this.#opts.tokenizer;
+    const answerTokens = this.#text.length > 0 ? tokenizer.count(this.#text) : 0;
+    const reasoningTokens = this.#reasoning.length > 0 ? tokenizer.count(this.#reasoning) : 0;
     const record: RequestRecord = {
       id: this.#opts.id,
       phase: this.#opts.phase,
@@ -467,13 +486,18 @@ class Call implements BytesHandler {
       chunkMs: this.#chunks,
       endMs: Math.max(endMs, this.#startMs),
       inputTokens: { client: this.#req.inputTokens, server: this.#serverIn },
-      outputTokens: { client: this.#text.length > 0 ? this.#opts.tokenizer.count(this.#text) : 0, server: this.#serverOut },
+      // OSL, as AIPerf counts it: the answer's tokens plus the reasoning's, each counted on its own.
+      outputTokens: { client: answerTokens + reasoningTokens, server: this.#serverOut },
       outcome: f ? f.outcome : 'ok',
       status: f && f.status !== undefined ? f.status : this.#status,
       error: f ? f.message : null,
       redispatched: this.#redispatched,
       migrated: this.#migrated,
     };
+    if (this.#reasoning.length > 0 || this.#serverReasoning !== null) {
+      record.reasoningTokens = { client: this.#reasoning.length > 0 ? reasoningTokens : null, server: this.#serverReasoning };
+      record.firstOutputMs = this.#firstContentMs;
+    }
     this.#resolve({ record, firstData: this.#firstData, text: this.#text });
   }
 }

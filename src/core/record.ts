@@ -33,4 +33,12 @@ export interface RequestRecord {
   conversationId?: string;
   /** Position in that conversation, 0 for the first turn. */
   turnIndex?: number;
+  /**
+   * Reasoning tokens, when the answer carried a reasoning channel (`reasoning_content` or
+   * `reasoning`) or the server's usage counted some (`completion_tokens_details.reasoning_tokens`).
+   * They are part of `outputTokens` (the OSL), as in AIPerf; client null when no reasoning text came.
+   */
+  reasoningTokens?: { client: number | null; server: number | null };
+  /** With a reasoning channel: the first answer (non-reasoning) chunk, null when none came. */
+  firstOutputMs?: number | null;
 }

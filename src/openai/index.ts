@@ -25,4 +25,4 @@ export {
 } from './encode.js';
 export { SseDecoder } from './sse-decoder.js';
 export type { StreamChunk } from './stream-chunk.js';
-export { readStreamChunk, readUsage } from './stream-chunk.js';
+export { readStreamChunk, readUsage, carriesReasoning } from './stream-chunk.js';

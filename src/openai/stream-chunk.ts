@@ -9,6 +9,13 @@ export interface StreamChunk {
   finishReason: string | null;
   usage: Usage | null;
   /**
+   * The first choice's reasoning text, where the server splits it out (`reasoning_content` as
+   * vLLM's reasoning parsers and SGLang name it, `reasoning` in current vLLM); absent when none.
+   */
+  reasoning?: string;
+  /** `usage.completion_tokens_details.reasoning_tokens`, when the server reports it (non-zero). */
+  reasoningTokens?: number;
+  /**
    * A mid-stream error (`{"error":{...}}` or a flat `{"object":"error",...}`), or a payload that is
    * not JSON, reported with code `'protocol_error'`.
    */
@@ -37,7 +44,7 @@ export function readStreamChunk(data: string): StreamChunk {
 function readFast(d: string): StreamChunk | null {
   if (d.charCodeAt(0) !== 123) return null;
   const ch = d.indexOf('"choices":[{');
-  if (ch < 0 || !d.includes('"logprobs":null') || d.includes('"usage":{')) return null;
+  if (ch < 0 || !d.includes('"logprobs":null') || d.includes('"usage":{') || carriesReasoning(d, ch)) return null;
   let content = '';
   let k = d.indexOf('"content":', ch);
   let at = k + 10;
@@ -63,6 +70,19 @@ function readFast(d: string): StreamChunk | null {
     } else if (c !== 110) return null;
   }
   return { done: false, content, finishReason, usage: null, error: null };
+}
+
+/**
+ * Whether a frame's text from `from` on has a `reasoning...` key with a string value (a reasoning
+ * token, which takes the full parse); `"reasoning_content":null` (SGLang's content frames) is not.
+ */
+export function carriesReasoning(d: string, from: number): boolean {
+  for (let k = d.indexOf('"reasoning', from); k >= 0; k = d.indexOf('"reasoning', k + 10)) {
+    const colon = d.indexOf('":', k + 10);
+    if (colon < 0) return false;
+    if (d.charCodeAt(colon + 2) === 34) return true;
+  }
+  return false;
 }
 
 /** The JSON string literal opening at `q`; null if it does not close. */
@@ -105,20 +125,28 @@ export function readStreamChunkFull(data: string): StreamChunk {
   }
 
   let content = '';
+  let reasoning = '';
   let finishReason: string | null = null;
   const choices = obj['choices'];
   if (Array.isArray(choices) && choices.length > 0) {
     const c: unknown = choices[0];
     if (isObject(c)) {
       const delta = c['delta'];
-      if (isObject(delta)) {
-        if (typeof delta['content'] === 'string') content = delta['content'];
+      const message = isObject(delta) ? delta : isObject(c['message']) ? c['message'] : null;
+      if (message) {
+        if (typeof message['content'] === 'string') content = message['content'];
+        // As AIPerf reads it: reasoning_content, else reasoning (a shim may send both, equal).
+        const r = message['reasoning_content'] || message['reasoning'];
+        if (typeof r === 'string') reasoning = r;
       } else if (typeof c['text'] === 'string') content = c['text'];
-      else if (isObject(c['message']) && typeof c['message']['content'] === 'string') content = c['message']['content'];
       if (typeof c['finish_reason'] === 'string') finishReason = c['finish_reason'];
     }
   }
-  return { done: false, content, finishReason, usage: readUsage(obj['usage']), error: null };
+  const out: StreamChunk = { done: false, content, finishReason, usage: readUsage(obj['usage']), error: null };
+  if (reasoning !== '') out.reasoning = reasoning;
+  const details = isObject(obj['usage']) ? obj['usage']['completion_tokens_details'] : null;
+  if (isObject(details) && typeof details['reasoning_tokens'] === 'number' && details['reasoning_tokens'] > 0) out.reasoningTokens = details['reasoning_tokens'];
+  return out;
 }
 
 /** Reads a `usage` object in any key order; null when absent, null or not numeric. */

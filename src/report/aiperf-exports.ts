@@ -217,8 +217,14 @@ export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: 
     metrics.input_sequence_length = { value: m.isl, unit: 'tokens' };
     if (m.ttftMs !== null) metrics.time_to_first_token = { value: m.ttftMs, unit: 'ms' };
     if (m.ttstMs !== null) metrics.time_to_second_token = { value: m.ttstMs, unit: 'ms' };
+    if (m.ttfoMs !== null) metrics.time_to_first_output_token = { value: m.ttfoMs, unit: 'ms' };
     metrics.request_latency = { value: m.requestLatencyMs, unit: 'ms' };
-    metrics.output_token_count = { value: m.osl, unit: 'tokens' };
+    // With a reasoning channel, AIPerf splits the OSL: answer tokens (none: no value) and reasoning tokens.
+    if (m.reasoning === null) metrics.output_token_count = { value: m.osl, unit: 'tokens' };
+    else {
+      if (m.osl - m.reasoning > 0) metrics.output_token_count = { value: m.osl - m.reasoning, unit: 'tokens' };
+      metrics.reasoning_token_count = { value: m.reasoning, unit: 'tokens' };
+    }
     if (r.chunkMs.length > 1) {
       const gaps = new Array<number>(r.chunkMs.length - 1);
       for (let k = 1; k < r.chunkMs.length; k++) gaps[k - 1] = r.chunkMs[k]! - r.chunkMs[k - 1]!;
@@ -229,6 +235,7 @@ export function aiperfJsonlLine(r: RequestRecord, index: number, originEpochMs: 
     if (m.outputTokensPerSPerUser !== null) metrics.output_token_throughput_per_user = { value: m.outputTokensPerSPerUser, unit: 'tokens/sec/user' };
     if (r.inputTokens.server !== null) metrics.usage_prompt_tokens = { value: r.inputTokens.server, unit: 'tokens' };
     if (r.outputTokens.server !== null) metrics.usage_completion_tokens = { value: r.outputTokens.server, unit: 'tokens' };
+    if (r.reasoningTokens?.server != null) metrics.usage_reasoning_tokens = { value: r.reasoningTokens.server, unit: 'tokens' };
     if (!producesTokens) for (const tag of OUTPUT_TOKEN_TAGS) delete metrics[tag];
   } else {
     metrics.error_isl = { value: r.inputTokens.client, unit: 'tokens' };

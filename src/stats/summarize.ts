@@ -43,6 +43,10 @@ export interface RecordMetrics {
   outputTokensPerSPerUser: number | null;
   osl: number;
   isl: number;
+  /** Reasoning tokens (part of `osl`); null when the answer had no reasoning channel. */
+  reasoning: number | null;
+  /** Time to the first answer token (after any reasoning); null without a first token. */
+  ttfoMs: number | null;
 }
 
 /**
@@ -68,12 +72,15 @@ export function recordMetrics(r: RequestRecord, into?: RecordMetrics, useServerT
   m.outputTokensPerSPerUser = outputTokensPerSPerUser;
   m.osl = osl;
   m.isl = useServerTokenCount ? (r.inputTokens.server ?? r.inputTokens.client) : r.inputTokens.client;
+  const rt = r.reasoningTokens;
+  m.reasoning = rt === undefined ? null : useServerTokenCount ? (rt.server ?? rt.client) : (rt.client ?? rt.server);
+  m.ttfoMs = r.firstOutputMs === undefined ? ttftMs : r.firstOutputMs === null || ttftMs === null ? null : r.firstOutputMs - r.startMs;
   return m;
 }
 
 /** A RecordMetrics to fill with `recordMetrics(r, into)`. */
 export function blankMetrics(): RecordMetrics {
-  return { ttftMs: null, ttstMs: null, requestLatencyMs: 0, itlMs: null, outputTokensPerSPerUser: null, osl: 0, isl: 0 };
+  return { ttftMs: null, ttstMs: null, requestLatencyMs: 0, itlMs: null, outputTokensPerSPerUser: null, osl: 0, isl: 0, reasoning: null, ttfoMs: null };
 }
 
 function goodValue(m: RecordMetrics, tag: string): number | null {
@@ -177,6 +184,7 @@ export class SummaryBuilder {
   readonly #cols = {
     time_to_first_token: new Column(),
     time_to_second_token: new Column(),
+    time_to_first_output_token: new Column(),
     request_latency: new Column(),
     inter_token_latency: new Column(),
     output_token_throughput_per_user: new Column(),
@@ -184,11 +192,15 @@ export class SummaryBuilder {
     output_sequence_length: new Column(),
     input_sequence_length: new Column(),
     output_token_count: new Column(),
+    reasoning_token_count: new Column(),
     usage_prompt_tokens: new Column(),
     usage_completion_tokens: new Column(),
     usage_total_tokens: new Column(),
+    usage_reasoning_tokens: new Column(),
     error_isl: new Column(),
   };
+  #reasoningTotal = 0;
+  #withReasoning = 0;
   readonly #serverCounts: boolean;
   #islTotal = 0;
   #errorIslTotal = 0;
@@ -287,8 +299,16 @@ export class SummaryBuilder {
     if (m.ttftMs !== null && m.ttftMs > 0) cols.prefill_throughput_per_user.push((m.isl * 1000) / m.ttftMs);
     cols.output_sequence_length.push(m.osl);
     cols.input_sequence_length.push(m.isl);
-    // No reasoning tokens are told apart: the output token count is the whole OSL.
-    cols.output_token_count.push(m.osl);
+    if (m.ttfoMs !== null) cols.time_to_first_output_token.push(m.ttfoMs);
+    if (m.reasoning === null) cols.output_token_count.push(m.osl);
+    else {
+      // AIPerf: OSL = answer + reasoning tokens; an answer of no tokens has no output_token_count.
+      this.#withReasoning++;
+      this.#reasoningTotal += m.reasoning;
+      cols.reasoning_token_count.push(m.reasoning);
+      if (m.osl - m.reasoning > 0) cols.output_token_count.push(m.osl - m.reasoning);
+    }
+    if (r.reasoningTokens?.server != null) cols.usage_reasoning_tokens.push(r.reasoningTokens.server);
     if (r.inputTokens.server !== null) cols.usage_prompt_tokens.push(r.inputTokens.server);
     if (r.outputTokens.server !== null) cols.usage_completion_tokens.push(r.outputTokens.server);
     if (r.inputTokens.server !== null && r.outputTokens.server !== null) cols.usage_total_tokens.push(r.inputTokens.server + r.outputTokens.server);
@@ -341,12 +361,6 @@ export class SummaryBuilder {
     const metrics: Record<string, MetricBlock | ScalarMetric> = {};
     for (const info of METRIC_CATALOG) {
       if (info.kind !== 'record') continue;
-      if (info.tag === 'time_to_first_output_token') {
-        // Without a reasoning channel the first output token is the first token.
-        const block = describe(this.#cols.time_to_first_token.values(), info.unit);
-        if (block) metrics[info.tag] = block;
-        continue;
-      }
       if (info.tag === 'inter_chunk_latency') {
         const block = this.#exactGaps ? describe(this.#exactGaps.values(), info.unit) : this.#gapHist!.toBlock(info.unit);
         if (block) metrics[info.tag] = block;
@@ -364,7 +378,8 @@ export class SummaryBuilder {
     metrics.request_count = { unit: 'requests', avg: okCount };
     metrics.output_token_throughput = { unit: 'tokens/sec', avg: rate(this.#outputTokens) };
     metrics.total_token_throughput = { unit: 'tokens/sec', avg: rate(this.#outputTokens + this.#islTotal) };
-    metrics.total_output_tokens = { unit: 'tokens', avg: this.#outputTokens };
+    metrics.total_output_tokens = { unit: 'tokens', avg: this.#outputTokens - this.#reasoningTotal };
+    if (this.#withReasoning > 0) metrics.total_reasoning_tokens = { unit: 'tokens', avg: this.#reasoningTotal };
     metrics.total_osl = { unit: 'tokens', avg: this.#outputTokens };
     metrics.total_isl = { unit: 'tokens', avg: this.#islTotal };
     if (this.#goodTags.length > 0) {
