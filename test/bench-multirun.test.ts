@@ -71,7 +71,7 @@ test('convergence: judged from the third run, by interval width over the mean or
   assert.equal(converged([s(100), s(101), s(99)], { ...c, mode: 'cv', threshold: 0.05 }, 0.95).converged, true);
 });
 
-test('--concurrency 1,2 sweeps with AIPerf\'s layout: one folder per value, each with its run', async (t) => {
+test('--concurrency 1,2 sweeps with AIPerf\'s layout: one folder per value, and sweep_aggregate/ across them', async (t) => {
   const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model: MODEL });
   t.after(() => fleet.close());
   const dir = mkdtempSync(join(tmpdir(), 'tailgate-sweep-'));
@@ -79,13 +79,53 @@ test('--concurrency 1,2 sweeps with AIPerf\'s layout: one folder per value, each
   const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', fleet.workers[0]!.url, '--streaming', '--concurrency', '1,2',
     '--request-count', '4', '--isl', '16', '--osl', '4', '--artifact-dir', dir], { timeoutMs: 120_000 });
   assert.equal(r.code, 0, r.stderr);
+  const throughput: number[] = [];
   for (const [k, c] of [[0, 1], [1, 2]] as const) {
-    const path = join(dir, `phases.profiling.concurrency=${c}`, 'profile_runs', 'run_0001', 'profile_export_aiperf.json');
-    const doc = JSON.parse(readFileSync(path, 'utf8')) as { input_config: { loadgen: { concurrency: number } }; run_info: { variation_index: number; variation_values: Record<string, number>; random_seed: number }; request_count: { avg: number } };
+    const path = join(dir, `concurrency_${c}`, 'profile_export_aiperf.json');
+    const doc = JSON.parse(readFileSync(path, 'utf8')) as { input_config: { loadgen: { concurrency: number } }; run_info: { variation_label: string; variation_index: number; variation_values: Record<string, number>; random_seed: number }; request_count: { avg: number }; request_throughput: { avg: number } };
     assert.equal(doc.run_info.random_seed, k, 'each sweep value its own seed, base + index, as AIPerf');
     assert.equal(doc.input_config.loadgen.concurrency, c);
     assert.equal(doc.run_info.variation_index, k);
+    assert.equal(doc.run_info.variation_label, `concurrency_${c}`);
     assert.deepEqual(doc.run_info.variation_values, { 'phases.profiling.concurrency': c });
     assert.equal(doc.request_count.avg, 4);
+    throughput.push(doc.request_throughput.avg);
+  }
+  type Sweep = { aggregation_type: string; num_profile_runs: number; metadata: { sweep_parameters: { name: string; values: number[] }[] }; per_combination_metrics: { parameters: Record<string, number>; metrics: Record<string, Record<string, number | string>> }[]; best_configurations: Record<string, { parameters: Record<string, number>; metric: number }>; pareto_optimal: Record<string, number>[] };
+  const sweep = JSON.parse(readFileSync(join(dir, 'sweep_aggregate', 'profile_export_aiperf_sweep.json'), 'utf8')) as Sweep;
+  assert.equal(sweep.aggregation_type, 'sweep');
+  assert.equal(sweep.num_profile_runs, 2);
+  assert.deepEqual(sweep.metadata.sweep_parameters, [{ name: 'concurrency', values: [1, 2] }]);
+  assert.deepEqual(sweep.per_combination_metrics.map((c) => c.parameters), [{ concurrency: 1 }, { concurrency: 2 }]);
+  sweep.per_combination_metrics.forEach((c, k) => assert.deepEqual(c.metrics['request_throughput_avg'], { mean: throughput[k], unit: 'requests/sec' }, 'one trial: the mean only'));
+  const best = throughput[0]! >= throughput[1]! ? 1 : 2;
+  assert.deepEqual(sweep.best_configurations['best_throughput']!.parameters, { concurrency: best });
+  assert.ok(sweep.pareto_optimal.some((p) => p['concurrency'] === best), 'the best throughput is never dominated');
+  const csv = readFileSync(join(dir, 'sweep_aggregate', 'profile_export_aiperf_sweep.csv'), 'utf8');
+  assert.match(csv, /^concurrency,request_latency_avg_mean,/);
+  assert.match(csv, /\nBest Configurations\nConfiguration,concurrency,Metric,Unit\nBest Throughput,/);
+  assert.match(csv, /\nMetadata\nField,Value\nAggregation Type,sweep\n/);
+});
+
+test('a sweep with --num-profile-runs 2 runs AIPerf\'s repeated order: profile_runs/trial_NNNN/<value>, aggregate/<value>, aggregate/sweep_aggregate', async (t) => {
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model: MODEL });
+  t.after(() => fleet.close());
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-sweep-trials-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', fleet.workers[0]!.url, '--streaming', '--concurrency', '1,2', '--num-profile-runs', '2',
+    '--request-count', '4', '--isl', '16', '--osl', '4', '--artifact-dir', dir], { timeoutMs: 180_000 });
+  assert.equal(r.code, 0, r.stderr);
+  for (const c of [1, 2]) {
+    const runs = [1, 2].map((i) => JSON.parse(readFileSync(join(dir, 'profile_runs', `trial_000${i}`, `concurrency_${c}`, 'profile_export_aiperf.json'), 'utf8')) as { request_throughput: { avg: number }; run_info: { trial: number } });
+    assert.deepEqual(runs.map((d) => d.run_info.trial), [0, 1]);
+    const agg = JSON.parse(readFileSync(join(dir, 'aggregate', `concurrency_${c}`, 'profile_export_aiperf_aggregate.json'), 'utf8')) as { metrics: Record<string, { mean: number }> };
+    const mean = (runs[0]!.request_throughput.avg + runs[1]!.request_throughput.avg) / 2;
+    assert.ok(Math.abs(agg.metrics['request_throughput_avg']!.mean - mean) < 1e-9);
+    const sweep = JSON.parse(readFileSync(join(dir, 'aggregate', 'sweep_aggregate', 'profile_export_aiperf_sweep.json'), 'utf8')) as { num_profile_runs: number; per_combination_metrics: { parameters: Record<string, number>; metrics: Record<string, Record<string, number>> }[] };
+    assert.equal(sweep.num_profile_runs, 4);
+    const m = sweep.per_combination_metrics.find((p) => p.parameters['concurrency'] === c)!.metrics['request_throughput_avg']!;
+    assert.ok(Math.abs(m['mean']! - mean) < 1e-9);
+    assert.equal(m['min'], Math.min(runs[0]!.request_throughput.avg, runs[1]!.request_throughput.avg));
+    for (const k of ['std', 'max', 'cv', 'se', 'ci_low', 'ci_high', 't_critical']) assert.equal(typeof m[k], 'number', k);
   }
 });

@@ -293,7 +293,7 @@ f('--convergence-threshold', 'value', I, 'stability threshold', '0.1');
 f('--convergence-mode', 'value', I, 'ci_width or cv (distribution is not done)', 'ci_width');
 f('--parameter-sweep-cooldown-seconds', 'value', I, 'pause between sweep values', '0');
 f('--parameter-sweep-same-seed --no-parameter-sweep-same-seed', 'switch', I, 'same seed for every sweep value');
-f('--parameter-sweep-mode', 'value', X, 'repeated or independent sweep-and-trial order', 'repeated');
+f('--parameter-sweep-mode', 'value', I, 'repeated or independent sweep-and-trial order', 'repeated');
 f('--sweep-type', 'value', X, 'grid or zip of several sweep lists', 'grid');
 f('--no-sweep-table', 'switch', X, 'no per-cell sweep table');
 f('--search-space', 'list', X, 'adaptive-search dimensions', 'phases.profiling.concurrency:1,8:int');

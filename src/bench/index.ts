@@ -16,3 +16,5 @@ export type { BenchDispatcher } from './socket-pool.js';
 export { SocketPool } from './socket-pool.js';
 export type { ConfidenceBlock, Convergence, AggregateInfo } from './multi-run.js';
 export { aggregateRuns, converged, writeAggregate, MULTI_RUN_LAYOUT, AGGREGATE_SCHEMA_VERSION, MIN_RUNS_FOR_CONVERGENCE } from './multi-run.js';
+export { sweepAggregate, sweepAggregateCsv, sweepDirName, writeSweepAggregate, SWEEP_AGGREGATE_LAYOUT } from './sweep-aggregate.js';
+export type { SweepAggregateInput } from './sweep-aggregate.js';

@@ -9,6 +9,8 @@ export const AGGREGATE_SCHEMA_VERSION = '1.0';
 export const MULTI_RUN_LAYOUT = {
   /** `profile_runs/run_0001` for the first run. */
   runDir: (index: number): string => join('profile_runs', `run_${String(index + 1).padStart(4, '0')}`),
+  /** A sweep's trials: `profile_runs/trial_0001` for the first. */
+  trialDir: (index: number): string => join('profile_runs', `trial_${String(index + 1).padStart(4, '0')}`),
   aggregateDir: 'aggregate',
   json: 'profile_export_aiperf_aggregate.json',
   csv: 'profile_export_aiperf_aggregate.csv',
@@ -31,7 +33,8 @@ export interface ConfidenceBlock {
   n: number;
 }
 
-const RECORD_STATS = ['avg', 'p50', 'p90', 'p95', 'p99', 'min', 'max', 'std'] as const;
+/** The statistics of a distribution metric that are aggregated across runs (run-level metrics: `avg`). */
+export const RECORD_STATS = ['avg', 'p50', 'p90', 'p95', 'p99', 'min', 'max', 'std'] as const;
 
 /**
  * Mean, std, CV, standard error and the t-based interval of every metric statistic across runs,
@@ -99,14 +102,13 @@ export interface AggregateInfo {
 }
 
 /**
- * Writes `aggregate/profile_export_aiperf_aggregate.json` and `.csv` under `dir`.
+ * Writes `aggregate/profile_export_aiperf_aggregate.json` and `.csv` under `dir` (or into `out`).
  *
  * @example
  * await writeAggregate('artifacts', summaries, { confidenceLevel: 0.95, runLabels: ['run_0001', 'run_0002'], ... });
  */
-export async function writeAggregate(dir: string, summaries: readonly Summary[], info: AggregateInfo): Promise<string> {
+export async function writeAggregate(dir: string, summaries: readonly Summary[], info: AggregateInfo, out = join(dir, MULTI_RUN_LAYOUT.aggregateDir)): Promise<string> {
   const metrics = aggregateRuns(summaries, info.confidenceLevel);
-  const out = join(dir, MULTI_RUN_LAYOUT.aggregateDir);
   await mkdir(out, { recursive: true });
   const doc = {
     schema_version: AGGREGATE_SCHEMA_VERSION,

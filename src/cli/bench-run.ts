@@ -12,7 +12,11 @@ import {
   writeBenchArtifacts,
   converged,
   writeAggregate,
+  writeSweepAggregate,
+  sweepDirName,
   MULTI_RUN_LAYOUT,
+  SWEEP_AGGREGATE_LAYOUT,
+  type AggregateInfo,
   type BenchArtifactOptions,
   type BenchOptions,
   type BenchResult,
@@ -216,34 +220,46 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     }
     for (const n of plan.notes) if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${n}\n`);
     type Variation = { label: string; index: number; values: Record<string, unknown> };
-    /** The trials of one configuration into `root` (profile_runs/run_NNNN, aggregate/ when more than one). */
-    const trials = async (root: string, base: BenchOptions, variation: Variation | null, seedOffset = 0): Promise<boolean> => {
+    let failed = false;
+    /** Trial `i` of a configuration: its seed, and warm-up only before the first when so asked. */
+    const trialOpts = (base: BenchOptions, i: number, seedOffset: number): BenchOptions => {
+      const planned = plan.seedOf(i);
+      const seed = planned === undefined ? (seedOffset > 0 ? (base.randomSeed ?? 0) + seedOffset : undefined) : planned + seedOffset;
+      return { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0, warmupDurationMs: 0 }) };
+    };
+    /** One run into `runDir` with its exports and console report; its summary, or null when it was cut short. */
+    const runInto = async (runDir: string, runOpts: BenchOptions, trial: number, variation: Variation | null, title: string): Promise<Summary | null> => {
+      const { result, telemetry } = await benchOnce(runOpts, runDir);
+      if (showProgress) process.stderr.write('\n');
+      await writeBenchArtifacts(runDir, result, {
+        exportLevel, version: VERSION, ...telemetry,
+        runInfo: { cli_command: cliCommand, trial, run_label: basename(MULTI_RUN_LAYOUT.runDir(trial)), ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) },
+        ...(filePrefix !== undefined && { filePrefix }),
+        ...(sliceDurationMs !== undefined && { sliceDurationMs }),
+        ...(Object.keys(distributed).length > 0 && { extra: distributed }),
+      });
+      process.stdout.write(`${title}:\n${formatBenchReport(result)}`);
+      failed ||= everyRequestFailed(result);
+      return result.cancelled ? null : result.summary;
+    };
+    const aggregateInfo = (labels: string[], verdict: { converged: boolean; value: number | null } | null): AggregateInfo => ({
+      confidenceLevel: plan.level, runLabels: labels, requestedRuns: plan.runs, cooldownSeconds: plan.cooldownMs / 1000,
+      convergence: plan.convergence ? { ...plan.convergence, converged: verdict?.converged ?? false, value: verdict?.value ?? null } : null,
+      cancelled: ctl.signal.aborted,
+    });
+    /** The trials of one configuration into `root/<runDir(i)>`, stopping early once converged; their aggregate in `root/aggregate/`. */
+    const trials = async (root: string, base: BenchOptions, variation: Variation | null, seedOffset: number, runDir: (i: number) => string): Promise<Summary[]> => {
       const summaries: Summary[] = [];
       const labels: string[] = [];
       let verdict: { converged: boolean; value: number | null } | null = null;
-      let failed = false;
       for (let i = 0; i < plan.runs && !ctl.signal.aborted; i++) {
         if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
         if (ctl.signal.aborted) break;
-        const planned = plan.seedOf(i);
-        const seed = planned === undefined ? (seedOffset > 0 ? (base.randomSeed ?? 0) + seedOffset : undefined) : planned + seedOffset;
-        const runOpts: BenchOptions = { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0, warmupDurationMs: 0 }) };
-        const runDir = join(root, MULTI_RUN_LAYOUT.runDir(i));
-        const { result, telemetry } = await benchOnce(runOpts, runDir);
-        if (showProgress) process.stderr.write('\n');
-        const runLabel = basename(runDir);
-        await writeBenchArtifacts(runDir, result, {
-          exportLevel, version: VERSION, ...telemetry,
-          runInfo: { cli_command: cliCommand, trial: i, run_label: runLabel, ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) },
-          ...(filePrefix !== undefined && { filePrefix }),
-          ...(sliceDurationMs !== undefined && { sliceDurationMs }),
-          ...(Object.keys(distributed).length > 0 && { extra: distributed }),
-        });
-        process.stdout.write(`${variation ? `${variation.label} ` : ''}${runLabel} of ${plan.runs}:\n${formatBenchReport(result)}`);
-        failed ||= everyRequestFailed(result);
-        if (result.cancelled) break;
-        summaries.push(result.summary);
-        labels.push(runLabel);
+        const label = basename(runDir(i));
+        const s = await runInto(join(root, runDir(i)), trialOpts(base, i, seedOffset), i, variation, `${variation ? `${variation.label} ` : ''}${label} of ${plan.runs}`);
+        if (s === null) break;
+        summaries.push(s);
+        labels.push(label);
         if (plan.convergence) {
           verdict = converged(summaries, plan.convergence, plan.level);
           if (verdict.converged) {
@@ -252,26 +268,59 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
           }
         }
       }
-      if (plan.runs > 1) {
-        await writeAggregate(root, summaries, {
-          confidenceLevel: plan.level, runLabels: labels, requestedRuns: plan.runs, cooldownSeconds: plan.cooldownMs / 1000,
-          convergence: plan.convergence ? { ...plan.convergence, converged: verdict?.converged ?? false, value: verdict?.value ?? null } : null,
-          cancelled: ctl.signal.aborted,
-        });
-      }
-      return failed;
+      if (plan.runs > 1) await writeAggregate(root, summaries, aggregateInfo(labels, verdict));
+      return summaries;
     };
-    let failed = false;
-    if (sweep === null) failed = await trials(dir, opts, null);
+    if (sweep === null) await trials(dir, opts, null, 0, MULTI_RUN_LAYOUT.runDir);
     else {
-      // AIPerf's sweep layout: one folder per value, named by the config path it sets.
+      // AIPerf's sweep layout: one folder per value (`concurrency_8`); each value its own seed unless told otherwise.
       const sameSeed = flags['parameterSweepSameSeed'] === true;
       const cooldownMs = ((flags['parameterSweepCooldownSeconds'] as number | undefined) ?? 0) * 1000;
-      for (let k = 0; k < sweep.values.length && !ctl.signal.aborted; k++) {
+      const variations = sweep.values.map((v, k) => ({
+        label: sweepDirName(sweep.path, v), index: k, values: { [`phases.profiling.${sweep.path}`]: v },
+        opts: { ...opts, [sweep.key]: v } as BenchOptions, seedOffset: sameSeed ? 0 : k,
+      }));
+      const perValue: Summary[][] = variations.map(() => []);
+      const pause = async (k: number): Promise<void> => {
         if (k > 0 && cooldownMs > 0) await sleep(cooldownMs, ctl.signal);
-        const v = sweep.values[k]!;
-        const label = `phases.profiling.${sweep.path}=${v}`;
-        failed = (await trials(join(dir, label), { ...opts, [sweep.key]: v }, { label, index: k, values: { [`phases.profiling.${sweep.path}`]: v } }, sameSeed ? 0 : k)) || failed;
+      };
+      let sweepOut = join(dir, SWEEP_AGGREGATE_LAYOUT.dir);
+      if (plan.runs === 1) {
+        for (const v of variations) {
+          await pause(v.index);
+          if (ctl.signal.aborted) break;
+          const s = await runInto(join(dir, v.label), trialOpts(v.opts, 0, v.seedOffset), 0, v, v.label);
+          if (s === null) break;
+          perValue[v.index]!.push(s);
+        }
+      } else if (flags['parameterSweepMode'] === 'independent') {
+        // Every trial of a value before the next value: <value>/profile_runs/trial_NNNN, <value>/aggregate.
+        for (const v of variations) {
+          await pause(v.index);
+          if (ctl.signal.aborted) break;
+          perValue[v.index] = await trials(join(dir, v.label), v.opts, v, v.seedOffset, MULTI_RUN_LAYOUT.trialDir);
+        }
+      } else {
+        // AIPerf's default, repeated: the whole sweep once per trial, profile_runs/trial_NNNN/<value>, aggregate/<value>.
+        if (plan.convergence && logs(logLevel, 'WARNING')) process.stderr.write('tailgate: warning: --convergence-metric stops early only with --parameter-sweep-mode independent; every trial of the sweep runs\n');
+        const labels: string[][] = variations.map(() => []);
+        trialsLoop: for (let i = 0; i < plan.runs; i++) {
+          if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
+          for (const v of variations) {
+            await pause(v.index);
+            if (ctl.signal.aborted) break trialsLoop;
+            const trialDir = MULTI_RUN_LAYOUT.trialDir(i);
+            const s = await runInto(join(dir, trialDir, v.label), trialOpts(v.opts, i, v.seedOffset), i, v, `${basename(trialDir)} ${v.label}`);
+            if (s === null) break trialsLoop;
+            perValue[v.index]!.push(s);
+            labels[v.index]!.push(basename(trialDir));
+          }
+        }
+        for (const v of variations) await writeAggregate(dir, perValue[v.index]!, aggregateInfo(labels[v.index]!, null), join(dir, MULTI_RUN_LAYOUT.aggregateDir, v.label));
+        sweepOut = join(dir, MULTI_RUN_LAYOUT.aggregateDir, SWEEP_AGGREGATE_LAYOUT.dir);
+      }
+      if (perValue.some((t) => t.length > 0)) {
+        await writeSweepAggregate(sweepOut, { parameter: sweep.path, values: sweep.values, trials: perValue, requestedRuns: plan.runs, confidenceLevel: plan.level });
       }
     }
     process.stdout.write(`artifacts: ${dir}\n`);
