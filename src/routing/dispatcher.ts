@@ -151,7 +151,7 @@ interface QueueEntry {
 
 const DEFAULT_TICKET: FlowTicket = { tenant: '', priority: 'standard' };
 const NO_EXCLUDE: ReadonlySet<string> = new Set();
-/** A worker silent for this many of its own token intervals may be stalling: no slot is lent on it. */
+/** A worker silent for this many of its own token intervals longer than the fleet's latest token may be stalling: no slot is lent on it. */
 const LEND_SILENCE_ITLS = 4;
 
 /**
@@ -196,6 +196,8 @@ export class Dispatcher {
   /** Workers with learned slots (forgotten by #recheckAll). */
   #slotWorkers = 0;
   #recheckedAtMs = Number.NEGATIVE_INFINITY;
+  /** The fleet's latest token, as of this round of lending. */
+  #lendLatestMs = Number.NEGATIVE_INFINITY;
   #promptTokensEwma = Number.NaN;
   #draining = false;
   #drainAgain = false;
@@ -396,6 +398,11 @@ export class Dispatcher {
   /** With flow control on: requests waiting per tenant and priority; otherwise empty. */
   flowStats(): FlowQueueStat[] {
     return this.#flows?.stats() ?? [];
+  }
+
+  /** With flow control on: requests of `tenant` on a worker (what its share of the slots is weighed against); otherwise 0. */
+  flowInflight(tenant: string): number {
+    return this.#flows?.inflight(tenant) ?? 0;
   }
 
   /** With flow control on: applies new flow options (weights, bounds, aging), as from a reloaded config; `maxQueue` stays. */
@@ -605,20 +612,27 @@ export class Dispatcher {
 
   /**
    * Whether `w` may take a request lent a slot: up to `lendSlots` over its cap (the fixed or `auto`
-   * one, or its learned slots), only while it takes a full share and has sent a token lately, so a
-   * suspected, half-open or silent (maybe stalling) worker is never lent one.
+   * one, or its learned slots), only while it takes a full share and its last token is no more than
+   * a few of its token intervals older than the fleet's latest, so a suspected, half-open or silent
+   * (maybe stalling) worker is never lent one. Silence is measured against the fleet, not the clock:
+   * after a pause of the router's own event loop every worker looks silent, and none is to blame.
    */
   #canLend(w: WorkerEntry, cap: number): boolean {
     const lend = this.#flows?.lendSlots ?? 0;
-    if (!w.fullShare || !this.#now || w.inflight >= Math.min(cap, w.slots) + lend) return false;
-    return w.inflight === 0 || this.#now() - w.stats.lastProgressMs <= LEND_SILENCE_ITLS * w.stats.itlMsEwma;
+    if (!w.fullShare || w.inflight >= Math.min(cap, w.slots) + lend) return false;
+    return w.inflight === 0 || this.#lendLatestMs - w.stats.lastProgressMs <= LEND_SILENCE_ITLS * w.stats.itlMsEwma;
   }
 
-  /** Slots of the workers that take a full share: the fleet's in-flight capacity under the caps. */
-  #fleetSlots(cap: number): number {
-    let n = 0;
-    for (const w of this.#list) if (w.fullShare) n += Math.min(cap, w.slots);
-    return n;
+  /** Starts a round of lending: the fleet's latest token, and its slots (the full-share workers' caps) returned. */
+  #lendRound(cap: number): number {
+    let slots = 0;
+    let latest = Number.NEGATIVE_INFINITY;
+    for (const w of this.#list) {
+      if (w.fullShare) slots += Math.min(cap, w.slots);
+      if (w.stats.lastProgressMs > latest) latest = w.stats.lastProgressMs;
+    }
+    this.#lendLatestMs = latest;
+    return slots;
   }
 
   #fleet(model: string): FleetLatency {
@@ -752,9 +766,8 @@ export class Dispatcher {
     while (flows.length > 0) {
       const nowMs = this.#nowMs();
       if (this.#anyRoom(hint) && this.#placeFirst(flows, flows.ordered(nowMs), nowMs, false)) continue;
-      if (flows.lendSlots === 0 || !this.#now) return;
-      const cap = this.capacity;
-      if (!this.#placeFirst(flows, flows.borrowers(nowMs, this.#fleetSlots(cap)), nowMs, true)) return;
+      if (flows.lendSlots === 0) return;
+      if (!this.#placeFirst(flows, flows.borrowers(nowMs, this.#lendRound(this.capacity)), nowMs, true)) return;
     }
   }
 

@@ -188,6 +188,7 @@ test('dispatcher with flows: every request is dispatched, shed, rejected or canc
       assert.equal(d.queueLength, 0);
       assert.equal(d.totalInflight, 0);
       assert.deepEqual(d.flowStats(), []);
+      for (const tenant of ['a', 'b', 'c']) assert.equal(d.flowInflight(tenant), 0);
     }),
     { numRuns: 200, seed: 23 },
   );
@@ -195,15 +196,17 @@ test('dispatcher with flows: every request is dispatched, shed, rejected or canc
 
 test('dispatcher with flows: a tenant below its share is lent the next slot to free, at most one over the cap, never on a silent or half-open worker', () => {
   let nowMs = 0;
-  const make = (flows: { lendSlots?: number } = {}) => {
+  const make = (flows: { lendSlots?: number } = {}, workers = ['w1']) => {
     const d = new Dispatcher({ policy: createPolicy('least-loaded'), rng: createRng(1), maxInflightPerWorker: 2, now: () => nowMs, flows });
-    d.addWorker('w1', { models: ['m'] });
+    for (const w of workers) d.addWorker(w, { models: ['m'] });
     const order: string[] = [];
-    const submit = (id: string, tenant: string, priority: Priority = 'standard') => d.submit({ model: 'm', promptTokens: 1 }, () => order.push(id), { flow: { tenant, priority } });
-    // the noisy tenant fills both slots and queues 5 more; the worker answers
-    for (let i = 0; i < 7; i++) submit(`noisy${i}`, 'noisy');
-    d.recordItl('w1', 20);
-    d.progress('w1', nowMs);
+    const submit = (id: string, tenant: string, priority: Priority = 'standard') => d.submit({ model: 'm', promptTokens: 1 }, (w) => order.push(`${id}@${w.id}`), { flow: { tenant, priority } });
+    // the noisy tenant fills every slot and queues 5 more; the workers answer
+    for (let i = 0; i < 2 * workers.length + 5; i++) submit(`noisy${i}`, 'noisy');
+    for (const w of workers) {
+      d.recordItl(w, 20);
+      d.progress(w, nowMs);
+    }
     return { d, order, submit };
   };
   const noisy = { tenant: 'noisy', priority: 'standard' } as const;
@@ -213,26 +216,30 @@ test('dispatcher with flows: a tenant below its share is lent the next slot to f
     // good holds nothing, less than its share (1 of 2 slots): it goes now, over the cap
     assert.equal(submit('good1', 'good'), 'assigned');
     assert.equal(d.inflight('w1'), 3);
+    assert.equal(d.flowInflight('good'), 1);
     // it holds its share now: the next one waits its turn
     assert.equal(submit('good2', 'good'), 'queued');
     // the next slot to free was the one lent: the noisy tenant gets none until the worker is under its cap
     d.release('w1', noisy);
-    assert.deepEqual(order.slice(-1), ['good1']);
+    assert.deepEqual(order.slice(-1), ['good1@w1']);
     // good1 ends: good2 goes at once (its turn at the freed slot, or lent one again)
     d.release('w1', good);
-    assert.ok(order.includes('good2'));
+    assert.ok(order.includes('good2@w1'));
     assert.ok(d.inflight('w1') <= 3);
   }
+  // with lending off, or on a half-open worker, good waits for a slot
+  assert.equal(make({ lendSlots: 0 }).submit('good1', 'good'), 'queued');
+  const halfOpen = make();
+  halfOpen.d.halfOpen('w1');
+  assert.equal(halfOpen.submit('good1', 'good'), 'queued');
   {
-    // with lending off, or with the worker silent for over 4 token intervals, or half-open, good waits for a slot
-    assert.equal(make({ lendSlots: 0 }).submit('good1', 'good'), 'queued');
-    const silent = make();
-    nowMs += 100;
-    assert.equal(silent.submit('good1', 'good'), 'queued');
+    // w1 has sent nothing for 100 ms (5 token intervals) while w2 answers: the lent slot is w2's
+    const { d, submit, order } = make({}, ['w1', 'w2']);
+    nowMs = 100;
+    d.progress('w2', nowMs);
+    assert.equal(submit('good1', 'good'), 'assigned');
+    assert.deepEqual(order.slice(-1), ['good1@w2']);
     nowMs = 0;
-    const halfOpen = make();
-    halfOpen.d.halfOpen('w1');
-    assert.equal(halfOpen.submit('good1', 'good'), 'queued');
   }
   {
     // a critical request waiting: no standard request is lent a slot ahead of it
