@@ -7,11 +7,14 @@
 //   2. stamping error: client first-token stamp minus the fleet's own send time of that chunk
 //      (`x-tailgate-timing: 1` makes the fleet add "tailgate_sent_ns"; both read CLOCK_MONOTONIC),
 //      on one thread and, from 512 streams, on `--threads 2`.
-// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--cpu-requests 2048] [--osl 64] [--rounds 2] [--warm-rounds 2]
+// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--cpu-requests 2048] [--osl 64] [--rounds 2] [--warm-rounds 2] [--baseline DIR]
+// --baseline DIR adds `tailgate bench (baseline DIR)`: the bench of another checkout DIR (with its
+// node_modules), loaded into this process and measured in the same interleaved rounds, for an A/B in one run.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool, request } from 'undici';
 import { percentile } from '../src/stats/index.js';
 import { hrtimeOffsetNs } from './monotonic.js';
@@ -33,6 +36,8 @@ const OSL = Number(arg('osl', '64'));
 const WORKERS = Number(arg('workers', '8'));
 const ROUNDS = Number(arg('rounds', '2'));
 const WARM_ROUNDS = Number(arg('warm-rounds', '2'));
+const BASELINE = arg('baseline', '');
+type RunBench = typeof runBench;
 
 async function startFleet(): Promise<{ urls: string[]; child: ChildProcess }> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-waiting', '4096'], {
@@ -140,6 +145,7 @@ function benchOpts(urls: string[], streams: number, total: number, extra: Partia
 }
 
 async function main(): Promise<void> {
+  const baseRunBench: RunBench | null = BASELINE ? ((await import(pathToFileURL(join(BASELINE, 'src/bench/index.ts')).href)) as { runBench: RunBench }).runBench : null;
   const { urls, child } = await startFleet();
   try {
     // Warm both code paths and the fleet's connections once, unmeasured.
@@ -154,9 +160,10 @@ async function main(): Promise<void> {
       await plainClient(urls, CPU_STREAMS, total);
       await floorClient(urls, CPU_STREAMS, total);
       for (const transport of ['undici', 'socket'] as const) await runBench(benchOpts(urls, CPU_STREAMS, total, { transport }));
+      if (baseRunBench) await baseRunBench(benchOpts(urls, CPU_STREAMS, total, { transport: 'socket' }));
     }
-    const perMsg = { plain: [] as number[], floor: [] as number[], undici: [] as number[], socket: [] as number[] };
-    const sysPerMsg = { plain: [] as number[], floor: [] as number[], undici: [] as number[], socket: [] as number[] };
+    const perMsg = { plain: [] as number[], floor: [] as number[], undici: [] as number[], socket: [] as number[], baseline: [] as number[] };
+    const sysPerMsg = { plain: [] as number[], floor: [] as number[], undici: [] as number[], socket: [] as number[], baseline: [] as number[] };
     let msgs = 0;
     // Interleaved rounds, so a noisy neighbour hits all three clients alike.
     for (let round = 0; round < ROUNDS; round++) {
@@ -173,6 +180,12 @@ async function main(): Promise<void> {
         perMsg[transport].push(bench.us / benchMsgs);
         sysPerMsg[transport].push(bench.sysUs / benchMsgs);
       }
+      if (baseRunBench) {
+        let baseMsgs = 0;
+        const base = await cpuUs(() => baseRunBench(benchOpts(urls, CPU_STREAMS, total, { transport: 'socket', onCall: () => (baseMsgs += OSL + 3) })));
+        perMsg.baseline.push(base.us / baseMsgs);
+        sysPerMsg.baseline.push(base.sysUs / baseMsgs);
+      }
     }
     const avg = (a: number[]): number => a.reduce((s, x) => s + x, 0) / a.length;
     const plainUs = avg(perMsg.plain);
@@ -187,11 +200,16 @@ async function main(): Promise<void> {
       const us = avg(perMsg[transport]);
       console.log(`| tailgate bench, 1 thread, --transport ${transport} | ${us.toFixed(2)} | ${avg(sysPerMsg[transport]).toFixed(2)} | ${(us / plainUs).toFixed(2)} | ${(us / floorUs).toFixed(2)} |`);
     }
+    if (baseRunBench) {
+      const us = avg(perMsg.baseline);
+      console.log(`| tailgate bench (baseline ${BASELINE}), --transport socket | ${us.toFixed(2)} | ${avg(sysPerMsg.baseline).toFixed(2)} | ${(us / plainUs).toFixed(2)} | ${(us / floorUs).toFixed(2)} |`);
+    }
     // The averages hide the spread: each round's own figures, and each round's ratio to that round's plain client.
     const rounds = (a: number[]): string => a.map((x) => x.toFixed(2)).join(', ');
     console.log(`per round, us/message: plain ${rounds(perMsg.plain)}; floor ${rounds(perMsg.floor)}; bench undici ${rounds(perMsg.undici)}; bench socket ${rounds(perMsg.socket)}`);
     console.log(`per round, bench socket / plain: ${rounds(perMsg.socket.map((x, i) => x / perMsg.plain[i]!))}`);
     console.log(`per round, bench socket / floor: ${rounds(perMsg.socket.map((x, i) => x / perMsg.floor[i]!))}`);
+    if (baseRunBench) console.log(`per round, bench socket / baseline: ${rounds(perMsg.socket.map((x, i) => x / perMsg.baseline[i]!))}`);
 
     // Both processes read CLOCK_MONOTONIC: map this process's performance.now() onto hrtime ns.
     const offsetNs = hrtimeOffsetNs();

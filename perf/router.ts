@@ -11,8 +11,9 @@
 //
 // Every proxy runs at once and the measured runs take turns (--rounds rounds, rotating order), so a
 // change in the machine's load falls on all of them alike. --targets keeps the targets whose name contains one of the words; --cpu-prof writes a V8 CPU
-// profile of each tailgate router into DIR (for `node --cpu-prof`-style analysis). --baseline adds
-// `tailgate adaptive (baseline)`: the router of another checkout DIR (with its node_modules), for an A/B in one run.
+// profile of each tailgate router and Node floor into DIR (for `node --cpu-prof`-style analysis). --baseline DIR adds
+// `tailgate adaptive (baseline DIR)`: the router of another checkout DIR (with its node_modules), for an A/B in one run;
+// it may be given more than once.
 //
 // Installs nginx and haproxy from Debian (apt-get) when they are missing, unless --no-install.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -43,7 +44,7 @@ const option = (name: string): string | undefined => {
 const ONLY = option('--targets')?.split(',').filter((w) => w !== '');
 const CPU_PROF = option('--cpu-prof');
 const ROUNDS = flag('--rounds', 2);
-const BASELINE = option('--baseline');
+const BASELINES = args.flatMap((a, i) => (a === '--baseline' && args[i + 1] !== undefined ? [args[i + 1]!] : []));
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -150,7 +151,7 @@ const dir = mkdtempSync(join(tmpdir(), 'tailgate-perf-'));
 
 function tailgate(policy: string, checkout?: string): Target {
   return {
-    name: checkout === undefined ? `tailgate ${policy}` : `tailgate ${policy} (baseline)`,
+    name: checkout === undefined ? `tailgate ${policy}` : `tailgate ${policy} (baseline ${checkout})`,
     async start(backends) {
       const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
       const cli = checkout === undefined ? CLI : join(checkout, 'src/cli/main.ts');
@@ -174,7 +175,8 @@ function bareRelay(handles: boolean): Target {
   return {
     name: handles ? 'node bare relay (handle-level)' : 'node bare relay',
     async start(backends) {
-      const p = await startLines(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), handles ? '--bare-relay-fd' : '--bare-relay', ...backends], 'ready');
+      const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
+      const p = await startLines(process.execPath, [...prof, '--import', 'tsx', fileURLToPath(import.meta.url), handles ? '--bare-relay-fd' : '--bare-relay', ...backends], 'ready');
       const { url } = JSON.parse(p.lines[0]!) as { url: string };
       return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
     },
@@ -393,7 +395,7 @@ async function main(): Promise<void> {
   const bins = ensureInstalled();
   const fleet = await startLines(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-num-seqs', String(Math.max(64, Math.ceil(STREAMS / WORKERS) * 2))], 'ready');
   const backends = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url: string }).url);
-  const targets: Target[] = [tailgate('p2c'), tailgate('adaptive'), ...(BASELINE ? [tailgate('adaptive', BASELINE)] : []), bareRelay(false), bareRelay(true)];
+  const targets: Target[] = [tailgate('p2c'), tailgate('adaptive'), ...BASELINES.map((b) => tailgate('adaptive', b)), bareRelay(false), bareRelay(true)];
   if (bins.nginx) targets.push(nginx(bins.nginx, 'least_conn'), nginx(bins.nginx, 'random two least_conn'));
   if (bins.haproxy) targets.push(haproxy(bins.haproxy));
   if (ONLY) targets.splice(0, targets.length, ...targets.filter((t) => ONLY.some((w) => t.name.includes(w))));

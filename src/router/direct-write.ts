@@ -24,3 +24,36 @@ export function writeDirect(fd: number, buf: Buffer, start: number, end: number)
     return 0;
   }
 }
+
+/** What `ServerResponse` keeps of its head until it sends it (Node's `OutgoingMessage` internals). */
+interface PendingHead {
+  _header?: string | null;
+  _headerSent?: boolean;
+  chunkedEncoding?: boolean;
+}
+
+/**
+ * The head `res.writeHead()` stored but has not sent yet, as bytes, or null. With
+ * {@link markHeadSent} a relay sends it in one write with the first body bytes (one syscall,
+ * no stream write, where `flushHeaders()` then a body write take two).
+ */
+export function unsentHead(res: object): Buffer | null {
+  const r = res as PendingHead;
+  return typeof r._header === 'string' && r._headerSent === false ? Buffer.from(r._header, 'latin1') : null;
+}
+
+/** The caller wrote the head {@link unsentHead} gave it: the response must not send it again. */
+export function markHeadSent(res: object): void {
+  (res as PendingHead)._headerSent = true;
+}
+
+/** The last chunk of a chunked body with no trailer. */
+export const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
+
+/**
+ * The caller wrote a chunked response's last chunk itself ({@link LAST_CHUNK}): `res.end()` must
+ * only finish the response (it writes nothing more once the head is sent and nothing is queued).
+ */
+export function markLastChunkSent(res: object): void {
+  (res as PendingHead).chunkedEncoding = false;
+}

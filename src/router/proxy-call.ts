@@ -8,7 +8,7 @@ import { BodyScanner, decodeBody, encodeRequest, type BodyFraming } from '../wir
 import type { Backend } from './backend.js';
 import type { CallFlow } from './flows.js';
 import { continuationBody } from './continuation.js';
-import { socketFd, writeDirect } from './direct-write.js';
+import { LAST_CHUNK, markHeadSent, markLastChunkSent, socketFd, unsentHead, writeDirect } from './direct-write.js';
 import type { HealthTracker } from './health.js';
 import { clientHeaders, sendError, upstreamHeaders } from './http-util.js';
 import type { RouterMetrics } from './metrics.js';
@@ -76,6 +76,8 @@ class Attempt implements ExchangeHandler {
   /** The client's socket while chunk frames go to it as they came, and its descriptor (-1: none). */
   #client: Socket | null = null;
   #clientFd = -1;
+  /** The relay forwarded the worker's last chunk with the stream's last bytes. */
+  #lastChunkSent = false;
   #sawDone = false;
   #sawFinish = false;
   #sawError = false;
@@ -222,7 +224,7 @@ class Attempt implements ExchangeHandler {
     if (mode === 'relay' || mode === 'reframe') this.#readEnd();
     if (this.#sawDone || this.#sawFinish || this.#sawError) {
       if (this.#mode === 'track') this.#startRelay();
-      this.call.res.end();
+      this.#endResponse();
       this.release();
       const ctx = this.call.ctx;
       if (this.#sawError) ctx.metrics.failed.inc({ worker: this.backend.id });
@@ -240,6 +242,17 @@ class Attempt implements ExchangeHandler {
     if (this.cancelled || this.#released || this.#mode === 'discard') return;
     if (this.#mode === 'none') this.call.preByteFailure(this, describe(e), undefined);
     else this.#failMidway(describe(e));
+  }
+
+  /** Ends the client's response; a relayed stream's last chunk goes by the direct write (if its last bytes did not carry it). */
+  #endResponse(): void {
+    const res = this.call.res;
+    const s = this.#client;
+    if (this.#mode === 'relay' && s !== null && !s.destroyed) {
+      if (!this.#lastChunkSent) this.#writeRaw(LAST_CHUNK, 0, LAST_CHUNK.length);
+      markLastChunkSent(res);
+    }
+    res.end();
   }
 
   #discard(): void {
@@ -279,8 +292,16 @@ class Attempt implements ExchangeHandler {
   #relay(buf: Buffer, start: number, end: number): void {
     // one sample per read: messages that arrived in the same read carry no timing of their own
     this.#tick(this.call.ctx.clock.now());
-    if (this.#exchange!.cleanCut()) {
-      this.#writeRaw(buf, start, end);
+    const ex = this.#exchange!;
+    if (ex.cleanCut()) {
+      // the worker's last chunk right after the last bytes goes in the same write, when the stream ended as it should
+      let last = ex.terminalEnd();
+      if (last >= 0) {
+        this.#readEnd();
+        if (!this.#sawDone && !this.#sawFinish && !this.#sawError) last = -1;
+      }
+      this.#lastChunkSent = last >= 0;
+      this.#writeRaw(buf, start, last >= 0 ? last : end);
       return;
     }
     // a read that stops mid-event: from here on only whole events go out
@@ -291,10 +312,8 @@ class Attempt implements ExchangeHandler {
   /** The first content token (or the end) arrived: the client gets the head and what was held. */
   #startRelay(): void {
     const res = this.call.res;
-    if (!res.headersSent) {
-      res.writeHead(200, this.#respHeaders);
-      res.flushHeaders();
-    }
+    const fresh = !res.headersSent;
+    if (fresh) res.writeHead(200, this.#respHeaders);
     const held = this.#held;
     this.#held = [];
     this.#lazy = true;
@@ -304,10 +323,15 @@ class Attempt implements ExchangeHandler {
       this.#mode = 'relay';
       this.#client = s;
       this.#clientFd = socketFd(s);
-      const first = held.length === 1 ? held[0]! : Buffer.concat(held);
+      // the head and what was held in one write
+      const head = fresh && this.#clientFd >= 0 ? unsentHead(res) : null;
+      if (head !== null) markHeadSent(res);
+      else if (fresh) res.flushHeaders();
+      const first = head === null && held.length === 1 ? held[0]! : Buffer.concat(head === null ? held : [head, ...held]);
       this.#writeRaw(first, 0, first.length);
       return;
     }
+    if (fresh) res.flushHeaders();
     this.#toReframe();
     for (const h of held) this.#decoder!.scan(h, 0, h.length);
   }
@@ -325,6 +349,11 @@ class Attempt implements ExchangeHandler {
   #readEnd(): void {
     if (this.#sawDone || this.#sawFinish || this.#sawError) return;
     const t = this.#exchange!.tail();
+    // the usual end, `data: [DONE]` with no error frame among the last events: nothing to decode
+    if (endsWithDone(t.bytes) && t.bytes.indexOf(ERROR_FIELD) < 0) {
+      this.#sawDone = true;
+      return;
+    }
     let text = t.bytes.toString('utf8');
     if (text.includes('\r')) text = text.replace(/\r\n?/g, '\n');
     // the first kept piece may begin inside an event
@@ -765,6 +794,20 @@ export class ProxyCall {
       retries: this.retries,
     }));
   }
+}
+
+const ERROR_FIELD = Buffer.from('"error"');
+const DONE_EVENT = Buffer.from('data: [DONE]');
+
+/** `payload` ends with the `data: [DONE]` event (its blank line with LF or CRLF line ends). */
+function endsWithDone(payload: Buffer): boolean {
+  let end = payload.length;
+  for (let lines = 0; lines < 2; lines++) {
+    if (payload[end - 1] !== 10) return false;
+    end -= payload[end - 2] === 13 ? 2 : 1;
+  }
+  const at = end - DONE_EVENT.length;
+  return at >= 0 && payload.compare(DONE_EVENT, 0, DONE_EVENT.length, at, end) === 0 && (at === 0 || payload[at - 1] === 10);
 }
 
 /** Where the `data: [DONE]` event starts in `region`, or -1. */

@@ -1,6 +1,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { vocabWord } from '../core/index.js';
 import { readSse, words } from '../../test/sse.js';
 import { startFakeUpstream, startRouter, type FakeBehaviour, type FakeUpstream, type Router, type RouterOptions } from './index.js';
@@ -225,5 +226,43 @@ test('a client that stops reading while megabytes arrive gets them all, in order
   assert.deepEqual(got.errors, []);
   assert.equal(got.text, words(N));
   assert.equal(got.done, 1);
+  await settle(r);
+});
+
+test('relayed streams on one kept-alive client connection: each a whole chunked response with one last chunk, the head and last chunk sent by the relay', async (t) => {
+  const ups = await fleet(t, [{ itlMs: 0 }]);
+  const r = await router(t, ups, { policy: 'p2c' });
+  const { port } = new URL(r.url);
+  const socket = connect({ host: '127.0.0.1', port: Number(port) });
+  t.after(() => socket.destroy());
+  let received = Buffer.alloc(0);
+  socket.on('data', (d: Buffer) => (received = Buffer.concat([received, d])));
+  for (let i = 0; i < 3; i++) {
+    const body = chat(20 + i);
+    received = Buffer.alloc(0);
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    const end = Buffer.from('\r\n0\r\n\r\n');
+    for (let k = 0; k < 500 && received.indexOf(end) < 0; k++) await new Promise((res) => setTimeout(res, 10));
+    const text = received.toString('latin1');
+    const headEnd = text.indexOf('\r\n\r\n');
+    assert.match(text.slice(0, headEnd), /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(text.slice(0, headEnd), /transfer-encoding: chunked/i);
+    // de-chunk the body: every chunk whole, then exactly one last chunk and nothing after it
+    let at = headEnd + 4;
+    let payload = '';
+    for (;;) {
+      const lineEnd = text.indexOf('\r\n', at);
+      const size = parseInt(text.slice(at, lineEnd), 16);
+      at = lineEnd + 2;
+      if (size === 0) break;
+      payload += Buffer.from(text.slice(at, at + size), 'latin1').toString('utf8');
+      assert.equal(text.slice(at + size, at + size + 2), '\r\n');
+      at += size + 2;
+    }
+    assert.equal(text.slice(at), '\r\n', 'the last chunk once, nothing after it');
+    const got = readSse(payload);
+    assert.equal(got.text, words(20 + i));
+    assert.equal(got.done, 1);
+  }
   await settle(r);
 });

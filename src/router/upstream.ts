@@ -1,4 +1,5 @@
 import { BodyScanner, HeadReader, KeepAlivePool, bodyFraming, type BodyFraming, type Connection, type ConnectionReader, type ConnectionWaiter } from '../wire/index.js';
+import { LAST_CHUNK, socketFd, writeDirect } from './direct-write.js';
 
 /** Receives one upstream response. No callback follows `onEnd`, `onError` or `Exchange.abort()`. */
 export interface ExchangeHandler {
@@ -90,6 +91,8 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   /** Where an unfinished chunk header begins in the arena (-1: none): it is scanned again with the next read. */
   #carryAt = -1;
   #gotBytes = false;
+  /** See {@link terminalEnd}. */
+  #terminalEnd = -1;
   #retried = false;
   #over = false;
   #paused = false;
@@ -138,6 +141,15 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
     return s !== null && s.framing === 'chunked' && (s.done || s.atChunkStart) && s.endsEvent();
   }
 
+  /**
+   * During the `onBody` call that carries a chunked body's last bytes: where its last chunk ends in
+   * that buffer when the last chunk is a plain `0\r\n\r\n` right after them (so a relay may forward
+   * it in the same write); -1 otherwise.
+   */
+  terminalEnd(): number {
+    return this.#terminalEnd;
+  }
+
   /** The last payload bytes of the body so far (see {@link BodyScanner.tail}). */
   tail(): { bytes: Buffer; partial: boolean } {
     return this.#scanner ? this.#scanner.tail() : { bytes: Buffer.alloc(0), partial: false };
@@ -151,9 +163,16 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
     }
     this.#conn = c;
     c.reader = this;
-    if (this.#paused) c.socket.pause();
-    else if (c.socket.isPaused()) c.socket.resume();
-    c.socket.write(this.#request);
+    const s = c.socket;
+    if (this.#paused) s.pause();
+    else if (s.isPaused()) s.resume();
+    // one write(2) on a connected socket with nothing queued; the stream takes the rest (and reports errors)
+    let at = 0;
+    if (!s.connecting && s.writableLength === 0) {
+      const fd = socketFd(s);
+      if (fd >= 0) at = writeDirect(fd, this.#request, 0, this.#request.length);
+    }
+    if (at < this.#request.length) s.write(at === 0 ? this.#request : this.#request.subarray(at));
   }
 
   /** @internal */
@@ -230,7 +249,12 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
     const end = this.#used;
     const fwd = scanner.scan(buf, start, end, resumeAt);
     if (scanner.done) {
-      if (fwd > start) this.#handler.onBody(buf, start, fwd);
+      if (fwd > start) {
+        const last = scanner.bodyEnd;
+        this.#terminalEnd = last - fwd === LAST_CHUNK.length && buf.compare(LAST_CHUNK, 0, LAST_CHUNK.length, fwd, last) === 0 ? last : -1;
+        this.#handler.onBody(buf, start, fwd);
+        this.#terminalEnd = -1;
+      }
       if (this.#over) return;
       this.#finish(scanner.bodyEnd === end && !scanner.malformed);
       return;
