@@ -143,7 +143,8 @@ export class BlockPool {
   #newEntry(): number {
     const e = this.#created++;
     if (e >= this.#ref.length) {
-      const cap = Math.min(this.total, Math.max(64, this.#ref.length * 2));
+      // Four times the room each time: every growth is a fresh buffer (and its page faults).
+      const cap = Math.min(this.total, Math.max(64, this.#ref.length * 4));
       // One buffer for the four tables: allocating a typed array costs microseconds, and a fleet has thousands of pools.
       const buf = new ArrayBuffer(cap * 16);
       const grow = <T extends Int32Array | Uint32Array>(a: T, b: T): T => {

@@ -75,9 +75,10 @@ export class Engine {
     this.#blockSize = opts.profile.blockSize;
     this.#kv = new KvBlocks(opts.profile.kvBlocks, opts.profile.blockSize, opts.prefixCaching ?? true);
     this.#onStepEnd = opts.onStepEnd;
-    // Room for a full running set and as many holes (compacted once they are half the entries):
-    // each growth is a fresh buffer (and its page faults).
-    this.#run = new RunningSet(Math.min(2048, Math.max(16, 2 * this.#maxNumSeqs)));
+    // Room that grows with use (doubling; holes are compacted once they are half the entries):
+    // sized for maxNumSeqs up front, a 1024-worker fleet's engines allocated and faulted in
+    // 136 MB they never used.
+    this.#run = new RunningSet(Math.min(512, Math.max(16, 2 * this.#maxNumSeqs)));
     this.#cohort = new DecodeCohort(this.#run, this.#blockSize);
   }
 
@@ -277,7 +278,7 @@ export class Engine {
     }
     this.#frontend.drainInto(this.#clock.now(), this.#waiting);
     const run = this.#run;
-    run.compact();
+    run.tidy();
     const kv = this.#kv;
     const pool = kv.pool;
     const cohort = this.#cohort;

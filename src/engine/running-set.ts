@@ -56,8 +56,9 @@ export class RunningSet {
   /** Appends `seq` (its counters as its record holds them) as a FREE entry, growing if full; returns the entry. */
   push(seq: Seq): number {
     if (this.len === this.computed.length) {
-      // Full: squeeze out the holes first, grow only if there are none.
-      this.compact();
+      // Full: squeeze out the holes if they are a fair share, else grow (a running set just
+      // short of the room would otherwise be compacted at nearly every admission).
+      if (this.holes * 4 >= this.len) this.compact();
       if (this.len === this.computed.length) this.#alloc(this.len * 2);
     }
     const i = this.len++;
@@ -94,12 +95,17 @@ export class RunningSet {
   }
 
   /**
-   * Squeezes out dropped entries once they are half the arrays, or the arrays are full. A step
+   * Squeezes out dropped entries once they are half the entries (at a step's start). A step
    * visits only the loose entries and the finishing ones, so holes cost little; a compaction
    * moves every later entry and touches its (cold) record.
    */
+  tidy(): void {
+    if (this.holes > 0 && this.holes * 2 >= this.len) this.compact();
+  }
+
+  /** Squeezes out every dropped entry, keeping the order of the others. */
   compact(): void {
-    if (this.holes === 0 || (this.holes * 2 < this.len && this.len < this.computed.length)) return;
+    if (this.holes === 0) return;
     this.holes = 0;
     const seqs = this.seq;
     const n = this.len;

@@ -1,5 +1,5 @@
 import type { Rng } from '../core/index.js';
-import { ArrayPool, minIndexBy, sampleTwo } from './candidates.js';
+import { ArrayPool, minOfTwo, sampleTwo } from './candidates.js';
 import type { AdaptiveOptions, FleetLatency, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 import { relativeLatency } from './worker-stats.js';
 
@@ -44,9 +44,11 @@ export class AdaptivePolicy implements RoutingPolicy {
   pickFrom(pool: WorkerPool, _req: RouteRequest, rng: Rng): WorkerView | undefined {
     const two = sampleTwo(pool, rng);
     if (two.length <= 1) return two.length === 0 ? undefined : pool.at(two[0]!);
+    const a = pool.at(two[0]!);
+    const b = pool.at(two[1]!);
     const fleet = pool.fleetLatency();
     const nowMs = this.now?.();
-    return pool.at(minIndexBy(pool, two, (w) => this.score(w, fleet, nowMs), rng));
+    return minOfTwo(a, this.score(a, fleet, nowMs), b, this.score(b, fleet, nowMs), rng);
   }
 
   /** The score the policy minimises (exposed for tests and the simulator's charts). */

@@ -82,11 +82,15 @@ export function sampleOne(pool: WorkerPool, rng: Rng): number {
   return c.length === 0 ? -1 : c[rng.int(0, c.length - 1)]!;
 }
 
+/** What `sampleTwo` returns when its first draws succeed: one array, not one per pick (read it before the next call). */
+const PAIR: number[] = [0, 0];
+
 /**
  * Two distinct eligible indices drawn uniformly at random (one when only one is eligible, none
  * when none is). Rejection sampling: O(1) while most workers are eligible, a scan otherwise.
+ * The array may be reused by the next call: read it, do not keep it.
  */
-export function sampleTwo(pool: WorkerPool, rng: Rng): number[] {
+export function sampleTwo(pool: WorkerPool, rng: Rng): readonly number[] {
   const n = pool.size;
   if (n >= 2) {
     for (let t = 0; t < TRIES; t++) {
@@ -95,7 +99,11 @@ export function sampleTwo(pool: WorkerPool, rng: Rng): number[] {
       for (let u = 0; u < TRIES; u++) {
         let j = rng.int(0, n - 2);
         if (j >= i) j++;
-        if (pool.eligible(j)) return [i, j];
+        if (pool.eligible(j)) {
+          PAIR[0] = i;
+          PAIR[1] = j;
+          return PAIR;
+        }
       }
       break;
     }
@@ -128,6 +136,15 @@ export function minIndexBy(pool: WorkerPool, indices: readonly number[], score: 
     }
   }
   return best;
+}
+
+/**
+ * Of two workers with scores `sa` and `sb`, the lower; a tie is broken at random with the draw
+ * `minIndexBy` makes for the list [a, b] (the same results, without a list or a score closure).
+ */
+export function minOfTwo(a: WorkerView, sa: number, b: WorkerView, sb: number, rng: Rng): WorkerView {
+  if (sb < sa) return b;
+  return sb === sa && rng.int(1, 2) === 1 ? b : a;
 }
 
 /** The eligible worker with the lowest `score` over a full scan; ties at random. */

@@ -142,17 +142,19 @@ class WorkerEntry implements WorkerView {
 }
 
 interface QueueEntry {
-  readonly req: RouteRequest;
-  readonly onAssign: (worker: WorkerView) => void;
-  readonly exclude: ReadonlySet<string> | undefined;
-  readonly onShed?: ((reason: ShedReason) => void) | undefined;
-  readonly ticket: FlowTicket;
+  req: RouteRequest;
+  onAssign: (worker: WorkerView) => void;
+  exclude: ReadonlySet<string> | undefined;
+  onShed: ((reason: ShedReason) => void) | undefined;
+  ticket: FlowTicket;
 }
 
 const DEFAULT_TICKET: FlowTicket = { tenant: '', priority: 'standard' };
 const NO_EXCLUDE: ReadonlySet<string> = new Set();
 /** A worker silent for this many of its own token intervals longer than the fleet's latest token may be stalling: no slot is lent on it. */
 const LEND_SILENCE_ITLS = 4;
+const NO_REQUEST: RouteRequest = { model: '', promptTokens: 0 };
+const NO_ASSIGN = (): void => {};
 
 /**
  * Late binding in front of a fleet: counts in-flight per worker at pick time, caps it (a fixed
@@ -190,6 +192,11 @@ export class Dispatcher {
   readonly #now: (() => number) | undefined;
   readonly #pool: PickPool;
   readonly #fleetCache = new Map<string, { atMs: number; fleet: FleetLatency }>();
+  /**
+   * The entry a submit first tries to place, filled in afresh each time; a request that must wait
+   * gets one of its own (most are placed at once, and the simulator submits ~100k a simulated second).
+   */
+  readonly #probe: QueueEntry = { req: NO_REQUEST, onAssign: NO_ASSIGN, exclude: undefined, onShed: undefined, ticket: DEFAULT_TICKET };
   #totalInflight = 0;
   #fullShareWorkers = 0;
   #halfOpenWorkers = 0;
@@ -451,14 +458,25 @@ export class Dispatcher {
         this.#promptTokensEwma = Number.isNaN(this.#promptTokensEwma) ? req.promptTokens : this.#promptTokensEwma + 0.05 * (req.promptTokens - this.#promptTokensEwma);
       }
     }
-    const entry: QueueEntry = { req, onAssign, exclude: opts.exclude, onShed: opts.onShed, ticket: opts.flow ?? DEFAULT_TICKET };
     if ((this.#queuedByModel.get(req.model) ?? 0) === 0) {
-      const w = this.#place(entry);
-      if (w) {
-        this.#assign(w, entry);
-        return 'assigned';
-      }
+      const probe = this.#probe;
+      probe.req = req;
+      probe.onAssign = onAssign;
+      probe.exclude = opts.exclude;
+      probe.onShed = opts.onShed;
+      probe.ticket = opts.flow ?? DEFAULT_TICKET;
+      const w = this.#place(probe);
+      // (`onAssign` may submit again, which refills the probe: nothing reads it after this.)
+      if (w) this.#assign(w, probe);
+      // Let the request go: the probe would otherwise hold it until the next submit.
+      probe.req = NO_REQUEST;
+      probe.onAssign = NO_ASSIGN;
+      probe.exclude = undefined;
+      probe.onShed = undefined;
+      probe.ticket = DEFAULT_TICKET;
+      if (w) return 'assigned';
     }
+    const entry: QueueEntry = { req, onAssign, exclude: opts.exclude, onShed: opts.onShed, ticket: opts.flow ?? DEFAULT_TICKET };
     if (this.#flows) return this.#submitFlow(this.#flows, entry, opts.flow ?? DEFAULT_TICKET);
     if (this.#queue.length >= this.#maxQueue) return 'rejected';
     this.#queue.push(entry);

@@ -1,8 +1,6 @@
 import type { Rng } from '../core/index.js';
-import { ArrayPool, minIndexBy, sampleTwo } from './candidates.js';
+import { ArrayPool, minOfTwo, sampleTwo } from './candidates.js';
 import type { RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
-
-const inflight = (w: WorkerView): number => w.inflight;
 
 /** Power of two choices: two distinct random workers, the one with fewer in flight wins. */
 export class P2cPolicy implements RoutingPolicy {
@@ -15,6 +13,8 @@ export class P2cPolicy implements RoutingPolicy {
   pickFrom(pool: WorkerPool, _req: RouteRequest, rng: Rng): WorkerView | undefined {
     const two = sampleTwo(pool, rng);
     if (two.length <= 1) return two.length === 0 ? undefined : pool.at(two[0]!);
-    return pool.at(minIndexBy(pool, two, inflight, rng));
+    const a = pool.at(two[0]!);
+    const b = pool.at(two[1]!);
+    return minOfTwo(a, a.inflight, b, b.inflight, rng);
   }
 }

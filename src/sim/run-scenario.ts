@@ -81,6 +81,18 @@ export interface TenantResult {
   ttftP99Ms: number;
 }
 
+/** The attempts one deadline sweep looks at: a list whose room is kept when it is emptied. */
+class SweepSlot {
+  readonly items: SimAttempt[] = [];
+  length = 0;
+
+  add(a: SimAttempt): void {
+    if (this.length < this.items.length) this.items[this.length] = a;
+    else this.items.push(a);
+    this.length++;
+  }
+}
+
 /** A record to fill in (the simulator's server counts are its client counts). */
 function blankRecord(): RequestRecord {
   return {
@@ -179,18 +191,18 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // record (and one first-and-last chunk list) serves every request: at fleet scale, a record and
   // its parts per request were most of what a run allocated.
   const reused: RequestRecord | null = streaming || builder ? blankRecord() : null;
-  const firstLast: number[] = [];
+  // By chunk count (none, first, first and last), written in place (emptying one array and
+  // pushing again reallocated it for every request).
+  const firstLast: number[][] = [[], [0], [0, 0]];
 
   const finishRequest = (req: SimRequest, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
     if (nowMs > lastEndMs) lastEndMs = nowMs;
     let chunkMs = req.chunks;
     if (chunkMs === null) {
-      chunkMs = reused ? firstLast : [];
-      if (reused) chunkMs.length = 0;
-      if (!Number.isNaN(req.firstTokenMs)) {
-        chunkMs.push(req.firstTokenMs);
-        if (req.tokens > 1) chunkMs.push(req.lastTokenMs);
-      }
+      const n = Number.isNaN(req.firstTokenMs) ? 0 : req.tokens > 1 ? 2 : 1;
+      chunkMs = reused ? firstLast[n]! : new Array<number>(n);
+      if (n > 0) chunkMs[0] = req.firstTokenMs;
+      if (n > 1) chunkMs[1] = req.lastTokenMs;
     }
     if (tenantRng !== null && req.phase === 'profiling') {
       const ts = tenantStats[req.tenant]!;
@@ -270,6 +282,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     if (hashSize === undefined) return { model: scenario.model, promptTokens };
     return { model: scenario.model, promptTokens, blockHashes: cachedBlockHashes(req.plan.promptTokenIds, hashSize) };
   };
+  const NO_OPTIONS = {};
 
   const dispatch = (req: SimRequest, feIndex: number, exclude?: ReadonlySet<string>): void => {
     const fe = frontends[feIndex]!;
@@ -277,10 +290,12 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       shed++;
       finishRequest(req, clock.now(), null, 'http_error', 429, 'shed');
     } } : undefined;
+    // (The route request and this callback are garbage by the time the next scavenge comes, unless
+    // the request waits in the queue: kept on the request object, 262144 of each were promoted.)
     const r = fe.dispatcher.submit(
       routeRequest(req, fe.dispatcher.policy.hashBlockSize),
       (w) => startAttempt(req, feIndex, w),
-      exclude ? { exclude, resend: true, ...flow } : (flow ?? {}),
+      exclude ? { exclude, resend: true, ...flow } : (flow ?? NO_OPTIONS),
     );
     if (r === 'rejected') {
       rejected++;
@@ -317,7 +332,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const SWEEP_MS = 50;
   let startSeq = 0;
   // Per replica: attempts by the sweep (time / SWEEP_MS) that looks at them, and the last sweep done.
-  const wheels = frontends.map(() => ({ slots: new Map<number, SimAttempt[]>(), done: 0 }));
+  const wheels = frontends.map(() => ({ slots: new Map<number, SweepSlot>(), done: 0 }));
+  // Slots a sweep has emptied, reused (an array per slot, tens of thousands of entries long at
+  // fleet scale, lived a second and was collected in the old generation).
+  const spareSlots: SweepSlot[] = [];
   function fileForSweep(a: SimAttempt, feIndex: number, atMs: number): void {
     a.sweepKey = -1;
     // Never due (that deadline is off): not filed at all.
@@ -325,9 +343,12 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const wheel = wheels[feIndex]!;
     const key = Math.max(wheel.done + 1, Math.ceil(atMs / SWEEP_MS));
     a.sweepKey = key;
-    const slot = wheel.slots.get(key);
-    if (slot === undefined) wheel.slots.set(key, [a]);
-    else slot.push(a);
+    let slot = wheel.slots.get(key);
+    if (slot === undefined) {
+      slot = spareSlots.pop() ?? new SweepSlot();
+      wheel.slots.set(key, slot);
+    }
+    slot.add(a);
   }
   const sweep = (feIndex: number): void => {
     const fe = frontends[feIndex]!;
@@ -345,11 +366,13 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       const slot = wheel.slots.get(key);
       if (slot === undefined) continue;
       wheel.slots.delete(key);
-      for (const a of slot) {
+      const items = slot.items;
+      for (let k = 0; k < slot.length; k++) {
+        const a = items[k]!;
         // Ended, or filed again since (a reused attempt may be listed twice, or by another replica).
         if (a.sweepKey !== key || !a.live || a.req.feIndex !== feIndex || a.req.resent) continue;
         a.sweepKey = -1;
-        if (a.firstMs === null) {
+        if (!a.hasFirstToken) {
           const promptTokens = a.req.plan.promptTokens;
           let t = ttftByPrompt.get(promptTokens);
           if (t === undefined) ttftByPrompt.set(promptTokens, (t = d.ttftDeadlineMs(promptTokens)));
@@ -359,9 +382,13 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
         } else if (a.silentFor(now, stallMs)) due.push([a, 'migrate']);
         else fileForSweep(a, feIndex, a.seenMs + minStallMs);
       }
+      slot.length = 0;
+      spareSlots.push(slot);
     }
     due.sort((x, y) => x[0].startSeq - y[0].startSeq);
-    for (const [a, kind] of due) {
+    for (let k = 0; k < due.length; k++) {
+      const a = due[k]![0];
+      const kind = due[k]![1];
       if (!a.live) continue;
       // No other worker, or a spent re-send budget: due again at the next sweep.
       if (!d.canServe(scenario.model, new Set([a.workerId])) || !d.tryResend(kind === 'migrate' ? a.workerId : undefined)) fileForSweep(a, feIndex, now + SWEEP_MS);

@@ -173,9 +173,9 @@ export class SimAttempt implements EngineRequest {
     return this.route.workerId;
   }
 
-  /** When its first token arrived (null before). */
-  get firstMs(): number | null {
-    return Number.isNaN(this.#firstMs) ? null : this.#firstMs;
+  /** Whether its first token has arrived. */
+  get hasFirstToken(): boolean {
+    return !Number.isNaN(this.#firstMs);
   }
 
   /** A time it is known to have had a token at (0 before the first): it cannot be silent for longer than since then. */
