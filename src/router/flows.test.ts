@@ -14,6 +14,8 @@ test('flows config: YAML with durations; a bad field is one line naming it', () 
   const c = parseFlowConfig('priority: sheddable\nsheddable-max-wait: 2s\nmodels: { m: critical }\ntenants: { a: { weight: 3, tokens-per-s: 100 } }\n');
   assert.equal(c['sheddable-max-wait'], 2000);
   assert.deepEqual(FlowControl.queueOptions(c), { weights: { a: 3 } });
+  assert.deepEqual(FlowControl.queueOptions(parseFlowConfig('lend-slots: 0\naging: 500ms\n')), { weights: {}, agingMs: 500, lendSlots: 0 });
+  assert.throws(() => parseFlowConfig('lend-slots: -1'), /lend-slots/);
   assert.throws(() => parseFlowConfig('tenants: { a: { weight: 0 } }'), /^TailgateError: flows config: tenants\.a\.weight: expected a number > 0$/);
   assert.throws(() => parseFlowConfig('priority: urgent'), /priority/);
   assert.throws(() => parseFlowConfig('tenants: { a: { wieght: 1 } }'), /tenants\.a/);

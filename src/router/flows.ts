@@ -318,6 +318,7 @@ export class FlowControl {
         queued: { ...perBand([0, 0, 0]), ...queued.get(t.name) },
         inflight: perBand(t.inflight),
         dispatched: perBand(t.dispatched),
+        lent: this.#dispatcher.flowLent(t.name),
         shed: perBand(t.shed),
         rate_limited: t.rateLimited,
         request_bucket: t.requests ? Math.floor(t.requests.level) : null,

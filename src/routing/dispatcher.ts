@@ -412,6 +412,11 @@ export class Dispatcher {
     return this.#flows?.inflight(tenant) ?? 0;
   }
 
+  /** With flow control on: requests of `tenant` sent on a slot lent over a worker's cap, since the start; otherwise 0. */
+  flowLent(tenant: string): number {
+    return this.#flows?.lent(tenant) ?? 0;
+  }
+
   /** With flow control on: applies new flow options (weights, bounds, aging), as from a reloaded config; `maxQueue` stays. */
   configureFlows(opts: FlowQueueOptions): void {
     this.#flows?.configure({ maxQueue: this.#maxQueue, ...opts });
@@ -711,11 +716,11 @@ export class Dispatcher {
     return v instanceof WorkerEntry && this.#list[v.index] === v ? v : this.#workers.get(v.id);
   }
 
-  #assign(w: WorkerEntry, entry: QueueEntry): void {
+  #assign(w: WorkerEntry, entry: QueueEntry, lent = false): void {
     if (w.inflight === 0 && this.#now) w.stats.busySinceMs = this.#now();
     w.inflight++;
     this.#totalInflight++;
-    this.#flows?.started(entry.ticket.tenant);
+    this.#flows?.started(entry.ticket.tenant, lent);
     this.policy.assigned?.(w.id, entry.req);
     entry.onAssign(w);
   }
@@ -797,7 +802,7 @@ export class Dispatcher {
       flows.remove(entry, nowMs);
       this.#flowEntries.delete(entry.req);
       this.#dequeued(entry.req.model);
-      this.#assign(w, entry);
+      this.#assign(w, entry, lend);
       return true;
     }
     return false;

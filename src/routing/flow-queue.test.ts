@@ -217,6 +217,7 @@ test('dispatcher with flows: a tenant below its share is lent the next slot to f
     assert.equal(submit('good1', 'good'), 'assigned');
     assert.equal(d.inflight('w1'), 3);
     assert.equal(d.flowInflight('good'), 1);
+    assert.equal(d.flowLent('good'), 1);
     // it holds its share now: the next one waits its turn
     assert.equal(submit('good2', 'good'), 'queued');
     // the next slot to free was the one lent: the noisy tenant gets none until the worker is under its cap
