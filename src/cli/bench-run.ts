@@ -26,6 +26,7 @@ import { logs, type LogLevel } from './log-level.js';
 import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
 import { exportFileNames, redactCommand } from '../report/index.js';
 import { serverMetricsUrl, startServerMetrics, writeServerMetrics } from '../bench/server-metrics.js';
+import { waitForModel, type WaitForModelMode } from '../bench/wait-for-model.js';
 import { gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/gpu-telemetry.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
@@ -183,6 +184,15 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       ...(shard !== undefined && { shard }),
       ...(startAtMs !== undefined && { start_at: new Date(startAtMs).toISOString(), start_lag_ms: startLagMs }),
     };
+    const waitS = (flags['waitForModelTimeout'] as number | undefined) ?? 0;
+    if (waitS > 0) {
+      if (logs(logLevel, 'INFO')) process.stderr.write(`tailgate: waiting up to ${waitS} s for ${opts.model} to be served\n`);
+      await waitForModel(resolved, {
+        timeoutMs: waitS * 1000, mode: (flags['waitForModelMode'] as WaitForModelMode | undefined) ?? 'inference',
+        intervalMs: ((flags['waitForModelInterval'] as number | undefined) ?? 5) * 1000, signal: ctl.signal,
+      });
+      if (ctl.signal.aborted) return interruptedCode();
+    }
     const cliCommand = redactCommand(['tailgate', 'bench', ...argv]);
     const plan = multiRunPlan(flags, opts);
     const sweep = sweepOf(flags);

@@ -1,0 +1,61 @@
+// `--wait-for-model-timeout`: bench waits for the endpoint to serve the model before the run (a CI
+// job that starts the server and the benchmark together), and gives up with one line when it never does.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startFleet, type Fleet } from '../src/fleet/index.js';
+import { runCli } from './helpers.js';
+
+const MODEL = 'Qwen/Qwen3-8B';
+
+async function freePort(): Promise<number> {
+  const s = createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as { port: number }).port;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+test('bench waits for a server that starts after it, then runs', async (t) => {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-wait-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  let fleet: Fleet | null = null;
+  t.after(() => fleet?.close());
+  const run = runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', `http://127.0.0.1:${port}`, '--streaming', '--concurrency', '2',
+    '--request-count', '4', '--isl', '8', '--osl', '4', '--wait-for-model-timeout', '60', '--wait-for-model-mode', 'both',
+    '--wait-for-model-interval', '0.2', '--artifact-dir', dir], {
+    timeoutMs: 120_000,
+    // The server comes up once bench has said it is waiting (and has found nothing there).
+    onStderrLine: (line) => {
+      if (/waiting up to 60 s/.test(line)) setTimeout(() => void startFleet({ workers: 1, port, profile: 'small', model: MODEL }).then((f) => (fleet = f)), 500);
+    },
+  });
+  const r = await run;
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(fleet !== null, 'the fleet was started after bench');
+  const doc = JSON.parse(readFileSync(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { request_count: { avg: number } };
+  assert.equal(doc.request_count.avg, 4);
+});
+
+test('a model that is never served: exit 1 with one line naming why', async (t) => {
+  const server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(req.url === '/v1/models' ? '{"object":"list","data":[{"id":"other-model","object":"model"}]}' : '{}');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => server.close());
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-wait-never-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', url, '--wait-for-model-timeout', '1', '--wait-for-model-mode', 'models',
+    '--wait-for-model-interval', '0.2', '--artifact-dir', dir], { timeoutMs: 60_000 });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^tailgate: the model Qwen\/Qwen3-8B was not ready within 1 s \(--wait-for-model-timeout\): http:\/\/127\.0\.0\.1:\d+\/v1\/models does not list Qwen\/Qwen3-8B$/m);
+  assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+});
