@@ -646,7 +646,11 @@ export class Dispatcher {
     return w.inflight === 0 || this.#lendLatestMs - w.stats.lastProgressMs <= LEND_SILENCE_ITLS * w.stats.itlMsEwma;
   }
 
-  /** Starts a round of lending: the fleet's latest token, and its slots (the full-share workers' caps) returned. */
+  /**
+   * Starts a round of lending: notes the fleet's latest token and returns its slots (the caps of
+   * the full-share workers), or 0 when no worker may be lent one (then no borrower is tried: at
+   * fleet scale, a pick per waiting tenant on every release would be the cost).
+   */
   #lendRound(cap: number): number {
     let slots = 0;
     let latest = Number.NEGATIVE_INFINITY;
@@ -655,7 +659,8 @@ export class Dispatcher {
       if (w.stats.lastProgressMs > latest) latest = w.stats.lastProgressMs;
     }
     this.#lendLatestMs = latest;
-    return slots;
+    for (const w of this.#list) if (this.#canLend(w, cap)) return slots;
+    return 0;
   }
 
   #fleet(model: string): FleetLatency {
