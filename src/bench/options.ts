@@ -109,6 +109,8 @@ export interface BenchOptions {
   /** `performance.now()` at run start; record times are milliseconds from it. @default performance.now() at call */
   originMs?: number;
   onProgress?: (p: BenchProgress) => void;
+  /** Called as each phase (warm-up, profiling) starts sending; with `threads` > 1, only profiling's start. */
+  onPhaseStart?: (phase: 'warmup' | 'profiling') => void;
   /** Probe the URL (TCP connect) before sending anything. @default true */
   probe?: boolean;
   /**

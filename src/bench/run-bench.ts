@@ -95,6 +95,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   try {
     const runPhase = async (phase: RequestRecord['phase'], count: number | null, durationMs: number | null): Promise<void> => {
       const phaseStart = now();
+      opts.onPhaseStart?.(phase);
       let completed = 0;
       let errors = 0;
       const report = (): void =>

@@ -54,7 +54,7 @@ export async function runThreads(
   onProgress: ((p: BenchProgress) => void) | undefined,
   signal: AbortSignal | undefined,
 ): Promise<ThreadedRun> {
-  const { onProgress: _p, onCall, tokenizer, ...plain } = options;
+  const { onProgress: _p, onPhaseStart, onCall, tokenizer, ...plain } = options;
   if (tokenizer && tokenizer.count !== defaultTokenizer.count && tokenizer.source === undefined) {
     throw new TailgateError('CONFIG_INVALID', '--threads needs the built-in tokenizer or one loaded from a file');
   }
@@ -82,7 +82,10 @@ export async function runThreads(
       const w = startWorker({ index: i, options: share, originMs, parentTimeOrigin: performance.timeOrigin, tokenizerSource: tokenizer?.source ?? null });
       workers.push(w);
       w.on('message', (m: ThreadMessage) => {
-        if (m.type === 'warm' && ++warmCount === threads) for (const x of workers) x.postMessage({ type: 'go' });
+        if (m.type === 'warm' && ++warmCount === threads) {
+          onPhaseStart?.('profiling');
+          for (const x of workers) x.postMessage({ type: 'go' });
+        }
         else if (m.type === 'progress') {
           progress[i] = m.progress;
           const ps = progress.filter((p): p is BenchProgress => p !== null);

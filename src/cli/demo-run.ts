@@ -24,7 +24,11 @@ export interface DemoPlan {
   inputTokens: number;
   outputTokens: number;
   stallWorker: number;
-  /** From the start of the bench (warm-up included), so every policy meets the stall at the same moment. */
+  /**
+   * From the start of the bench (warm-up included), so every policy meets the stall at the same
+   * moment; a warm-up still running then (a loaded machine) moves it to the start of profiling,
+   * since a stall the warm-up absorbs is never measured.
+   */
   stallAtMs: number;
   stallForMs: number;
 }
@@ -146,10 +150,11 @@ async function waitIdle(urls: readonly string[], timeoutMs: number): Promise<voi
   }
 }
 
-async function addStall(workerUrl: string, plan: DemoPlan): Promise<void> {
+/** Stalls the plan's worker `inMs` from now, for the plan's duration. */
+async function addStall(workerUrl: string, plan: DemoPlan, inMs: number): Promise<void> {
   const res = await request(`${workerUrl}/admin/faults`, {
     method: 'POST',
-    body: `worker=${plan.stallWorker},kind=stall,at=${plan.stallAtMs}ms,for=${plan.stallForMs}ms`,
+    body: `worker=${plan.stallWorker},kind=stall,at=${Math.round(inMs)}ms,for=${plan.stallForMs}ms`,
   });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new TailgateError('INTERNAL', `the fleet refused the stall fault: ${text}`);
@@ -164,6 +169,8 @@ export function judgeRun(input: {
   perWorker: Record<string, WorkerSeries>; gates: readonly Gate[]; client?: { eventLoopDelayP99Ms: number; cpuPercent: number };
   /** The fleet's worker URLs in index order (the simulator's ids already sort that way). */
   workerOrder?: readonly string[];
+  /** When the stall began, from the run's origin, if not at the plan's moment. */
+  stallAtMs?: number;
 }): DemoRun {
   const { plan, summary } = input;
   const judged = judgeGates(summary, input.gates);
@@ -174,7 +181,8 @@ export function judgeRun(input: {
   const ids = Object.keys(input.perWorker);
   const stalledId = workerOrder(ids, order)[plan.stallWorker];
   const stalledName = stalledId === undefined ? `worker ${plan.stallWorker}` : workerNames(ids, order).get(stalledId)!;
-  const windows = input.stalled ? [{ fromMs: plan.stallAtMs, toMs: plan.stallAtMs + plan.stallForMs, label: `${stalledName} stalled` }] : [];
+  const at = input.stallAtMs ?? plan.stallAtMs;
+  const windows = input.stalled ? [{ fromMs: at, toMs: at + plan.stallForMs, label: `${stalledName} stalled` }] : [];
   return {
     name: input.name, policy: input.policy, stalled: input.stalled, summary, ...metricsOf(summary),
     maxWorkerShare: maxWorkerShare(input.perWorker), gates: judged, verdict: judged.every((g) => g.pass) && !MEASURED_WRONG.has(shape.shape) ? 'pass' : 'fail', shape,
@@ -230,14 +238,22 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       collector.start();
       let result: BenchResult;
       let series: CollectorSeries;
+      let stallAtMs = plan.stallAtMs;
+      let stallPosted: Promise<void> = Promise.resolve();
+      const onPhaseStart = (phase: string): void => {
+        if (phase !== 'profiling') return;
+        stallAtMs = Math.max(plan.stallAtMs, performance.now() - originMs);
+        stallPosted = addStall(workerUrls[0]!, plan, stallAtMs - (performance.now() - originMs));
+        stallPosted.catch(() => {}); // awaited (and thrown) once the bench returns
+      };
       try {
-        if (step.stalled) await addStall(workerUrls[0]!, plan);
         result = await runBench(
           {
             url: routerUrl, model: MODEL, endpointType: 'chat', streaming: true, concurrency: plan.concurrency,
             requestCount: plan.requestCount, warmupRequestCount: plan.warmupRequestCount,
             inputTokensMean: plan.inputTokens, outputTokensMean: plan.outputTokens, randomSeed: seed,
             extraInputs: { temperature: 0, ignore_eos: true }, requestTimeoutMs: 120_000, originMs,
+            ...(step.stalled && { onPhaseStart }),
             ...(opts.onProgress && { onProgress: (p) => opts.onProgress!(`${step.name}: ${p.phase} ${p.completed}/${p.total ?? '?'} requests, ${p.inflight} in flight`) }),
           },
           opts.signal,
@@ -245,11 +261,12 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       } finally {
         series = await collector.stop();
       }
+      await stallPosted;
       await router.stop();
       router = null;
       if (step.name === 'healthy') gates = gatesFromBaseline(result.summary);
       const run = judgeRun({
-        ...step, plan, summary: result.summary, records: result.records, gates,
+        ...step, plan, stallAtMs, summary: result.summary, records: result.records, gates,
         perWorker: workerSeriesOf(series, result.summary.startMs, result.summary.endMs), workerOrder: workerUrls,
         client: { eventLoopDelayP99Ms: result.selfCheck.eventLoopDelayP99Ms, cpuPercent: result.selfCheck.cpuPercent },
       });
