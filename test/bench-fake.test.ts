@@ -344,7 +344,7 @@ test('CLI: invalid flag values exit 2 with a one-line message', async () => {
   const cases: Array<[string[], RegExp]> = [
     [['--concurrency', '0'], /--concurrency.*expected an integer >= 1/],
     [['--request-rate', '-1'], /--request-rate.*expected a number > 0/],
-    [['--endpoint-type', 'embeddings'], /expected one of chat, completions/],
+    [['--endpoint-type', 'rankings'], /expected one of chat, completions, embeddings/],
     [['--extra-inputs', 'temperature'], /--extra-inputs: expected KEY:VALUE/],
     [['--goodput', 'ttft:100'], /unknown --goodput metric "ttft"/],
     [['--url', 'ftp://x'], /only http and https/],
