@@ -198,7 +198,7 @@ export class Engine {
   lastTokenMsOf(ticket: Ticket): number {
     const seq = this.#seqs.of(ticket);
     if (!seq || seq.state === DONE) return Number.NaN;
-    return seq.state === RUNNING ? this.#cohort.lastTokenMsOf(seq.slot) : seq.lastTokenMs;
+    return seq.state === RUNNING ? this.#cohort.lastTokenMsOf(seq.slot) : this.#seqs.lastTokenMs[seq.index]!;
   }
 
   /** Removes running entry `i`, giving back its blocks (see `KvBlocks.release`); the slot is compacted later. */
@@ -235,7 +235,7 @@ export class Engine {
     seq.prefillTarget = Math.max(run.target[i]!, run.computed[i]!);
     seq.computed = 0;
     seq.generated = run.generated[i]!;
-    seq.lastTokenMs = run.lastMs[i]!;
+    this.#seqs.lastTokenMs[seq.index] = run.lastMs[i]!;
     seq.state = WAITING;
     this.#dropRunning(i);
     this.#waiting.pushFront(seq);
@@ -357,7 +357,7 @@ export class Engine {
       pool.allocate(fresh);
       s.computed = cached;
       // Pushing may grow the running arrays: written through `run`, not the locals above.
-      const i = run.push(s);
+      const i = run.push(s, this.#seqs.lastTokenMs[s.index]!);
       run.blocks[i] = hit + fresh;
       run.step[i] = n;
       kv.register(s, cached + n);

@@ -33,7 +33,8 @@ export class KvBlocks {
   lookup(seq: Seq): number {
     const hashes = seq.hashes;
     if (!this.caching || hashes === null || hashes.length === 0) return 0;
-    const entries = (seq.entries ??= this.#spareEntries.pop() ?? []);
+    // A new list is made at its size: one grown from empty took twice the room, for every request in flight.
+    const entries = (seq.entries ??= this.#spareEntries.pop() ?? new Array<number>(hashes.length));
     return this.pool.match(hashes, Math.min(hashes.length, Math.floor((seq.prefillTarget - 1) / this.blockSize)), entries);
   }
 

@@ -53,8 +53,8 @@ export class RunningSet {
     return this.computed.length;
   }
 
-  /** Appends `seq` (its counters as its record holds them) as a FREE entry, growing if full; returns the entry. */
-  push(seq: Seq): number {
+  /** Appends `seq` (its counters as its record holds them, its last token at `lastMs`) as a FREE entry, growing if full; returns the entry. */
+  push(seq: Seq, lastMs: number): number {
     if (this.len === this.computed.length) {
       // Full: squeeze out the holes if they are a fair share, else grow (a running set just
       // short of the room would otherwise be compacted at nearly every admission).
@@ -71,7 +71,7 @@ export class RunningSet {
     this.step[i] = 0;
     this.sink[i] = seq.sink;
     this.rec[i] = seq.index;
-    this.lastMs[i] = seq.lastTokenMs;
+    this.lastMs[i] = lastMs;
     this.fin[i] = FREE;
     seq.slot = i;
     this.loose[this.looseLen++] = i;

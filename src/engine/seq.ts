@@ -31,8 +31,6 @@ export class Seq {
   /** Tokens whose KV is in cache (kept here while not running). */
   computed = 0;
   generated = 0;
-  /** NaN only until `start` (a field that starts as a small integer is converted, in every record, when a fraction is first stored). */
-  lastTokenMs = Number.NaN;
   admitted = false;
   /** Its entry in the running arrays while RUNNING. */
   slot = -1;
@@ -58,7 +56,6 @@ export class Seq {
     this.prefillTarget = Math.max(1, req.promptTokens);
     this.computed = 0;
     this.generated = 0;
-    this.lastTokenMs = 0;
     this.admitted = false;
     this.slot = -1;
     this.registered = 0;
@@ -75,16 +72,29 @@ export class Seq {
 export class SeqTable {
   /** By record index. */
   readonly all: Seq[] = [];
+  /**
+   * By record index: when its request last got a token (0 before the first), kept here while it
+   * does not run (a fraction in an object field is a heap number of its own, one per request).
+   */
+  lastTokenMs = new Float64Array(64);
   /** Records free for reuse, most recently freed last. */
   readonly #spare: Seq[] = [];
 
-  /** A free record, or a new one, or null if the engine holds as many requests as tickets can name. */
+  /** A free record (its last token time 0), or a new one, or null if the engine holds as many requests as tickets can name. */
   take(): Seq | null {
-    const spare = this.#spare.pop();
-    if (spare !== undefined) return spare;
-    if (this.all.length === RECORDS) return null;
-    const seq = new Seq(this.all.length);
-    this.all.push(seq);
+    let seq = this.#spare.pop();
+    if (seq === undefined) {
+      const index = this.all.length;
+      if (index === RECORDS) return null;
+      seq = new Seq(index);
+      this.all.push(seq);
+      if (index === this.lastTokenMs.length) {
+        const grown = new Float64Array(index * 2);
+        grown.set(this.lastTokenMs);
+        this.lastTokenMs = grown;
+      }
+    }
+    this.lastTokenMs[seq.index] = 0;
     return seq;
   }
 

@@ -6,7 +6,7 @@ import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/in
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
-import { AttemptRoute, SimAttempt, SimRequest, type AttemptHost } from './sim-attempt.js';
+import { AttemptRoute, SimAttempt, SimRequest, TimeRows, type AttemptHost } from './sim-attempt.js';
 import { ExplainSamples, explain, type Explanation } from './explain.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
@@ -186,6 +186,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // promoted to the old generation (they live for the whole answer) and collected there.
   const spareRequests: SimRequest[] = [];
   const spareAttempts: SimAttempt[] = [];
+  const requestTimes = new TimeRows(3);
+  const attemptTimes = new TimeRows(4);
 
   // Summary and histogram modes fold each record in as it ends and keep nothing of it, so one
   // record (and one first-and-last chunk list) serves every request: at fleet scale, a record and
@@ -258,7 +260,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const wi = workerIndex.get(w.id)!;
     const routes = routesOf[feIndex]!;
     const route = (routes[wi] ??= new AttemptRoute(host, wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!));
-    const a = spareAttempts.pop()?.restart(route, req, clock.now()) ?? new SimAttempt(route, req, clock.now());
+    const a = spareAttempts.pop()?.restart(route, req, clock.now()) ?? new SimAttempt(attemptTimes, route, req, clock.now());
     a.position = w.inflight;
     const r = engines[wi]!.submit(a);
     if (!r.ok) {
@@ -410,7 +412,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const send = (phase: RequestRecord['phase'], plan: TurnPlan, tenant: number): void => {
     const i = seq++;
     const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
-    const req = (spareRequests.pop() ?? new SimRequest()).restart(i, phase, plan, clock.now(), keepChunks, feIndex);
+    const req = (spareRequests.pop() ?? new SimRequest(requestTimes)).restart(i, phase, plan, clock.now(), keepChunks, feIndex);
     req.tenant = tenant;
     dispatch(req, feIndex);
   };

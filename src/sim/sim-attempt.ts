@@ -4,6 +4,34 @@ import type { WorkerStats } from '../routing/index.js';
 import type { TurnPlan } from './sim-workload.js';
 
 /**
+ * The times of one run's requests (or attempts), `stride` to a row, in one growing Float64Array:
+ * a number in an object field is a heap object of its own once it has held a fraction, so at fleet
+ * scale seven per request in flight were made, and promoted, in the start-up burst. A row is
+ * taken once per (reused) object, for good.
+ */
+export class TimeRows {
+  data = new Float64Array(0);
+  readonly #stride: number;
+  #rows = 0;
+
+  constructor(stride: number) {
+    this.#stride = stride;
+  }
+
+  /** A new row's offset in `data`, its times NaN. */
+  add(): number {
+    const at = this.#rows++ * this.#stride;
+    if (at + this.#stride > this.data.length) {
+      const grown = new Float64Array(Math.max(64 * this.#stride, this.data.length * 2));
+      grown.set(this.data);
+      this.data = grown;
+    }
+    this.data.fill(Number.NaN, at, at + this.#stride);
+    return at;
+  }
+}
+
+/**
  * One client request as the simulator tracks it across attempts. At fleet scale hundreds of
  * thousands are in flight at once, so it holds its (shared) plan rather than copies of it, and the
  * simulator reuses finished ones (`restart`).
@@ -13,14 +41,9 @@ export class SimRequest {
   phase: RequestRecord['phase'] = 'profiling';
   /** What it sends: prompt length and token ids, answer length, its place in its session. */
   plan!: TurnPlan;
-  // Times are numbers, never null, so a reused request updates them in place (a null/number field
-  // boxes each write), and start as NaN, not 0: V8 keeps a field that starts as a small integer in
-  // a form that cannot hold a fraction, and converts every live request when the first time with one
-  // is stored (hundreds of thousands at once, at fleet scale).
-  startMs = Number.NaN;
-  /** NaN before the first token (set when the attempt that got it ends). */
-  firstTokenMs = Number.NaN;
-  lastTokenMs = Number.NaN;
+  // Its times live in a row of the run's table (see TimeRows): start, first token, last token.
+  readonly #times: TimeRows;
+  readonly #at: number;
   /** Every chunk time (null when only first and last are kept). */
   chunks: number[] | null = null;
   /** Tokens received from attempts that have ended. */
@@ -31,6 +54,36 @@ export class SimRequest {
   feIndex = 0;
   /** Its tenant's index in the scenario's `tenants` (0 without tenants). */
   tenant = 0;
+
+  constructor(times: TimeRows) {
+    this.#times = times;
+    this.#at = times.add();
+  }
+
+  get startMs(): number {
+    return this.#times.data[this.#at]!;
+  }
+
+  set startMs(v: number) {
+    this.#times.data[this.#at] = v;
+  }
+
+  /** NaN before the first token (set when the attempt that got it ends). */
+  get firstTokenMs(): number {
+    return this.#times.data[this.#at + 1]!;
+  }
+
+  set firstTokenMs(v: number) {
+    this.#times.data[this.#at + 1] = v;
+  }
+
+  get lastTokenMs(): number {
+    return this.#times.data[this.#at + 2]!;
+  }
+
+  set lastTokenMs(v: number) {
+    this.#times.data[this.#at + 2] = v;
+  }
 
   /** Makes this (new or finished) request the `index`th, sent now through replica `feIndex`. */
   restart(index: number, phase: RequestRecord['phase'], plan: TurnPlan, nowMs: number, keepChunks: boolean, feIndex: number): this {
@@ -110,15 +163,14 @@ export class SimAttempt implements EngineRequest {
   maxTokens = 0;
   req!: SimRequest;
   route!: AttemptRoute;
-  startMs = Number.NaN;
   /** Its worker's in-flight count with it, when it was sent (set by the runner, as the router's attempt keeps it). */
   position = 0;
   #tokens = 0;
-  #lastMs = Number.NaN;
-  /** NaN before the first token. */
-  #firstMs = Number.NaN;
-  /** A token time already known (last times only grow), so most silence checks need no engine lookup. */
-  #seenMs = Number.NaN;
+  // Its times live in a row of the run's table (see TimeRows): start; last token (its start before
+  // the first); first token (NaN before it); a token time already known (last times only grow), so
+  // most silence checks need no engine lookup.
+  readonly #times: TimeRows;
+  readonly #at: number;
   /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
   #ended = false;
   /** The request's chunk times (null: only first and last are kept, later tokens go to the route's sink). */
@@ -130,8 +182,39 @@ export class SimAttempt implements EngineRequest {
   sweepKey = -1;
   startSeq = 0;
 
-  constructor(route: AttemptRoute, req: SimRequest, nowMs: number) {
+  constructor(times: TimeRows, route: AttemptRoute, req: SimRequest, nowMs: number) {
+    this.#times = times;
+    this.#at = times.add();
     this.restart(route, req, nowMs);
+  }
+
+  /** When it was sent. */
+  get startMs(): number {
+    return this.#times.data[this.#at]!;
+  }
+
+  get #lastMs(): number {
+    return this.#times.data[this.#at + 1]!;
+  }
+
+  set #lastMs(v: number) {
+    this.#times.data[this.#at + 1] = v;
+  }
+
+  get #firstMs(): number {
+    return this.#times.data[this.#at + 2]!;
+  }
+
+  set #firstMs(v: number) {
+    this.#times.data[this.#at + 2] = v;
+  }
+
+  get #seenMs(): number {
+    return this.#times.data[this.#at + 3]!;
+  }
+
+  set #seenMs(v: number) {
+    this.#times.data[this.#at + 3] = v;
   }
 
   /**
@@ -144,7 +227,7 @@ export class SimAttempt implements EngineRequest {
     // A migrated continuation's prompt also holds the answer so far.
     this.promptTokens = req.plan.promptTokens + req.tokens;
     this.maxTokens = req.plan.maxTokens - req.tokens;
-    this.startMs = nowMs;
+    this.#times.data[this.#at] = nowMs;
     this.#lastMs = nowMs;
     this.#tokens = 0;
     this.#firstMs = Number.NaN;
