@@ -1,6 +1,7 @@
 // Reasoning tokens: a stream that carries a reasoning channel, as vLLM's reasoning parsers send it
 // (`delta.reasoning` in current vLLM, `delta.reasoning_content` in older builds and SGLang), and a
-// usage chunk with `completion_tokens_details.reasoning_tokens`. bench splits the OSL as AIPerf does.
+// usage chunk with `completion_tokens_details.reasoning_tokens`. bench splits the OSL as AIPerf does,
+// and `--export-outputs-json` writes the texts (reasoning then answer) to outputs.json.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -54,7 +55,7 @@ test('a reasoning stream: reasoning_token_count, output_token_count and TTFO as 
 
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const r = await runCli(['bench', '-m', 'Qwen/Qwen3-8B', '--tokenizer', 'builtin', '-u', url, '--streaming', '--concurrency', '2', '--request-count', '6',
-    '--isl', '8', '--osl', '16', '--artifact-dir', dir], { timeoutMs: 120_000 });
+    '--isl', '8', '--osl', '16', '--export-outputs-json', '--artifact-dir', dir], { timeoutMs: 120_000 });
   assert.equal(r.code, 0, r.stderr);
 
   const doc = JSON.parse(readFileSync(join(dir, 'profile_export_aiperf.json'), 'utf8')) as Record<string, { avg: number; count?: number; min?: number }>;
@@ -78,4 +79,19 @@ test('a reasoning stream: reasoning_token_count, output_token_count and TTFO as 
     assert.ok(rec.metrics['time_to_first_output_token']!.value >= rec.metrics['time_to_first_token']!.value);
   }
   assert.match(readFileSync(join(dir, 'profile_export_aiperf.csv'), 'utf8'), /\nReasoning Token Count \(tokens\),3\.00,/);
+
+  // outputs.json (AIPerf's schema 1.1): the generated text, reasoning then answer, per request.
+  const outputsText = readFileSync(join(dir, 'outputs.json'), 'utf8');
+  assert.match(outputsText, /"request_start_ns": \d{19},/, 'nanosecond epochs written as exact integers');
+  const outputs = JSON.parse(outputsText) as { schema_version: string; data: { session_num: number; benchmark_phase: string; response_text: string; metrics: Record<string, number> }[]; warmup: unknown[] };
+  assert.equal(outputs.schema_version, '1.1');
+  assert.deepEqual(outputs.warmup, []);
+  assert.deepEqual(outputs.data.map((d) => d.session_num), [0, 1, 2, 3, 4, 5]);
+  for (const d of outputs.data) {
+    assert.equal(d.benchmark_phase, 'profiling');
+    assert.equal(d.response_text, `${REASONING.join('')}${ANSWER.join('')}`);
+    assert.equal(d.metrics['output_token_count'], 2);
+    assert.equal(d.metrics['output_sequence_length'], 5);
+    assert.equal(d.metrics['input_sequence_length'], 8);
+  }
 });

@@ -243,7 +243,7 @@ f('--export-level --profile-export-level', 'value', I, 'summary, records or raw'
 f('--slice-duration', 'value', I, 'also write metrics per time slice of this many seconds', '1');
 f('--auto-plot --no-auto-plot', 'switch', X, 'run `aiperf plot` after the run');
 f('--plot-required', 'switch', X, 'fail when auto-plot fails');
-f('--export-outputs-json', 'switch', X, 'write the generated texts to outputs.json');
+f('--export-outputs-json', 'switch', I, 'write the generated texts to outputs.json');
 f('--otel-url', 'value', X, 'OTLP/HTTP metrics endpoint', 'http://127.0.0.1:4318');
 f('--stream', 'list', X, 'OTel domains to stream (metrics, timing)', 'metrics');
 f('--otel-resource-attributes', 'list', X, 'OTel resource attributes key=value', 'k=v');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { aiperfJsonlLine, exportFileNames, writeAiperfExports, type RunInfo } from '../report/index.js';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { summarize, timeSeries } from '../stats/index.js';
+import { recordMetrics, summarize, timeSeries } from '../stats/index.js';
 import { turnMessages } from '../workload/index.js';
 import { aiperfInputConfig, payloadOptionsOf, summaryOptionsOf } from './options.js';
 import { requestPayload } from './payload.js';
@@ -27,6 +27,8 @@ export interface BenchArtifactOptions {
   csvAppendix?: string;
   /** `--slice-duration`, ms: also write the metrics per time slice. */
   sliceDurationMs?: number;
+  /** AIPerf `--export-outputs-json`: write `outputs.json` (needs the run's `keepRaw`). @default exportLevel === 'raw' */
+  exportOutputsJson?: boolean;
 }
 
 /** File name of the request payloads, as AIPerf writes it. */
@@ -98,6 +100,10 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
     },
   });
   if (opts.exportLevel === 'raw') await writeRawExport(join(dir, exportFileNames(opts.filePrefix).raw), result);
+  if (opts.exportOutputsJson ?? opts.exportLevel === 'raw') {
+    const text = JSON.stringify(outputsJson(result), null, 2).replace(/"(request_start_ns|request_end_ns)": "(\d+)"/g, '"$1": $2');
+    await writeFile(join(dir, exportFileNames(opts.filePrefix).outputs), `${text}\n`);
+  }
   if (opts.sliceDurationMs !== undefined) await writeTimeSlices(dir, result, opts.sliceDurationMs, opts.filePrefix);
 }
 
@@ -128,6 +134,43 @@ export async function writeTimeSlices(dir: string, result: BenchResult, sliceMs:
     }
   }
   await writeFile(join(dir, names.timeslicesCsv), `${rows.join('\n')}\n`);
+}
+
+/** Version of AIPerf's `outputs.json` (its own; 1.1 added `warmup` and `benchmark_phase`). */
+export const OUTPUTS_SCHEMA_VERSION = '1.1';
+
+/**
+ * AIPerf's `outputs.json` (`--export-outputs-json`, implied by `--export-level raw`): each request's
+ * generated text (reasoning then answer; null when none came) with its identity, timestamps and a
+ * few metrics in display units; profiling requests under `data`, warm-up ones under `warmup`,
+ * each sorted by (session_num, turn_index).
+ */
+export function outputsJson(result: BenchResult): { schema_version: string; data: Record<string, unknown>[]; warmup: Record<string, unknown>[] } {
+  // Nanosecond epochs exceed 2^53: kept as digit strings here and written as exact integers by writeOutputsJson.
+  const ns = (ms: number): string => (BigInt(Math.round(result.originEpochMs)) * 1_000_000n + BigInt(Math.round(ms * 1e6))).toString();
+  const entries: Record<'profiling' | 'warmup', Record<string, unknown>[]> = { profiling: [], warmup: [] };
+  const useServer = result.options.useServerTokenCount;
+  for (const r of result.records) {
+    const list = entries[r.phase];
+    const metrics: Record<string, number> = { input_sequence_length: useServer ? (r.inputTokens.server ?? r.inputTokens.client) : r.inputTokens.client };
+    if (r.outcome === 'ok') {
+      const m = recordMetrics(r, undefined, useServer);
+      if (result.options.endpointType !== 'embeddings') {
+        metrics['output_token_count'] = m.reasoning === null ? m.osl : m.osl - m.reasoning;
+        metrics['output_sequence_length'] = m.osl;
+      }
+      metrics['request_latency'] = m.requestLatencyMs;
+      if (m.ttftMs !== null) metrics['time_to_first_token'] = m.ttftMs;
+      if (m.itlMs !== null) metrics['inter_token_latency'] = m.itlMs;
+    }
+    const raw = result.raw?.get(r.id);
+    const text = raw ? raw.reasoning + raw.response : '';
+    list.push({
+      session_num: list.length, conversation_id: r.conversationId ?? null, turn_index: r.turnIndex ?? 0, x_request_id: r.id,
+      benchmark_phase: r.phase, request_start_ns: ns(r.startMs), request_end_ns: ns(r.endMs), metrics, response_text: text === '' ? null : text,
+    });
+  }
+  return { schema_version: OUTPUTS_SCHEMA_VERSION, data: entries.profiling, warmup: entries.warmup };
 }
 
 /**

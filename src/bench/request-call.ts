@@ -61,6 +61,8 @@ export interface CallResult {
   firstData: string | null;
   /** The answer's text as received (a multi-turn conversation re-sends it in its next turn). */
   text: string;
+  /** The reasoning text, when the answer had a reasoning channel ('' otherwise). */
+  reasoning: string;
 }
 
 const MAX_ERROR_BODY = 4096;
@@ -498,7 +500,7 @@ class Call implements BytesHandler {
       record.reasoningTokens = { client: this.#reasoning.length > 0 ? reasoningTokens : null, server: this.#serverReasoning };
       record.firstOutputMs = this.#firstContentMs;
     }
-    this.#resolve({ record, firstData: this.#firstData, text: this.#text });
+    this.#resolve({ record, firstData: this.#firstData, text: this.#text, reasoning: this.#reasoning });
   }
 }
 

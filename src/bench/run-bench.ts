@@ -30,7 +30,7 @@ export interface BenchResult {
   /** One-line notes for people (e.g. client and server token counts disagree). */
   warnings: string[];
   /** `keepRaw`: each request's body as sent and answer as received, by record id. */
-  raw?: Map<string, { request: string; response: string }>;
+  raw?: Map<string, { request: string; response: string; reasoning: string }>;
 }
 
 const PROBE_TIMEOUT_MS = 5000;
@@ -80,7 +80,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   else signal?.addEventListener('abort', onAbort, { once: true });
 
   const records: RequestRecord[] = [];
-  const raw = opts.keepRaw === true ? new Map<string, { request: string; response: string }>() : null;
+  const raw = opts.keepRaw === true ? new Map<string, { request: string; response: string; reasoning: string }>() : null;
   const monitor = new SelfCheckMonitor();
   let seq = 0;
   // Which requests --request-cancellation-rate cuts: a seeded draw per request, in send order.
@@ -128,7 +128,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         completed++;
         if (record.outcome !== 'ok') errors++;
         records.push(record);
-        raw?.set(record.id, { request: req.body, response: result.text });
+        raw?.set(record.id, { request: req.body, response: result.text, reasoning: result.reasoning });
         return result;
       };
       const deadline = durationMs === null ? Number.POSITIVE_INFINITY : phaseStart + durationMs;

@@ -107,7 +107,7 @@ export async function runThreads(
   const ok = results.filter((m): m is Extract<ThreadMessage, { type: 'done' }> => m.type === 'done');
   const records = ok.flatMap((m) => m.records);
   // Calls ended on the threads; the caller hears of them once they are merged (answers' text stays there).
-  if (onCall) for (const m of ok) m.records.forEach((record, i) => onCall({ record, firstData: m.firstData[i] ?? null, text: '' }));
+  if (onCall) for (const m of ok) m.records.forEach((record, i) => onCall({ record, firstData: m.firstData[i] ?? null, text: '', reasoning: '' }));
   const loop = Math.max(...ok.map((m) => m.selfCheck.eventLoopDelayP99Ms));
   const lags = ok.map((m) => m.selfCheck.scheduleLagP99Ms).filter((x): x is number => x !== null);
   // Worker CPU readings are process-wide: report the process total, judged per thread.

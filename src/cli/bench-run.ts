@@ -52,6 +52,8 @@ export interface BenchInvocation {
   sliceDurationMs?: number;
   /** `--gpu-telemetry`: the DCGM exporters to scrape (empty: none). */
   gpuTelemetryUrls: string[];
+  /** `--export-outputs-json` (implied by `--export-level raw`). */
+  exportOutputsJson: boolean;
 }
 
 /** AIPerf's `--log-level`, `-v` (DEBUG) and `-vv`/`--extra-verbose` (TRACE), last one named wins over none. */
@@ -126,7 +128,8 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   if (datasetType !== undefined && flags['inputFile'] === undefined) throw new TailgateError('CLI_USAGE', '--custom-dataset-type mooncake_trace needs --input-file');
   set('apiKey', flags['apiKey']);
   set('useLegacyMaxTokens', flags['useLegacyMaxTokens']);
-  if (flags['exportLevel'] === 'raw') opts.keepRaw = true;
+  const exportOutputsJson = (flags['exportOutputsJson'] as boolean | undefined) ?? flags['exportLevel'] === 'raw';
+  if (flags['exportLevel'] === 'raw' || exportOutputsJson) opts.keepRaw = true;
   set('requestCancellationRate', flags['requestCancellationRate']);
   set('requestCancellationDelayMs', flags['requestCancellationDelay'], (s: number) => s * 1000);
   set('useServerTokenCount', flags['useServerTokenCount']);
@@ -142,7 +145,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   notes.push(...gpuPlan.notes);
   return {
     options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
-    tokenizer, gpuTelemetryUrls: gpuPlan.urls,
+    tokenizer, gpuTelemetryUrls: gpuPlan.urls, exportOutputsJson,
     logLevel: logLevelOf(flags),
     ...(flags['profileExportPrefix'] !== undefined && { filePrefix: flags['profileExportPrefix'] as string }),
     ...(flags['sliceDuration'] !== undefined && { sliceDurationMs: (flags['sliceDuration'] as number) * 1000 }),
@@ -153,7 +156,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
 export async function runBenchCommand(flags: Record<string, unknown>, argv: readonly string[] = []): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix, sliceDurationMs, gpuTelemetryUrls } = benchInvocation(flags);
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix, sliceDurationMs, gpuTelemetryUrls, exportOutputsJson } = benchInvocation(flags);
   const resolved = resolveBenchOptions(opts);
   opts.tokenizer = await resolveTokenizer(tokenizer);
   if (opts.tokenizer.fallback) notes.push(`warning: ${opts.tokenizer.fallback}; counting tokens with the word rule (one token per word)`);
@@ -217,7 +220,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       const { result, telemetry } = await benchOnce(opts, dir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(dir, result, {
-        exportLevel, version: VERSION, runInfo: { cli_command: cliCommand }, ...telemetry,
+        exportLevel, exportOutputsJson, version: VERSION, runInfo: { cli_command: cliCommand }, ...telemetry,
         ...(filePrefix !== undefined && { filePrefix }),
         ...(sliceDurationMs !== undefined && { sliceDurationMs }),
         ...(Object.keys(distributed).length > 0 && { extra: distributed }),
@@ -242,7 +245,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       const { result, telemetry } = await benchOnce(runOpts, runDir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(runDir, result, {
-        exportLevel, version: VERSION, ...telemetry,
+        exportLevel, exportOutputsJson, version: VERSION, ...telemetry,
         runInfo: { cli_command: cliCommand, trial, run_label: basename(MULTI_RUN_LAYOUT.runDir(trial)), ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) },
         ...(filePrefix !== undefined && { filePrefix }),
         ...(sliceDurationMs !== undefined && { sliceDurationMs }),

@@ -116,6 +116,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'convergenceThreshold', flags: '--convergence-threshold <x>', description: 'ci_width: interval width / mean below this (default 0.1); cv: CV below this (default 0.05)', parse: openUnit },
   { key: 'convergenceMode', flags: '--convergence-mode <mode>', description: 'ci_width (default) or cv; distribution (a KS test) is not done and falls back to ci_width with a warning', parse: choiceArg(['ci_width', 'cv', 'distribution'] as const) },
   { key: 'profileExportPrefix', flags: '--profile-export-prefix <name>', aliases: ['--profile-export-file'], description: 'base name of every export: NAME.json, NAME.csv, NAME.jsonl, NAME_raw.jsonl, ...' },
+  { key: 'exportOutputsJson', flags: '--export-outputs-json', description: 'also write outputs.json: each request\'s generated text with its ids, timestamps and token counts (implied by --export-level raw; --no-export-outputs-json: not)', negatable: true },
   { key: 'exportLevel', flags: '--export-level <level>', aliases: ['--profile-export-level'], description: 'summary, records or raw', parse: choiceArg(['summary', 'records', 'raw'] as const), defaultValue: 'records' },
   { key: 'goodput', flags: '--goodput <slo...>', description: 'SLOs as metric:threshold, e.g. "time_to_first_token:2000 inter_token_latency:10"', parse: collectAll, variadic: true },
   { key: 'workerHeader', flags: '--worker-header <name>', description: 'response header naming the worker (default x-tailgate-worker)' },

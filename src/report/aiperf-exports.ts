@@ -27,12 +27,12 @@ export const AIPERF_FILES = {
  * AIPerf's export file names under `--profile-export-prefix P`: `P.json`, `P.csv`, `P.jsonl`,
  * `P_raw.jsonl`, ... (a known suffix on P is dropped); the default names without one.
  */
-export function exportFileNames(prefix?: string): { json: string; csv: string; jsonl: string; raw: string; timeslicesJson: string; timeslicesCsv: string; gpuTelemetry: string; serverMetrics: string } {
+export function exportFileNames(prefix?: string): { json: string; csv: string; jsonl: string; raw: string; timeslicesJson: string; timeslicesCsv: string; gpuTelemetry: string; serverMetrics: string; outputs: string } {
   if (prefix === undefined || prefix === '') {
-    return { ...AIPERF_FILES, timeslicesJson: 'profile_export_aiperf_timeslices.json', timeslicesCsv: 'profile_export_aiperf_timeslices.csv', gpuTelemetry: 'gpu_telemetry_export.jsonl', serverMetrics: 'server_metrics_export' };
+    return { ...AIPERF_FILES, timeslicesJson: 'profile_export_aiperf_timeslices.json', timeslicesCsv: 'profile_export_aiperf_timeslices.csv', gpuTelemetry: 'gpu_telemetry_export.jsonl', serverMetrics: 'server_metrics_export', outputs: 'outputs.json' };
   }
-  const p = prefix.replace(/(_raw\.jsonl|_timeslices\.(csv|json)|_gpu_telemetry\.jsonl|_server_metrics\.(jsonl|json|csv|parquet)|\.jsonl|\.json|\.csv)$/, '');
-  return { json: `${p}.json`, csv: `${p}.csv`, jsonl: `${p}.jsonl`, raw: `${p}_raw.jsonl`, timeslicesJson: `${p}_timeslices.json`, timeslicesCsv: `${p}_timeslices.csv`, gpuTelemetry: `${p}_gpu_telemetry.jsonl`, serverMetrics: `${p}_server_metrics` };
+  const p = prefix.replace(/(_raw\.jsonl|_timeslices\.(csv|json)|_gpu_telemetry\.jsonl|_server_metrics\.(jsonl|json|csv|parquet)|_outputs\.json|\.jsonl|\.json|\.csv)$/, '');
+  return { json: `${p}.json`, csv: `${p}.csv`, jsonl: `${p}.jsonl`, raw: `${p}_raw.jsonl`, timeslicesJson: `${p}_timeslices.json`, timeslicesCsv: `${p}_timeslices.csv`, gpuTelemetry: `${p}_gpu_telemetry.jsonl`, serverMetrics: `${p}_server_metrics`, outputs: `${p}_outputs.json` };
 }
 
 /** AIPerf's `run_info` block (schema 1.2+): what reproduces this run from its JSON alone. */
