@@ -120,6 +120,7 @@ interface TenantState {
   tokens: TokenBucket | undefined;
   inflight: number[];
   dispatched: number[];
+  lent: number[];
   shed: number[];
   rateLimited: number;
 }
@@ -149,8 +150,8 @@ export class CallFlow {
     return this.#tenant.tokens !== undefined;
   }
 
-  /** The call got its first worker (once; later attempts are not counted again). */
-  assigned(nowMs: number): void {
+  /** The call got its first worker (once; later attempts are not counted again); `lent`: on a slot lent over the worker's cap. */
+  assigned(nowMs: number, lent = false): void {
     if (this.#dispatched || this.#done) return;
     this.#dispatched = true;
     const band = PRIORITIES.indexOf(this.ticket.priority);
@@ -158,6 +159,10 @@ export class CallFlow {
     this.#tenant.dispatched[band]!++;
     const labels = { tenant: this.#tenant.name, priority: this.ticket.priority };
     this.#fc.metrics.dispatched.inc(labels);
+    if (lent) {
+      this.#tenant.lent[band]!++;
+      this.#fc.metrics.lent.inc(labels);
+    }
     this.#fc.metrics.wait.observe(labels, (nowMs - this.#arrivedMs) / 1000);
   }
 
@@ -189,6 +194,7 @@ export class CallFlow {
 /** The Prometheus families of flow control. */
 class FlowMetrics {
   readonly dispatched: Counter<'tenant' | 'priority'>;
+  readonly lent: Counter<'tenant' | 'priority'>;
   readonly shed: Counter<'tenant' | 'priority' | 'reason'>;
   readonly rateLimited: Counter<'tenant' | 'limit'>;
   readonly fallbacks: Counter<'field'>;
@@ -218,6 +224,7 @@ class FlowMetrics {
       },
     });
     this.dispatched = new Counter({ name: 'tailgate_router_flow_dispatched_total', help: 'Requests of the tenant and priority sent to a worker (first sends).', labelNames: tp, registers });
+    this.lent = new Counter({ name: 'tailgate_router_flow_lent_total', help: "Of those, requests sent on a slot lent over the worker's cap (the tenant held less than its weighted share).", labelNames: tp, registers });
     this.shed = new Counter({ name: 'tailgate_router_flow_shed_total', help: 'Sheddable requests shed with 429 (queue or tenant full, or wait past the deadline).', labelNames: [...tp, 'reason'] as const, registers });
     this.rateLimited = new Counter({ name: 'tailgate_router_flow_rate_limited_total', help: "Requests refused with 429 by the tenant's token bucket on requests or tokens.", labelNames: ['tenant', 'limit'] as const, registers });
     this.fallbacks = new Counter({ name: 'tailgate_router_flow_fallbacks_total', help: 'Requests whose tenant or priority header was missing or unknown and fell back to the default.', labelNames: ['field'] as const, registers });
@@ -318,7 +325,7 @@ export class FlowControl {
         queued: { ...perBand([0, 0, 0]), ...queued.get(t.name) },
         inflight: perBand(t.inflight),
         dispatched: perBand(t.dispatched),
-        lent: this.#dispatcher.flowLent(t.name),
+        lent: perBand(t.lent),
         shed: perBand(t.shed),
         rate_limited: t.rateLimited,
         request_bucket: t.requests ? Math.floor(t.requests.level) : null,
@@ -378,7 +385,7 @@ export class FlowControl {
   #tenant(name: string, nowMs: number): TenantState {
     let t = this.#tenants.get(name);
     if (t === undefined) {
-      t = { name, requests: undefined, tokens: undefined, inflight: [0, 0, 0], dispatched: [0, 0, 0], shed: [0, 0, 0], rateLimited: 0 };
+      t = { name, requests: undefined, tokens: undefined, inflight: [0, 0, 0], dispatched: [0, 0, 0], lent: [0, 0, 0], shed: [0, 0, 0], rateLimited: 0 };
       this.#buckets(t, nowMs);
       this.#tenants.set(name, t);
     }

@@ -569,7 +569,7 @@ export class ProxyCall {
       return;
     }
     const flow = this.flow;
-    const r = d.submit(this.routeReq, (w) => this.#onAssign(w), {
+    const r = d.submit(this.routeReq, (w, lent) => this.#onAssign(w, lent), {
       exclude: this.tried,
       resend: this.retries > 0 || this.resent !== null,
       ...(flow && { flow: flow.ticket, onShed: (reason) => this.#shed(flow, reason) }),
@@ -589,14 +589,14 @@ export class ProxyCall {
     this.#giveUp(429, `sheddable request shed: ${why}; retry later`, 'shed', { 'retry-after': String(retryAfterS) });
   }
 
-  #onAssign(w: WorkerView): void {
+  #onAssign(w: WorkerView, lent: boolean): void {
     this.queuedAtMs = -1;
     const b = this.ctx.backends.get(w.id)!;
     if (this.finished) {
       this.ctx.dispatcher.release(w.id, this.flow?.ticket);
       return;
     }
-    if (this.#firstWorker === null) this.flow?.assigned(this.ctx.clock.now());
+    if (this.#firstWorker === null) this.flow?.assigned(this.ctx.clock.now(), lent);
     this.#firstWorker ??= b.id;
     if (!this.#everQueued && this.attempt === undefined) this.ctx.metrics.overhead.observe((this.ctx.clock.now() - this.#receivedMs) / 1000);
     const a = new Attempt(this, b, this.#continuation !== null);

@@ -143,7 +143,7 @@ class WorkerEntry implements WorkerView {
 
 interface QueueEntry {
   req: RouteRequest;
-  onAssign: (worker: WorkerView) => void;
+  onAssign: (worker: WorkerView, lent: boolean) => void;
   exclude: ReadonlySet<string> | undefined;
   onShed: ((reason: ShedReason) => void) | undefined;
   ticket: FlowTicket;
@@ -412,11 +412,6 @@ export class Dispatcher {
     return this.#flows?.inflight(tenant) ?? 0;
   }
 
-  /** With flow control on: requests of `tenant` sent on a slot lent over a worker's cap, since the start; otherwise 0. */
-  flowLent(tenant: string): number {
-    return this.#flows?.lent(tenant) ?? 0;
-  }
-
   /** With flow control on: applies new flow options (weights, bounds, aging), as from a reloaded config; `maxQueue` stays. */
   configureFlows(opts: FlowQueueOptions): void {
     this.#flows?.configure({ maxQueue: this.#maxQueue, ...opts });
@@ -456,7 +451,7 @@ export class Dispatcher {
    * it gets the worker itself, a live read-only view (not a copy: the simulator assigns ~100k
    * requests a simulated second), whose `model` is the worker's first.
    */
-  submit(req: RouteRequest, onAssign: (worker: WorkerView) => void, opts: SubmitOptions = {}): SubmitResult {
+  submit(req: RouteRequest, onAssign: (worker: WorkerView, lent: boolean) => void, opts: SubmitOptions = {}): SubmitResult {
     if (!opts.resend) {
       this.#budget.earn();
       if (req.promptTokens > 0) {
@@ -725,9 +720,9 @@ export class Dispatcher {
     if (w.inflight === 0 && this.#now) w.stats.busySinceMs = this.#now();
     w.inflight++;
     this.#totalInflight++;
-    this.#flows?.started(entry.ticket.tenant, lent);
+    this.#flows?.started(entry.ticket.tenant);
     this.policy.assigned?.(w.id, entry.req);
-    entry.onAssign(w);
+    entry.onAssign(w, lent);
   }
 
   #dequeued(model: string): void {

@@ -103,7 +103,6 @@ export class FlowQueue<T> {
   readonly #items = new Map<T, Item<T>>();
   /** Requests of each tenant on a worker (every band), as the dispatcher reports them. */
   readonly #inflight = new Map<string, number>();
-  readonly #lent = new Map<string, number>();
   readonly #bandCount = [0, 0, 0];
   /** Virtual time per band: the start tag of the last request dispatched from it. */
   readonly #virtual = [0, 0, 0];
@@ -141,15 +140,9 @@ export class FlowQueue<T> {
     return this.#lendSlots;
   }
 
-  /** A request of `tenant` went to a worker (`lent`: on a slot lent over its cap). */
-  started(tenant: string, lent = false): void {
+  /** A request of `tenant` went to a worker. */
+  started(tenant: string): void {
     this.#inflight.set(tenant, (this.#inflight.get(tenant) ?? 0) + 1);
-    if (lent) this.#lent.set(tenant, (this.#lent.get(tenant) ?? 0) + 1);
-  }
-
-  /** Requests of `tenant` sent on a lent slot, since the start. */
-  lent(tenant: string): number {
-    return this.#lent.get(tenant) ?? 0;
   }
 
   /** A request of `tenant` left its worker, whatever ended it. */
