@@ -66,7 +66,8 @@ export interface DispatcherOptions {
   resendBurst?: number;
   /**
    * Flow control: waiting requests are ordered by priority band, then fairly between tenants (see
-   * {@link FlowQueue}) instead of first come, first served; `maxQueue` bounds it unless it sets its own.
+   * {@link FlowQueue}) instead of first come, first served, and a tenant below its weighted share of
+   * the slots is lent one over a worker's cap (`lendSlots`); `maxQueue` bounds it unless it sets its own.
    * @default off (one FIFO queue)
    */
   flows?: FlowQueueOptions;
@@ -449,7 +450,8 @@ export class Dispatcher {
    * in the queue (`onAssign` is called later, from `release` or `setHealthy`), or nowhere when
    * the queue is full. The assigned worker's in-flight is already counted when `onAssign` runs;
    * it gets the worker itself, a live read-only view (not a copy: the simulator assigns ~100k
-   * requests a simulated second), whose `model` is the worker's first.
+   * requests a simulated second), whose `model` is the worker's first, and `lent`: true when the
+   * request went on a slot lent over the worker's cap (flow control).
    */
   submit(req: RouteRequest, onAssign: (worker: WorkerView, lent: boolean) => void, opts: SubmitOptions = {}): SubmitResult {
     if (!opts.resend) {
