@@ -74,9 +74,10 @@ export class SeqTable {
   readonly all: Seq[] = [];
   /**
    * By record index: when its request last got a token (0 before the first), kept here while it
-   * does not run (a fraction in an object field is a heap number of its own, one per request).
+   * does not run (a fraction in an object field is a heap number of its own, one per request; an
+   * array of them holds them unboxed, and grows in the engine's heap, not by fresh buffers).
    */
-  lastTokenMs = new Float64Array(64);
+  readonly lastTokenMs: number[] = [];
   /** Records free for reuse, most recently freed last. */
   readonly #spare: Seq[] = [];
 
@@ -88,13 +89,8 @@ export class SeqTable {
       if (index === RECORDS) return null;
       seq = new Seq(index);
       this.all.push(seq);
-      if (index === this.lastTokenMs.length) {
-        const grown = new Float64Array(index * 2);
-        grown.set(this.lastTokenMs);
-        this.lastTokenMs = grown;
-      }
-    }
-    this.lastTokenMs[seq.index] = 0;
+      this.lastTokenMs.push(0);
+    } else this.lastTokenMs[seq.index] = 0;
     return seq;
   }
 

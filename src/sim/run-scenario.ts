@@ -345,6 +345,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const wheel = wheels[feIndex]!;
     const key = Math.max(wheel.done + 1, Math.ceil(atMs / SWEEP_MS));
     a.sweepKey = key;
+    a.sweepReplica = feIndex;
     let slot = wheel.slots.get(key);
     if (slot === undefined) {
       slot = spareSlots.pop() ?? new SweepSlot();
@@ -372,7 +373,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       for (let k = 0; k < slot.length; k++) {
         const a = items[k]!;
         // Ended, or filed again since (a reused attempt may be listed twice, or by another replica).
-        if (a.sweepKey !== key || !a.live || a.req.feIndex !== feIndex || a.req.resent) continue;
+        // (A re-sent request's attempt is never filed, and a request is re-sent once its attempt
+        // ended: checking these on the attempt alone spares a cold read of its request.)
+        if (a.sweepKey !== key || a.sweepReplica !== feIndex || !a.live) continue;
         a.sweepKey = -1;
         if (!a.hasFirstToken) {
           const promptTokens = a.req.plan.promptTokens;

@@ -178,8 +178,9 @@ export class SimAttempt implements EngineRequest {
   live = true;
   /** What its engine returned when it accepted it (-1 before). */
   ticket = -1 as Ticket;
-  /** The simulator's deadline sweep: the sweep it is filed under (-1: none), and its place in the sweep's order. */
+  /** The simulator's deadline sweep: the sweep it is filed under (-1: none), by which replica, and its place in the sweep's order. */
   sweepKey = -1;
+  sweepReplica = -1;
   startSeq = 0;
 
   constructor(times: TimeRows, route: AttemptRoute, req: SimRequest, nowMs: number) {
