@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PRESETS, runMonteCarlo, runScenario, scenarioFromObject, simulateJson } from './index.js';
+import { PRESETS, runMonteCarlo, runScenario, scenarioFromObject, simulateJson, simulateReportDoc } from './index.js';
 
 /** One small worker behind a router cap of 4, open-loop overload: 90% of requests from a noisy tenant. */
 function noisyNeighbour(flows: boolean) {
@@ -82,7 +82,7 @@ test('simulate preset batch-interactive: only the sheddable batch tenant is shed
   assert.ok(batch.ttftP99Ms < 5500, `batch p99 ${batch.ttftP99Ms} ms`);
 });
 
-test('simulate --json: each policy carries its first trial\'s tenants', () => {
+test('simulate --json and --html: each policy carries its first trial\'s tenants', () => {
   const scenario = PRESETS['noisy-neighbour']!;
   const result = runMonteCarlo({ scenario, policies: ['adaptive'], trials: 1, seed: 1 });
   const json = simulateJson({ scenarios: [{ scenario, result }], policies: ['adaptive'], trials: 1, seed: 1, wallMs: 1 });
@@ -90,4 +90,8 @@ test('simulate --json: each policy carries its first trial\'s tenants', () => {
   assert.equal(t.seed, 1);
   assert.deepEqual(t.tenants.map((x) => x.name), ['noisy', 'interactive']);
   assert.equal(t.tenants.reduce((a, x) => a + x.requests, 0), scenario.requestCount);
+  // the HTML report has the same table
+  const doc = simulateReportDoc({ scenarios: [{ scenario, result }], policies: ['adaptive'], trials: 1, seed: 1, wallMs: 1 });
+  const section = doc.sections.find((x) => x.title === 'noisy-neighbour / adaptive: tenants (trial seed 1)');
+  assert.deepEqual(section?.table?.rows.map((r) => r[0]), ['noisy', 'interactive']);
 });

@@ -193,6 +193,10 @@ export function simulateReportDoc(run: SimulateRun): ReportDoc {
         windows: rep.faults.map((f) => ({ fromMs: f.atMs, toMs: Math.min(f.atMs + f.forMs, rep.simulatedMs), label: `${workerName(f.worker, simWorkerId(f.worker))} ${f.kind}` })).filter((w) => w.fromMs <= rep.simulatedMs),
       });
       sections.push({ title: `${scenario.name} / ${p}: ${rep.shape.shape}`, text: rep.shape.explanation, charts });
+      if (rep.tenants) {
+        const rows = tenantRows(rep.tenants);
+        sections.push({ title: `${scenario.name} / ${p}: tenants (trial seed ${rep.seed})`, text: `Profiling requests per tenant; errors count the ${rep.shed ?? 0} shed with 429.`, table: { columns: rows[0]!, rows: rows.slice(1) } });
+      }
       if (rep.explanation) {
         const rows = explainRows(rep.explanation);
         sections.push({
