@@ -49,9 +49,9 @@ f('--request-timeout-seconds', 'value', I, 'bound on each whole request', '600')
 f('--wait-for-model-timeout', 'value', I, 'wait until the model answers an inference before the run', '0');
 f('--wait-for-model-mode', 'value', I, 'how the readiness wait probes (models, inference, both)', 'inference');
 f('--wait-for-model-interval', 'value', I, 'seconds between readiness probes', '5');
-f('--reset-kv-cache', 'switch', X, 'POST a KV-cache reset to the server before each run');
-f('--reset-kv-cache-timeout-seconds', 'value', X, 'timeout of the KV-cache reset request', '10');
-f('--reset-kv-cache-path', 'value', X, 'path of the KV-cache reset request', '/reset_prefix_cache');
+f('--reset-kv-cache', 'switch', I, 'POST a KV-cache reset to the server before each run');
+f('--reset-kv-cache-timeout-seconds', 'value', I, 'timeout of the KV-cache reset request', '10');
+f('--reset-kv-cache-path', 'value', I, 'path of the KV-cache reset request', '/reset_prefix_cache');
 f('--server-profiler', 'switch', X, 'start and stop the server\'s profiler around the run');
 f('--server-profiler-timeout-seconds', 'value', X, 'timeout of the profiler control requests', '10');
 f('--server-profiler-start-path', 'value', X, 'path that starts the server profiler', '/start_profile');

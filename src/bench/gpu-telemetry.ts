@@ -163,7 +163,7 @@ export function telemetryData(endpoints: readonly GpuTelemetrySeries[], profilin
       }
       gpus[`gpu_${index}`] = {
         gpu_index: index, gpu_name: g.gpu_model_name, gpu_uuid: g.gpu_uuid, platform: 'nvidia',
-        hostname: g.hostname ?? null,
+        ...(g.hostname !== undefined && { hostname: g.hostname }),
         ...(g.namespace !== undefined && { namespace: g.namespace }),
         ...(g.pod_name !== undefined && { pod_name: g.pod_name }),
         metrics,

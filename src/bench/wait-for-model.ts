@@ -1,6 +1,7 @@
 import { TailgateError } from '../core/index.js';
 import type { ResolvedBenchOptions } from './options.js';
 import { requestPayload } from './payload.js';
+import { controlHeaders as headersOf } from './server-control.js';
 
 /** AIPerf's `--wait-for-model-mode`: `/v1/models` lists the model, a one-token inference answers, or both in turn. */
 export type WaitForModelMode = 'models' | 'inference' | 'both';
@@ -13,10 +14,6 @@ export interface WaitForModelOptions {
   /** @default 'inference' */
   mode?: WaitForModelMode;
   signal?: AbortSignal;
-}
-
-function headersOf(o: ResolvedBenchOptions): Record<string, string> {
-  return { 'content-type': 'application/json', ...o.headers, ...(o.apiKey !== null && { authorization: `Bearer ${o.apiKey}` }) };
 }
 
 /** One readiness probe of one target; null when ready, else why not. */

@@ -27,6 +27,7 @@ import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../work
 import { exportFileNames, redactCommand } from '../report/index.js';
 import { serverMetricsUrl, startServerMetrics, writeServerMetrics } from '../bench/server-metrics.js';
 import { waitForModel, type WaitForModelMode } from '../bench/wait-for-model.js';
+import { resetKvCache } from '../bench/server-control.js';
 import { gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/gpu-telemetry.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
@@ -206,6 +207,10 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
      * scraped around it into `runDir`; `telemetry` goes into the run's JSON and CSV exports.
      */
     const benchOnce = async (runOpts: BenchOptions, runDir: string): Promise<{ result: BenchResult; telemetry: Pick<BenchArtifactOptions, 'telemetryData' | 'csvAppendix'> }> => {
+      if (flags['resetKvCache'] === true) {
+        const warnings = await resetKvCache(resolved, (flags['resetKvCachePath'] as string | undefined) ?? '/reset_prefix_cache', ((flags['resetKvCacheTimeoutSeconds'] as number | undefined) ?? 10) * 1000);
+        if (logs(logLevel, 'WARNING')) for (const w of warnings) process.stderr.write(`tailgate: ${w}\n`);
+      }
       const scrape = scrapeUrls.length > 0 ? startServerMetrics(scrapeUrls) : null;
       const gpu = gpuTelemetryUrls.length > 0 ? startGpuTelemetry(gpuTelemetryUrls) : null;
       const result = await runBench(runOpts, ctl.signal);

@@ -1,5 +1,6 @@
-// `--wait-for-model-timeout`: bench waits for the endpoint to serve the model before the run (a CI
-// job that starts the server and the benchmark together), and gives up with one line when it never does.
+// Talking to the server around the run: `--wait-for-model-timeout` waits for the endpoint to serve the
+// model (a CI job that starts the server and the benchmark together) and gives up with one line when it
+// never does; `--reset-kv-cache` clears the server's prefix cache before each run.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -58,4 +59,36 @@ test('a model that is never served: exit 1 with one line naming why', async (t) 
   assert.equal(r.code, 1);
   assert.match(r.stderr, /^tailgate: the model Qwen\/Qwen3-8B was not ready within 1 s \(--wait-for-model-timeout\): http:\/\/127\.0\.0\.1:\d+\/v1\/models does not list Qwen\/Qwen3-8B$/m);
   assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+});
+
+test('--reset-kv-cache POSTs the reset path on the server before each run; a server that refuses it gets one warning line', async (t) => {
+  const answer = readFileSync(new URL('../src/openai/testdata/vllm-chat-nonstream.json', import.meta.url), 'utf8');
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      seen.push(`${req.method} ${req.url}`);
+      if (req.url === '/reset_prefix_cache' && req.method === 'POST') return void res.end();
+      if (req.url === '/v1/chat/completions') return void res.setHeader('content-type', 'application/json').end(answer);
+      res.statusCode = 404;
+      res.end('{"detail":"Not Found"}');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => server.close());
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-reset-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const args = ['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', url, '--concurrency', '1', '--request-count', '2', '--isl', '8', '--osl', '4'];
+  const r = await runCli([...args, '--reset-kv-cache', '--num-profile-runs', '2', '--artifact-dir', dir], { timeoutMs: 60_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(seen, ['POST /reset_prefix_cache', 'POST /v1/chat/completions', 'POST /v1/chat/completions', 'POST /reset_prefix_cache', 'POST /v1/chat/completions', 'POST /v1/chat/completions'], 'a reset before each run');
+  assert.doesNotMatch(r.stderr, /--reset-kv-cache/);
+
+  seen.length = 0;
+  const refused = await runCli([...args, '--reset-kv-cache', '--reset-kv-cache-path', 'flush_cache', '--artifact-dir', dir], { timeoutMs: 60_000 });
+  assert.equal(refused.code, 0, refused.stderr);
+  assert.equal(seen[0], 'POST /flush_cache');
+  assert.match(refused.stderr, /^tailgate: warning: --reset-kv-cache: http:\/\/127\.0\.0\.1:\d+\/flush_cache answered HTTP 404; the run starts with whatever the cache holds$/m);
 });
