@@ -284,6 +284,8 @@ function runBareRelay(urls: string[], handles: boolean): void {
       s.write(Buffer.concat([Buffer.from(`POST ${req.url} HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`), body]));
     });
   });
+  // exit on SIGTERM rather than be killed by it, so a --cpu-prof profile gets written
+  process.once('SIGTERM', () => process.exit(0));
   server.listen(0, '127.0.0.1', () => {
     console.log(JSON.stringify({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}` }));
     console.log('ready');
