@@ -87,4 +87,10 @@ test('--gpu-telemetry writes AIPerf\'s GPU telemetry JSONL, telemetry_data and C
   assert.match(csv, /\n\n\nEndpoint,GPU_Index,GPU_Name,GPU_UUID,Platform,Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std,Hostname,Namespace,Pod Name\n/);
   assert.match(csv, new RegExp(`\\n${fixtureUrl.replace(/\./g, '\\.')},0,NVIDIA H100 80GB HBM3,GPU-5c3a1f0e-9b7d-4e2a-8f61-2d4c7b9e0a13,nvidia,NVIDIA GPU Power Usage \\(W\\),652\\.42,`));
   assert.ok(doc.output_token_throughput.avg > 0);
+
+  // The console: AIPerf's telemetry summary after the metrics table.
+  assert.match(r.stdout, /GPU telemetry: 2\/4 telemetry sources reachable\n/);
+  assert.match(r.stdout, /\n {2}localhost:9400 unreachable\n/);
+  assert.match(r.stdout, new RegExp(`\\n${fixtureUrl.replace(/\./g, '\\.')} \\| GPU 0 \\| NVIDIA H100 80GB HBM3\\n  Metric +avg +min`));
+  assert.match(r.stdout, /\n {2}NVIDIA GPU Power Usage \(W\) +652\.42 +652\.42 +652\.42/);
 });

@@ -242,3 +242,26 @@ export async function writeGpuTelemetryJsonl(dir: string, file: string, endpoint
     if (lines.length > 0) await appendFile(path, `${lines.join('\n')}\n`);
   }
 }
+
+/**
+ * AIPerf's GPU telemetry console summary: how many sources answered, then per GPU the fields'
+ * avg, min, max, p99, p90, p50 and std (a counter: its delta under avg). Empty when nothing was configured.
+ */
+export function formatTelemetryTable(data: Record<string, unknown>): string {
+  const summary = data['summary'] as { endpoints_configured: string[]; endpoints_successful: string[] };
+  if (summary.endpoints_configured.length === 0) return '';
+  const lines = [`GPU telemetry: ${summary.endpoints_successful.length}/${summary.endpoints_configured.length} telemetry sources reachable`];
+  for (const u of summary.endpoints_configured) lines.push(`  ${endpointDisplay(u)} ${summary.endpoints_successful.includes(u) ? 'ok' : 'unreachable'}`);
+  const cols = ['avg', 'min', 'max', 'p99', 'p90', 'p50', 'std'] as const;
+  for (const [endpoint, e] of Object.entries(data['endpoints'] as Record<string, { gpus: Record<string, Record<string, unknown>> }>)) {
+    for (const g of Object.values(e.gpus)) {
+      lines.push(`${endpoint} | GPU ${g['gpu_index'] as number} | ${g['gpu_name'] as string}`);
+      const metrics = g['metrics'] as Record<string, Stats>;
+      const rows = GPU_TELEMETRY_METRICS.filter((s) => metrics[s.field]).map((s) => [`${s.header} (${s.unit})`, ...cols.map((c) => (typeof metrics[s.field]![c] === 'number' ? (metrics[s.field]![c] as number).toFixed(2) : ''))]);
+      const width = rows.reduce((w, r) => Math.max(w, r[0]!.length), 'Metric'.length);
+      lines.push(`  ${'Metric'.padEnd(width)}${cols.map((c) => c.padStart(10)).join('')}`);
+      for (const r of rows) lines.push(`  ${r[0]!.padEnd(width)}${r.slice(1).map((v) => v.padStart(10)).join('')}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -28,7 +28,7 @@ import { exportFileNames, redactCommand } from '../report/index.js';
 import { serverMetricsUrl, startServerMetrics, writeServerMetrics } from '../bench/server-metrics.js';
 import { waitForModel, type WaitForModelMode } from '../bench/wait-for-model.js';
 import { resetKvCache } from '../bench/server-control.js';
-import { gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/gpu-telemetry.js';
+import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/gpu-telemetry.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 
@@ -206,7 +206,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
      * One run, with the server metrics (AIPerf `--server-metrics`) and GPU telemetry (`--gpu-telemetry`)
      * scraped around it into `runDir`; `telemetry` goes into the run's JSON and CSV exports.
      */
-    const benchOnce = async (runOpts: BenchOptions, runDir: string): Promise<{ result: BenchResult; telemetry: Pick<BenchArtifactOptions, 'telemetryData' | 'csvAppendix'> }> => {
+    const benchOnce = async (runOpts: BenchOptions, runDir: string): Promise<{ result: BenchResult; telemetry: Pick<BenchArtifactOptions, 'telemetryData' | 'csvAppendix'>; telemetryText: string }> => {
       if (flags['resetKvCache'] === true) {
         const warnings = await resetKvCache(resolved, (flags['resetKvCachePath'] as string | undefined) ?? '/reset_prefix_cache', ((flags['resetKvCacheTimeoutSeconds'] as number | undefined) ?? 10) * 1000);
         if (logs(logLevel, 'WARNING')) for (const w of warnings) process.stderr.write(`tailgate: ${w}\n`);
@@ -215,14 +215,14 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       const gpu = gpuTelemetryUrls.length > 0 ? startGpuTelemetry(gpuTelemetryUrls) : null;
       const result = await runBench(runOpts, ctl.signal);
       if (scrape) await writeServerMetrics(runDir, exportFileNames(filePrefix).serverMetrics, await scrape.stop(), formats);
-      if (!gpu) return { result, telemetry: {} };
+      if (!gpu) return { result, telemetry: {}, telemetryText: '' };
       const endpoints = await gpu.stop();
       await writeGpuTelemetryJsonl(runDir, exportFileNames(filePrefix).gpuTelemetry, endpoints);
       const data = telemetryData(endpoints, result.startTime.getTime(), result.endTime);
-      return { result, telemetry: { telemetryData: data, csvAppendix: telemetryCsv(data) } };
+      return { result, telemetry: { telemetryData: data, csvAppendix: telemetryCsv(data) }, telemetryText: formatTelemetryTable(data) };
     };
     if (plan.runs === 1 && sweep === null) {
-      const { result, telemetry } = await benchOnce(opts, dir);
+      const { result, telemetry, telemetryText } = await benchOnce(opts, dir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(dir, result, {
         exportLevel, exportOutputsJson, version: VERSION, runInfo: { cli_command: cliCommand }, ...telemetry,
@@ -231,7 +231,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
         ...(Object.keys(distributed).length > 0 && { extra: distributed }),
       });
       await (await import('../validate/index.js')).writeBenchReport(dir, result);
-      process.stdout.write(formatBenchReport(result));
+      process.stdout.write(formatBenchReport(result) + telemetryText);
       process.stdout.write(`artifacts: ${dir}\n`);
       if (result.cancelled) return interruptedCode();
       return everyRequestFailed(result) ? 1 : 0;
@@ -247,7 +247,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     };
     /** One run into `runDir` with its exports and console report; its summary, or null when it was cut short. */
     const runInto = async (runDir: string, runOpts: BenchOptions, trial: number, variation: Variation | null, title: string): Promise<Summary | null> => {
-      const { result, telemetry } = await benchOnce(runOpts, runDir);
+      const { result, telemetry, telemetryText } = await benchOnce(runOpts, runDir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(runDir, result, {
         exportLevel, exportOutputsJson, version: VERSION, ...telemetry,
@@ -256,7 +256,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
         ...(sliceDurationMs !== undefined && { sliceDurationMs }),
         ...(Object.keys(distributed).length > 0 && { extra: distributed }),
       });
-      process.stdout.write(`${title}:\n${formatBenchReport(result)}`);
+      process.stdout.write(`${title}:\n${formatBenchReport(result)}${telemetryText}`);
       failed ||= everyRequestFailed(result);
       return result.cancelled ? null : result.summary;
     };
