@@ -48,11 +48,6 @@ export class RunningSet {
     this.#alloc(cap);
   }
 
-  /** Room for entries before the next growth. */
-  get capacity(): number {
-    return this.computed.length;
-  }
-
   /** Appends `seq` (its counters as its record holds them, its last token at `lastMs`) as a FREE entry, growing if full; returns the entry. */
   push(seq: Seq, lastMs: number): number {
     if (this.len === this.computed.length) {
