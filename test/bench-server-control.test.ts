@@ -1,6 +1,7 @@
 // Talking to the server around the run: `--wait-for-model-timeout` waits for the endpoint to serve the
 // model (a CI job that starts the server and the benchmark together) and gives up with one line when it
-// never does; `--reset-kv-cache` clears the server's prefix cache before each run.
+// never does; `--reset-kv-cache` clears the server's prefix cache before each run;
+// `--failed-request-threshold` stops a run whose server keeps failing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -91,4 +92,28 @@ test('--reset-kv-cache POSTs the reset path on the server before each run; a ser
   assert.equal(refused.code, 0, refused.stderr);
   assert.equal(seen[0], 'POST /flush_cache');
   assert.match(refused.stderr, /^tailgate: warning: --reset-kv-cache: http:\/\/127\.0\.0\.1:\d+\/flush_cache answered HTTP 404; the run starts with whatever the cache holds$/m);
+});
+
+test('--failed-request-threshold stops a run whose server keeps failing, once the grace floor is reached: exit 1, what was measured written', async (t) => {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.statusCode = 500;
+      res.setHeader('content-type', 'application/json');
+      res.end('{"object":"error","message":"engine dead","type":"InternalServerError","param":null,"code":500}');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => server.close());
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-threshold-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', url, '--concurrency', '2', '--request-count', '200', '--isl', '8', '--osl', '4',
+    '--failed-request-threshold', '0.5', '--artifact-dir', dir], { timeoutMs: 60_000 });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^tailgate: stopped early: 10 of 10 profiling requests failed \(100\.0%\), over --failed-request-threshold 0\.5$/m, 'checked from max(concurrency, 10) requests on');
+  const doc = JSON.parse(readFileSync(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { was_cancelled: boolean; error_request_count: { avg: number } };
+  assert.equal(doc.was_cancelled, true);
+  assert.equal(doc.error_request_count.avg, 10, 'the request cut in flight is not counted as a failure');
 });

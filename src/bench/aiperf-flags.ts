@@ -202,7 +202,7 @@ f('--concurrency-ramp-duration', 'value', X, 'ramp concurrency from 1 over this 
 f('--prefill-concurrency-ramp-duration', 'value', X, 'ramp prefill concurrency', '1');
 f('--request-rate-ramp-duration', 'value', X, 'ramp the request rate', '1');
 f('--request-rate-series', 'value', X, 'piecewise-linear request-rate file', 'series.json');
-f('--failed-request-threshold', 'value', X, 'abort once this fraction of requests failed', '0.5');
+f('--failed-request-threshold', 'value', I, 'abort once this fraction of requests failed', '0.5');
 f('--trajectory-start-min-ratio', 'value', X, 'agentic replay: earliest start within a trajectory', '0.25');
 f('--trajectory-start-max-ratio', 'value', X, 'agentic replay: latest start within a trajectory', '0.75');
 f('--burst-phase-starts', 'switch', X, 'agentic replay: fire each phase\'s first requests together');

@@ -22,7 +22,8 @@ export function formatBenchReport(result: BenchResult): string {
     lines.push(`errors: ${g.count} x ${g.kind}${g.status === null ? '' : ` ${g.status}`}: ${g.message}`);
   }
   for (const w of result.warnings) lines.push(`warning: ${w}`);
-  if (result.cancelled) lines.push('cancelled: results cover what was measured before the interrupt');
+  if (result.stoppedEarly !== undefined) lines.push(`stopped early: ${result.stoppedEarly}; results cover what was measured until then`);
+  else if (result.cancelled) lines.push('cancelled: results cover what was measured before the interrupt');
   return `${lines.join('\n')}\n`;
 }
 

@@ -132,6 +132,11 @@ export interface BenchOptions {
   keepFirstData?: boolean;
   /** Keep each request's body and answer for `--export-level raw` (not with `threads` > 1). @default false */
   keepRaw?: boolean;
+  /**
+   * AIPerf `--failed-request-threshold`: stop the run once failed / finished profiling requests
+   * exceeds this ratio (0..1), checked from max(concurrency, 10) finished requests on. @default none
+   */
+  failedRequestThreshold?: number;
 }
 
 /** The resolved workload flags: synthetic sessions (with prefixes and turns), or a trace file. */
@@ -193,6 +198,7 @@ export interface ResolvedBenchOptions {
   useServerTokenCount: boolean;
   requestCancellationRate: number;
   requestCancellationDelayMs: number;
+  failedRequestThreshold: number | null;
   headers: Record<string, string>;
   apiKey: string | null;
   requestTimeoutMs: number;
@@ -255,6 +261,9 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--request-cancellation-rate', o.requestCancellationRate, 0);
   if ((o.requestCancellationRate ?? 0) > 100) throw bad(`--request-cancellation-rate is a percentage, 0-100 (got ${o.requestCancellationRate})`);
   numAtLeast('--request-cancellation-delay', o.requestCancellationDelayMs, 0);
+  if (o.failedRequestThreshold !== undefined && !(o.failedRequestThreshold >= 0 && o.failedRequestThreshold <= 1)) {
+    throw bad(`--failed-request-threshold is a ratio, 0-1 (got ${o.failedRequestThreshold})`);
+  }
   numAtLeast('--request-timeout-seconds', o.requestTimeoutMs, 0, true);
   numAtLeast('--synthetic-input-tokens-mean', o.inputTokensMean, 1);
   numAtLeast('--synthetic-input-tokens-stddev', o.inputTokensStddev, 0);
@@ -317,6 +326,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     useLegacyMaxTokens: o.useLegacyMaxTokens ?? false,
     requestCancellationRate: o.requestCancellationRate ?? 0,
     requestCancellationDelayMs: o.requestCancellationDelayMs ?? 0,
+    failedRequestThreshold: o.failedRequestThreshold ?? null,
     useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
     apiKey: o.apiKey ?? null,

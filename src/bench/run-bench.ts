@@ -29,6 +29,8 @@ export interface BenchResult {
   workload: Workload;
   /** One-line notes for people (e.g. client and server token counts disagree). */
   warnings: string[];
+  /** Why the run stopped itself early (`--failed-request-threshold`), when it did. */
+  stoppedEarly?: string;
   /** `keepRaw`: each request's body as sent and answer as received, by record id. */
   raw?: Map<string, { request: string; response: string; reasoning: string }>;
 }
@@ -89,6 +91,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   const draw = sessionSampler(o.datasetSampling, sessions.length, o.randomSeed + 7919 * (opts.arrivalSalt ?? 0));
   const nextSession = (): Session => sessions[draw()]!;
   let inflight = 0;
+  let stoppedEarly: string | null = null;
   let selfCheck: SelfCheck | undefined;
   let startTime: Date;
   let endTime: Date;
@@ -128,6 +131,12 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         completed++;
         if (record.outcome !== 'ok') errors++;
         records.push(record);
+        const limit = o.failedRequestThreshold;
+        if (limit !== null && phase === 'profiling' && stoppedEarly === null && completed >= Math.max(o.concurrency, 10) && errors / completed > limit) {
+          // AIPerf's fail-fast: the requests in flight are cut as an interrupt cuts them, the rest is not sent.
+          stoppedEarly = `${errors} of ${completed} profiling requests failed (${((100 * errors) / completed).toFixed(1)}%), over --failed-request-threshold ${limit}`;
+          stop.abort();
+        }
         raw?.set(record.id, { request: req.body, response: result.text, reasoning: result.reasoning });
         return result;
       };
@@ -161,8 +170,9 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     // Cancelled runs do not wait for in-flight sockets; completed ones close politely.
     await Promise.all(pools.map((p) => (signal?.aborted ? p.destroy() : p.close())));
   }
-  const done = finish(o, workload, records, selfCheck!, startTime, endTime, originEpochMs, signal?.aborted ?? false);
+  const done = finish(o, workload, records, selfCheck!, startTime, endTime, originEpochMs, (signal?.aborted ?? false) || stoppedEarly !== null);
   if (raw) done.raw = raw;
+  if (stoppedEarly !== null) done.stoppedEarly = stoppedEarly;
   return done;
 }
 

@@ -132,6 +132,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   const exportOutputsJson = (flags['exportOutputsJson'] as boolean | undefined) ?? flags['exportLevel'] === 'raw';
   if (flags['exportLevel'] === 'raw' || exportOutputsJson) opts.keepRaw = true;
   set('requestCancellationRate', flags['requestCancellationRate']);
+  set('failedRequestThreshold', flags['failedRequestThreshold']);
   set('requestCancellationDelayMs', flags['requestCancellationDelay'], (s: number) => s * 1000);
   set('useServerTokenCount', flags['useServerTokenCount']);
   set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
@@ -233,6 +234,10 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       await (await import('../validate/index.js')).writeBenchReport(dir, result);
       process.stdout.write(formatBenchReport(result) + telemetryText);
       process.stdout.write(`artifacts: ${dir}\n`);
+      if (result.stoppedEarly !== undefined) {
+        process.stderr.write(`tailgate: stopped early: ${result.stoppedEarly}\n`);
+        return 1;
+      }
       if (result.cancelled) return interruptedCode();
       return everyRequestFailed(result) ? 1 : 0;
     }
@@ -258,6 +263,10 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       });
       process.stdout.write(`${title}:\n${formatBenchReport(result)}${telemetryText}`);
       failed ||= everyRequestFailed(result);
+      if (result.stoppedEarly !== undefined) {
+        process.stderr.write(`tailgate: stopped early: ${result.stoppedEarly}\n`);
+        failed = true;
+      }
       return result.cancelled ? null : result.summary;
     };
     const aggregateInfo = (labels: string[], verdict: { converged: boolean; value: number | null } | null): AggregateInfo => ({
