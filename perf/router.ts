@@ -402,6 +402,7 @@ async function main(): Promise<void> {
   if (bins.haproxy) targets.push(haproxy(bins.haproxy));
   if (ONLY) targets.splice(0, targets.length, ...targets.filter((t) => ONLY.some((w) => t.name.includes(w))));
   const rows: Row[] = [];
+  const roundsOf = new Map<Row, number[]>();
   const running: { t: Target; p: Awaited<ReturnType<Target['start']>>; row: Row }[] = [];
   try {
     await bench(backends, STREAMS); // warm the fleet
@@ -418,7 +419,7 @@ async function main(): Promise<void> {
     // Every proxy runs all along; the measured runs take turns, round after round in a rotating
     // order, so a change in the machine's load falls on every target alike.
     const direct: Row = { name: 'direct', ttftP50: 0, ttftP99: 0, latencyP99: 0, messages: 0, cpuS: 0, sysS: 0, errors: 0 };
-    const samples = new Map<Row, { p50: number[]; p99: number[]; lat: number[] }>();
+    const samples = new Map<Row, { p50: number[]; p99: number[]; lat: number[]; usPerMsg: number[] }>();
     const measure = async (row: Row, url: string | string[], pid: number | null): Promise<void> => {
       const cpu0 = pid ? cpuSeconds(pid) : { total: 0, sys: 0 };
       const b = await bench(url, REQUESTS);
@@ -427,8 +428,9 @@ async function main(): Promise<void> {
       row.sysS += cpu1.sys - cpu0.sys;
       row.messages += b.messages;
       row.errors += b.errors;
-      const s = samples.get(row) ?? { p50: [], p99: [], lat: [] };
+      const s = samples.get(row) ?? { p50: [], p99: [], lat: [], usPerMsg: [] };
       samples.set(row, s);
+      if (pid) s.usPerMsg.push(((cpu1.total - cpu0.total) / b.messages) * 1e6);
       s.p50.push(b.ttftP50);
       s.p99.push(b.ttftP99);
       s.lat.push(b.latencyP99);
@@ -441,6 +443,7 @@ async function main(): Promise<void> {
       }
     }
     for (const [row, s] of samples) {
+      roundsOf.set(row, s.usPerMsg);
       row.ttftP50 = median(s.p50);
       row.ttftP99 = median(s.p99);
       row.latencyP99 = median(s.lat);
@@ -477,6 +480,14 @@ async function main(): Promise<void> {
     const ratioTo = (base: Row | undefined): string => (r.name === 'direct' || !base ? '-' : (perMsgUs(r) / perMsgUs(base)).toFixed(2));
     const plus = (x: number) => (r.name === 'direct' ? '-' : `${x >= 0 ? '+' : ''}${x.toFixed(1)}`);
     console.log(`| ${r.name} | ${r.ttftP50.toFixed(1)} | ${plus(r.ttftP50 - d.ttftP50)} | ${r.ttftP99.toFixed(1)} | ${plus(r.ttftP99 - d.ttftP99)} | ${cpu} | ${sys} | ${ratioTo(nginxCpu)} | ${ratioTo(floorCpu)} | ${r.errors} | ${r.stallTtftP99?.toFixed(0) ?? '-'} |`);
+  }
+  // Each round's own figure, and its ratio to the floor's in the same round: how far the load moved them.
+  const floorRounds = floorCpu ? roundsOf.get(floorCpu) : undefined;
+  for (const r of rows) {
+    const us = roundsOf.get(r);
+    if (!us || us.length === 0) continue;
+    const vsFloor = floorRounds && r !== floorCpu ? `; x floor ${us.map((x, i) => (x / floorRounds[i]!).toFixed(2)).join(', ')}` : '';
+    console.log(`per round, ${r.name}: us/message ${us.map((x) => x.toFixed(1)).join(', ')}${vsFloor}`);
   }
   if (!bins.nginx || !bins.haproxy) console.log('\n(nginx or haproxy not available: their rows are missing; run without --no-install as root to install them)');
 }
