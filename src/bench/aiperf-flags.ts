@@ -198,7 +198,7 @@ f('--request-rate', 'value', I, 'requests per second (a comma list sweeps)', '5'
 f('--arrival-pattern --request-rate-mode', 'value', I, 'constant, poisson, gamma or concurrency_burst arrivals', 'poisson');
 f('--arrival-smoothness --vllm-burstiness', 'value', I, 'shape of gamma arrivals (1 = poisson)', '1');
 f('--request-count --num-requests', 'value', I, 'profiling requests', '4');
-f('--concurrency-ramp-duration', 'value', X, 'ramp concurrency from 1 over this many seconds', '1');
+f('--concurrency-ramp-duration', 'value', I, 'ramp concurrency from 1 over this many seconds', '1');
 f('--prefill-concurrency-ramp-duration', 'value', X, 'ramp prefill concurrency', '1');
 f('--request-rate-ramp-duration', 'value', X, 'ramp the request rate', '1');
 f('--request-rate-series', 'value', X, 'piecewise-linear request-rate file', 'series.json');
@@ -224,7 +224,7 @@ f('--warmup-prefill-concurrency', 'value', X, 'prefill concurrency of the warm-u
 f('--warmup-request-rate', 'value', X, 'request rate of the warm-up', '1');
 f('--warmup-arrival-pattern', 'value', X, 'arrival pattern of the warm-up', 'constant');
 f('--warmup-grace-period', 'value', X, 'wait for warm-up responses this long', '1');
-f('--warmup-concurrency-ramp-duration', 'value', X, 'ramp warm-up concurrency', '1');
+f('--warmup-concurrency-ramp-duration', 'value', I, 'ramp warm-up concurrency', '1');
 f('--warmup-prefill-concurrency-ramp-duration', 'value', X, 'ramp warm-up prefill concurrency', '1');
 f('--warmup-request-rate-ramp-duration', 'value', X, 'ramp warm-up request rate', '1');
 

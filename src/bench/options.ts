@@ -137,6 +137,10 @@ export interface BenchOptions {
    * exceeds this ratio (0..1), checked from max(concurrency, 10) finished requests on. @default none
    */
   failedRequestThreshold?: number;
+  /** AIPerf `--concurrency-ramp-duration`: the profiling phase's slots open one by one over this long, from 1 to `concurrency`. @default 0 */
+  concurrencyRampMs?: number;
+  /** AIPerf `--warmup-concurrency-ramp-duration`: the same for the warm-up phase. @default 0 */
+  warmupConcurrencyRampMs?: number;
 }
 
 /** The resolved workload flags: synthetic sessions (with prefixes and turns), or a trace file. */
@@ -199,6 +203,8 @@ export interface ResolvedBenchOptions {
   requestCancellationRate: number;
   requestCancellationDelayMs: number;
   failedRequestThreshold: number | null;
+  concurrencyRampMs: number;
+  warmupConcurrencyRampMs: number;
   headers: Record<string, string>;
   apiKey: string | null;
   requestTimeoutMs: number;
@@ -261,6 +267,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--request-cancellation-rate', o.requestCancellationRate, 0);
   if ((o.requestCancellationRate ?? 0) > 100) throw bad(`--request-cancellation-rate is a percentage, 0-100 (got ${o.requestCancellationRate})`);
   numAtLeast('--request-cancellation-delay', o.requestCancellationDelayMs, 0);
+  numAtLeast('--concurrency-ramp-duration', o.concurrencyRampMs, 0, true);
+  numAtLeast('--warmup-concurrency-ramp-duration', o.warmupConcurrencyRampMs, 0, true);
   if (o.failedRequestThreshold !== undefined && !(o.failedRequestThreshold >= 0 && o.failedRequestThreshold <= 1)) {
     throw bad(`--failed-request-threshold is a ratio, 0-1 (got ${o.failedRequestThreshold})`);
   }
@@ -327,6 +335,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     requestCancellationRate: o.requestCancellationRate ?? 0,
     requestCancellationDelayMs: o.requestCancellationDelayMs ?? 0,
     failedRequestThreshold: o.failedRequestThreshold ?? null,
+    concurrencyRampMs: o.concurrencyRampMs ?? 0,
+    warmupConcurrencyRampMs: o.warmupConcurrencyRampMs ?? 0,
     useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
     apiKey: o.apiKey ?? null,

@@ -143,7 +143,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       const deadline = durationMs === null ? Number.POSITIVE_INFINITY : phaseStart + durationMs;
       const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + o.benchmarkGracePeriodMs, stop);
       try {
-        if (o.requestRate === null && !o.fixedSchedule) await closedLoop(o.concurrency, count, deadline, now, stop.signal, nextSession, one);
+        if (o.requestRate === null && !o.fixedSchedule) await closedLoop(o.concurrency, count, deadline, now, stop.signal, nextSession, one, phase === 'profiling' ? o.concurrencyRampMs : o.warmupConcurrencyRampMs);
         else {
           const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (phase === 'warmup' ? 1 : 0);
           const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, seed, count, durationMs, phaseStart, nextSession);
@@ -281,11 +281,14 @@ async function closedLoop(
   stopped: AbortSignal,
   nextSession: () => Session,
   one: (session: Session, turn: number, answers: readonly string[]) => Promise<CallResult>,
+  rampMs = 0,
 ): Promise<void> {
   let issued = 0;
   const limit = count ?? Number.POSITIVE_INFINITY;
   const more = (): boolean => !stopped.aborted && issued < limit && now() < deadline;
-  const slot = async (): Promise<void> => {
+  const slot = async (index: number): Promise<void> => {
+    // A ramp opens slot i at rampMs x i / (concurrency - 1): concurrency climbs from 1 to its target.
+    if (rampMs > 0 && index > 0) await sleep((rampMs * index) / (concurrency - 1), stopped);
     while (more()) {
       const session = nextSession();
       const answers: string[] = [];
@@ -303,7 +306,7 @@ async function closedLoop(
     }
   };
   const slots: Promise<void>[] = [];
-  for (let i = 0; i < Math.min(concurrency, limit); i++) slots.push(slot());
+  for (let i = 0; i < Math.min(concurrency, limit); i++) slots.push(slot(i));
   await Promise.all(slots);
 }
 
