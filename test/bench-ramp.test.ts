@@ -1,9 +1,10 @@
-// `--concurrency-ramp-duration`: the closed loop's slots open one by one over the ramp, so the
-// concurrency climbs from 1 to its target instead of starting at it.
+// `--concurrency-ramp-duration` and `--request-rate-ramp-duration`: the closed loop's slots open one by one
+// over the ramp, and an open loop's rate climbs to its target, instead of starting at it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFleet } from '../src/fleet/index.js';
 import { runBench } from '../src/bench/index.js';
+import { rampedTime } from '../src/bench/run-bench.js';
 import type { RequestRecord } from '../src/core/index.js';
 
 /** The most requests in flight at once among `rs`. */
@@ -32,4 +33,26 @@ test('a concurrency ramp opens the slots one by one: one request at a time at fi
   const flat = await runBench({ url: fleet.workers[0]!.url, model: 'm', streaming: true, concurrency: 4, requestCount: 8, inputTokensMean: 8, outputTokensMean: 8 });
   const first = flat.records.filter((x) => x.phase === 'profiling').sort((a, b) => a.startMs - b.startMs).slice(0, 4);
   assert.equal(peakInflight(first), 4, 'without a ramp all four start together');
+});
+
+test('a request-rate ramp: the arrivals a ramped rate would send, from AIPerf\'s start rate to the target, and all of them sent', async (t) => {
+  // The ramped rate r(t) climbs from R x 100 ms / D to R over D: by rampedTime(a) it has sent R x a requests.
+  const R = 40;
+  const D = 1000;
+  const r0 = (R * 100) / D;
+  const sentBy = (ms: number): number => (ms <= D ? (r0 * ms) / 1000 + ((R - r0) * ms * ms) / (2 * D * 1000) : ((r0 + R) * D) / 2000 + (R * (ms - D)) / 1000);
+  for (const a of [0, 10, 100, 300, 549, 550, 551, 900, 2000]) {
+    const t = rampedTime(a, R, D);
+    assert.ok(Math.abs(sentBy(t) - (R * a) / 1000) < 1e-9, `at ${a} ms`);
+    assert.ok(t >= a, 'a ramp only delays');
+  }
+  assert.equal(rampedTime(700, R, 0), 700, 'no ramp');
+
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model: 'm' });
+  t.after(() => fleet.close());
+  const r = await runBench({ url: fleet.workers[0]!.url, model: 'm', streaming: true, requestRate: R, requestRateMode: 'constant', requestCount: 40, inputTokensMean: 8, outputTokensMean: 4, requestRateRampMs: D });
+  const starts = r.records.filter((x) => x.phase === 'profiling').map((x) => x.startMs).sort((a, b) => a - b);
+  assert.equal(starts.length, 40);
+  // At the full rate 20 requests start in the first half second; the ramp has sent about 6.5 by then.
+  assert.ok(starts.filter((s) => s < starts[0]! + 500).length <= 8, 'the rate starts low');
 });

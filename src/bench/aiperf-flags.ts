@@ -200,7 +200,7 @@ f('--arrival-smoothness --vllm-burstiness', 'value', I, 'shape of gamma arrivals
 f('--request-count --num-requests', 'value', I, 'profiling requests', '4');
 f('--concurrency-ramp-duration', 'value', I, 'ramp concurrency from 1 over this many seconds', '1');
 f('--prefill-concurrency-ramp-duration', 'value', X, 'ramp prefill concurrency', '1');
-f('--request-rate-ramp-duration', 'value', X, 'ramp the request rate', '1');
+f('--request-rate-ramp-duration', 'value', I, 'ramp the request rate', '1');
 f('--request-rate-series', 'value', X, 'piecewise-linear request-rate file', 'series.json');
 f('--failed-request-threshold', 'value', I, 'abort once this fraction of requests failed', '0.5');
 f('--trajectory-start-min-ratio', 'value', X, 'agentic replay: earliest start within a trajectory', '0.25');

@@ -141,6 +141,11 @@ export interface BenchOptions {
   concurrencyRampMs?: number;
   /** AIPerf `--warmup-concurrency-ramp-duration`: the same for the warm-up phase. @default 0 */
   warmupConcurrencyRampMs?: number;
+  /**
+   * AIPerf `--request-rate-ramp-duration`: the profiling phase's arrival rate climbs linearly over
+   * this long, from `requestRate` x 100 ms / the ramp (AIPerf's start, its 0.1 s update interval) to `requestRate`. @default 0
+   */
+  requestRateRampMs?: number;
 }
 
 /** The resolved workload flags: synthetic sessions (with prefixes and turns), or a trace file. */
@@ -205,6 +210,7 @@ export interface ResolvedBenchOptions {
   failedRequestThreshold: number | null;
   concurrencyRampMs: number;
   warmupConcurrencyRampMs: number;
+  requestRateRampMs: number;
   headers: Record<string, string>;
   apiKey: string | null;
   requestTimeoutMs: number;
@@ -269,6 +275,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--request-cancellation-delay', o.requestCancellationDelayMs, 0);
   numAtLeast('--concurrency-ramp-duration', o.concurrencyRampMs, 0, true);
   numAtLeast('--warmup-concurrency-ramp-duration', o.warmupConcurrencyRampMs, 0, true);
+  numAtLeast('--request-rate-ramp-duration', o.requestRateRampMs, 0, true);
   if (o.failedRequestThreshold !== undefined && !(o.failedRequestThreshold >= 0 && o.failedRequestThreshold <= 1)) {
     throw bad(`--failed-request-threshold is a ratio, 0-1 (got ${o.failedRequestThreshold})`);
   }
@@ -337,6 +344,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     failedRequestThreshold: o.failedRequestThreshold ?? null,
     concurrencyRampMs: o.concurrencyRampMs ?? 0,
     warmupConcurrencyRampMs: o.warmupConcurrencyRampMs ?? 0,
+    requestRateRampMs: o.requestRateRampMs ?? 0,
     useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
     apiKey: o.apiKey ?? null,

@@ -146,7 +146,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         if (o.requestRate === null && !o.fixedSchedule) await closedLoop(o.concurrency, count, deadline, now, stop.signal, nextSession, one, phase === 'profiling' ? o.concurrencyRampMs : o.warmupConcurrencyRampMs);
         else {
           const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (phase === 'warmup' ? 1 : 0);
-          const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, seed, count, durationMs, phaseStart, nextSession);
+          const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, seed, count, durationMs, phaseStart, nextSession, phase === 'profiling' ? o.requestRateRampMs : 0);
           await openLoop(o, due, now, stop.signal, (session) => one(session, 0, []), phase === 'profiling' ? monitor : null, () => inflight);
         }
       } finally {
@@ -249,8 +249,27 @@ interface Due {
   session: Session;
 }
 
-/** Open loop: arrivals at the rate, each taking the next session. */
-function* rateSchedule(o: ResolvedBenchOptions, seed: number, count: number | null, durationMs: number | null, phaseStart: number, next: () => Session): Generator<Due> {
+/**
+ * Where an arrival at `atMs` (ms from the phase start, drawn at the full rate) falls under a linear
+ * ramp of `rampMs` from `ratePerS` x 100 / rampMs to `ratePerS`: the time by which the ramped rate has
+ * sent as many requests as the full rate sends by `atMs`, so the arrival process keeps its shape.
+ *
+ * @example rampedTime(1000, 10, 0) // 1000 (no ramp); rampedTime(500, 10, 1000) // later than 500
+ */
+export function rampedTime(atMs: number, ratePerS: number, rampMs: number): number {
+  if (rampMs <= 0) return atMs;
+  const r1 = ratePerS / 1000;
+  const r0 = Math.min(r1, (r1 * 100) / rampMs);
+  const sent = r1 * atMs;
+  const byRampEnd = ((r0 + r1) * rampMs) / 2;
+  if (sent >= byRampEnd) return rampMs + (sent - byRampEnd) / r1;
+  const a = (r1 - r0) / (2 * rampMs);
+  // Solves r0 t + a t^2 = sent for the ramp's part.
+  return a === 0 ? sent / r0 : (-r0 + Math.sqrt(r0 * r0 + 4 * a * sent)) / (2 * a);
+}
+
+/** Open loop: arrivals at the rate (ramped over `rampMs` when given), each taking the next session. */
+function* rateSchedule(o: ResolvedBenchOptions, seed: number, count: number | null, durationMs: number | null, phaseStart: number, next: () => Session, rampMs = 0): Generator<Due> {
   const times = arrivals({
     ratePerS: o.requestRate!,
     mode: o.requestRateMode,
@@ -260,7 +279,12 @@ function* rateSchedule(o: ResolvedBenchOptions, seed: number, count: number | nu
     ...(count === null ? {} : { count }),
     ...(durationMs === null ? {} : { durationMs }),
   });
-  for (const atMs of times) yield { atMs, session: next() };
+  for (const atMs of times) {
+    const at = phaseStart + rampedTime(atMs - phaseStart, o.requestRate!, rampMs);
+    // A ramp sends fewer requests in a fixed duration: those pushed past its end are not sent.
+    if (durationMs !== null && at > phaseStart + durationMs) break;
+    yield { atMs: at, session: next() };
+  }
 }
 
 /** Trace replay: the sessions at their timestamps from the phase start, in time order (the first `count`). */

@@ -135,6 +135,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('failedRequestThreshold', flags['failedRequestThreshold']);
   set('concurrencyRampMs', flags['concurrencyRampDuration'], (s: number) => s * 1000);
   set('warmupConcurrencyRampMs', flags['warmupConcurrencyRampDuration'], (s: number) => s * 1000);
+  set('requestRateRampMs', flags['requestRateRampDuration'], (s: number) => s * 1000);
   set('requestCancellationDelayMs', flags['requestCancellationDelay'], (s: number) => s * 1000);
   set('useServerTokenCount', flags['useServerTokenCount']);
   set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);

@@ -101,6 +101,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'artifactDir', flags: '--artifact-dir <dir>', aliases: ['--output-artifact-dir'], description: 'where the exports go', defaultValue: 'artifacts' },
   { key: 'concurrencyRampDuration', flags: '--concurrency-ramp-duration <s>', description: 'open the profiling phase\'s --concurrency slots one by one over this many seconds (from 1 to the target)', parse: positiveNumber },
   { key: 'warmupConcurrencyRampDuration', flags: '--warmup-concurrency-ramp-duration <s>', description: 'the same for the warm-up phase', parse: positiveNumber },
+  { key: 'requestRateRampDuration', flags: '--request-rate-ramp-duration <s>', description: 'the profiling phase\'s --request-rate climbs linearly over this many seconds, from rate x 0.1 s / duration to the rate (AIPerf\'s start)', parse: positiveNumber },
   { key: 'failedRequestThreshold', flags: '--failed-request-threshold <ratio>', description: 'stop the run once failed / finished profiling requests exceeds this ratio (0-1), checked from max(concurrency, 10) requests on; exit 1 with what was measured', parse: numberArg(0) },
   { key: 'requestCancellationRate', flags: '--request-cancellation-rate <pct>', description: 'percent of profiling requests to cut short (drawn from the seed); counted as AIPerf counts them: errors with code 499', parse: numberArg(0) },
   { key: 'requestCancellationDelay', flags: '--request-cancellation-delay <s>', description: 'seconds after sending before a cancelled request is cut (default 0)', parse: numberArg(0) },
