@@ -1,5 +1,6 @@
 // `--concurrency-ramp-duration` and `--request-rate-ramp-duration`: the closed loop's slots open one by one
-// over the ramp, and an open loop's rate climbs to its target, instead of starting at it.
+// over the ramp, and an open loop's rate climbs to its target, instead of starting at it; the warm-up
+// has a load of its own (`--warmup-concurrency`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFleet } from '../src/fleet/index.js';
@@ -55,4 +56,13 @@ test('a request-rate ramp: the arrivals a ramped rate would send, from AIPerf\'s
   assert.equal(starts.length, 40);
   // At the full rate 20 requests start in the first half second; the ramp has sent about 6.5 by then.
   assert.ok(starts.filter((s) => s < starts[0]! + 500).length <= 8, 'the rate starts low');
+});
+
+test('the warm-up runs at its own load (--warmup-concurrency) and the profiling phase at its own', async (t) => {
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model: 'm' });
+  t.after(() => fleet.close());
+  const r = await runBench({ url: fleet.workers[0]!.url, model: 'm', streaming: true, concurrency: 1, requestCount: 4, warmupRequestCount: 8, warmupConcurrency: 4, inputTokensMean: 8, outputTokensMean: 8 });
+  assert.equal(peakInflight(r.records.filter((x) => x.phase === 'warmup')), 4);
+  assert.equal(peakInflight(r.records.filter((x) => x.phase === 'profiling')), 1);
+  assert.equal(r.summary.metrics['request_count']!.avg, 4);
 });

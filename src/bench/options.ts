@@ -146,6 +146,16 @@ export interface BenchOptions {
    * this long, from `requestRate` x 100 ms / the ramp (AIPerf's start, its 0.1 s update interval) to `requestRate`. @default 0
    */
   requestRateRampMs?: number;
+  /** AIPerf `--warmup-concurrency`: the warm-up's closed-loop concurrency. @default `concurrency` */
+  warmupConcurrency?: number;
+  /** AIPerf `--warmup-request-rate`: the warm-up's arrival rate (rate mode). @default `requestRate` */
+  warmupRequestRate?: number;
+  /** AIPerf `--warmup-arrival-pattern`. @default `requestRateMode` */
+  warmupRequestRateMode?: ArrivalMode;
+  /** AIPerf `--warmup-request-rate-ramp-duration`. @default 0 */
+  warmupRequestRateRampMs?: number;
+  /** AIPerf `--warmup-grace-period`: after a timed warm-up, how long its responses may finish. @default `benchmarkGracePeriodMs` */
+  warmupGracePeriodMs?: number;
 }
 
 /** The resolved workload flags: synthetic sessions (with prefixes and turns), or a trace file. */
@@ -211,6 +221,8 @@ export interface ResolvedBenchOptions {
   concurrencyRampMs: number;
   warmupConcurrencyRampMs: number;
   requestRateRampMs: number;
+  /** The warm-up's own load; each falls back to the profiling phase's. */
+  warmup: { concurrency: number; requestRate: number | null; requestRateMode: ArrivalMode; requestRateRampMs: number; gracePeriodMs: number };
   headers: Record<string, string>;
   apiKey: string | null;
   requestTimeoutMs: number;
@@ -276,6 +288,10 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--concurrency-ramp-duration', o.concurrencyRampMs, 0, true);
   numAtLeast('--warmup-concurrency-ramp-duration', o.warmupConcurrencyRampMs, 0, true);
   numAtLeast('--request-rate-ramp-duration', o.requestRateRampMs, 0, true);
+  intAtLeast('--warmup-concurrency', o.warmupConcurrency, 1);
+  numAtLeast('--warmup-request-rate', o.warmupRequestRate, 0, true);
+  numAtLeast('--warmup-request-rate-ramp-duration', o.warmupRequestRateRampMs, 0, true);
+  numAtLeast('--warmup-grace-period', o.warmupGracePeriodMs, 0);
   if (o.failedRequestThreshold !== undefined && !(o.failedRequestThreshold >= 0 && o.failedRequestThreshold <= 1)) {
     throw bad(`--failed-request-threshold is a ratio, 0-1 (got ${o.failedRequestThreshold})`);
   }
@@ -345,6 +361,13 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     concurrencyRampMs: o.concurrencyRampMs ?? 0,
     warmupConcurrencyRampMs: o.warmupConcurrencyRampMs ?? 0,
     requestRateRampMs: o.requestRateRampMs ?? 0,
+    warmup: {
+      concurrency: o.warmupConcurrency ?? concurrency,
+      requestRate: o.warmupRequestRate ?? o.requestRate ?? null,
+      requestRateMode: o.warmupRequestRateMode ?? o.requestRateMode ?? 'poisson',
+      requestRateRampMs: o.warmupRequestRateRampMs ?? 0,
+      gracePeriodMs: o.warmupGracePeriodMs ?? o.benchmarkGracePeriodMs ?? 30_000,
+    },
     useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
     apiKey: o.apiKey ?? null,

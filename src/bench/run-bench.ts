@@ -61,7 +61,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     return finish(o, workload, t.records, t.selfCheck, t.startTime, t.endTime, originEpochMs, signal?.aborted ?? false);
   }
   // One pool per target, each able to hold the whole concurrency (round-robin may bunch up).
-  const connections = o.requestRate === null && !o.fixedSchedule ? o.concurrency : o.maxConcurrency;
+  const connections = o.requestRate === null && !o.fixedSchedule ? Math.max(o.concurrency, o.warmup.concurrency) : o.maxConcurrency;
   const pools: BenchDispatcher[] = o.targets.map((t) =>
     o.transport === 'socket'
       ? new SocketPool(t.origin, { connections })
@@ -141,12 +141,17 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         return result;
       };
       const deadline = durationMs === null ? Number.POSITIVE_INFINITY : phaseStart + durationMs;
-      const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + o.benchmarkGracePeriodMs, stop);
+      const warm = phase === 'warmup';
+      const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + (warm ? o.warmup.gracePeriodMs : o.benchmarkGracePeriodMs), stop);
       try {
-        if (o.requestRate === null && !o.fixedSchedule) await closedLoop(o.concurrency, count, deadline, now, stop.signal, nextSession, one, phase === 'profiling' ? o.concurrencyRampMs : o.warmupConcurrencyRampMs);
-        else {
-          const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (phase === 'warmup' ? 1 : 0);
-          const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, seed, count, durationMs, phaseStart, nextSession, phase === 'profiling' ? o.requestRateRampMs : 0);
+        if (o.requestRate === null && !o.fixedSchedule) {
+          await closedLoop(warm ? o.warmup.concurrency : o.concurrency, count, deadline, now, stop.signal, nextSession, one, warm ? o.warmupConcurrencyRampMs : o.concurrencyRampMs);
+        } else {
+          const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (warm ? 1 : 0);
+          const load = warm
+            ? { ratePerS: o.warmup.requestRate!, mode: o.warmup.requestRateMode, rampMs: o.warmup.requestRateRampMs }
+            : { ratePerS: o.requestRate!, mode: o.requestRateMode, rampMs: o.requestRateRampMs };
+          const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, load, seed, count, durationMs, phaseStart, nextSession);
           await openLoop(o, due, now, stop.signal, (session) => one(session, 0, []), phase === 'profiling' ? monitor : null, () => inflight);
         }
       } finally {
@@ -268,11 +273,19 @@ export function rampedTime(atMs: number, ratePerS: number, rampMs: number): numb
   return a === 0 ? sent / r0 : (-r0 + Math.sqrt(r0 * r0 + 4 * a * sent)) / (2 * a);
 }
 
-/** Open loop: arrivals at the rate (ramped over `rampMs` when given), each taking the next session. */
-function* rateSchedule(o: ResolvedBenchOptions, seed: number, count: number | null, durationMs: number | null, phaseStart: number, next: () => Session, rampMs = 0): Generator<Due> {
+/** Open loop: arrivals at the phase's rate (ramped over `rampMs` when given), each taking the next session. */
+function* rateSchedule(
+  o: ResolvedBenchOptions,
+  load: { ratePerS: number; mode: ResolvedBenchOptions['requestRateMode']; rampMs: number },
+  seed: number,
+  count: number | null,
+  durationMs: number | null,
+  phaseStart: number,
+  next: () => Session,
+): Generator<Due> {
   const times = arrivals({
-    ratePerS: o.requestRate!,
-    mode: o.requestRateMode,
+    ratePerS: load.ratePerS,
+    mode: load.mode,
     seed,
     smoothness: o.arrivalSmoothness,
     startMs: phaseStart,
@@ -280,7 +293,7 @@ function* rateSchedule(o: ResolvedBenchOptions, seed: number, count: number | nu
     ...(durationMs === null ? {} : { durationMs }),
   });
   for (const atMs of times) {
-    const at = phaseStart + rampedTime(atMs - phaseStart, o.requestRate!, rampMs);
+    const at = phaseStart + rampedTime(atMs - phaseStart, load.ratePerS, load.rampMs);
     // A ramp sends fewer requests in a fixed duration: those pushed past its end are not sent.
     if (durationMs !== null && at > phaseStart + durationMs) break;
     yield { atMs: at, session: next() };

@@ -61,6 +61,7 @@ export async function runThreads(
   const conc = shares(options.concurrency ?? 1, threads);
   const reqs = options.requestCount === undefined ? null : shares(options.requestCount, threads);
   const warm = shares(options.warmupRequestCount ?? 0, threads);
+  const warmConc = options.warmupConcurrency === undefined ? null : shares(options.warmupConcurrency, threads);
   const workers: Worker[] = [];
   const progress: (BenchProgress | null)[] = Array.from({ length: threads }, () => null);
   let warmCount = 0;
@@ -78,6 +79,8 @@ export async function runThreads(
         arrivalSalt: i,
         ...(reqs ? { requestCount: Math.max(1, reqs[i]!) } : {}),
         ...(options.requestRate === undefined ? {} : { requestRate: options.requestRate / threads }),
+        ...(warmConc ? { warmupConcurrency: Math.max(1, warmConc[i]!) } : {}),
+        ...(options.warmupRequestRate === undefined ? {} : { warmupRequestRate: options.warmupRequestRate / threads }),
       };
       const w = startWorker({ index: i, options: share, originMs, parentTimeOrigin: performance.timeOrigin, tokenizerSource: tokenizer?.source ?? null });
       workers.push(w);

@@ -136,6 +136,11 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('concurrencyRampMs', flags['concurrencyRampDuration'], (s: number) => s * 1000);
   set('warmupConcurrencyRampMs', flags['warmupConcurrencyRampDuration'], (s: number) => s * 1000);
   set('requestRateRampMs', flags['requestRateRampDuration'], (s: number) => s * 1000);
+  set('warmupConcurrency', flags['warmupConcurrency']);
+  set('warmupRequestRate', flags['warmupRequestRate']);
+  set('warmupRequestRateMode', flags['warmupArrivalPattern']);
+  set('warmupRequestRateRampMs', flags['warmupRequestRateRampDuration'], (s: number) => s * 1000);
+  set('warmupGracePeriodMs', flags['warmupGracePeriod'], (s: number) => s * 1000);
   set('requestCancellationDelayMs', flags['requestCancellationDelay'], (s: number) => s * 1000);
   set('useServerTokenCount', flags['useServerTokenCount']);
   set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
