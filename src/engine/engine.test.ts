@@ -262,7 +262,7 @@ test('getProfile rejects an unknown name and lists the known ones', () => {
   assert.throws(() => getProfile('toString'), /unknown engine profile/);
 });
 
-test('a token sink gets every token after the first as counts, and the engine reports the same progress as onToken would', () => {
+test('a token sink gets every token after the first as counts, and the engine reports the same progress as onToken would (no last token before its oldest)', () => {
   // The same seeded workload twice: per-token callbacks, then a sink (whose requests advance as
   // one cohort); per request, the token count, the first and last token times and the finish must
   // agree, and so must the engine's own answer to "how far is it" at sampled moments.
@@ -318,9 +318,18 @@ test('a token sink gets every token after the first as counts, and the engine re
         if (ticket.ok) tickets.push(ticket.ticket);
       });
     }
+    let oldestBefore = 0;
     for (let at = 5; at < 20_000; at += 37) {
       clock.setTimer(at, () => {
-        for (const ticket of tickets) samples.push(engine.generatedOf(ticket), engine.lastTokenMsOf(ticket));
+        const oldest = engine.oldestTokenMs();
+        assert.ok(oldest >= oldestBefore && oldest <= clock.now(), 'the oldest last token time never goes down');
+        oldestBefore = oldest;
+        for (const ticket of tickets) {
+          const generated = engine.generatedOf(ticket);
+          const last = engine.lastTokenMsOf(ticket);
+          samples.push(generated, last);
+          if (generated > 0) assert.ok(last >= oldest, 'no request had its last token before the oldest');
+        }
       });
     }
     clock.run();

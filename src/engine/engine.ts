@@ -60,6 +60,10 @@ export class Engine {
   #slowFactor = 1;
   #stepPrefill = 0;
   #stepStartMs = 0;
+  // Preempted requests waiting to run again that have had tokens, and a time none of them had its
+  // last token before (a bound, kept until there are none): see `oldestTokenMs`.
+  #waitingWithTokens = 0;
+  #waitingTokenMs = Number.POSITIVE_INFINITY;
   readonly #n = new EngineCounters();
   readonly #sinks: TokenSink[] = [];
   readonly #sinkIndex = new Map<TokenSink, number>();
@@ -144,8 +148,10 @@ export class Engine {
     if (!seq || seq.state === DONE) return false;
     const running = seq.state === RUNNING;
     if (!running) {
-      if (seq.state === WAITING) this.#waiting.count--;
-      else this.#frontend.count--;
+      if (seq.state === WAITING) {
+        this.#waiting.count--;
+        if (seq.generated > 0) this.#leftWaiting();
+      } else this.#frontend.count--;
     } else {
       this.#runningCount--;
       if (this.#run.seq[seq.slot] === seq) this.#dropRunning(seq.slot);
@@ -201,6 +207,34 @@ export class Engine {
     return seq.state === RUNNING ? this.#cohort.lastTokenMsOf(seq.slot) : this.#seqs.lastTokenMs[seq.index]!;
   }
 
+  /**
+   * A time before which no request here that has had a token (and not ended) had its last one
+   * (now when there is none). It never goes down, so whoever watches these requests for silence
+   * need not look at any of them before this time plus the silence allowed. O(running entries
+   * outside the decode cohort): the cohort's members all had their last token at once.
+   */
+  oldestTokenMs(): number {
+    let t = this.#clock.now();
+    const cohort = this.#cohort;
+    if (cohort.count > 0 && cohort.lastMs < t) t = cohort.lastMs;
+    if (this.#waitingWithTokens > 0 && this.#waitingTokenMs < t) t = this.#waitingTokenMs;
+    const run = this.#run;
+    const loose = run.loose;
+    const fin = run.fin;
+    const generated = run.generated;
+    const lastMs = run.lastMs;
+    for (let k = 0; k < run.looseLen; k++) {
+      const i = loose[k]!;
+      if (fin[i] === FREE && generated[i]! > 0 && lastMs[i]! < t) t = lastMs[i]!;
+    }
+    return t;
+  }
+
+  /** A preempted request that had tokens left the waiting queue. */
+  #leftWaiting(): void {
+    if (--this.#waitingWithTokens === 0) this.#waitingTokenMs = Number.POSITIVE_INFINITY;
+  }
+
   /** Removes running entry `i`, giving back its blocks (see `KvBlocks.release`); the slot is compacted later. */
   #dropRunning(i: number): void {
     this.#cohort.unlock(i);
@@ -236,6 +270,10 @@ export class Engine {
     seq.computed = 0;
     seq.generated = run.generated[i]!;
     this.#seqs.lastTokenMs[seq.index] = run.lastMs[i]!;
+    if (seq.generated > 0) {
+      this.#waitingWithTokens++;
+      if (run.lastMs[i]! < this.#waitingTokenMs) this.#waitingTokenMs = run.lastMs[i]!;
+    }
     seq.state = WAITING;
     this.#dropRunning(i);
     this.#waiting.pushFront(seq);
@@ -353,6 +391,7 @@ export class Engine {
       const fresh = kv.blocksFor(cached + n) - hit;
       if (fresh + (hit > 0 ? pool.matchedIdle : 0) > pool.free) break;
       this.#waiting.shift();
+      if (s.generated > 0) this.#leftWaiting();
       if (hit > 0) kv.acquire(s, hit);
       pool.allocate(fresh);
       s.computed = cached;

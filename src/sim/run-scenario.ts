@@ -6,7 +6,7 @@ import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/in
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
-import { AttemptRoute, SimAttempt, SimRequest, TimeRows, type AttemptHost } from './sim-attempt.js';
+import { AttemptRoute, SimAttempt, SimRequest, TimeRows, type AttemptHost, type ProgressSource } from './sim-attempt.js';
 import { ExplainSamples, explain, type Explanation } from './explain.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
@@ -90,6 +90,53 @@ class SweepSlot {
     if (this.length < this.items.length) this.items[this.length] = a;
     else this.items.push(a);
     this.length++;
+  }
+}
+
+const ANY = (): boolean => true;
+
+/**
+ * The attempts past their first token that one router replica sent to one worker, watched for
+ * silence as one: none can be silent for the stall deadline before its engine's oldest last token
+ * time plus the deadline's floor, so the sweep looks at the group then, and at its attempts only
+ * when that time is old enough. `filings[k]` is `items[k]`'s listing (a reused attempt's old
+ * entries are stale); the list is compacted when it has doubled.
+ */
+class StreamWatch {
+  readonly items: SimAttempt[] = [];
+  readonly filings: number[] = [];
+  length = 0;
+  /** The length after the last compaction. */
+  compacted = 0;
+  /** The sweep it is filed under (-1: none). */
+  key = -1;
+
+  constructor(readonly engine: ProgressSource) {}
+
+  add(a: SimAttempt, filing: number): void {
+    if (this.length === this.items.length) {
+      this.items.push(a);
+      this.filings.push(filing);
+    } else {
+      this.items[this.length] = a;
+      this.filings[this.length] = filing;
+    }
+    this.length++;
+    if (this.length >= 2 * this.compacted + 64) this.keep(ANY);
+  }
+
+  /** Keeps the live, current entries `stay` says to keep, in order. */
+  keep(stay: (a: SimAttempt) => boolean): void {
+    const items = this.items;
+    const filings = this.filings;
+    let kept = 0;
+    for (let k = 0; k < this.length; k++) {
+      const a = items[k]!;
+      if (a.watchFiling !== filings[k] || !a.live || !stay(a)) continue;
+      items[kept] = a;
+      filings[kept++] = filings[k]!;
+    }
+    this.length = this.compacted = kept;
   }
 }
 
@@ -329,17 +376,24 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // The router's periodic deadline sweep (src/router/router.ts: every 50 ms). No deadline is
   // shorter than the dispatcher's bound, so each attempt is filed under the first sweep at which it
   // could be due and looked at from then on, not at every sweep (at fleet scale, looking at every
-  // attempt 20 times a second was a third of the run); what is due is taken in the order the
-  // attempts started, as the router's sweep takes it, so the outcome is the same.
+  // attempt 20 times a second was a third of the run); past its first token, an attempt is watched
+  // with its route's others (StreamWatch), looked at only when its engine's oldest last token is
+  // old enough (each stream once a second was most of what adaptive cost over p2c). What is due is
+  // taken in the order the attempts started, as the router's sweep takes it, so the outcome is the same.
   const SWEEP_MS = 50;
   let startSeq = 0;
   // Per replica: attempts by the sweep (time / SWEEP_MS) that looks at them, and the last sweep done.
-  const wheels = frontends.map(() => ({ slots: new Map<number, SweepSlot>(), done: 0 }));
+  const wheels = frontends.map(() => ({ slots: new Map<number, SweepSlot>(), watchSlots: new Map<number, StreamWatch[]>(), done: 0 }));
+  // Per replica, per worker index: its attempts past their first token (see StreamWatch), made at the first.
+  const watchesOf: (StreamWatch | undefined)[][] = frontends.map(() => []);
+  let watchFilings = 0;
+  const spareWatchLists: StreamWatch[][] = [];
   // Slots a sweep has emptied, reused (an array per slot, tens of thousands of entries long at
   // fleet scale, lived a second and was collected in the old generation).
   const spareSlots: SweepSlot[] = [];
   function fileForSweep(a: SimAttempt, feIndex: number, atMs: number): void {
     a.sweepKey = -1;
+    a.watchFiling = -1;
     // Never due (that deadline is off): not filed at all.
     if (atMs === Number.POSITIVE_INFINITY) return;
     const wheel = wheels[feIndex]!;
@@ -352,6 +406,29 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       wheel.slots.set(key, slot);
     }
     slot.add(a);
+  }
+  /** Files `w` under the first sweep at which one of its attempts could be silent for the stall deadline. */
+  function fileWatch(w: StreamWatch, feIndex: number, minStallMs: number): void {
+    const wheel = wheels[feIndex]!;
+    const key = Math.max(wheel.done + 1, Math.ceil((w.engine.oldestTokenMs() + minStallMs) / SWEEP_MS));
+    w.key = key;
+    let list = wheel.watchSlots.get(key);
+    if (list === undefined) {
+      list = spareWatchLists.pop() ?? [];
+      wheel.watchSlots.set(key, list);
+    }
+    list.push(w);
+  }
+  /** Lists an attempt past its first token with its route's streams, watched from then on. */
+  function watchStream(a: SimAttempt, feIndex: number, minStallMs: number): void {
+    a.sweepKey = -1;
+    // Never due (the stall deadline is off): not watched at all.
+    if (minStallMs === Number.POSITIVE_INFINITY) return;
+    const watches = watchesOf[feIndex]!;
+    const w = (watches[a.route.worker] ??= new StreamWatch(a.route.engine));
+    a.watchFiling = watchFilings++;
+    w.add(a, a.watchFiling);
+    if (w.key < 0) fileWatch(w, feIndex, minStallMs);
   }
   const sweep = (feIndex: number): void => {
     const fe = frontends[feIndex]!;
@@ -385,10 +462,33 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
           // Its deadline follows the fleet (looked at every sweep); its first token may come any time.
           else fileForSweep(a, feIndex, Number.isFinite(t) ? now + SWEEP_MS : now + minStallMs);
         } else if (a.silentFor(now, stallMs)) due.push([a, 'migrate']);
-        else fileForSweep(a, feIndex, a.seenMs + minStallMs);
+        else watchStream(a, feIndex, minStallMs);
       }
       slot.length = 0;
       spareSlots.push(slot);
+    }
+    for (let key = first; key <= last; key++) {
+      const list = wheel.watchSlots.get(key);
+      if (list === undefined) continue;
+      wheel.watchSlots.delete(key);
+      for (let k = 0; k < list.length; k++) {
+        const w = list[k]!;
+        // Filed again since (under a later sweep).
+        if (w.key !== key) continue;
+        w.key = -1;
+        // Its attempts, only when one of them can have been silent that long.
+        if (now - w.engine.oldestTokenMs() >= stallMs) {
+          w.keep((a) => {
+            if (!a.silentFor(now, stallMs)) return true;
+            a.watchFiling = -1;
+            due.push([a, 'migrate']);
+            return false;
+          });
+        }
+        if (w.length > 0) fileWatch(w, feIndex, minStallMs);
+      }
+      list.length = 0;
+      spareWatchLists.push(list);
     }
     due.sort((x, y) => x[0].startSeq - y[0].startSeq);
     for (let k = 0; k < due.length; k++) {

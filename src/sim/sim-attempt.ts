@@ -130,6 +130,8 @@ class StatsSink implements TokenSink {
 export interface ProgressSource {
   generatedOf(ticket: Ticket): number;
   lastTokenMsOf(ticket: Ticket): number;
+  /** A time no request there that has had a token had its last one before (see `Engine.oldestTokenMs`). */
+  oldestTokenMs(): number;
 }
 
 /**
@@ -182,6 +184,8 @@ export class SimAttempt implements EngineRequest {
   sweepKey = -1;
   sweepReplica = -1;
   startSeq = 0;
+  /** Past its first token: its listing among its route's streams watched for silence (-1: none). */
+  watchFiling = -1;
 
   constructor(times: TimeRows, route: AttemptRoute, req: SimRequest, nowMs: number) {
     this.#times = times;
@@ -239,6 +243,7 @@ export class SimAttempt implements EngineRequest {
     this.ticket = -1 as Ticket;
     // Any entry the sweep still holds for its last use is stale now.
     this.sweepKey = -1;
+    this.watchFiling = -1;
     return this;
   }
 
