@@ -233,8 +233,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // promoted to the old generation (they live for the whole answer) and collected there.
   const spareRequests: SimRequest[] = [];
   const spareAttempts: SimAttempt[] = [];
-  const requestTimes = new TimeRows(3);
-  const attemptTimes = new TimeRows(4);
+  // A closed loop holds `concurrency` requests (and about as many attempts) at once from its start.
+  const inFlight = scenario.load.kind === 'closed' ? scenario.load.concurrency : 0;
+  const requestTimes = new TimeRows(3, inFlight);
+  const attemptTimes = new TimeRows(4, inFlight);
 
   // Summary and histogram modes fold each record in as it ends and keep nothing of it, so one
   // record (and one first-and-last chunk list) serves every request: at fleet scale, a record and

@@ -10,12 +10,14 @@ import type { TurnPlan } from './sim-workload.js';
  * taken once per (reused) object, for good.
  */
 export class TimeRows {
-  data = new Float64Array(0);
+  data: Float64Array;
   readonly #stride: number;
   #rows = 0;
 
-  constructor(stride: number) {
+  /** `rows`: room made up front (the rows a run will hold at once, if known: growing by doubling touched twice the memory). */
+  constructor(stride: number, rows = 0) {
     this.#stride = stride;
+    this.data = new Float64Array(rows * stride);
   }
 
   /** A new row's offset in `data`, its times NaN. */
@@ -26,7 +28,8 @@ export class TimeRows {
       grown.set(this.data);
       this.data = grown;
     }
-    this.data.fill(Number.NaN, at, at + this.#stride);
+    const data = this.data;
+    for (let k = at; k < at + this.#stride; k++) data[k] = Number.NaN;
     return at;
   }
 }
