@@ -7,7 +7,7 @@ export interface ResponseHead {
   headers: Record<string, string | string[]>;
   /** `transfer-encoding` ends in `chunked`. */
   chunked: boolean;
-  /** `content-length`, or -1 when absent or when the body is chunked. */
+  /** `content-length`, or -1 when absent or when a `transfer-encoding` frames the body. */
   length: number;
   /** The server closes the connection after this response (`connection: close`, or HTTP/1.0 without keep-alive). */
   close: boolean;
@@ -22,33 +22,54 @@ const CRLFCRLF = Buffer.from('\r\n\r\n');
 
 /**
  * Parses an HTTP/1.x response head (the text before the blank line). Returns null when it is not one:
- * no `HTTP/1.x NNN` status line, a header line without a name, or a content-length that is not a count.
+ * no `HTTP/1.x NNN` status line, a header line without a name, or a content-length that is not one
+ * count (two different ones leave the body's end unknowable). An obsolete folded line continues the
+ * header before it. The framing is read from all of a header's lines: transfer-encoding wins over
+ * content-length, and a body whose transfer-encoding does not end in `chunked` runs to the close.
  */
 export function parseResponseHead(text: string): ResponseHead | null {
   const lines = text.split('\r\n');
   const m = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0] ?? '');
   if (!m) return null;
   const headers: Record<string, string | string[]> = {};
-  let chunked = false;
-  let length = -1;
-  let close = m[1] === '0';
+  let last = '';
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
+    const c0 = line.charCodeAt(0);
+    if (c0 === 32 || c0 === 9) {
+      // obs-fold: the fold is one space in the value before it
+      const prev = headers[last];
+      if (prev === undefined) return null;
+      const more = line.trim();
+      if (Array.isArray(prev)) prev[prev.length - 1] += ` ${more}`;
+      else headers[last] = `${prev} ${more}`;
+      continue;
+    }
     const colon = line.indexOf(':');
     if (colon <= 0) return null;
     const name = line.slice(0, colon).trim().toLowerCase();
     const value = line.slice(colon + 1).trim();
-    if (name === 'transfer-encoding') chunked = /(^|,)\s*chunked\s*$/i.test(value);
-    else if (name === 'content-length') {
-      length = Number(value);
-      if (value === '' || !Number.isInteger(length) || length < 0) return null;
-    } else if (name === 'connection') close = /\bclose\b/i.test(value) || (m[1] === '0' && !/keep-alive/i.test(value));
+    last = name;
     const prev = headers[name];
     if (prev === undefined) headers[name] = name === 'set-cookie' ? [value] : value;
     else if (Array.isArray(prev)) prev.push(value);
     else headers[name] = `${prev}, ${value}`;
   }
-  return { status: Number(m[2]), reason: m[3] ?? '', headers, chunked, length: chunked ? -1 : length, close };
+  const te = headers['transfer-encoding'] as string | undefined;
+  const chunked = te !== undefined && /(^|,)\s*chunked\s*$/i.test(te);
+  const cl = headers['content-length'] as string | undefined;
+  let length = -1;
+  if (cl !== undefined) {
+    // `5, 5` (a repeated line) is one length; a list of different ones is refused
+    const counts = cl.split(',');
+    const v = counts[0]!.trim();
+    if (counts.some((x) => x.trim() !== v)) return null;
+    length = Number(v);
+    if (v === '' || !Number.isInteger(length) || length < 0) return null;
+  }
+  const conn = headers['connection'] as string | undefined;
+  const close = conn === undefined ? m[1] === '0' : /\bclose\b/i.test(conn) || (m[1] === '0' && !/\bkeep-alive\b/i.test(conn));
+  return { status: Number(m[2]), reason: m[3] ?? '', headers, chunked, length: te !== undefined ? -1 : length, close };
 }
 
 /** The framing of the body that follows `head` (a 204 or 304 has none: an empty sized body). */

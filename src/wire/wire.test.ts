@@ -78,6 +78,29 @@ test('response heads that are not HTTP/1.1, or too long, are refused with a reas
   assert.equal(new HeadReader().push(bad, 0, bad.length).kind, 'malformed');
 });
 
+test('framing read from all of a head: repeated and folded lines, conflicting lengths, a non-chunked transfer-encoding', () => {
+  const h = (text: string) => parseResponseHead(`HTTP/1.1 200 OK\r\n${text}`);
+  // two different lengths: which one frames the body is unknowable (a desync on a kept-alive socket)
+  assert.equal(h('Content-Length: 5\r\nContent-Length: 6'), null);
+  assert.equal(h('Content-Length: 5, 6'), null);
+  // the same length repeated is one length
+  assert.equal(h('Content-Length: 5\r\nContent-Length: 5')!.length, 5);
+  assert.equal(h('Content-Length: 5, 5')!.length, 5);
+  // transfer-encoding overrides content-length; not ending in chunked, the body runs to the close
+  const gz = h('Transfer-Encoding: gzip\r\nContent-Length: 5')!;
+  assert.equal(bodyFraming(gz), 'close');
+  assert.equal(bodyFraming(h('Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked')!), 'chunked');
+  assert.equal(bodyFraming(h('Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip')!), 'close');
+  // a close on any connection line holds, whatever comes after it
+  assert.equal(h('Connection: close\r\nConnection: keep-alive')!.close, true);
+  // an obsolete line folding continues the header before it (one space for the fold)
+  const folded = h('X-Long: one\r\n  two\r\n\tthree\r\nContent-Length: 2')!;
+  assert.equal(folded.headers['x-long'], 'one two three');
+  assert.equal(folded.length, 2);
+  assert.equal(bodyFraming(h('Transfer-Encoding: gzip,\r\n chunked')!), 'chunked');
+  assert.equal(h(' folded: before any header'), null);
+});
+
 const chunkList = fc.array(fc.string({ unit: 'binary', minLength: 1, maxLength: 30 }), { maxLength: 6 });
 
 /** Chunked framing of `chunks` (hex sizes in either case, an extension now and then), terminal chunk, optional trailer. */
