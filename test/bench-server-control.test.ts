@@ -1,7 +1,7 @@
 // Talking to the server around the run: `--wait-for-model-timeout` waits for the endpoint to serve the
 // model (a CI job that starts the server and the benchmark together) and gives up with one line when it
 // never does; `--reset-kv-cache` clears the server's prefix cache before each run;
-// `--failed-request-threshold` stops a run whose server keeps failing.
+// `--failed-request-threshold` stops a run whose server keeps failing; several models share the entries.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -116,4 +116,41 @@ test('--failed-request-threshold stops a run whose server keeps failing, once th
   const doc = JSON.parse(readFileSync(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { was_cancelled: boolean; error_request_count: { avg: number } };
   assert.equal(doc.was_cancelled, true);
   assert.equal(doc.error_request_count.avg, 10, 'the request cut in flight is not counted as a failure');
+});
+
+test('several models (-m a,b,c): each dataset entry asks for one, round-robin or seeded random, as inputs.json shows', async (t) => {
+  const answer = readFileSync(new URL('../src/openai/testdata/vllm-chat-nonstream.json', import.meta.url), 'utf8');
+  const asked: string[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      asked.push((JSON.parse(body) as { model: string }).model);
+      res.setHeader('content-type', 'application/json');
+      res.end(answer);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => server.close());
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-models-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const run = async (strategy: string): Promise<string[]> => {
+    asked.length = 0;
+    const r = await runCli(['bench', '-m', 'a,b,c', '--model-selection-strategy', strategy, '--tokenizer', 'builtin', '-u', url, '--concurrency', '1',
+      '--request-count', '6', '--num-dataset-entries', '6', '--dataset-sampling-strategy', 'sequential', '--isl', '8', '--osl', '4', '--artifact-dir', dir], { timeoutMs: 60_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const inputs = JSON.parse(readFileSync(join(dir, 'inputs.json'), 'utf8')) as { data: { payloads: { model: string }[] }[] };
+    const planned = inputs.data.map((d) => d.payloads[0]!.model);
+    assert.deepEqual(asked, planned, 'each request asked for its entry\'s model, as inputs.json lists it');
+    const doc = JSON.parse(readFileSync(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { input_config: { endpoint: { model_names: string[]; model_selection_strategy: string } } };
+    assert.deepEqual(doc.input_config.endpoint.model_names, ['a', 'b', 'c']);
+    assert.equal(doc.input_config.endpoint.model_selection_strategy, strategy);
+    return planned;
+  };
+  assert.deepEqual(await run('round_robin'), ['a', 'b', 'c', 'a', 'b', 'c']);
+  const random = await run('random');
+  assert.ok(random.every((m) => ['a', 'b', 'c'].includes(m)));
+  assert.deepEqual(await run('random'), random, 'the same seed picks the same models');
 });

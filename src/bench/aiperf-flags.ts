@@ -38,8 +38,8 @@ const I = 'implemented';
 const X = 'ignored';
 
 s('Endpoint');
-f('-m --model-names --model', 'list', I, 'model name(s) to request (tailgate sends the first)', 'm');
-f('--model-selection-strategy', 'value', X, 'how to assign one of several models to each request', 'round_robin');
+f('-m --model-names --model', 'list', I, 'model name(s) to request, one per dataset entry by --model-selection-strategy', 'm');
+f('--model-selection-strategy', 'value', I, 'how to assign one of several models to each request', 'round_robin');
 f('--custom-endpoint --endpoint', 'value', I, 'custom endpoint path', '/v1/chat/completions');
 f('--endpoint-type', 'value', I, 'API type: chat, completions, embeddings, ...', 'chat');
 f('--streaming', 'switch', I, 'stream responses (SSE), giving TTFT and ITL');

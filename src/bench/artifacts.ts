@@ -48,7 +48,7 @@ export function inputsJson(result: BenchResult): { data: Array<{ session_id: str
       payloads: session.turns.map((turn, k) =>
         requestPayload(
           k === 0 ? { messages: turnMessages(session, 0, []), maxTokens: turn.maxTokens } : { prompt: turn.text(), maxTokens: turn.maxTokens },
-          payloadOptionsOf(o),
+          payloadOptionsOf(o, session.index),
         ),
       ),
     })),

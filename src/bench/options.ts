@@ -1,4 +1,4 @@
-import { TailgateError } from '../core/index.js';
+import { TailgateError, createRng } from '../core/index.js';
 import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
 import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, type ArrivalMode, type SamplingStrategy, type Tokenizer } from '../workload/index.js';
@@ -146,6 +146,13 @@ export interface BenchOptions {
    * this long, from `requestRate` x 100 ms / the ramp (AIPerf's start, its 0.1 s update interval) to `requestRate`. @default 0
    */
   requestRateRampMs?: number;
+  /**
+   * AIPerf's several `--model-names`: each dataset entry (conversation) asks for one of them, by
+   * `modelSelectionStrategy`; `model` is the first. @default [model]
+   */
+  models?: readonly string[];
+  /** AIPerf `--model-selection-strategy`: round_robin (entry i gets model i mod n) or random (seeded). @default 'round_robin' */
+  modelSelectionStrategy?: 'round_robin' | 'random';
   /** AIPerf `--warmup-concurrency`: the warm-up's closed-loop concurrency. @default `concurrency` */
   warmupConcurrency?: number;
   /** AIPerf `--warmup-request-rate`: the warm-up's arrival rate (rate mode). @default `requestRate` */
@@ -221,6 +228,11 @@ export interface ResolvedBenchOptions {
   concurrencyRampMs: number;
   warmupConcurrencyRampMs: number;
   requestRateRampMs: number;
+  /** Every model asked for (`model` first) and how entries pick one. */
+  models: string[];
+  modelSelectionStrategy: 'round_robin' | 'random';
+  /** The model each dataset entry asks for, by entry index (one model: always it). */
+  modelOf: (sessionIndex: number) => string;
   /** The warm-up's own load; each falls back to the profiling phase's. */
   warmup: { concurrency: number; requestRate: number | null; requestRateMode: ArrivalMode; requestRateRampMs: number; gracePeriodMs: number };
   headers: Record<string, string>;
@@ -361,6 +373,9 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     concurrencyRampMs: o.concurrencyRampMs ?? 0,
     warmupConcurrencyRampMs: o.warmupConcurrencyRampMs ?? 0,
     requestRateRampMs: o.requestRateRampMs ?? 0,
+    models: o.models !== undefined && o.models.length > 0 ? [...o.models] : [o.model],
+    modelSelectionStrategy: o.modelSelectionStrategy ?? 'round_robin',
+    modelOf: modelChooser(o),
     warmup: {
       concurrency: o.warmupConcurrency ?? concurrency,
       requestRate: o.warmupRequestRate ?? o.requestRate ?? null,
@@ -426,7 +441,8 @@ function resolveWorkload(o: BenchOptions): BenchWorkloadSpec {
 export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unknown> {
   return {
     endpoint: {
-      model_names: [r.model],
+      model_names: r.models,
+      model_selection_strategy: r.modelSelectionStrategy,
       type: r.endpointType,
       custom_endpoint: r.targets[0]!.path,
       streaming: r.streaming,
@@ -493,10 +509,26 @@ export function summaryOptionsOf(o: ResolvedBenchOptions): SummarizeOptions {
   return { goodput: o.goodput, useServerTokenCount: o.useServerTokenCount, producesTokens: o.endpointType !== 'embeddings' };
 }
 
-/** The payload settings of a resolved run (shared by the request builder and `inputs.json`). */
-export function payloadOptionsOf(o: ResolvedBenchOptions): PayloadOptions {
+/** Which model each dataset entry asks for: AIPerf's `--model-selection-strategy` over the models given. */
+function modelChooser(o: BenchOptions): (sessionIndex: number) => string {
+  const models = o.models !== undefined && o.models.length > 0 ? [...o.models] : [o.model];
+  if (models.length === 1) return () => models[0]!;
+  if (o.modelSelectionStrategy === 'random') {
+    // Seeded per entry, so an entry asks for the same model in every run of the seed.
+    const rng = createRng((o.randomSeed ?? 0) + 31_337);
+    const picks: number[] = [];
+    return (i) => {
+      while (picks.length <= i) picks.push(Math.floor(rng.next() * models.length));
+      return models[picks[i]!]!;
+    };
+  }
+  return (i) => models[i % models.length]!;
+}
+
+/** The payload settings of a resolved run (shared by the request builder and `inputs.json`); `sessionIndex` picks the entry's model. */
+export function payloadOptionsOf(o: ResolvedBenchOptions, sessionIndex = 0): PayloadOptions {
   return {
-    model: o.model, endpointType: o.endpointType, streaming: o.streaming,
+    model: o.modelOf(sessionIndex), endpointType: o.endpointType, streaming: o.streaming,
     sendMaxTokens: o.outputTokensMean !== null || o.workload.kind === 'trace', useLegacyMaxTokens: o.useLegacyMaxTokens, extraInputs: o.extraInputs,
   };
 }

@@ -225,7 +225,7 @@ function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: stri
     return {
       path,
       body: JSON.stringify(
-        requestPayload({ messages, maxTokens: session.turns[0]!.maxTokens }, payloadOptionsOf(o)),
+        requestPayload({ messages, maxTokens: session.turns[0]!.maxTokens }, payloadOptionsOf(o, session.index)),
       ),
       headers,
       streaming: o.streaming,
@@ -243,7 +243,7 @@ function turnRequest(o: ResolvedBenchOptions, session: Session, turn: number, an
   const messages = turnMessages(session, turn, answers);
   return {
     ...first,
-    body: JSON.stringify(requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o))),
+    body: JSON.stringify(requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o, session.index))),
     inputTokens: o.tokenizer.count(messages.map((m) => m.content).join('\n')),
   };
 }

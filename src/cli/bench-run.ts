@@ -136,6 +136,9 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('concurrencyRampMs', flags['concurrencyRampDuration'], (s: number) => s * 1000);
   set('warmupConcurrencyRampMs', flags['warmupConcurrencyRampDuration'], (s: number) => s * 1000);
   set('requestRateRampMs', flags['requestRateRampDuration'], (s: number) => s * 1000);
+  const models = model.split(',').map((m) => m.trim()).filter((m) => m !== '');
+  if (models.length > 1) opts.models = models;
+  set('modelSelectionStrategy', flags['modelSelectionStrategy']);
   set('warmupConcurrency', flags['warmupConcurrency']);
   set('warmupRequestRate', flags['warmupRequestRate']);
   set('warmupRequestRateMode', flags['warmupArrivalPattern']);

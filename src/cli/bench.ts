@@ -50,7 +50,8 @@ const collectAll = (value: string, previous: unknown): string[] => [...((previou
 /** Every flag of `tailgate bench`, with every alias AIPerf accepts. */
 export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'url', flags: '-u, --url <url...>', description: 'base URL of the OpenAI-compatible server; several are used round-robin (default http://localhost:8000)', parse: collectAll, variadic: true },
-  { key: 'model', flags: '-m, --model <name>', aliases: ['--model-names'], description: 'model name to request' },
+  { key: 'model', flags: '-m, --model <name>', aliases: ['--model-names'], description: 'model name to request; several, comma-separated: each dataset entry asks for one (--model-selection-strategy)' },
+  { key: 'modelSelectionStrategy', flags: '--model-selection-strategy <s>', description: 'with several models: round_robin (entry i gets model i mod n, default) or random (seeded)', parse: choiceArg(['round_robin', 'random'] as const) },
   { key: 'endpointType', flags: '--endpoint-type <type>', description: 'chat, completions or embeddings (no streaming, no output tokens)', parse: choiceArg(['chat', 'completions', 'embeddings'] as const), defaultValue: 'chat' },
   { key: 'urlStrategy', flags: '--url-strategy <s>', description: 'how requests pick one of several URLs: round_robin (the only one, as in AIPerf)', parse: choiceArg(['round_robin'] as const) },
   { key: 'endpoint', flags: '--endpoint <path>', aliases: ['--custom-endpoint'], description: 'endpoint path (default /v1/chat/completions or /v1/completions)' },
