@@ -1,4 +1,4 @@
-import { BodyScanner, HeadReader, KeepAlivePool, bodyFraming, type BodyFraming, type Connection, type ConnectionReader, type ConnectionWaiter } from '../wire/index.js';
+import { BodyScanner, HeadReader, KeepAlivePool, WireError, bodyFraming, type BodyFraming, type Connection, type ConnectionReader, type ConnectionWaiter } from '../wire/index.js';
 import { LAST_CHUNK, socketFd, writeDirect } from './direct-write.js';
 
 /** Receives one upstream response. No callback follows `onEnd`, `onError` or `Exchange.abort()`. */
@@ -24,15 +24,6 @@ export interface UpstreamPoolOptions {
   ca?: string | Buffer;
   /** @default 5000 */
   connectTimeoutMs?: number;
-}
-
-/** An upstream failure with a stable code (the router's log and retry logic read it). */
-export class UpstreamError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
-  }
 }
 
 /** Smallest body arena of an exchange. */
@@ -179,7 +170,7 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   refused(): void {
     if (this.#over) return;
     this.#over = true;
-    this.#handler.onError(new UpstreamError('UPSTREAM_CLOSED', 'the router closed its connections to the worker'));
+    this.#handler.onError(new WireError('UPSTREAM_CLOSED', 'the router closed its connections to the worker'));
   }
 
   /**
@@ -226,7 +217,7 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
     const r = this.#head.push(read, 0, len);
     if (r.kind === 'partial') return;
     if (r.kind !== 'head') {
-      this.#error(new UpstreamError('UPSTREAM_PROTOCOL', `the worker sent ${r.message}`));
+      this.#error(new WireError('UPSTREAM_PROTOCOL', `the worker sent ${r.message}`));
       return;
     }
     const { head, buf, rest } = r;
@@ -293,7 +284,7 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   onError(e: Error): void {
     if (this.#retryStale()) return;
     const code = (e as { code?: string }).code;
-    this.#error(code === 'WIRE_CONNECT_TIMEOUT' ? new UpstreamError('UPSTREAM_CONNECT_TIMEOUT', e.message) : e);
+    this.#error(code === 'WIRE_CONNECT_TIMEOUT' ? new WireError('UPSTREAM_CONNECT_TIMEOUT', e.message) : e);
   }
 
   /** @internal The connection closed under the exchange. */
@@ -308,7 +299,7 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
       this.#handler.onEnd();
       return;
     }
-    this.#error(new UpstreamError('UPSTREAM_CLOSED', this.#gotBytes ? 'closed the connection mid-response' : 'closed the connection'));
+    this.#error(new WireError('UPSTREAM_CLOSED', this.#gotBytes ? 'closed the connection mid-response' : 'closed the connection'));
   }
 
   /** A kept-alive connection the worker had closed meanwhile: send once more on a new one. */

@@ -45,7 +45,7 @@ export interface KeepAlivePoolOptions {
   readBufferBytes?: number;
 }
 
-/** A connect timeout, with a stable code. */
+/** A failure on the wire with a stable code (`WIRE_CONNECT_TIMEOUT`; the router's upstream adds its `UPSTREAM_*` ones, which its log shows). */
 export class WireError extends Error {
   readonly code: string;
   constructor(code: string, message: string) {
