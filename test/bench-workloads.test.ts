@@ -117,3 +117,14 @@ test('bench: a Mooncake trace is replayed at its timestamps; a bad line exits 2 
   assert.equal(flags.code, 2);
   assert.match(flags.stderr, /--num-prefix-prompts and --prefix-prompt-length go together/);
 });
+
+test('bench: --fixed-schedule-start-offset/-end-offset replay a window of the trace, its start as time 0', async (t) => {
+  const urls = await startTestFleet(t);
+  const dir = await tempDir(t);
+  const trace = join(dir, 'trace.jsonl');
+  await writeFile(trace, [0, 100, 200, 300].map((ts, i) => JSON.stringify({ timestamp: 1000 + ts, input_length: 10 + i, output_length: 2, hash_ids: [i] })).join('\n'));
+  const r = await runBench({ url: urls[0]!, model: MODEL, streaming: true, inputFile: trace, fixedSchedule: true, fixedScheduleStartOffsetMs: 1100, fixedScheduleEndOffsetMs: 1200 });
+  const prof = r.records.filter((x) => x.phase === 'profiling');
+  assert.deepEqual(prof.map((x) => x.inputTokens.client).sort(), [11, 12], 'the lines at 1100 and 1200, both ends included');
+  assert.deepEqual(r.workload.sessions.map((s) => s.timestampMs), [0, 100], 'the start offset is time 0');
+});

@@ -94,8 +94,8 @@ s('Fixed Schedule');
 f('--fixed-schedule', 'switch', I, 'send each trace line at its timestamp');
 f('--no-fixed-schedule', 'switch', I, 'do not switch a timestamped trace to fixed schedule');
 f('--fixed-schedule-auto-offset', 'switch', I, 'shift the trace so its first timestamp is 0');
-f('--fixed-schedule-start-offset', 'value', X, 'skip trace lines before this ms offset', '0');
-f('--fixed-schedule-end-offset', 'value', X, 'stop at this ms offset of the trace', '1000');
+f('--fixed-schedule-start-offset', 'value', I, 'skip trace lines before this ms offset', '0');
+f('--fixed-schedule-end-offset', 'value', I, 'stop at this ms offset of the trace', '1000');
 
 s('Goodput');
 f('--goodput', 'list', I, 'SLOs as metric:threshold for goodput', 'time_to_first_token:2000');

@@ -9,7 +9,16 @@ import type { ResolvedBenchOptions } from './options.js';
  */
 export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> {
   const w = o.workload;
-  if (w.kind === 'trace') return traceWorkload(await loadTrace(w.file), { seed: o.randomSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+  if (w.kind === 'trace') {
+    let lines = await loadTrace(w.file);
+    // AIPerf's window: lines from the start offset (the replay's time 0) to the end offset, both included.
+    if (w.startOffsetMs !== null || w.endOffsetMs !== null) {
+      const from = w.startOffsetMs ?? 0;
+      const to = w.endOffsetMs ?? Number.POSITIVE_INFINITY;
+      lines = lines.filter((l) => l.timestampMs === null || (l.timestampMs >= from && l.timestampMs <= to)).map((l) => (l.timestampMs === null ? l : { ...l, timestampMs: l.timestampMs - from }));
+    }
+    return traceWorkload(lines, { seed: o.randomSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+  }
   return buildWorkload({
     seed: o.randomSeed,
     sessions: w.sessions,

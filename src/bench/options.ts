@@ -86,6 +86,10 @@ export interface BenchOptions {
   fixedSchedule?: boolean;
   /** Shift the trace's timestamps so the first is 0 (`--fixed-schedule-auto-offset`). @default false */
   fixedScheduleAutoOffset?: boolean;
+  /** AIPerf `--fixed-schedule-start-offset`: replay the trace from this timestamp (ms; earlier lines skipped, this one is time 0). */
+  fixedScheduleStartOffsetMs?: number;
+  /** AIPerf `--fixed-schedule-end-offset`: lines after this timestamp (ms) are not sent. */
+  fixedScheduleEndOffsetMs?: number;
   /** Tokens per trace hash id (`--prompt-input-tokens-block-size`). @default 512 */
   blockTokens?: number;
   extraInputs?: Record<string, unknown>;
@@ -180,7 +184,7 @@ export type BenchWorkloadSpec =
       turnDelayStddevMs: number;
       turnDelayRatio: number;
     }
-  | { kind: 'trace'; file: string; blockTokens: number; autoOffset: boolean };
+  | { kind: 'trace'; file: string; blockTokens: number; autoOffset: boolean; startOffsetMs: number | null; endOffsetMs: number | null };
 
 /** One endpoint to send to: `origin` for the connection pool, `path` for the request line. */
 export interface BenchTarget {
@@ -419,7 +423,11 @@ function resolveWorkload(o: BenchOptions): BenchWorkloadSpec {
   if (o.inputFile !== undefined) {
     const synthetic = legacy || o.sharedSystemPromptLength !== undefined || o.userContextPromptLength !== undefined || (o.conversationTurnMean ?? 1) > 1;
     if (synthetic) throw bad('--input-file replays a trace: drop the prefix and conversation flags');
-    return { kind: 'trace', file: o.inputFile, blockTokens: o.blockTokens ?? 512, autoOffset: o.fixedScheduleAutoOffset ?? false };
+    const start = o.fixedScheduleStartOffsetMs ?? null;
+    const end = o.fixedScheduleEndOffsetMs ?? null;
+    if (start !== null && o.fixedScheduleAutoOffset === true) throw bad('--fixed-schedule-start-offset and --fixed-schedule-auto-offset exclude each other (as in AIPerf)');
+    if (start !== null && end !== null && start > end) throw bad(`--fixed-schedule-start-offset (${start}) must be <= --fixed-schedule-end-offset (${end})`);
+    return { kind: 'trace', file: o.inputFile, blockTokens: o.blockTokens ?? 512, autoOffset: o.fixedScheduleAutoOffset ?? false, startOffsetMs: start, endOffsetMs: end };
   }
   const shared = o.sharedSystemPromptLength;
   return {

@@ -121,6 +121,8 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('inputFile', flags['inputFile']);
   set('fixedSchedule', flags['fixedSchedule']);
   set('fixedScheduleAutoOffset', flags['fixedScheduleAutoOffset']);
+  set('fixedScheduleStartOffsetMs', flags['fixedScheduleStartOffset']);
+  set('fixedScheduleEndOffsetMs', flags['fixedScheduleEndOffset']);
   set('blockTokens', flags['blockTokens']);
   const datasetType = flags['customDatasetType'] as string | undefined;
   if (datasetType !== undefined && datasetType !== 'mooncake_trace') {

@@ -85,6 +85,8 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'inputFile', flags: '--input-file <path>', description: 'a Mooncake-style JSONL trace (timestamp, input_length, output_length, hash_ids) to send instead of synthetic prompts' },
   { key: 'customDatasetType', flags: '--custom-dataset-type <type>', description: 'format of --input-file: mooncake_trace (the only one this release)', parse: choiceArg(['mooncake_trace', 'single_turn', 'multi_turn', 'random_pool'] as const) },
   { key: 'fixedSchedule', flags: '--fixed-schedule', description: 'send each trace line at its timestamp (the default for a trace without --concurrency or --request-rate; --no-fixed-schedule: never)', negatable: true },
+  { key: 'fixedScheduleStartOffset', flags: '--fixed-schedule-start-offset <ms>', description: 'replay the trace from this timestamp: earlier lines are skipped, this one is time 0', parse: intArg(0) },
+  { key: 'fixedScheduleEndOffset', flags: '--fixed-schedule-end-offset <ms>', description: 'lines after this timestamp are not sent', parse: intArg(0) },
   { key: 'fixedScheduleAutoOffset', flags: '--fixed-schedule-auto-offset', description: 'shift the trace\'s timestamps so the first is 0' },
   { key: 'blockTokens', flags: '--prompt-input-tokens-block-size <n>', aliases: ['--synthetic-input-tokens-block-size', '--isl-block-size'], description: 'tokens per trace hash id (default 512)', parse: intArg(1) },
   { key: 'useLegacyMaxTokens', flags: '--use-legacy-max-tokens', description: 'chat bodies carry max_tokens instead of max_completion_tokens' },
