@@ -409,10 +409,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     }
     slot.add(a);
   }
-  /** Files `w` under the first sweep at which one of its attempts could be silent for the stall deadline. */
-  function fileWatch(w: StreamWatch, feIndex: number, minStallMs: number): void {
+  /**
+   * Files `w` under the first sweep at or after `atMs` (unless it is filed under an earlier one):
+   * no attempt it lists can be silent for the stall deadline before then.
+   */
+  function fileWatch(w: StreamWatch, feIndex: number, atMs: number): void {
     const wheel = wheels[feIndex]!;
-    const key = Math.max(wheel.done + 1, Math.ceil((w.engine.oldestTokenMs() + minStallMs) / SWEEP_MS));
+    const key = Math.max(wheel.done + 1, Math.ceil(atMs / SWEEP_MS));
+    if (w.key >= 0 && w.key <= key) return;
     w.key = key;
     let list = wheel.watchSlots.get(key);
     if (list === undefined) {
@@ -430,7 +434,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const w = (watches[a.route.worker] ??= new StreamWatch(a.route.engine));
     a.watchFiling = watchFilings++;
     w.add(a, a.watchFiling);
-    if (w.key < 0) fileWatch(w, feIndex, minStallMs);
+    // Its first token came at or before `seenMs` (perhaps before the watch was last filed).
+    fileWatch(w, feIndex, a.seenMs + minStallMs);
   }
   const sweep = (feIndex: number): void => {
     const fe = frontends[feIndex]!;
@@ -479,15 +484,24 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
         if (w.key !== key) continue;
         w.key = -1;
         // Its attempts, only when one of them can have been silent that long.
-        if (now - w.engine.oldestTokenMs() >= stallMs) {
+        const oldest = w.engine.oldestTokenMs();
+        let seen = oldest;
+        if (now - oldest >= stallMs) {
+          // (The oldest may be another replica's, or an attempt not watched: then the next look is
+          // when one of these can be due, not at every sweep.)
+          seen = Number.POSITIVE_INFINITY;
           w.keep((a) => {
-            if (!a.silentFor(now, stallMs)) return true;
+            if (!a.silentFor(now, stallMs)) {
+              if (a.seenMs < seen) seen = a.seenMs;
+              return true;
+            }
             a.watchFiling = -1;
             due.push([a, 'migrate']);
             return false;
           });
         }
-        if (w.length > 0) fileWatch(w, feIndex, minStallMs);
+        // Both bound every attempt listed (the engine's oldest bounds all its requests; `seen`, those kept).
+        if (w.length > 0) fileWatch(w, feIndex, Math.max(oldest, seen) + minStallMs);
       }
       list.length = 0;
       spareWatchLists.push(list);
