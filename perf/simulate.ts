@@ -12,9 +12,10 @@
 //  4. the engine alone, side by side: tokens delivered by one `onToken` call per request per step
 //     (each touching its own per-stream object) against a `TokenSink` that gets them as counts
 //     (the engine advances the sequences that decode in lockstep as one cohort).
-// Run: node --import tsx perf/simulate.ts [--quick | --fleet]
+// Run: node --import tsx perf/simulate.ts [--quick | --fleet [--policy adaptive|p2c]]
 //   --quick: fewer trials and a smaller grid; --fleet: only the 1024 x 262144 target, 0-6 s of fleet
-//   time under p2c and under adaptive (a minute, not the whole table's ten).
+//   time under p2c and under adaptive (a minute, not the whole table's ten); --fleet --policy
+//   adaptive (or p2c): that row alone.
 import { VirtualClock } from '../src/core/index.js';
 import { Engine, getProfile, type TokenSink } from '../src/engine/index.js';
 import { PRESETS, runScenario, scenarioFromObject, type Scenario, type SimOptions } from '../src/sim/index.js';
@@ -22,6 +23,13 @@ import type { PolicyName } from '../src/routing/index.js';
 
 const quick = process.argv.includes('--quick');
 const fleetOnly = process.argv.includes('--fleet');
+// With --fleet: only that policy's row (an A/B alternates two checkouts' runs of one row).
+const policyAt = process.argv.indexOf('--policy');
+const onlyPolicy = policyAt >= 0 ? process.argv[policyAt + 1] : undefined;
+if (onlyPolicy !== undefined && onlyPolicy !== 'p2c' && onlyPolicy !== 'adaptive') {
+  console.error('perf/simulate: --policy takes p2c or adaptive');
+  process.exit(1);
+}
 
 interface Measure {
   simulatedS: number;
@@ -90,8 +98,8 @@ for (const [workers, streams] of grid) {
   rows.push([String(workers), ...fleetRow(streams.toLocaleString('en-US'), m)]);
 }
 if (fleetOnly) {
-  rows.push(['1024', ...fleetRow('262,144 (0-6 s)', measure(fleet(1024, 262144), 'p2c', 1, { ...big, maxSimulatedMs: 6000 }))]);
-  rows.push(['1024', ...fleetRow('262,144 (0-6 s, adaptive)', measure(fleet(1024, 262144), 'adaptive', 1, { ...big, maxSimulatedMs: 6000 }))]);
+  if (onlyPolicy !== 'adaptive') rows.push(['1024', ...fleetRow('262,144 (0-6 s)', measure(fleet(1024, 262144), 'p2c', 1, { ...big, maxSimulatedMs: 6000 }))]);
+  if (onlyPolicy !== 'p2c') rows.push(['1024', ...fleetRow('262,144 (0-6 s, adaptive)', measure(fleet(1024, 262144), 'adaptive', 1, { ...big, maxSimulatedMs: 6000 }))]);
 } else if (!quick) {
   // Later windows of the same run (same seed): the difference of runs 2 s apart.
   const diff = (a: Measure, b: Measure): Measure => ({ simulatedS: b.simulatedS - a.simulatedS, cpuS: b.cpuS - a.cpuS, wallS: b.wallS - a.wallS, tokens: b.tokens - a.tokens });
