@@ -5,9 +5,9 @@ export interface ResponseHead {
   reason: string;
   /** Names lower-case; a repeated header's values joined with ', ' (`set-cookie` a list). */
   headers: Record<string, string | string[]>;
-  /** `transfer-encoding` ends in `chunked`. */
+  /** `transfer-encoding` ends in `chunked` (never for a 204 or 304). */
   chunked: boolean;
-  /** `content-length`, or -1 when absent or when a `transfer-encoding` frames the body. */
+  /** `content-length` (0 for a 204 or 304), or -1 when absent or when a `transfer-encoding` frames the body. */
   length: number;
   /** The server closes the connection after this response (`connection: close`, or HTTP/1.0 without keep-alive). */
   close: boolean;
@@ -69,13 +69,16 @@ export function parseResponseHead(text: string): ResponseHead | null {
   }
   const conn = headers['connection'] as string | undefined;
   const close = conn === undefined ? m[1] === '0' : /\bclose\b/i.test(conn) || (m[1] === '0' && !/\bkeep-alive\b/i.test(conn));
-  return { status: Number(m[2]), reason: m[3] ?? '', headers, chunked, length: te !== undefined ? -1 : length, close };
+  const status = Number(m[2]);
+  // a 204 or 304 never has a body, whatever its framing headers say
+  if (status === 204 || status === 304) return { status, reason: m[3] ?? '', headers, chunked: false, length: 0, close };
+  return { status, reason: m[3] ?? '', headers, chunked, length: te !== undefined ? -1 : length, close };
 }
 
 /** The framing of the body that follows `head` (a 204 or 304 has none: an empty sized body). */
 export function bodyFraming(head: ResponseHead): BodyFraming {
   if (head.chunked) return 'chunked';
-  return head.length >= 0 || head.status === 204 || head.status === 304 ? 'length' : 'close';
+  return head.length >= 0 ? 'length' : 'close';
 }
 
 /** What {@link HeadReader.push} found. */
