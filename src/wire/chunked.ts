@@ -87,7 +87,7 @@ export class BodyScanner {
         case S.SizeStart:
         case S.Size: {
           const c = buf[p]!;
-          const v = c >= 48 && c <= 57 ? c - 48 : (c | 32) >= 97 && (c | 32) <= 102 ? (c | 32) - 87 : -1;
+          const v = hexDigit(c);
           if (v >= 0) {
             this.#size = this.#size * 16 + v;
             state = S.Size;
