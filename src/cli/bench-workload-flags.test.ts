@@ -20,7 +20,9 @@ test('AIPerf dataset flags and their aliases reach the bench options', () => {
   const sys = resolveBenchOptions({ ...invoke('--shared-system-prompt-length', '300', '--user-context-prompt-length', '50').options }).workload;
   assert.deepEqual([sys.kind === 'synthetic' && sys.prefixRole, sys.kind === 'synthetic' && sys.prefixGroups, sys.kind === 'synthetic' && sys.userContextTokens], ['system', 1, 50]);
   const trace = resolveBenchOptions({ ...invoke('--input-file', 't.jsonl', '--custom-dataset-type', 'mooncake_trace', '--isl-block-size', '64').options });
-  assert.deepEqual(trace.workload, { kind: 'trace', file: 't.jsonl', blockTokens: 64, autoOffset: false });
+  assert.deepEqual(trace.workload, { kind: 'trace', file: 't.jsonl', blockTokens: 64, autoOffset: false, startOffsetMs: null, endOffsetMs: null });
+  const window = resolveBenchOptions({ ...invoke('--input-file', 't.jsonl', '--custom-dataset-type', 'mooncake_trace', '--fixed-schedule-start-offset', '1000', '--fixed-schedule-end-offset', '5000').options });
+  assert.deepEqual(window.workload.kind === 'trace' && [window.workload.startOffsetMs, window.workload.endOffsetMs], [1000, 5000], 'the trace window, in ms as AIPerf gives it');
   assert.equal(trace.fixedSchedule, true, 'a trace without a load is replayed at its timestamps');
   assert.equal(trace.requestCount, null, 'every line once');
   assert.equal(resolveBenchOptions({ ...invoke('--input-file', 't.jsonl', '--concurrency', '4').options }).fixedSchedule, false);
