@@ -8,6 +8,14 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
 ]);
 
+/** The headers a `Connection` header names (one hop's too, RFC 9110 7.6.1), lower-case; undefined when none. */
+function connectionNamed(v: string | string[] | undefined): Set<string> | undefined {
+  // the usual values name nothing more
+  if (v === undefined || v === 'keep-alive' || v === 'close') return undefined;
+  const names = (Array.isArray(v) ? v.join(',') : v).split(',').map((n) => n.trim().toLowerCase());
+  return names.some((n) => n !== '' && !HOP_BY_HOP.has(n)) ? new Set(names) : undefined;
+}
+
 /** Sends a JSON body (compact) with the given status. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: OutgoingHttpHeaders = {}): void {
   const text = JSON.stringify(body);
@@ -90,8 +98,9 @@ export function rejectTooLarge(req: IncomingMessage, res: ServerResponse, messag
 /** Client request headers as they go upstream: hop-by-hop dropped, body length set, the worker's credentials when the client sent none. */
 export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number, authorization?: string): Record<string, string> {
   const out: Record<string, string> = {};
+  const named = connectionNamed(h['connection']);
   for (const k in h) {
-    if (HOP_BY_HOP.has(k)) continue;
+    if (HOP_BY_HOP.has(k) || named?.has(k)) continue;
     const v = h[k];
     if (v === undefined) continue;
     out[k] = Array.isArray(v) ? v.join(', ') : v;
@@ -105,8 +114,9 @@ export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number, autho
 /** Upstream response headers as they go to the client: hop-by-hop dropped, our worker header set. */
 export function clientHeaders(h: Record<string, string | string[] | undefined>, workerId: string, keepLength: boolean): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
+  const named = connectionNamed(h['connection']);
   for (const k in h) {
-    if (k === 'x-tailgate-worker') continue;
+    if (k === 'x-tailgate-worker' || named?.has(k)) continue;
     if (HOP_BY_HOP.has(k) && !(keepLength && k === 'content-length')) continue;
     const v = h[k];
     if (v !== undefined) out[k] = v;
