@@ -243,6 +243,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       const onPhaseStart = (phase: string): void => {
         if (phase !== 'profiling') return;
         stallAtMs = Math.max(plan.stallAtMs, performance.now() - originMs);
+        if (stallAtMs > plan.stallAtMs) say(`${step.name}: the warm-up ran past ${formatMs(plan.stallAtMs)}; worker ${plan.stallWorker} stalls as profiling starts, at ${formatMs(stallAtMs)}`);
         stallPosted = addStall(workerUrls[0]!, plan, stallAtMs - (performance.now() - originMs));
         stallPosted.catch(() => {}); // awaited (and thrown) once the bench returns
       };
