@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens } from '../src/core/index.js';
 import { startCli } from './helpers.js';
+import { readSse } from './sse.js';
 
 interface Started {
   urls: string[];
@@ -26,8 +27,7 @@ function post(url: string, body: string, headers: Record<string, string> = {}, s
 
 /** Reads an SSE body to its end; returns the `data:` payloads. */
 async function sse(res: Response): Promise<string[]> {
-  const text = await res.text();
-  return text.split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => f.slice(6));
+  return readSse(await res.text()).payloads;
 }
 
 /** Minimal Prometheus text parse: `name{labels}` -> value. */

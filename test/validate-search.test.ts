@@ -40,6 +40,7 @@ test('--search max-concurrency lands within one step of the grid sweep\'s answer
   assert.equal(r.code, 0, r.stderr + r.stdout);
   const v = await read(out);
   const s = v.search!;
+  assert.notEqual(s.maxPassingPerGpu, null, 'the search found a passing level');
   assert.ok(Math.abs(s.maxPassingPerGpu! - gridAnswer) <= step, `search ${s.maxPassingPerGpu}, grid ${gridAnswer}`);
   assert.equal(s.minFailingPerGpu, s.maxPassingPerGpu! + step);
   assert.ok(s.points.length <= 5, 'bisection measures fewer levels than the grid');

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { aiperfJsonlLine, exportFileNames, writeAiperfExports, type RunInfo } from '../report/index.js';
+import { aiperfJsonlLine, epochNs, exportFileNames, writeAiperfExports, type RunInfo } from '../report/index.js';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { recordMetrics, summarize, timeSeries } from '../stats/index.js';
@@ -111,7 +111,7 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
  * AIPerf's time-slice exports (`--slice-duration`): the profiling window cut into slices of
  * `sliceMs`, each request in the slice where it started, each slice's metrics as the run's.
  */
-export async function writeTimeSlices(dir: string, result: BenchResult, sliceMs: number, filePrefix?: string): Promise<void> {
+async function writeTimeSlices(dir: string, result: BenchResult, sliceMs: number, filePrefix?: string): Promise<void> {
   const prof = result.records.filter((r) => r.phase === 'profiling');
   const start = result.summary.startMs;
   const n = prof.length === 0 ? 0 : Math.max(1, Math.ceil((result.summary.endMs - start) / sliceMs));
@@ -137,7 +137,7 @@ export async function writeTimeSlices(dir: string, result: BenchResult, sliceMs:
 }
 
 /** Version of AIPerf's `outputs.json` (its own; 1.1 added `warmup` and `benchmark_phase`). */
-export const OUTPUTS_SCHEMA_VERSION = '1.1';
+const OUTPUTS_SCHEMA_VERSION = '1.1';
 
 /**
  * AIPerf's `outputs.json` (`--export-outputs-json`, implied by `--export-level raw`): each request's
@@ -145,9 +145,9 @@ export const OUTPUTS_SCHEMA_VERSION = '1.1';
  * few metrics in display units; profiling requests under `data`, warm-up ones under `warmup`,
  * each sorted by (session_num, turn_index).
  */
-export function outputsJson(result: BenchResult): { schema_version: string; data: Record<string, unknown>[]; warmup: Record<string, unknown>[] } {
+function outputsJson(result: BenchResult): { schema_version: string; data: Record<string, unknown>[]; warmup: Record<string, unknown>[] } {
   // Nanosecond epochs exceed 2^53: kept as digit strings here and written as exact integers by writeOutputsJson.
-  const ns = (ms: number): string => (BigInt(Math.round(result.originEpochMs)) * 1_000_000n + BigInt(Math.round(ms * 1e6))).toString();
+  const ns = (ms: number): string => epochNs(result.originEpochMs, ms);
   const entries: Record<'profiling' | 'warmup', Record<string, unknown>[]> = { profiling: [], warmup: [] };
   const useServer = result.options.useServerTokenCount;
   for (const r of result.records) {
@@ -177,7 +177,7 @@ export function outputsJson(result: BenchResult): { schema_version: string; data
  * AIPerf's `profile_export_raw.jsonl` (`--export-level raw`): each profiling request's record line
  * with the request body as sent (`request`) and the answer's text as received (`response_text`).
  */
-export async function writeRawExport(path: string, result: BenchResult): Promise<void> {
+async function writeRawExport(path: string, result: BenchResult): Promise<void> {
   const out = createWriteStream(path);
   const finished = once(out, 'finish');
   let i = 0;

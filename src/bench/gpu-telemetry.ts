@@ -1,7 +1,8 @@
-import { appendFile, mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Collector, type Sample, type TargetSeries } from '../scrape/index.js';
+import { epochNs } from '../report/index.js';
 import { describe } from '../stats/index.js';
 import { serverMetricsUrl } from './server-metrics.js';
 
@@ -27,7 +28,7 @@ export const GPU_TELEMETRY_METRICS = [
 ] as const;
 
 /** Where AIPerf looks for DCGM exporters when `--gpu-telemetry` names none (Dynamo's 9401, dcgm-exporter's 9400). */
-export const GPU_TELEMETRY_DEFAULT_URLS = ['http://localhost:9400/metrics', 'http://localhost:9401/metrics'] as const;
+const GPU_TELEMETRY_DEFAULT_URLS = ['http://localhost:9400/metrics', 'http://localhost:9401/metrics'] as const;
 
 const BY_DCGM = new Map<string, (typeof GPU_TELEMETRY_METRICS)[number]>(GPU_TELEMETRY_METRICS.filter((m) => m.dcgm !== null).map((m) => [m.dcgm!, m]));
 
@@ -223,24 +224,24 @@ export function telemetryCsv(data: Record<string, unknown>): string {
 export async function writeGpuTelemetryJsonl(dir: string, file: string, endpoints: readonly GpuTelemetrySeries[]): Promise<void> {
   await mkdir(dir, { recursive: true });
   const path = join(dir, file);
-  await writeFile(path, '');
+  const lines: string[] = [];
   for (const e of endpoints) {
-    const lines: string[] = [];
+    // A GPU's identity fields, serialized once: they do not change between scrapes.
+    const metas = new Map([...e.gpus].map(([index, g]) => [index, JSON.stringify(g).slice(1, -1)]));
     e.series.tMs.forEach((t, i) => {
-      const ns = (BigInt(Math.round(e.originEpochMs)) * 1_000_000n + BigInt(Math.round(t * 1e6))).toString();
-      for (const [index, g] of e.gpus) {
+      const ns = epochNs(e.originEpochMs, t);
+      for (const [index, meta] of metas) {
         const data: Record<string, number> = {};
         for (const spec of GPU_TELEMETRY_METRICS) {
           const v = e.series.values[`${index}|${spec.field}`]?.[i];
           if (v !== undefined && Number.isFinite(v)) data[spec.field] = v;
         }
         if (Object.keys(data).length === 0) continue;
-        const meta = JSON.stringify(g).slice(1, -1);
         lines.push(`{${meta},"timestamp_ns":${ns},"dcgm_url":${JSON.stringify(e.url)},"telemetry_data":${JSON.stringify(data)}}`);
       }
     });
-    if (lines.length > 0) await appendFile(path, `${lines.join('\n')}\n`);
   }
+  await writeFile(path, lines.length > 0 ? `${lines.join('\n')}\n` : '');
 }
 
 /**

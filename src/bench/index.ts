@@ -3,7 +3,7 @@ export { resolveBenchOptions, parseBaseUrl, aiperfInputConfig } from './options.
 export type { BenchResult } from './run-bench.js';
 export { runBench } from './run-bench.js';
 export type { BenchArtifactOptions } from './artifacts.js';
-export { writeBenchArtifacts, writeRawExport, inputsJson, INPUTS_FILE } from './artifacts.js';
+export { writeBenchArtifacts, inputsJson, INPUTS_FILE } from './artifacts.js';
 export type { SelfCheck } from './self-check.js';
 export { CLIENT_BOUND, judge } from './self-check.js';
 export type { EndpointType, PayloadOptions } from './payload.js';
@@ -16,5 +16,5 @@ export type { BenchDispatcher } from './socket-pool.js';
 export { SocketPool } from './socket-pool.js';
 export type { ConfidenceBlock, Convergence, AggregateInfo } from './multi-run.js';
 export { aggregateRuns, converged, writeAggregate, MULTI_RUN_LAYOUT, AGGREGATE_SCHEMA_VERSION, MIN_RUNS_FOR_CONVERGENCE } from './multi-run.js';
-export { sweepAggregate, sweepAggregateCsv, sweepDirName, writeSweepAggregate, SWEEP_AGGREGATE_LAYOUT } from './sweep-aggregate.js';
+export { sweepAggregate, sweepDirName, writeSweepAggregate, SWEEP_AGGREGATE_LAYOUT } from './sweep-aggregate.js';
 export type { SweepAggregateInput } from './sweep-aggregate.js';

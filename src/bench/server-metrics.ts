@@ -31,7 +31,7 @@ export function startServerMetrics(urls: readonly string[], intervalMs = 1000): 
 }
 
 /** Per endpoint and series: the distribution of its readings over the run. */
-export function serverMetricsStats(series: Record<string, TargetSeries>): Record<string, { scrapes: number; errors: number; metrics: Record<string, MetricBlock> }> {
+function serverMetricsStats(series: Record<string, TargetSeries>): Record<string, { scrapes: number; errors: number; metrics: Record<string, MetricBlock> }> {
   const out: Record<string, { scrapes: number; errors: number; metrics: Record<string, MetricBlock> }> = {};
   for (const [url, s] of Object.entries(series)) {
     const metrics: Record<string, MetricBlock> = {};

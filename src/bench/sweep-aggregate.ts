@@ -104,7 +104,7 @@ export function sweepAggregate(input: SweepAggregateInput): Record<string, unkno
  * `_mean` only), then the best configurations, the Pareto-optimal points and the metadata, each
  * section after a blank line.
  */
-export function sweepAggregateCsv(doc: Record<string, unknown>, parameter: string): string {
+function sweepAggregateCsv(doc: Record<string, unknown>, parameter: string): string {
   const combos = doc['per_combination_metrics'] as Array<{ parameters: Record<string, number>; metrics: Record<string, SweepStat> }>;
   const keys = [...new Set(combos.flatMap((c) => Object.keys(c.metrics)))];
   const cols = ['mean', 'std', 'min', 'max', 'cv'] as const;

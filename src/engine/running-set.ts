@@ -4,7 +4,7 @@ import type { Seq } from './seq.js';
 /** Running alone. */
 export const FREE = -1;
 /** Dropped (compacted later). */
-export const HOLE = -2;
+const HOLE = -2;
 
 /**
  * An engine's running sequences as parallel typed arrays, one entry per sequence in admission

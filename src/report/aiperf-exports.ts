@@ -194,7 +194,8 @@ export function aiperfCsv(summary: Summary): string {
   return `${dist.join('\n')}\n\n${scalars.join('\n')}\n`;
 }
 
-function epochNs(originEpochMs: number, ms: number): string {
+/** `originEpochMs + ms` in integer nanoseconds since the epoch, as digits (past 2^53, so not a number). */
+export function epochNs(originEpochMs: number, ms: number): string {
   return (BigInt(Math.round(originEpochMs)) * 1_000_000n + BigInt(Math.round(ms * 1e6))).toString();
 }
 

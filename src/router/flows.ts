@@ -49,7 +49,7 @@ export interface FlowOptions {
 }
 
 /** The tenant of requests that name none, and of names past {@link MAX_TENANTS}. */
-export const DEFAULT_TENANT = 'default';
+const DEFAULT_TENANT = 'default';
 /** Distinct tenants tracked (and labelled in metrics); more fall back to the default one. */
 const MAX_TENANTS = 256;
 const TENANT_RE = /^[\w.:@-]{1,128}$/;
@@ -210,7 +210,7 @@ class FlowMetrics {
       labelNames: tp,
       registers,
       collect() {
-        for (const t of fc.tenantNames()) for (const p of PRIORITIES) this.set({ tenant: t, priority: p }, 0);
+        for (const t of fc.tenants()) for (const p of PRIORITIES) this.set({ tenant: t.name, priority: p }, 0);
         for (const s of dispatcher.flowStats()) this.set({ tenant: s.tenant, priority: s.priority }, s.queued);
       },
     });
@@ -244,6 +244,9 @@ export type Admission = { ok: true; flow: CallFlow } | { ok: false; retryAfterS:
 export class FlowControl {
   readonly metrics: FlowMetrics;
   readonly #opts: FlowOptions;
+  /** The headers naming tenant and priority, lowercased once (Node lowercases incoming names). */
+  readonly #tenantHeader: string | undefined;
+  readonly #priorityHeader: string;
   readonly #dispatcher: Dispatcher;
   readonly #tenants = new Map<string, TenantState>();
   #config: FlowConfig;
@@ -251,6 +254,8 @@ export class FlowControl {
 
   constructor(opts: FlowOptions, config: FlowConfig, dispatcher: Dispatcher, registry: Registry) {
     this.#opts = opts;
+    this.#tenantHeader = opts.tenantHeader?.toLowerCase();
+    this.#priorityHeader = (opts.priorityHeader ?? 'x-tailgate-priority').toLowerCase();
     this.#config = config;
     this.#dispatcher = dispatcher;
     this.metrics = new FlowMetrics(registry, this, dispatcher);
@@ -279,10 +284,6 @@ export class FlowControl {
     this.#config = config;
     this.#dispatcher.configureFlows(FlowControl.queueOptions(config));
     for (const t of this.#tenants.values()) this.#buckets(t, nowMs);
-  }
-
-  tenantNames(): IterableIterator<string> {
-    return this.#tenants.keys();
   }
 
   tenants(): IterableIterator<TenantState> {
@@ -332,7 +333,7 @@ export class FlowControl {
         token_bucket: t.tokens ? Math.floor(t.tokens.level) : null,
       };
     });
-    return { tenant_header: this.#opts.tenantHeader ?? null, priority_header: this.#priorityHeader(), tenants, fallbacks: { ...this.#fallbacks } };
+    return { tenant_header: this.#opts.tenantHeader ?? null, priority_header: this.#priorityHeader, tenants, fallbacks: { ...this.#fallbacks } };
   }
 
   #limited(t: TenantState, limit: 'requests' | 'tokens', waitMs: number): Admission {
@@ -345,13 +346,9 @@ export class FlowControl {
     return this.#config.tenants?.[name]?.weight ?? 1;
   }
 
-  #priorityHeader(): string {
-    return (this.#opts.priorityHeader ?? 'x-tailgate-priority').toLowerCase();
-  }
-
   #tenantName(headers: IncomingHttpHeaders): string {
     let name: string | undefined;
-    const header = this.#opts.tenantHeader?.toLowerCase();
+    const header = this.#tenantHeader;
     if (header !== undefined) {
       const v = headers[header];
       name = (Array.isArray(v) ? v[0] : v)?.trim();
@@ -368,7 +365,7 @@ export class FlowControl {
   }
 
   #priority(headers: IncomingHttpHeaders, model: string): Priority {
-    const v = headers[this.#priorityHeader()];
+    const v = headers[this.#priorityHeader];
     const raw = (Array.isArray(v) ? v[0] : v)?.trim().toLowerCase();
     if (raw !== undefined && raw !== '') {
       if ((PRIORITIES as readonly string[]).includes(raw)) return raw as Priority;
@@ -394,10 +391,9 @@ export class FlowControl {
 
   #buckets(t: TenantState, nowMs: number): void {
     const c: TenantConfig | undefined = this.#config.tenants?.[t.name];
-    const at = nowMs;
     const rps = c?.['requests-per-s'];
     const tps = c?.['tokens-per-s'];
-    t.requests = rps === undefined ? undefined : new TokenBucket(rps, c?.['request-burst'] ?? Math.max(1, rps), at);
-    t.tokens = tps === undefined ? undefined : new TokenBucket(tps, c?.['token-burst'] ?? tps, at);
+    t.requests = rps === undefined ? undefined : new TokenBucket(rps, c?.['request-burst'] ?? Math.max(1, rps), nowMs);
+    t.tokens = tps === undefined ? undefined : new TokenBucket(tps, c?.['token-burst'] ?? tps, nowMs);
   }
 }

@@ -263,9 +263,11 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     server.closeIdleConnections();
     const deadline = clock.now() + (opts.drainTimeoutMs ?? 30_000);
     while (active.size > 0 && clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    for (const call of [...active]) call.drain();
-    // let the error frames reach the clients before the sockets go
-    await new Promise((r) => setTimeout(r, active.size > 0 ? 50 : 0));
+    // drain() ends each call (it leaves `active`), so count them first; let their error frames
+    // reach the clients before the sockets go
+    const cut = [...active];
+    for (const call of cut) call.drain();
+    if (cut.length > 0) await new Promise((r) => setTimeout(r, 50));
     server.closeAllConnections();
     await closed;
     clearInterval(sweep);

@@ -460,13 +460,14 @@ export class Dispatcher {
         this.#promptTokensEwma = Number.isNaN(this.#promptTokensEwma) ? req.promptTokens : this.#promptTokensEwma + 0.05 * (req.promptTokens - this.#promptTokensEwma);
       }
     }
+    const ticket = opts.flow ?? DEFAULT_TICKET;
     if ((this.#queuedByModel.get(req.model) ?? 0) === 0) {
       const probe = this.#probe;
       probe.req = req;
       probe.onAssign = onAssign;
       probe.exclude = opts.exclude;
       probe.onShed = opts.onShed;
-      probe.ticket = opts.flow ?? DEFAULT_TICKET;
+      probe.ticket = ticket;
       const w = this.#place(probe);
       // (`onAssign` may submit again, which refills the probe: nothing reads it after this.)
       if (w) this.#assign(w, probe);
@@ -478,16 +479,16 @@ export class Dispatcher {
       probe.ticket = DEFAULT_TICKET;
       if (w) return 'assigned';
     }
-    const entry: QueueEntry = { req, onAssign, exclude: opts.exclude, onShed: opts.onShed, ticket: opts.flow ?? DEFAULT_TICKET };
-    if (this.#flows) return this.#submitFlow(this.#flows, entry, opts.flow ?? DEFAULT_TICKET);
+    const entry: QueueEntry = { req, onAssign, exclude: opts.exclude, onShed: opts.onShed, ticket };
+    if (this.#flows) return this.#submitFlow(this.#flows, entry);
     if (this.#queue.length >= this.#maxQueue) return 'rejected';
     this.#queue.push(entry);
     this.#queuedByModel.set(req.model, (this.#queuedByModel.get(req.model) ?? 0) + 1);
     return 'queued';
   }
 
-  #submitFlow(flows: FlowQueue<QueueEntry>, entry: QueueEntry, ticket: FlowTicket): SubmitResult {
-    const r = flows.push(entry, ticket, this.#nowMs());
+  #submitFlow(flows: FlowQueue<QueueEntry>, entry: QueueEntry): SubmitResult {
+    const r = flows.push(entry, entry.ticket, this.#nowMs());
     if (r.outcome === 'shed') entry.onShed?.(r.reason);
     if (r.outcome !== 'queued') return r.outcome;
     this.#flowEntries.set(entry.req, entry);

@@ -241,11 +241,11 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     if (raw.requestCount > workload.lines.length) fail(['requestCount'], `the trace has ${workload.lines.length} requests (got ${raw.requestCount})`);
   }
   const ownLoads = raw.tenants?.map((t) => t.concurrency !== undefined || t.rate !== undefined) ?? [];
+  const tenantLoads = ownLoads.includes(true);
   raw.tenants?.forEach((t, i) => {
     if (t.concurrency !== undefined && t.rate !== undefined) fail(['tenants', i, 'rate'], 'give one of concurrency or rate');
-    if (ownLoads.includes(true) && !ownLoads[i]) fail(['tenants', i], 'give it a concurrency or a rate: when one tenant has its own load, every tenant has one');
+    if (tenantLoads && !ownLoads[i]) fail(['tenants', i], 'give it a concurrency or a rate: when one tenant has its own load, every tenant has one');
   });
-  const tenantLoads = ownLoads.includes(true);
   if (tenantLoads) {
     if (replay || raw.concurrency !== undefined || raw.rate !== undefined) fail([raw.rate !== undefined ? 'rate' : 'concurrency'], 'the tenants have their own loads: drop the scenario\'s concurrency and rate');
   } else if (!replay && (raw.concurrency === undefined) === (raw.rate === undefined)) fail(['concurrency'], 'give exactly one of concurrency (closed loop) or rate (requests per second)');

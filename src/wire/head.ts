@@ -17,7 +17,7 @@ export interface ResponseHead {
 export type BodyFraming = 'chunked' | 'length' | 'close';
 
 /** Heads longer than this are refused (a worker's heads are a few hundred bytes). */
-export const MAX_HEAD_BYTES = 64 * 1024;
+const MAX_HEAD_BYTES = 64 * 1024;
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 
 /**
