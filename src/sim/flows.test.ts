@@ -38,6 +38,11 @@ test('simulate with tenants: a scenario without tenants reports none and keeps i
   delete s.tenants;
   const a = runScenario(s, 'least-loaded', 3, { keepChunks: false });
   assert.equal(a.tenants, undefined);
+  // the tenant draws have their own stream, forked only with tenants: without them the run's random
+  // streams and figures stay the same seed's (pinned like fingerprint.test.ts: update only on a change meant to change them)
+  const ttft = a.summary.metrics['time_to_first_token'];
+  const figures = [a.summary.metrics['request_count']?.avg, a.generatedTokens, Math.round(a.simulatedMs), ttft && 'p50' in ttft ? [ttft.p50.toFixed(2), ttft.p99.toFixed(2)] : null];
+  assert.deepEqual(figures, [600, 4800, 27475, ['6287.61', '12193.56']]);
   assert.throws(() => scenarioFromObject({ workers: 1, requestCount: 1, rate: 1, tenants: [{ name: 'a', share: 0 }] }, 'bad'), /tenants\.0\.share/);
 });
 
