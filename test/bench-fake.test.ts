@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { vocabWord } from '../src/core/index.js';
 import { runBench, writeBenchArtifacts, type BenchOptions } from '../src/bench/index.js';
+import { epochNs } from '../src/report/index.js';
 import { scenarioFromObject } from '../src/sim/index.js';
 import { SimWorkload } from '../src/sim/sim-workload.js';
 import { turnMessages } from '../src/workload/index.js';
@@ -395,6 +396,13 @@ test('--slice-duration writes the metrics per time slice; the slices add up to t
   assert.equal(doc.slices.reduce((n, s) => n + (s.metrics['request_count']?.avg ?? 0), 0), 12);
   assert.ok(doc.slices.every((s, i) => s.slice_index === i && s.end_ns > s.start_ns));
   assert.match(await readFile(join(dir, 'profile_export_aiperf_timeslices.csv'), 'utf8'), /^Timeslice,Metric,Unit,avg/);
+  // the stamps are past 2^53 ns: exact integers as in outputs.json, not a float's nearest 256 ns
+  const origin = { ...r, originEpochMs: 1_764_800_000_000 };
+  await writeBenchArtifacts(dir, origin, { sliceDurationMs: 400 });
+  const text = await readFile(join(dir, 'profile_export_aiperf_timeslices.json'), 'utf8');
+  const stamps = [...text.matchAll(/"(?:start|end)_ns": (\d+),/g)].map((m) => m[1]);
+  const want = doc.slices.flatMap((_, i) => [i, i + 1].map((k) => epochNs(origin.originEpochMs, r.summary.startMs + k * 400)));
+  assert.deepEqual(stamps, want);
 });
 
 test('--request-cancellation-rate cuts that share of requests after the delay; they count as AIPerf counts them (errors, code 499)', async (t) => {

@@ -101,10 +101,14 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
   });
   if (opts.exportLevel === 'raw') await writeRawExport(join(dir, exportFileNames(opts.filePrefix).raw), result);
   if (opts.exportOutputsJson ?? opts.exportLevel === 'raw') {
-    const text = JSON.stringify(outputsJson(result), null, 2).replace(/"(request_start_ns|request_end_ns)": "(\d+)"/g, '"$1": $2');
-    await writeFile(join(dir, exportFileNames(opts.filePrefix).outputs), `${text}\n`);
+    await writeFile(join(dir, exportFileNames(opts.filePrefix).outputs), `${jsonWithNs(outputsJson(result), ['request_start_ns', 'request_end_ns'])}\n`);
   }
   if (opts.sliceDurationMs !== undefined) await writeTimeSlices(dir, result, opts.sliceDurationMs, opts.filePrefix);
+}
+
+/** `value` as indented JSON, its {@link epochNs} strings under `keys` written as the integers they are. */
+function jsonWithNs(value: unknown, keys: readonly string[]): string {
+  return JSON.stringify(value, null, 2).replace(new RegExp(`"(${keys.join('|')})": "(\\d+)"`, 'g'), '"$1": $2');
 }
 
 /**
@@ -117,7 +121,7 @@ async function writeTimeSlices(dir: string, result: BenchResult, sliceMs: number
   const n = prof.length === 0 ? 0 : Math.max(1, Math.ceil((result.summary.endMs - start) / sliceMs));
   const buckets: (typeof prof)[] = Array.from({ length: n }, () => []);
   for (const r of prof) buckets[Math.min(n - 1, Math.floor((r.startMs - start) / sliceMs))]!.push(r);
-  const ns = (ms: number): number => Math.round((result.originEpochMs + ms) * 1e6);
+  const ns = (ms: number): string => epochNs(result.originEpochMs, ms);
   const slices = buckets.map((rs, i) => ({
     slice_index: i,
     start_ns: ns(start + i * sliceMs),
@@ -125,7 +129,7 @@ async function writeTimeSlices(dir: string, result: BenchResult, sliceMs: number
     metrics: rs.length > 0 ? summarize(rs, summaryOptionsOf(result.options)).metrics : {},
   }));
   const names = exportFileNames(filePrefix);
-  await writeFile(join(dir, names.timeslicesJson), `${JSON.stringify({ slice_duration_sec: sliceMs / 1000, slices }, null, 2)}\n`);
+  await writeFile(join(dir, names.timeslicesJson), `${jsonWithNs({ slice_duration_sec: sliceMs / 1000, slices }, ['start_ns', 'end_ns'])}\n`);
   const stats = ['avg', 'min', 'max', 'p50', 'p90', 'p99', 'std'] as const;
   const rows = [`Timeslice,Metric,Unit,${stats.join(',')}`];
   for (const s of slices) {
