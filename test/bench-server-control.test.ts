@@ -9,6 +9,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { resolveBenchOptions, runBench } from '../src/bench/index.js';
+import { resetKvCache } from '../src/bench/server-control.js';
+import { waitForModel } from '../src/bench/wait-for-model.js';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { runCli } from './helpers.js';
 
@@ -153,4 +156,29 @@ test('several models (-m a,b,c): each dataset entry asks for one, round-robin or
   const random = await run('random');
   assert.ok(random.every((m) => ['a', 'b', 'c'].includes(m)));
   assert.deepEqual(await run('random'), random, 'the same seed picks the same models');
+});
+
+test('a user header named in any case replaces bench\'s own on the readiness probes, --reset-kv-cache and the run alike (never sent twice)', async (t) => {
+  const seen: { path: string; contentType: string | undefined; authorization: string | undefined }[] = [];
+  const server = createServer((req, res) => {
+    seen.push({ path: req.url ?? '', contentType: req.headers['content-type'], authorization: req.headers.authorization });
+    req.resume();
+    res.setHeader('content-type', 'application/json');
+    res.end(req.url === '/v1/models'
+      ? JSON.stringify({ object: 'list', data: [{ id: MODEL, object: 'model' }] })
+      : JSON.stringify({ id: 'x', object: 'chat.completion', model: MODEL, choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => server.close());
+  const opts = {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, model: MODEL, apiKey: 'from-flag', requestCount: 1, warmupRequestCount: 0,
+    headers: { 'Content-Type': 'application/json; charset=utf-8', Authorization: 'Bearer from-header' },
+  };
+  const o = resolveBenchOptions(opts);
+  await waitForModel(o, { timeoutMs: 5000, mode: 'both' });
+  assert.deepEqual(await resetKvCache(o, '/reset_prefix_cache', 5000), []);
+  await runBench(opts);
+  assert.deepEqual(seen.map((s) => s.path), ['/v1/models', '/v1/chat/completions', '/reset_prefix_cache', '/v1/chat/completions']);
+  for (const s of seen) assert.deepEqual(s, { path: s.path, contentType: 'application/json; charset=utf-8', authorization: 'Bearer from-header' }, 'the user\'s header, as AIPerf applies it last');
 });

@@ -533,6 +533,17 @@ function modelChooser(o: BenchOptions): (sessionIndex: number) => string {
   return (i) => models[i % models.length]!;
 }
 
+/**
+ * The headers of every request a run sends (its own, the readiness probes', `--reset-kv-cache`'s): JSON, the
+ * API key, then the `--header`s, names lowercased so a user's replaces bench's own (AIPerf applies them last).
+ */
+export function requestHeadersOf(o: ResolvedBenchOptions, streaming: boolean): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: streaming ? 'text/event-stream' : 'application/json' };
+  if (o.apiKey !== null) headers['authorization'] = `Bearer ${o.apiKey}`;
+  for (const [k, v] of Object.entries(o.headers)) headers[k.toLowerCase()] = v;
+  return headers;
+}
+
 /** The payload settings of a resolved run (shared by the request builder and `inputs.json`); `sessionIndex` picks the entry's model. */
 export function payloadOptionsOf(o: ResolvedBenchOptions, sessionIndex = 0): PayloadOptions {
   return {

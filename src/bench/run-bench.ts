@@ -6,7 +6,7 @@ import { arrivals, sessionSampler, timedSessions, turnMessages, type Session, ty
 import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
-import { payloadOptionsOf, resolveBenchOptions, summaryOptionsOf, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
+import { payloadOptionsOf, requestHeadersOf, resolveBenchOptions, summaryOptionsOf, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
 import { runThreads } from './threads.js';
@@ -214,12 +214,7 @@ function finish(
  * picks one; a trace's lines, each sent once and possibly very many, are serialized when sent.
  */
 function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: string): (session: Session) => PreparedRequest {
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: o.streaming ? 'text/event-stream' : 'application/json',
-  };
-  if (o.apiKey !== null) headers['authorization'] = `Bearer ${o.apiKey}`;
-  for (const [k, v] of Object.entries(o.headers)) headers[k.toLowerCase()] = v;
+  const headers = requestHeadersOf(o, o.streaming);
   const build = (session: Session): PreparedRequest => {
     const messages = turnMessages(session, 0, []);
     return {

@@ -1,9 +1,4 @@
-import type { ResolvedBenchOptions } from './options.js';
-
-/** The headers every request of a run carries (JSON, the extra headers, the API key). */
-export function controlHeaders(o: ResolvedBenchOptions): Record<string, string> {
-  return { 'content-type': 'application/json', ...o.headers, ...(o.apiKey !== null && { authorization: `Bearer ${o.apiKey}` }) };
-}
+import { requestHeadersOf, type ResolvedBenchOptions } from './options.js';
 
 /**
  * AIPerf `--reset-kv-cache`: POSTs `path` (vLLM's `/reset_prefix_cache` by default) on every
@@ -18,7 +13,7 @@ export async function resetKvCache(o: ResolvedBenchOptions, path: string, timeou
   const results = await Promise.all(o.targets.map(async (t) => {
     const url = `${t.url}${p}`;
     try {
-      const res = await fetch(url, { method: 'POST', headers: controlHeaders(o), signal: AbortSignal.timeout(timeoutMs) });
+      const res = await fetch(url, { method: 'POST', headers: requestHeadersOf(o, false), signal: AbortSignal.timeout(timeoutMs) });
       await res.arrayBuffer();
       return res.ok ? null : `warning: --reset-kv-cache: ${url} answered HTTP ${res.status}; the run starts with whatever the cache holds`;
     } catch (e) {

@@ -1,7 +1,6 @@
 import { TailgateError } from '../core/index.js';
-import type { ResolvedBenchOptions } from './options.js';
+import { requestHeadersOf, type ResolvedBenchOptions } from './options.js';
 import { requestPayload } from './payload.js';
-import { controlHeaders as headersOf } from './server-control.js';
 
 /** AIPerf's `--wait-for-model-mode`: `/v1/models` lists the model, a one-token inference answers, or both in turn. */
 export type WaitForModelMode = 'models' | 'inference' | 'both';
@@ -21,7 +20,7 @@ async function probeOnce(o: ResolvedBenchOptions, t: ResolvedBenchOptions['targe
   const signal = AbortSignal.timeout(timeoutMs);
   try {
     if (mode !== 'inference') {
-      const res = await fetch(`${t.url}/v1/models`, { headers: headersOf(o), signal });
+      const res = await fetch(`${t.url}/v1/models`, { headers: requestHeadersOf(o, false), signal });
       const text = await res.text();
       if (!res.ok) return `${t.url}/v1/models: HTTP ${res.status}`;
       const ids = (JSON.parse(text) as { data?: { id?: unknown }[] }).data?.map((m) => m.id) ?? [];
@@ -30,7 +29,7 @@ async function probeOnce(o: ResolvedBenchOptions, t: ResolvedBenchOptions['targe
     if (mode !== 'models') {
       // A canned one-token request, not streamed, to the run's own endpoint.
       const body = requestPayload({ prompt: 'ping', maxTokens: 1 }, { model: o.model, endpointType: o.endpointType, streaming: false, extraInputs: {} });
-      const res = await fetch(`${t.origin}${t.path}`, { method: 'POST', headers: headersOf(o), body: JSON.stringify(body), signal });
+      const res = await fetch(`${t.origin}${t.path}`, { method: 'POST', headers: requestHeadersOf(o, false), body: JSON.stringify(body), signal });
       await res.arrayBuffer();
       if (!res.ok) return `${t.path}: HTTP ${res.status}`;
     }
