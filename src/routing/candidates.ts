@@ -117,30 +117,8 @@ export function sampleTwo(pool: WorkerPool, rng: Rng): readonly number[] {
 }
 
 /**
- * The index with the lowest `score`; ties broken uniformly at random (reservoir sampling), so a
- * fleet of equal workers is never resolved by position. -1 for an empty list.
- */
-export function minIndexBy(pool: WorkerPool, indices: readonly number[], score: (w: WorkerView) => number, rng: Rng): number {
-  let best = -1;
-  let bestScore = Number.POSITIVE_INFINITY;
-  let ties = 0;
-  for (const i of indices) {
-    const s = score(pool.at(i));
-    if (best < 0 || s < bestScore) {
-      best = i;
-      bestScore = s;
-      ties = 1;
-    } else if (s === bestScore) {
-      ties++;
-      if (rng.int(1, ties) === 1) best = i;
-    }
-  }
-  return best;
-}
-
-/**
- * Of two workers with scores `sa` and `sb`, the lower; a tie is broken at random with the draw
- * `minIndexBy` makes for the list [a, b] (the same results, without a list or a score closure).
+ * Of two workers with scores `sa` and `sb`, the lower; a tie is broken by one draw (b when it is 1 of 1..2),
+ * as {@link scanMin} breaks a tie of two.
  */
 export function minOfTwo(a: WorkerView, sa: number, b: WorkerView, sb: number, rng: Rng): WorkerView {
   if (sb < sa) return b;

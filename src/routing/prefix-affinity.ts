@@ -1,6 +1,6 @@
 import { TailgateError, type Rng } from '../core/index.js';
 import { AdaptivePolicy } from './adaptive.js';
-import { ArrayPool, minIndexBy } from './candidates.js';
+import { ArrayPool, minOfTwo } from './candidates.js';
 import type { PolicyOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 import { PrefixIndex } from './prefix-index.js';
 
@@ -68,8 +68,9 @@ export class PrefixAffinityPolicy implements RoutingPolicy {
     const a = rng.int(0, ids.length - 1);
     let b = rng.int(0, ids.length - 2);
     if (b >= a) b++;
-    const two = [pool.indexOf(ids[a]!), pool.indexOf(ids[b]!)];
-    return pool.at(minIndexBy(pool, two, (w) => fallback.score(w, fleet, nowMs), rng));
+    const wa = pool.at(pool.indexOf(ids[a]!));
+    const wb = pool.at(pool.indexOf(ids[b]!));
+    return minOfTwo(wa, fallback.score(wa, fleet, nowMs), wb, fallback.score(wb, fleet, nowMs), rng);
   }
 
   assigned(workerId: string, req: RouteRequest): void {
