@@ -230,7 +230,6 @@ export interface ResolvedBenchOptions {
   requestCancellationDelayMs: number;
   failedRequestThreshold: number | null;
   concurrencyRampMs: number;
-  warmupConcurrencyRampMs: number;
   requestRateRampMs: number;
   /** Every model asked for (`model` first) and how entries pick one. */
   models: string[];
@@ -238,7 +237,7 @@ export interface ResolvedBenchOptions {
   /** The model each dataset entry asks for, by entry index (one model: always it). */
   modelOf: (sessionIndex: number) => string;
   /** The warm-up's own load; each falls back to the profiling phase's. */
-  warmup: { concurrency: number; requestRate: number | null; requestRateMode: ArrivalMode; requestRateRampMs: number; gracePeriodMs: number };
+  warmup: { concurrency: number; concurrencyRampMs: number; requestRate: number | null; requestRateMode: ArrivalMode; requestRateRampMs: number; gracePeriodMs: number };
   headers: Record<string, string>;
   apiKey: string | null;
   requestTimeoutMs: number;
@@ -375,13 +374,13 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     requestCancellationDelayMs: o.requestCancellationDelayMs ?? 0,
     failedRequestThreshold: o.failedRequestThreshold ?? null,
     concurrencyRampMs: o.concurrencyRampMs ?? 0,
-    warmupConcurrencyRampMs: o.warmupConcurrencyRampMs ?? 0,
     requestRateRampMs: o.requestRateRampMs ?? 0,
     models: o.models !== undefined && o.models.length > 0 ? [...o.models] : [o.model],
     modelSelectionStrategy: o.modelSelectionStrategy ?? 'round_robin',
     modelOf: modelChooser(o),
     warmup: {
       concurrency: o.warmupConcurrency ?? concurrency,
+      concurrencyRampMs: o.warmupConcurrencyRampMs ?? 0,
       requestRate: o.warmupRequestRate ?? o.requestRate ?? null,
       requestRateMode: o.warmupRequestRateMode ?? o.requestRateMode ?? 'poisson',
       requestRateRampMs: o.warmupRequestRateRampMs ?? 0,

@@ -145,7 +145,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + (warm ? o.warmup.gracePeriodMs : o.benchmarkGracePeriodMs), stop);
       try {
         if (o.requestRate === null && !o.fixedSchedule) {
-          await closedLoop(warm ? o.warmup.concurrency : o.concurrency, count, deadline, now, stop.signal, nextSession, one, warm ? o.warmupConcurrencyRampMs : o.concurrencyRampMs);
+          await closedLoop(warm ? o.warmup.concurrency : o.concurrency, count, deadline, now, stop.signal, nextSession, one, warm ? o.warmup.concurrencyRampMs : o.concurrencyRampMs);
         } else {
           const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (warm ? 1 : 0);
           const load = warm
