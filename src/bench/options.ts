@@ -344,6 +344,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     const { url, origin, basePath } = parseBaseUrl(raw);
     return { url, origin, path: basePath + endpoint };
   });
+  const models = o.models !== undefined && o.models.length > 0 ? [...o.models] : [o.model];
   return {
     targets,
     model: o.model,
@@ -375,9 +376,9 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     failedRequestThreshold: o.failedRequestThreshold ?? null,
     concurrencyRampMs: o.concurrencyRampMs ?? 0,
     requestRateRampMs: o.requestRateRampMs ?? 0,
-    models: o.models !== undefined && o.models.length > 0 ? [...o.models] : [o.model],
+    models,
     modelSelectionStrategy: o.modelSelectionStrategy ?? 'round_robin',
-    modelOf: modelChooser(o),
+    modelOf: modelChooser(models, o),
     warmup: {
       concurrency: o.warmupConcurrency ?? concurrency,
       concurrencyRampMs: o.warmupConcurrencyRampMs ?? 0,
@@ -517,8 +518,7 @@ export function summaryOptionsOf(o: ResolvedBenchOptions): SummarizeOptions {
 }
 
 /** Which model each dataset entry asks for: AIPerf's `--model-selection-strategy` over the models given. */
-function modelChooser(o: BenchOptions): (sessionIndex: number) => string {
-  const models = o.models !== undefined && o.models.length > 0 ? [...o.models] : [o.model];
+function modelChooser(models: readonly string[], o: BenchOptions): (sessionIndex: number) => string {
   if (models.length === 1) return () => models[0]!;
   if (o.modelSelectionStrategy === 'random') {
     // Seeded per entry, so an entry asks for the same model in every run of the seed.

@@ -67,15 +67,17 @@ export function logLevelOf(flags: Record<string, unknown>): LogLevel {
 
 /** Turns merged flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */
 export function benchInvocation(flags: Record<string, unknown>): BenchInvocation {
-  const model = flags['model'] as string | undefined;
-  if (!model) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
+  // AIPerf's -m takes a comma-separated list; the first names the tokenizer and the run
+  const models = ((flags['model'] as string | undefined) ?? '').split(',').map((m) => m.trim()).filter((m) => m !== '');
+  const model = models[0];
+  if (model === undefined) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
   const notes: string[] = [...((flags['ignoredFlagWarnings'] as string[] | undefined) ?? [])];
   if (flags['streaming'] === true && flags['endpointType'] === 'embeddings') notes.push('warning: --streaming: the embeddings endpoint does not stream (as in AIPerf); sending non-streaming requests');
-  const tokenizer = chooseTokenizer({ tokenizer: flags['tokenizer'] as string | undefined, model: model.split(',')[0]!.trim(), revision: flags['tokenizerRevision'] as string | undefined });
+  const tokenizer = chooseTokenizer({ tokenizer: flags['tokenizer'] as string | undefined, model, revision: flags['tokenizerRevision'] as string | undefined });
   if (flags['tokenizerTrustRemoteCode'] === true) notes.push('warning: --tokenizer-trust-remote-code: accepted for AIPerf compatibility and has no effect (tailgate runs no tokenizer code, it reads tokenizer.json)');
   const opts: BenchOptions = {
     url: (flags['url'] as string[] | undefined) ?? ['http://localhost:8000'],
-    model: model.split(',')[0]!.trim(),
+    model,
     endpointType: flags['endpointType'] as BenchOptions['endpointType'] & string,
     streaming: flags['streaming'] === true && flags['endpointType'] !== 'embeddings',
     extraInputs: parseExtraInputs((flags['extraInputs'] as string[] | undefined) ?? []),
@@ -138,7 +140,6 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('concurrencyRampMs', flags['concurrencyRampDuration'], (s: number) => s * 1000);
   set('warmupConcurrencyRampMs', flags['warmupConcurrencyRampDuration'], (s: number) => s * 1000);
   set('requestRateRampMs', flags['requestRateRampDuration'], (s: number) => s * 1000);
-  const models = model.split(',').map((m) => m.trim()).filter((m) => m !== '');
   if (models.length > 1) opts.models = models;
   set('modelSelectionStrategy', flags['modelSelectionStrategy']);
   set('warmupConcurrency', flags['warmupConcurrency']);
