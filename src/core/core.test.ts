@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { VirtualClock, createRng, parseDurationMs, parseSizeBytes, TailgateError, countTokens, promptTokenIds, tokenId } from './index.js';
+import { durationMs } from './duration-schema.js';
 
 test('virtual clock fires timers in time order, then insertion order, and honours cancel', () => {
   const clock = new VirtualClock();
@@ -62,4 +63,14 @@ test('prompt token ids: one per counted word, equal words equal ids', () => {
   assert.equal(ids.length, countTokens(' the fleet\nkeeps  the tail '));
   assert.deepEqual([...ids], ['the', 'fleet', 'keeps', 'the', 'tail'].map(tokenId));
   assert.equal(promptTokenIds('').length, 0);
+});
+
+test('durationMs (config files): milliseconds as a number or text with a unit; anything else is one clear issue', () => {
+  assert.equal(durationMs.parse(250), 250);
+  assert.equal(durationMs.parse('1.5s'), 1500);
+  assert.equal(durationMs.parse('10m'), 600_000);
+  const bad = durationMs.safeParse('soon');
+  assert.equal(bad.success, false);
+  assert.deepEqual(bad.error?.issues.map((i) => i.message), ['expected a duration such as 250ms, 20s or 1m (got "soon")']);
+  assert.equal(durationMs.safeParse(-1).success, false);
 });

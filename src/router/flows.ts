@@ -4,19 +4,12 @@ import { readFile } from 'node:fs/promises';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { TailgateError, parseDurationMs } from '../core/index.js';
+import { durationMs } from '../core/duration-schema.js';
+import { TailgateError } from '../core/index.js';
 import { PRIORITIES, type Dispatcher, type FlowQueueOptions, type FlowTicket, type Priority, type ShedReason } from '../routing/index.js';
 
 const priority = z.enum(PRIORITIES as [Priority, ...Priority[]]);
 const positive = z.number().positive('expected a number > 0');
-const duration = z.union([z.number().nonnegative(), z.string()]).transform((v, ctx) => {
-  try {
-    return parseDurationMs(String(v));
-  } catch {
-    ctx.addIssue({ code: 'custom', message: `expected a duration such as 250ms or 5s (got ${JSON.stringify(v)})` });
-    return z.NEVER;
-  }
-});
 const tenantSchema = z.strictObject({
   weight: positive.optional(),
   'requests-per-s': positive.optional(),
@@ -27,8 +20,8 @@ const tenantSchema = z.strictObject({
 const configSchema = z.strictObject({
   priority: priority.optional(),
   'max-queue-per-tenant': z.number().int().min(1).optional(),
-  'sheddable-max-wait': duration.optional(),
-  aging: duration.optional(),
+  'sheddable-max-wait': durationMs.optional(),
+  aging: durationMs.optional(),
   'lend-slots': z.number().int().min(0).optional(),
   models: z.record(z.string(), priority).optional(),
   tenants: z.record(z.string(), tenantSchema).optional(),

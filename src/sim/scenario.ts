@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { LineCounter, parseDocument, isNode } from 'yaml';
 import { z } from 'zod';
+import { durationMs } from '../core/duration-schema.js';
 import { TailgateError, parseDurationMs } from '../core/index.js';
 import { getProfile, parseFault, type FaultSpec } from '../engine/index.js';
 import { parseGate, type Gate } from '../gate/index.js';
@@ -103,16 +104,6 @@ export interface Scenario {
   tenants?: SimTenant[];
 }
 
-const duration = z.union([z.number().nonnegative(), z.string()]).transform((v, ctx) => {
-  if (typeof v === 'number') return v;
-  try {
-    return parseDurationMs(v);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: `"${v}" is not a duration such as 500ms, 20s or 1m` });
-    return z.NEVER;
-  }
-});
-
 const deadline = z.union([z.literal('auto'), z.literal('off'), z.number().positive(), z.string()]).transform((v, ctx): DeadlineSetting => {
   if (v === 'auto' || v === 'off' || typeof v === 'number') return v;
   try {
@@ -137,7 +128,7 @@ const WORKLOAD = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('multi-turn'),
     turns: z.strictObject({ mean: z.number().min(1), stddev: z.number().min(0).default(0) }),
-    turnDelay: z.strictObject({ mean: duration.default(0), stddev: duration.default(0) }).default({ mean: 0, stddev: 0 }),
+    turnDelay: z.strictObject({ mean: durationMs.default(0), stddev: durationMs.default(0) }).default({ mean: 0, stddev: 0 }),
   }),
   z.strictObject({
     kind: z.literal('trace'),
@@ -175,13 +166,13 @@ const SCHEMA = z.strictObject({
       ttftDeadline: deadline.optional(),
       stallDeadline: deadline.optional(),
       flows: z.boolean().optional(),
-      sheddableMaxWait: duration.optional(),
+      sheddableMaxWait: durationMs.optional(),
       lendSlots: z.number().int().min(0).optional(),
     })
     .default({ replicas: 1, replicaPick: 'round-robin' }),
   faults: z.array(z.string()).default([]),
   bursty: z
-    .strictObject({ quiet: duration.default(60_000), active: duration.default(30_000), meanStall: duration.default(10_000) })
+    .strictObject({ quiet: durationMs.default(60_000), active: durationMs.default(30_000), meanStall: durationMs.default(10_000) })
     .nullable()
     .default(null),
   gates: z.array(z.string()).default([]),

@@ -1,21 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { LineCounter, isMap, isScalar, parseDocument, type Document, type Node } from 'yaml';
 import { z } from 'zod';
-import { TailgateError, parseDurationMs } from '../core/index.js';
+import { durationMs } from '../core/duration-schema.js';
+import { TailgateError } from '../core/index.js';
 import { INPUT_FIELDS, kebab, type ValidateInput } from './input.js';
 
 const int = (min: number) => z.number().int(`expected an integer >= ${min}`).min(min, `expected an integer >= ${min}`);
 const num = (min: number) => z.number().min(min, `expected a number >= ${min}`);
 const positive = z.number().positive('expected a number > 0');
-/** `10m`, `30s`, `250ms` or a bare number of milliseconds. */
-const duration = z.union([z.number().nonnegative(), z.string()]).transform((v, ctx) => {
-  try {
-    return parseDurationMs(String(v));
-  } catch {
-    ctx.addIssue({ code: 'custom', message: `expected a duration such as 250ms, 20s or 10m (got ${JSON.stringify(v)})` });
-    return z.NEVER;
-  }
-});
 const stringList = z.union([z.string(), z.array(z.string())]).transform((v) => (Array.isArray(v) ? v : [v]));
 /** A map of key: value or a list of `key:value` strings, as the flag takes them. */
 const pairs = z
@@ -54,10 +46,10 @@ const RECIPE_SHAPE = {
   out: z.string().min(1),
   expectedWorkers: int(1),
   workerUrl: stringList,
-  readyTimeout: duration,
-  probeTimeout: duration,
-  trialTimeout: duration,
-  scrapeInterval: duration,
+  readyTimeout: durationMs,
+  probeTimeout: durationMs,
+  trialTimeout: durationMs,
+  scrapeInterval: durationMs,
   sweep: z.union([z.array(int(1)).min(1), z.string()]).transform((v, ctx) => {
     if (Array.isArray(v)) return v;
     try {
