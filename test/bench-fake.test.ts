@@ -14,7 +14,7 @@ import { scenarioFromObject } from '../src/sim/index.js';
 import { SimWorkload } from '../src/sim/sim-workload.js';
 import { turnMessages } from '../src/workload/index.js';
 import { spawn } from 'node:child_process';
-import { CLI, runCli } from './helpers.js';
+import { CLI, runCli, until } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 const TTFT_MS = 80;
@@ -294,7 +294,7 @@ test('threads share the load, finish warm-up together, and their records merge',
   const ctl = new AbortController();
   const seen = fake.requests;
   const running = runBench({ ...base(fake.url, 'socket'), threads: 2, concurrency: 4, requestCount: 1000, warmupRequestCount: 0 }, ctl.signal);
-  while (fake.requests < seen + 8) await new Promise((resolve) => setTimeout(resolve, 20));
+  await until('8 requests sent', () => fake.requests >= seen + 8);
   ctl.abort();
   const cut = await running;
   assert.equal(cut.cancelled, true);
@@ -427,8 +427,7 @@ test('CLI: Ctrl-C (SIGINT) writes what was measured, marked cancelled, its own c
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   t.after(() => child.kill('SIGKILL'));
-  // Wait until requests are flowing, then interrupt.
-  while (fake.requests < 12) await new Promise((r) => setTimeout(r, 50));
+  await until('requests to flow before the interrupt', () => fake.requests >= 12, 30_000);
   child.kill('SIGINT');
   assert.equal(await exited, 130);
   assert.match(stderr, /interrupted; writing what was measured/);

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens } from '../src/core/index.js';
-import { startCli } from './helpers.js';
+import { startCli, until } from './helpers.js';
 import { readSse } from './sse.js';
 
 interface Started {
@@ -47,14 +47,6 @@ async function metric(url: string, name: string): Promise<number> {
   const key = [...m.keys()].find((k) => k.startsWith(`${name}{`));
   assert.ok(key, `no ${name}`);
   return m.get(key)!;
-}
-
-async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 test('tailgate fleet: vLLM routes, framing, bad input, faults', async (t) => {

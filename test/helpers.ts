@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
@@ -77,4 +78,20 @@ export function startCli(args: string[], readyLine = 'ready'): Promise<{ child: 
       reject(new Error(`exited with ${code} before "${readyLine}": ${stderr}`));
     });
   });
+}
+
+/**
+ * Polls `probe` every `intervalMs` until it gives a truthy value, and resolves with that value; fails the
+ * test naming `what` once `timeoutMs` has passed.
+ *
+ * @example await until('the stream drained', () => router.workers().every((w) => w.inflight === 0));
+ */
+export async function until<T>(what: string | (() => string), probe: () => T | Promise<T>, timeoutMs = 10_000, intervalMs = 20): Promise<NonNullable<T>> {
+  const end = performance.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v) return v as NonNullable<T>;
+    if (performance.now() > end) assert.fail(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
 }

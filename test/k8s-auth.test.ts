@@ -17,16 +17,9 @@ import {
   type EndpointSnapshot,
   type FakeKubeApi,
 } from '../src/k8s/index.js';
+import { until } from './helpers.js';
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'tailgate-k8s-auth-'));
-
-async function until(pred: () => boolean, what: string, timeoutMs = 8000): Promise<void> {
-  const t0 = Date.now();
-  while (!pred()) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A kubeconfig whose user runs `command` (an exec plugin), as EKS/GKE/AKS kubeconfigs do. */
 function execKubeconfig(api: FakeKubeApi, command: string, args: string[]): string {
@@ -146,7 +139,7 @@ test('in-cluster config: the service-account token, the CA (TLS verified) and th
   const before = api.requests.length;
   api.dropWatches();
   api.upsert('inference', endpointSliceOf('vllm', 'b', 8000, [['10.0.0.2', true]]));
-  await until(() => snaps.at(-1)!.ready.length === 2, 'the change after the rotation');
+  await until('the change after the rotation', () => snaps.at(-1)!.ready.length === 2);
   const after = api.requests.slice(before);
   assert.ok(after.length >= 1);
   assert.ok(after.every((r) => r.authorization === 'Bearer sa-token-2'), JSON.stringify(after.map((r) => r.authorization)));

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from '../src/k8s/index.js';
 import { followServiceEndpoints, startFakeUpstream, startRouter, type Router } from '../src/router/index.js';
-import { runCli, startCli } from './helpers.js';
+import { runCli, startCli, until } from './helpers.js';
 
 const M = 'fake-model';
 
@@ -28,14 +28,6 @@ async function chatOnce(url: string, maxTokens: number): Promise<{ status: numbe
   return { status: res.status, worker: res.headers.get('x-tailgate-worker'), text: await res.text() };
 }
 
-async function waitFor(pred: () => boolean | Promise<boolean>, what: string, timeoutMs = 8000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await pred())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 const routable = (r: Router): string[] => r.workers().filter((w) => w.healthy).map((w) => w.id).sort();
 const portOf = (url: string): number => Number(new URL(url).port);
 
@@ -53,19 +45,19 @@ test("the router's backends follow ready endpoints; a removed endpoint drains (n
   const watch = followServiceEndpoints(router, 'k8s://inference/vllm', { kubeconfig: writeFakeKubeconfig(api, 'x'), minBackoffMs: 20 });
   t.after(() => watch.close());
   await watch.synced;
-  await waitFor(() => routable(router).length === 2, 'two workers routable');
+  await until('two workers routable', () => routable(router).length === 2);
   assert.deepEqual(routable(router), [a.id, b.id].sort());
 
   // a stops being ready: it leaves the set; every request goes to b.
   api.upsert('inference', slice('a', a.url, false));
-  await waitFor(() => router.workers().every((w) => w.id !== a.id), 'a drained out');
+  await until('a drained out', () => router.workers().every((w) => w.id !== a.id));
   const long = chat(router.url, 60); // ~1 s on b at 15 ms per token
-  await waitFor(() => b.open === 1, 'the long stream running on b');
+  await until('the long stream running on b', () => b.open === 1);
 
   // c appears and b is removed while its stream runs.
   api.upsert('inference', slice('c', c.url, true));
   api.remove('inference', 'b');
-  await waitFor(() => routable(router).join() === c.id, 'only c routable');
+  await until('only c routable', () => routable(router).join() === c.id);
   const bSeen = b.requests.length;
   const after = await Promise.all([chat(router.url, 3), chat(router.url, 3), chat(router.url, 3)]);
   assert.deepEqual(after.map((r) => r.worker), [c.id, c.id, c.id]);
@@ -80,7 +72,7 @@ test("the router's backends follow ready endpoints; a removed endpoint drains (n
 
   // a comes back ready.
   api.upsert('inference', slice('a', a.url, true));
-  await waitFor(() => routable(router).length === 2, 'a back');
+  await until('a back', () => routable(router).length === 2);
   assert.deepEqual(routable(router), [a.id, c.id].sort());
 });
 
@@ -100,11 +92,11 @@ test('tailgate route --discover follows a Service; bad targets and credentials e
   t.after(() => cli.stop());
   const url = (JSON.parse(cli.lines[0]!) as { url: string }).url;
   const workers = async (): Promise<string[]> => ((await (await fetch(`${url}/workers`)).json()) as { id: string; healthy: boolean }[]).filter((w) => w.healthy).map((w) => w.id).sort();
-  await waitFor(async () => (await workers()).join() === a.id, 'a routable');
+  await until('a routable', async () => (await workers()).join() === a.id);
   assert.equal((await chat(url, 2)).worker, a.id);
   api.upsert('inference', endpointSliceOf('vllm', 'b', portOf(b.url), [['127.0.0.1', true]]));
   api.remove('inference', 'a');
-  await waitFor(async () => (await workers()).join() === b.id, 'b replaced a');
+  await until('b replaced a', async () => (await workers()).join() === b.id);
   assert.equal((await chat(url, 2)).worker, b.id);
 
   const bad = await runCli(['route', '--discover', 'k8s://a/b/c'], { timeoutMs: 60_000 });
@@ -123,14 +115,14 @@ test('setBackends: a worker that comes back while draining is reinstated and rou
   t.after(() => router.close());
   assert.equal((await fetch(`${router.url}/ready`)).status, 503, 'not ready without a backend');
   router.setBackends([a.url]);
-  await waitFor(() => routable(router).join() === a.id, 'a routable');
+  await until('a routable', () => routable(router).join() === a.id);
   const long = chat(router.url, 60);
-  await waitFor(() => a.open === 1, 'stream on a');
+  await until('stream on a', () => a.open === 1);
   router.setBackends([b.url]);
-  await waitFor(() => routable(router).join() === b.id, 'a draining, b routable');
+  await until('a draining, b routable', () => routable(router).join() === b.id);
   assert.equal(a.open, 1, 'the stream still runs on the draining worker');
   router.setBackends([a.url, b.url]);
-  await waitFor(() => routable(router).length === 2, 'a reinstated');
+  await until('a reinstated', () => routable(router).length === 2);
   const done = await long;
   assert.match(done.text, /data: \[DONE\]/);
   const seen = new Set<string | null>();

@@ -10,19 +10,14 @@ import {
   type EndpointSnapshot,
   writeFakeKubeconfig,
 } from '../src/k8s/index.js';
+import { until } from './helpers.js';
 
-/** Resolves when `pred` holds for the latest snapshot (bounded). */
-function until(snaps: EndpointSnapshot[], pred: (s: EndpointSnapshot) => boolean, what: string, timeoutMs = 5000): Promise<EndpointSnapshot> {
-  const t0 = Date.now();
-  return new Promise((resolve, reject) => {
-    const tick = (): void => {
-      const s = snaps[snaps.length - 1];
-      if (s && pred(s)) return resolve(s);
-      if (Date.now() - t0 > timeoutMs) return reject(new Error(`timed out waiting for ${what}; last: ${JSON.stringify(s)}`));
-      setTimeout(tick, 10);
-    };
-    tick();
-  });
+/** Resolves with the latest snapshot once `pred` holds for it (bounded). */
+function untilSnapshot(snaps: EndpointSnapshot[], pred: (s: EndpointSnapshot) => boolean, what: string): Promise<EndpointSnapshot> {
+  return until(() => `${what}; last: ${JSON.stringify(snaps.at(-1))}`, () => {
+    const s = snaps.at(-1);
+    return s !== undefined && pred(s) ? s : undefined;
+  }, 5000);
 }
 
 const ids = (s: EndpointSnapshot): string[] => s.ready.map((e) => e.id);
@@ -49,13 +44,13 @@ test('list+watch follows endpoints added, made not ready, removed; a dropped wat
   assert.equal(list.authorization, 'Bearer s3cret');
 
   api.upsert('inference', endpointSliceOf('vllm', 'a', 8000, [['10.0.0.1', true], ['10.0.0.2', true]]));
-  await until(snaps, (s) => ids(s).length === 2, 'endpoint made ready');
+  await untilSnapshot(snaps, (s) => ids(s).length === 2, 'endpoint made ready');
   api.upsert('inference', endpointSliceOf('vllm', 'b', 8000, [['10.0.0.3', true]]));
-  await until(snaps, (s) => ids(s).includes('10.0.0.3:8000'), 'slice added');
+  await untilSnapshot(snaps, (s) => ids(s).includes('10.0.0.3:8000'), 'slice added');
   api.upsert('inference', endpointSliceOf('vllm', 'a', 8000, [['10.0.0.1', false], ['10.0.0.2', true]]));
-  await until(snaps, (s) => !ids(s).includes('10.0.0.1:8000'), 'endpoint made not ready');
+  await untilSnapshot(snaps, (s) => !ids(s).includes('10.0.0.1:8000'), 'endpoint made not ready');
   api.remove('inference', 'b');
-  const s = await until(snaps, (x) => !ids(x).includes('10.0.0.3:8000'), 'slice removed');
+  const s = await untilSnapshot(snaps, (x) => !ids(x).includes('10.0.0.3:8000'), 'slice removed');
   assert.deepEqual(ids(s), ['10.0.0.2:8000']);
   assert.equal(w.stats.lists, 1, 'one list: everything since came by watch');
 
@@ -66,7 +61,7 @@ test('list+watch follows endpoints added, made not ready, removed; a dropped wat
   const watchesBefore = api.requests.filter((r) => r.query['watch'] === '1').length;
   api.dropWatches();
   api.upsert('inference', endpointSliceOf('vllm', 'c', 8000, [['10.0.0.4', true]]));
-  await until(snaps, (x) => ids(x).includes('10.0.0.4:8000'), 'change made while the watch was down');
+  await untilSnapshot(snaps, (x) => ids(x).includes('10.0.0.4:8000'), 'change made while the watch was down');
   const resumed = api.requests.filter((r) => r.query['watch'] === '1').slice(watchesBefore);
   assert.ok(resumed.length >= 1);
   assert.equal(resumed[0]!.query['resourceVersion'], String(api.resourceVersion - 1), 'the watch resumed from the bookmark, not from scratch');
@@ -92,7 +87,7 @@ test('410 Gone relists; server errors back off and recover; a watch the server e
   api.dropWatches();
   api.upsert('ns', endpointSliceOf('svc', 'b', 9000, [['10.1.0.2', true]]));
   api.compact();
-  await until(snaps, (s) => ids(s).length === 2, 'set after compaction');
+  await untilSnapshot(snaps, (s) => ids(s).length === 2, 'set after compaction');
   assert.equal(w.stats.relists, 1);
   assert.equal(w.stats.lists, 2);
 
@@ -100,7 +95,7 @@ test('410 Gone relists; server errors back off and recover; a watch the server e
   api.failNext(2, 503);
   api.dropWatches();
   api.upsert('ns', endpointSliceOf('svc', 'c', 9000, [['10.1.0.3', true]]));
-  await until(snaps, (s) => ids(s).includes('10.1.0.3:9000'), 'recovery after 503s');
+  await untilSnapshot(snaps, (s) => ids(s).includes('10.1.0.3:9000'), 'recovery after 503s');
   assert.ok(errors.some((e) => /503/.test(e) && /injected failure/.test(e)), errors.join('\n'));
 
   // The server ends each watch after timeoutSeconds=1; the client resumes without relisting.
@@ -110,7 +105,7 @@ test('410 Gone relists; server errors back off and recover; a watch the server e
   assert.ok(w.stats.watches > watches, 'watched again after the server ended the stream');
   assert.equal(w.stats.lists, lists);
   api.remove('ns', 'a');
-  await until(snaps, (s) => !ids(s).includes('10.1.0.1:9000'), 'removal after the resume');
+  await untilSnapshot(snaps, (s) => !ids(s).includes('10.1.0.1:9000'), 'removal after the resume');
 });
 
 test('waitForReadyEndpoints reports progress, resolves at the expected count, and times out naming who is missing', async (t) => {

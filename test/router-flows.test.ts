@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { startRouter, type Router, type RouterOptions } from '../src/router/index.js';
-import { runCli } from './helpers.js';
+import { runCli, until } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 
@@ -96,14 +96,6 @@ async function flows(url: string): Promise<{ tenants: { tenant: string; queued: 
   return (await (await fetch(`${url}/flows`)).json()) as never;
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const end = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /** Sample values of a metric family in the router's /metrics text, by label set. */
 function samples(text: string, name: string): { labels: string; value: number }[] {
   const out: { labels: string; value: number }[] = [];
@@ -132,7 +124,7 @@ test('flows live: a tenant sending 10x its weighted share leaves a well-behaved 
   // the well-behaved tenant went on lent slots; the noisy one, over its share, never did
   assert.ok(snap.tenants.find((x) => x.tenant === 'good')!.lent['standard']! > 0);
   assert.equal(snap.tenants.find((x) => x.tenant === 'noisy')!.lent['standard'], 0);
-  await until('the queues to empty', async () => (await flows(fair.url)).tenants.every((x) => Object.values(x.queued).every((v) => v === 0) && Object.values(x.inflight).every((v) => v === 0)));
+  await until('the queues to empty', async () => (await flows(fair.url)).tenants.every((x) => Object.values(x.queued).every((v) => v === 0) && Object.values(x.inflight).every((v) => v === 0)), 20_000);
 });
 
 test('flows live: a critical request waits behind no standard one, only sheddable requests are shed, limits hold, and every gauge returns to 0', async (t) => {
@@ -143,7 +135,7 @@ test('flows live: a critical request waits behind no standard one, only sheddabl
   const r = await router(t, f, { flows: { tenantHeader: 'x-tenant', file } });
   // answers of different lengths: slots free one at a time
   const standard = Array.from({ length: 10 }, (_, i) => send(r.url, 'noisy', { maxTokens: 12 + 6 * i }));
-  await until('6 standard requests queued', async () => (await flows(r.url)).tenants.find((x) => x.tenant === 'noisy')?.queued['standard'] === 6);
+  await until('6 standard requests queued', async () => (await flows(r.url)).tenants.find((x) => x.tenant === 'noisy')?.queued['standard'] === 6, 20_000);
 
   // the tenant's queue is full: sheddable work is shed (429, Retry-After), standard work waits
   const shed = await Promise.all(Array.from({ length: 3 }, () => send(r.url, 'noisy', { priority: 'sheddable' })));
@@ -164,7 +156,7 @@ test('flows live: a critical request waits behind no standard one, only sheddabl
   // requests aborted while they wait leave no trace in the gauges
   const ac = new AbortController();
   const aborted = Array.from({ length: 3 }, () => send(r.url, 'good', { priority: 'sheddable', signal: ac.signal }));
-  await until('the aborted requests queued', async () => ((await flows(r.url)).tenants.find((x) => x.tenant === 'good')?.queued['sheddable'] ?? 0) >= 1);
+  await until('the aborted requests queued', async () => ((await flows(r.url)).tenants.find((x) => x.tenant === 'good')?.queued['sheddable'] ?? 0) >= 1, 20_000);
   ac.abort();
   await Promise.all(aborted);
   const done = await Promise.all(standard);
@@ -193,7 +185,7 @@ test('flows live: a critical request waits behind no standard one, only sheddabl
     const m = await r.metrics();
     const gauges = ['tailgate_router_flow_queue_length', 'tailgate_router_flow_inflight', 'tailgate_router_queue_length', 'tailgate_router_worker_inflight'].flatMap((n) => samples(m, n));
     return gauges.length > 0 && gauges.every((s) => s.value === 0);
-  });
+  }, 20_000);
 });
 
 test('tailgate route --flows: a missing or invalid file is one line, exit 2, before anything listens', async () => {

@@ -16,10 +16,12 @@ export interface SseRead {
   done: number;
   /** The message of each error frame. */
   errors: string[];
+  /** Frames whose choice 0 carries `delta.role` (a chat stream has one). */
+  roles: number;
 }
 
 export function readSse(raw: string): SseRead {
-  const out: SseRead = { raw, payloads: [], text: '', texts: [], ids: new Set(), usage: null, done: 0, errors: [] };
+  const out: SseRead = { raw, payloads: [], text: '', texts: [], ids: new Set(), usage: null, done: 0, errors: [], roles: 0 };
   for (const ev of raw.split('\n\n')) {
     if (!ev.startsWith('data: ')) continue;
     const data = ev.slice(6);
@@ -28,12 +30,13 @@ export function readSse(raw: string): SseRead {
       out.done++;
       continue;
     }
-    const o = JSON.parse(data) as { id?: string; error?: { message: string }; usage?: unknown; choices?: { index?: number; delta?: { content?: string }; text?: string }[] };
+    const o = JSON.parse(data) as { id?: string; error?: { message: string }; usage?: unknown; choices?: { index?: number; delta?: { role?: string; content?: string }; text?: string }[] };
     if (o.error) out.errors.push(o.error.message);
     if (o.id) out.ids.add(o.id);
     if (o.usage) out.usage = o.usage;
     for (const c of o.choices ?? []) {
       const i = c.index ?? 0;
+      if (i === 0 && c.delta?.role !== undefined) out.roles++;
       out.texts[i] = (out.texts[i] ?? '') + (c.delta?.content ?? c.text ?? '');
     }
   }
