@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { startFakeUpstream, startRouter, type FakeUpstream } from '../src/router/index.js';
-import { runCli, startCli } from './helpers.js';
+import { runCli, startCli, until } from './helpers.js';
 import { readSse, words } from './sse.js';
 
 const M = 'fake-model';
@@ -137,8 +137,7 @@ test('1000 streams, a third aborted by the client, a worker killed mid-run: noth
     }
   };
   const settle = async () => {
-    for (let i = 0; i < 200 && router.workers().some((w) => w.inflight > 0); i++) await new Promise((res) => setTimeout(res, 10));
-    assert.deepEqual(router.workers().map((w) => w.inflight), [0, 0, 0, 0], 'every in-flight gauge back to 0');
+    await until('every in-flight gauge back to 0', () => router.workers().every((w) => w.inflight === 0));
     assert.match(await router.metrics(), /^tailgate_router_queue_length 0$/m);
   };
 
