@@ -12,10 +12,12 @@
 //  4. the engine alone, side by side: tokens delivered by one `onToken` call per request per step
 //     (each touching its own per-stream object) against a `TokenSink` that gets them as counts
 //     (the engine advances the sequences that decode in lockstep as one cohort).
-// Run: node --import tsx perf/simulate.ts [--quick | --fleet [--policy adaptive|p2c]]
+// Run: node --import tsx perf/simulate.ts [--quick | --fleet [--policy adaptive|p2c] [--until MS]]
 //   --quick: fewer trials and a smaller grid; --fleet: only the 1024 x 262144 target, 0-6 s of fleet
 //   time under p2c and under adaptive (a minute, not the whole table's ten); --fleet --policy
-//   adaptive (or p2c): that row alone.
+//   adaptive (or p2c): that row alone; --until MS: stop at MS of fleet time instead of 6000 (runs
+//   to 1, 1000, 2000 and 6000 ms, each in its own process, split a run into its phases: set-up and
+//   the start-up burst, prefill, the first decodes, the steady state), with the memory held then.
 import { VirtualClock } from '../src/core/index.js';
 import { Engine, getProfile, type TokenSink } from '../src/engine/index.js';
 import { PRESETS, runScenario, scenarioFromObject, type Scenario, type SimOptions } from '../src/sim/index.js';
@@ -28,6 +30,12 @@ const policyAt = process.argv.indexOf('--policy');
 const onlyPolicy = policyAt >= 0 ? process.argv[policyAt + 1] : undefined;
 if (onlyPolicy !== undefined && onlyPolicy !== 'p2c' && onlyPolicy !== 'adaptive') {
   console.error('perf/simulate: --policy takes p2c or adaptive');
+  process.exit(1);
+}
+const untilAt = process.argv.indexOf('--until');
+const untilMs = untilAt >= 0 ? Number(process.argv[untilAt + 1]) : 6000;
+if (!(untilMs > 0)) {
+  console.error('perf/simulate: --until takes a positive number of milliseconds');
   process.exit(1);
 }
 
@@ -91,6 +99,7 @@ const grid: [number, number][] = fleetOnly
     ? [[8, 2048], [32, 8192], [128, 32768]]
     : [[8, 2048], [32, 8192], [128, 8192], [128, 32768], [256, 65536], [1024, 262144]];
 const rows: string[][] = [];
+let held = '';
 const xWall = (m: Measure): string => `${(m.simulatedS / m.wallS).toFixed(m.simulatedS / m.wallS >= 10 ? 0 : 2)}x`;
 const fleetRow = (label: string, m: Measure): string[] => [label, m.simulatedS.toFixed(2), m.cpuS.toFixed(2), x(m), xWall(m), ((m.cpuS * 1e9) / Math.max(1, m.tokens)).toFixed(0)];
 for (const [workers, streams] of grid) {
@@ -98,8 +107,15 @@ for (const [workers, streams] of grid) {
   rows.push([String(workers), ...fleetRow(streams.toLocaleString('en-US'), m)]);
 }
 if (fleetOnly) {
-  if (onlyPolicy !== 'adaptive') rows.push(['1024', ...fleetRow('262,144 (0-6 s)', measure(fleet(1024, 262144), 'p2c', 1, { ...big, maxSimulatedMs: 6000 }))]);
-  if (onlyPolicy !== 'p2c') rows.push(['1024', ...fleetRow('262,144 (0-6 s, adaptive)', measure(fleet(1024, 262144), 'adaptive', 1, { ...big, maxSimulatedMs: 6000 }))]);
+  const span = `0-${untilMs / 1000} s`;
+  const mb = (): string => {
+    const m = process.memoryUsage();
+    return `heap used ${(m.heapUsed / 1e6).toFixed(0)} MB, array buffers ${(m.arrayBuffers / 1e6).toFixed(0)} MB, RSS ${(m.rss / 1e6).toFixed(0)} MB`;
+  };
+  if (onlyPolicy !== 'adaptive') rows.push(['1024', ...fleetRow(`262,144 (${span})`, measure(fleet(1024, 262144), 'p2c', 1, { ...big, maxSimulatedMs: untilMs }))]);
+  if (onlyPolicy !== 'p2c') rows.push(['1024', ...fleetRow(`262,144 (${span}, adaptive)`, measure(fleet(1024, 262144), 'adaptive', 1, { ...big, maxSimulatedMs: untilMs }))]);
+  // (after the run: what it held at its end is still reachable until the next collection, and RSS keeps its peak's pages)
+  if (onlyPolicy !== undefined) held = `after the run: ${mb()}`;
 } else if (!quick) {
   // Later windows of the same run (same seed): the difference of runs 2 s apart.
   const diff = (a: Measure, b: Measure): Measure => ({ simulatedS: b.simulatedS - a.simulatedS, cpuS: b.cpuS - a.cpuS, wallS: b.wallS - a.wallS, tokens: b.tokens - a.tokens });
@@ -114,6 +130,7 @@ if (fleetOnly) {
 }
 console.log('\nfleet scale (p2c and 2 s of fleet time unless marked, histograms only; target for 1024 x 262144: >= 1x real time, adaptive >= 1.5x on the wall clock)');
 console.log(table(['workers', 'streams', 'simulated s', 'CPU s', 'simulated/CPU', 'simulated/wall', 'CPU ns per token'], rows));
+if (held !== '') console.log(held);
 
 // 4. The engine alone: closed loop of 128/128 requests, 256 streams per engine, 2 s of fleet time.
 interface Stream {
