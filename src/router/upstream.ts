@@ -28,6 +28,8 @@ export interface UpstreamPoolOptions {
 
 /** Smallest body arena of an exchange. */
 const ARENA_BYTES = 16 * 1024;
+/** Least free space of a read target (a larger read goes on into the next one, in a fresh arena). */
+const MIN_READ_BYTES = 1024;
 const EMPTY = Buffer.alloc(0);
 
 /**
@@ -43,6 +45,7 @@ export class UpstreamPool {
     this.#pool = new KeepAlivePool(origin, {
       connections: opts.connections ?? 4096,
       connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
+      readTargets: true,
       ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
     });
   }
@@ -73,12 +76,16 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   #scanner: BodyScanner | null = null;
   readonly #keepBody: boolean;
   /**
-   * Body bytes as read, appended and never overwritten (a region handed out stays valid): a read
-   * costs one copy and no new object. Holds the whole body when kept; else a full arena is left
-   * to whoever still holds a view of it.
+   * Body bytes as read, appended and never overwritten (a region handed out stays valid). Once the
+   * head is read, the connection reads straight into its free end ({@link readTarget}): no copy.
+   * A full arena is left to whoever still holds a view of it (and to {@link body} when kept).
    */
   #arena: Buffer = EMPTY;
   #used = 0;
+  /** The free end of the arena handed to the connection for its next read (null: none). */
+  #target: Buffer | null = null;
+  /** A kept body's bytes in earlier arenas, in order (the arena holds the rest). */
+  readonly #kept: Buffer[] = [];
   /** Where an unfinished chunk header begins in the arena (-1: none): it is scanned again with the next read. */
   #carryAt = -1;
   #gotBytes = false;
@@ -98,7 +105,9 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
 
   /** Every body byte read so far, as the worker framed it (only when sent with `keepBody`). */
   body(): Buffer | null {
-    return this.#keepBody ? this.#arena.subarray(0, this.#used) : null;
+    if (!this.#keepBody) return null;
+    const last = this.#arena.subarray(0, this.#used);
+    return this.#kept.length === 0 ? last : Buffer.concat([...this.#kept, last]);
   }
 
   /** Stops reading from the worker (backpressure from the client). */
@@ -174,43 +183,66 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   }
 
   /**
-   * @internal Bytes read on the connection: `read[0, n)` of the shared read buffer (copied out at
-   * once), or all of a buffer of its own when `n` is -1.
+   * @internal Where the connection reads next: the arena's free end once the head is read (so a
+   * body read is neither copied nor allocated); null before, and after the end.
+   */
+  readTarget(): Buffer | null {
+    if (this.#over || this.#scanner === null) return null;
+    this.#reserve(MIN_READ_BYTES);
+    return (this.#target = this.#arena.subarray(this.#used));
+  }
+
+  /**
+   * @internal Bytes read on the connection: `read[0, n)` of the arena's free end ({@link readTarget})
+   * or of the shared read buffer (copied out at once), or all of a buffer of its own when `n` is -1.
    */
   onBytes(read: Buffer, n: number): void {
     if (this.#over) return;
     this.#gotBytes = true;
-    const len = n < 0 ? read.length : n;
     const scanner = this.#scanner;
+    if (read === this.#target && scanner !== null) {
+      this.#target = null;
+      const at = this.#used;
+      this.#used = at + n;
+      this.#scanFrom(scanner, at);
+      return;
+    }
+    const len = n < 0 ? read.length : n;
     if (scanner === null) this.#readHead(read, len);
     else this.#scanRead(scanner, read, 0, len);
   }
 
-  /** Appends `read[start, end)` to the arena and scans it (with an unfinished chunk header before it). */
+  /** Appends `read[start, end)` to the arena and scans it. */
   #scanRead(scanner: BodyScanner, read: Buffer, start: number, end: number): void {
-    const at = this.#append(read, start, end);
+    this.#reserve(end - start);
+    const at = this.#used;
+    read.copy(this.#arena, at, start, end);
+    this.#used = at + end - start;
+    this.#scanFrom(scanner, at);
+  }
+
+  /** Scans the arena's new bytes from `at` on (with an unfinished chunk header before them). */
+  #scanFrom(scanner: BodyScanner, at: number): void {
     const carry = this.#carryAt;
     this.#carryAt = -1;
     this.#body(scanner, this.#arena, carry >= 0 ? carry : at, at);
   }
 
-  /** Copies `read[start, end)` to the end of the arena; returns where it begins. */
-  #append(read: Buffer, start: number, end: number): number {
-    const len = end - start;
-    if (this.#used + len > this.#arena.length) {
-      // a fresh arena takes along what must stay contiguous: the whole body when kept, else an unfinished header
-      const from = this.#keepBody ? 0 : this.#carryAt >= 0 ? this.#carryAt : this.#used;
-      const live = this.#used - from;
-      const next = Buffer.allocUnsafeSlow(Math.max(ARENA_BYTES, this.#keepBody ? 2 * (live + len) : live + len));
-      this.#arena.copy(next, 0, from, this.#used);
-      if (this.#carryAt >= 0) this.#carryAt -= from;
-      this.#arena = next;
-      this.#used = live;
-    }
-    const at = this.#used;
-    read.copy(this.#arena, at, start, end);
-    this.#used = at + len;
-    return at;
+  /** Makes room for `len` more bytes at the end of the arena. */
+  #reserve(len: number): void {
+    if (this.#used + len <= this.#arena.length) return;
+    // A fresh arena takes along only an unfinished chunk header (it is scanned again, so it must
+    // stay contiguous); a kept body's earlier bytes stay where they are, joined when asked for.
+    const from = this.#carryAt >= 0 ? this.#carryAt : this.#used;
+    if (this.#keepBody && from > 0) this.#kept.push(this.#arena.subarray(0, from));
+    const live = this.#used - from;
+    const next = Buffer.allocUnsafeSlow(Math.max(ARENA_BYTES, live + len));
+    if (live > 0) this.#arena.copy(next, 0, from, this.#used);
+    if (this.#carryAt >= 0) this.#carryAt = 0;
+    this.#arena = next;
+    this.#used = live;
+    // a read target handed out before lies in the old arena: bytes read there are copied
+    this.#target = null;
   }
 
   #readHead(read: Buffer, len: number): void {
