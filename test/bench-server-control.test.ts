@@ -98,9 +98,13 @@ test('--reset-kv-cache POSTs the reset path on the server before each run; a ser
 });
 
 test('--failed-request-threshold stops a run whose server keeps failing, once the grace floor is reached: exit 1, what was measured written', async (t) => {
+  // The first ten fail at once; later ones get no answer, so the one in flight when the tenth
+  // failure stops the run is surely cut (answered at once, it could end in the same tick as the tenth).
+  let received = 0;
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
+      if (++received > 10) return;
       res.statusCode = 500;
       res.setHeader('content-type', 'application/json');
       res.end('{"object":"error","message":"engine dead","type":"InternalServerError","param":null,"code":500}');
@@ -108,7 +112,10 @@ test('--failed-request-threshold stops a run whose server keeps failing, once th
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  t.after(() => server.close());
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const dir = mkdtempSync(join(tmpdir(), 'tailgate-threshold-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));

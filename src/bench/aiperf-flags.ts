@@ -74,7 +74,7 @@ f('--apply-chat-template', 'switch', X, 'count input tokens through the chat tem
 
 s('Input');
 f('--extra-inputs', 'list', I, 'extra body fields, key:value or JSON', 'temperature:0');
-f('-H --header', 'list', I, 'extra HTTP headers, Name:Value or JSON', 'X-A:1');
+f('-H --header', 'list', I, 'extra HTTP headers, Name:Value or JSON; one named like bench\'s own (any case) replaces it everywhere, probes and --reset-kv-cache included', 'X-A:1');
 f('--input-file', 'value', I, 'dataset file (tailgate: a Mooncake trace)');
 f('--public-dataset', 'value', X, 'download a public dataset (sharegpt, ...) and send its prompts', 'sharegpt');
 f('--hf-subset', 'value', X, 'subset of a Hugging Face dataset', 'x');
