@@ -133,10 +133,18 @@ export class HealthTracker {
   }
 
   async #get(b: Backend, path: string): Promise<{ status: number; text: string }> {
-    const signal = AbortSignal.timeout(this.#opts.probeTimeoutMs);
-    const headers = b.authorization !== undefined ? { authorization: b.authorization } : {};
-    const r = await b.pool.request({ path, method: 'GET', signal, headers, headersTimeout: this.#opts.probeTimeoutMs, bodyTimeout: this.#opts.probeTimeoutMs });
-    const text = await r.body.text();
-    return { status: r.statusCode, text };
+    // a timer cleared with the answer: AbortSignal.timeout's runs its course and then aborts (an
+    // exception object and an abort event each time, for probes long answered)
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), this.#opts.probeTimeoutMs);
+    timer.unref();
+    try {
+      const headers = b.authorization !== undefined ? { authorization: b.authorization } : {};
+      const r = await b.pool.request({ path, method: 'GET', signal: abort.signal, headers, headersTimeout: this.#opts.probeTimeoutMs, bodyTimeout: this.#opts.probeTimeoutMs });
+      const text = await r.body.text();
+      return { status: r.statusCode, text };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

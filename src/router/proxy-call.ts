@@ -13,12 +13,15 @@ import type { HealthTracker } from './health.js';
 import { clientHeaders, sendError, upstreamHeaders } from './http-util.js';
 import type { RouterMetrics } from './metrics.js';
 import { EventSplitter, forEachData } from './sse-frames.js';
+import type { TurnClock } from './turn-clock.js';
 import type { Exchange, ExchangeHandler } from './upstream.js';
 
 /** What a call needs from the router that owns it. */
 export interface CallContext {
   readonly dispatcher: Dispatcher;
   readonly clock: Clock;
+  /** Stamps the worker's bytes as they are read (one clock reading per event-loop turn). */
+  readonly readClock: TurnClock;
   readonly metrics: RouterMetrics;
   readonly health: HealthTracker;
   readonly backends: ReadonlyMap<string, Backend>;
@@ -203,7 +206,7 @@ class Attempt implements ExchangeHandler {
       return;
     }
     if (mode === 'discard' || mode === 'none') return;
-    if (mode === 'whole') this.lastTokenMs = this.call.ctx.clock.now();
+    if (mode === 'whole') this.lastTokenMs = Math.max(this.lastTokenMs, this.call.ctx.readClock.now());
     if (mode === 'track') this.#held.push(buf.subarray(start, end));
     this.#decoder!.scan(buf, start, end);
     if (this.#mode === 'track' && !this.cancelled && (this.firstContentMs >= 0 || this.#sawDone || this.#sawError || this.#sawFinish)) this.#startRelay();
@@ -275,7 +278,7 @@ class Attempt implements ExchangeHandler {
     this.call.finish(status === 200 ? 'ok' : 'http_error', status);
   }
 
-  /** Tokens arrived at `now`: one ITL sample since the last (none for a second message of the same read), and progress. */
+  /** Tokens arrived at `now`: one ITL sample since the last (none for a second read of the same turn), and progress. */
   #tick(now: number): void {
     const id = this.backend.id;
     const ctx = this.call.ctx;
@@ -283,15 +286,15 @@ class Attempt implements ExchangeHandler {
       const itl = now - this.lastTokenMs;
       ctx.dispatcher.recordItl(id, itl);
       ctx.metrics.observeItl(id, itl / 1000);
+      this.lastTokenMs = now;
     }
-    this.lastTokenMs = now;
     ctx.dispatcher.progress(id, now);
   }
 
   /** The hot path: one read of a stream past its first token, `buf[start, end)`, forwarded as it came. */
   #relay(buf: Buffer, start: number, end: number): void {
-    // one sample per read: messages that arrived in the same read carry no timing of their own
-    this.#tick(this.call.ctx.clock.now());
+    // one sample per turn: messages read in the same turn carry no timing of their own
+    this.#tick(this.call.ctx.readClock.now());
     const ex = this.#exchange!;
     if (ex.cleanCut()) {
       // the worker's last chunk right after the last bytes goes in the same write, when the stream ended as it should
@@ -403,7 +406,7 @@ class Attempt implements ExchangeHandler {
   }
 
   #onRegion(region: Buffer): void {
-    const now = this.call.ctx.clock.now();
+    const now = this.call.ctx.readClock.now();
     if (this.continuation) {
       this.#relayContinuation(region, now);
       return;
@@ -605,8 +608,8 @@ export class ProxyCall {
     a.send(this.#continuation ?? this.#rawBody);
   }
 
-  /** Periodic check (the router's sweep): queue timeout, first-token deadline, stall deadline. */
-  checkDeadlines(nowMs: number, ttftDeadlineMs: number, stallDeadlineMs: number): void {
+  /** Periodic check (the router's sweep): queue timeout, first-token deadline (of a prompt this long), stall deadline. */
+  checkDeadlines(nowMs: number, ttftDeadlineMs: (promptTokens: number) => number, stallDeadlineMs: number): void {
     if (this.finished) return;
     if (this.queuedAtMs >= 0) {
       if (nowMs - this.queuedAtMs > this.ctx.queueTimeoutMs && this.ctx.dispatcher.cancel(this.routeReq)) {
@@ -635,7 +638,7 @@ export class ProxyCall {
     const d = ctx.dispatcher;
     const m = ctx.metrics;
     if (a.firstContentMs < 0) {
-      if (this.resent !== null || nowMs - a.startMs < ttftDeadlineMs || !this.#canResendFrom(a)) return;
+      if (this.resent !== null || nowMs - a.startMs < ttftDeadlineMs(this.routeReq.promptTokens) || !this.#canResendFrom(a)) return;
       if (!d.tryResend()) return;
       this.resent = 'redispatched';
       m.redispatched.inc({ worker: a.backend.id });

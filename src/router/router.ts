@@ -13,6 +13,7 @@ import { readBody, rejectTooLarge, sendError, sendJson } from './http-util.js';
 import { RouterMetrics } from './metrics.js';
 import type { Router, RouterOptions, WorkerStatus } from './options.js';
 import { ProxyCall, type CallContext } from './proxy-call.js';
+import { TurnClock } from './turn-clock.js';
 
 const ENDPOINTS: Record<string, EndpointKind> = { '/v1/chat/completions': 'chat', '/v1/completions': 'completions' };
 /** vLLM's routes outside `/v1/` that take a body naming a model (every `POST /v1/*` is routed too). */
@@ -75,6 +76,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   const ctx: CallContext = {
     dispatcher,
     clock,
+    readClock: new TurnClock(clock),
     metrics,
     health,
     backends: byId,
@@ -229,13 +231,15 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     const now = clock.now();
     if (flowControl) dispatcher.shedExpired();
     const stall = dispatcher.stallDeadlineMs();
-    const ttftByPrompt = new Map<number, number>();
-    for (const call of active) {
-      const p = call.routeReq.promptTokens;
-      let ttft = ttftByPrompt.get(p);
-      if (ttft === undefined) ttftByPrompt.set(p, (ttft = dispatcher.ttftDeadlineMs(p)));
-      call.checkDeadlines(now, ttft, stall);
-    }
+    // asked only for calls still waiting for a first token, once per prompt length
+    let ttftByPrompt: Map<number, number> | undefined;
+    const ttft = (p: number): number => {
+      ttftByPrompt ??= new Map();
+      let ms = ttftByPrompt.get(p);
+      if (ms === undefined) ttftByPrompt.set(p, (ms = dispatcher.ttftDeadlineMs(p)));
+      return ms;
+    };
+    for (const call of active) call.checkDeadlines(now, ttft, stall);
   }, SWEEP_MS);
   sweep.unref();
 

@@ -83,7 +83,7 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   #arena: Buffer = EMPTY;
   #used = 0;
   /** The free end of the arena handed to the connection for its next read (null: none). */
-  #target: Buffer | null = null;
+  #target: Uint8Array | null = null;
   /** A kept body's bytes in earlier arenas, in order (the arena holds the rest). */
   readonly #kept: Buffer[] = [];
   /** Where an unfinished chunk header begins in the arena (-1: none): it is scanned again with the next read. */
@@ -186,10 +186,11 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
    * @internal Where the connection reads next: the arena's free end once the head is read (so a
    * body read is neither copied nor allocated); null before, and after the end.
    */
-  readTarget(): Buffer | null {
+  readTarget(): Uint8Array | null {
     if (this.#over || this.#scanner === null) return null;
     this.#reserve(MIN_READ_BYTES);
-    return (this.#target = this.#arena.subarray(this.#used));
+    const a = this.#arena;
+    return (this.#target = new Uint8Array(a.buffer, a.byteOffset + this.#used, a.length - this.#used));
   }
 
   /**

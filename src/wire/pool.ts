@@ -13,7 +13,7 @@ export interface ConnectionReader {
    * Optional, with the pool's `readTargets`: a buffer of the reader's own for the next read to go
    * into (null: the shared one). Bytes read there come to {@link onBytes} as that very buffer.
    */
-  readTarget?(): Buffer | null;
+  readTarget?(): Uint8Array | null;
   onError(e: Error): void;
   /** The socket closed (after `onError`, when there was one). */
   onClose(): void;
@@ -200,8 +200,12 @@ export class KeepAlivePool {
     const conn = c;
     const timeoutMs = this.#connectTimeoutMs;
     if (timeoutMs > 0) {
-      socket.setTimeout(timeoutMs, () => socket.destroy(new WireError('WIRE_CONNECT_TIMEOUT', `no connection within ${timeoutMs} ms`)));
-      socket.once(this.#tls ? 'secureConnect' : 'connect', () => socket.setTimeout(0));
+      // a timer of its own: one set with socket.setTimeout stays on the socket, refreshed by every read
+      const timer = setTimeout(() => socket.destroy(new WireError('WIRE_CONNECT_TIMEOUT', `no connection within ${timeoutMs} ms`)), timeoutMs);
+      timer.unref();
+      const clear = (): void => clearTimeout(timer);
+      socket.once(this.#tls ? 'secureConnect' : 'connect', clear);
+      socket.once('close', clear);
     }
     socket.on('error', (e) => conn.reader?.onError(e));
     socket.on('close', () => {

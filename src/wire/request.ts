@@ -7,6 +7,9 @@ export function encodeRequest(method: string, path: string, host: string, header
   let head = `${method} ${path} HTTP/1.1\r\nhost: ${host}\r\n`;
   for (const k in headers) if (k !== 'host' && k !== 'content-length') head += `${k}: ${headers[k]}\r\n`;
   head += `content-length: ${b.length}\r\n\r\n`;
-  const h = Buffer.from(head, 'latin1');
-  return Buffer.concat([h, b], h.length + b.length);
+  // one buffer, the head written straight into it (latin1: one byte per character)
+  const out = Buffer.allocUnsafe(head.length + b.length);
+  out.write(head, 0, 'latin1');
+  b.copy(out, head.length);
+  return out;
 }
