@@ -13,15 +13,12 @@ import type { HealthTracker } from './health.js';
 import { clientHeaders, sendError, upstreamHeaders } from './http-util.js';
 import type { RouterMetrics } from './metrics.js';
 import { EventSplitter, forEachData } from './sse-frames.js';
-import type { TurnClock } from './turn-clock.js';
 import type { Exchange, ExchangeHandler } from './upstream.js';
 
 /** What a call needs from the router that owns it. */
 export interface CallContext {
   readonly dispatcher: Dispatcher;
   readonly clock: Clock;
-  /** Stamps the worker's bytes as they are read (one clock reading per event-loop turn). */
-  readonly readClock: TurnClock;
   readonly metrics: RouterMetrics;
   readonly health: HealthTracker;
   readonly backends: ReadonlyMap<string, Backend>;
@@ -206,7 +203,7 @@ class Attempt implements ExchangeHandler {
       return;
     }
     if (mode === 'discard' || mode === 'none') return;
-    if (mode === 'whole') this.lastTokenMs = Math.max(this.lastTokenMs, this.call.ctx.readClock.now());
+    if (mode === 'whole') this.lastTokenMs = this.call.ctx.clock.now();
     if (mode === 'track') this.#held.push(buf.subarray(start, end));
     this.#decoder!.scan(buf, start, end);
     if (this.#mode === 'track' && !this.cancelled && (this.firstContentMs >= 0 || this.#sawDone || this.#sawError || this.#sawFinish)) this.#startRelay();
@@ -278,7 +275,7 @@ class Attempt implements ExchangeHandler {
     this.call.finish(status === 200 ? 'ok' : 'http_error', status);
   }
 
-  /** Tokens arrived at `now`: one ITL sample since the last (none for a second read of the same turn), and progress. */
+  /** Tokens arrived at `now`: one ITL sample since the last (none for a second message of the same read), and progress. */
   #tick(now: number): void {
     const id = this.backend.id;
     const ctx = this.call.ctx;
@@ -286,15 +283,15 @@ class Attempt implements ExchangeHandler {
       const itl = now - this.lastTokenMs;
       ctx.dispatcher.recordItl(id, itl);
       ctx.metrics.observeItl(id, itl / 1000);
-      this.lastTokenMs = now;
     }
+    this.lastTokenMs = now;
     ctx.dispatcher.progress(id, now);
   }
 
   /** The hot path: one read of a stream past its first token, `buf[start, end)`, forwarded as it came. */
   #relay(buf: Buffer, start: number, end: number): void {
-    // one sample per turn: messages read in the same turn carry no timing of their own
-    this.#tick(this.call.ctx.readClock.now());
+    // one sample per read: messages that arrived in the same read carry no timing of their own
+    this.#tick(this.call.ctx.clock.now());
     const ex = this.#exchange!;
     if (ex.cleanCut()) {
       // the worker's last chunk right after the last bytes goes in the same write, when the stream ended as it should
@@ -406,7 +403,7 @@ class Attempt implements ExchangeHandler {
   }
 
   #onRegion(region: Buffer): void {
-    const now = this.call.ctx.readClock.now();
+    const now = this.call.ctx.clock.now();
     if (this.continuation) {
       this.#relayContinuation(region, now);
       return;

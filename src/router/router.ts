@@ -13,7 +13,6 @@ import { readBody, rejectTooLarge, sendError, sendJson } from './http-util.js';
 import { RouterMetrics } from './metrics.js';
 import type { Router, RouterOptions, WorkerStatus } from './options.js';
 import { ProxyCall, type CallContext } from './proxy-call.js';
-import { TurnClock } from './turn-clock.js';
 
 const ENDPOINTS: Record<string, EndpointKind> = { '/v1/chat/completions': 'chat', '/v1/completions': 'completions' };
 /** vLLM's routes outside `/v1/` that take a body naming a model (every `POST /v1/*` is routed too). */
@@ -76,7 +75,6 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   const ctx: CallContext = {
     dispatcher,
     clock,
-    readClock: new TurnClock(clock),
     metrics,
     health,
     backends: byId,
@@ -203,8 +201,9 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
       norm = v.value;
     }
     let model = norm.model;
-    if (model === '') model = dispatcher.models()[0] ?? '';
-    if (!dispatcher.models().includes(model) && !backends.some((b) => b.models === undefined)) {
+    const models = dispatcher.models();
+    if (model === '') model = models[0] ?? '';
+    if (!models.includes(model) && !backends.some((b) => b.models === undefined)) {
       metrics.rejected.inc({ reason: 'model_not_found' });
       return sendJson(res, 404, modelNotFound(norm.model));
     }

@@ -28,8 +28,6 @@ export interface UpstreamPoolOptions {
 
 /** Smallest body arena of an exchange. */
 const ARENA_BYTES = 16 * 1024;
-/** Least free space of a read target (a larger read goes on into the next one, in a fresh arena). */
-const MIN_READ_BYTES = 1024;
 const EMPTY = Buffer.alloc(0);
 
 /**
@@ -45,7 +43,6 @@ export class UpstreamPool {
     this.#pool = new KeepAlivePool(origin, {
       connections: opts.connections ?? 4096,
       connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
-      readTargets: true,
       ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
     });
   }
@@ -76,14 +73,12 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   #scanner: BodyScanner | null = null;
   readonly #keepBody: boolean;
   /**
-   * Body bytes as read, appended and never overwritten (a region handed out stays valid). Once the
-   * head is read, the connection reads straight into its free end ({@link readTarget}): no copy.
-   * A full arena is left to whoever still holds a view of it (and to {@link body} when kept).
+   * Body bytes as read, appended and never overwritten (a region handed out stays valid): a read
+   * costs one copy and no new object. A full arena is left to whoever still holds a view of it
+   * (and to {@link body} when the body is kept).
    */
   #arena: Buffer = EMPTY;
   #used = 0;
-  /** The free end of the arena handed to the connection for its next read (null: none). */
-  #target: Uint8Array | null = null;
   /** A kept body's bytes in earlier arenas, in order (the arena holds the rest). */
   readonly #kept: Buffer[] = [];
   /** Where an unfinished chunk header begins in the arena (-1: none): it is scanned again with the next read. */
@@ -183,47 +178,24 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   }
 
   /**
-   * @internal Where the connection reads next: the arena's free end once the head is read (so a
-   * body read is neither copied nor allocated); null before, and after the end.
-   */
-  readTarget(): Uint8Array | null {
-    if (this.#over || this.#scanner === null) return null;
-    this.#reserve(MIN_READ_BYTES);
-    const a = this.#arena;
-    return (this.#target = new Uint8Array(a.buffer, a.byteOffset + this.#used, a.length - this.#used));
-  }
-
-  /**
-   * @internal Bytes read on the connection: `read[0, n)` of the arena's free end ({@link readTarget})
-   * or of the shared read buffer (copied out at once), or all of a buffer of its own when `n` is -1.
+   * @internal Bytes read on the connection: `read[0, n)` of the shared read buffer (copied out at
+   * once), or all of a buffer of its own when `n` is -1.
    */
   onBytes(read: Buffer, n: number): void {
     if (this.#over) return;
     this.#gotBytes = true;
-    const scanner = this.#scanner;
-    if (read === this.#target && scanner !== null) {
-      this.#target = null;
-      const at = this.#used;
-      this.#used = at + n;
-      this.#scanFrom(scanner, at);
-      return;
-    }
     const len = n < 0 ? read.length : n;
+    const scanner = this.#scanner;
     if (scanner === null) this.#readHead(read, len);
     else this.#scanRead(scanner, read, 0, len);
   }
 
-  /** Appends `read[start, end)` to the arena and scans it. */
+  /** Appends `read[start, end)` to the arena and scans it (with an unfinished chunk header before it). */
   #scanRead(scanner: BodyScanner, read: Buffer, start: number, end: number): void {
     this.#reserve(end - start);
     const at = this.#used;
     read.copy(this.#arena, at, start, end);
     this.#used = at + end - start;
-    this.#scanFrom(scanner, at);
-  }
-
-  /** Scans the arena's new bytes from `at` on (with an unfinished chunk header before them). */
-  #scanFrom(scanner: BodyScanner, at: number): void {
     const carry = this.#carryAt;
     this.#carryAt = -1;
     this.#body(scanner, this.#arena, carry >= 0 ? carry : at, at);
@@ -242,8 +214,6 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
     if (this.#carryAt >= 0) this.#carryAt = 0;
     this.#arena = next;
     this.#used = live;
-    // a read target handed out before lies in the old arena: bytes read there are copied
-    this.#target = null;
   }
 
   #readHead(read: Buffer, len: number): void {

@@ -5,15 +5,9 @@ import { connect as tlsConnect } from 'node:tls';
 export interface ConnectionReader {
   /**
    * Bytes read: `buf[0, n)` of a read buffer shared by every plain connection (copy what must
-   * outlive the call) or of the reader's own {@link readTarget}, or, when `n` is -1, all of `buf`,
-   * a buffer of its own (TLS).
+   * outlive the call), or, when `n` is -1, all of `buf`, a buffer of its own (TLS).
    */
   onBytes(buf: Buffer, n: number): void;
-  /**
-   * Optional, with the pool's `readTargets`: a buffer of the reader's own for the next read to go
-   * into (null: the shared one). Bytes read there come to {@link onBytes} as that very buffer.
-   */
-  readTarget?(): Uint8Array | null;
   onError(e: Error): void;
   /** The socket closed (after `onError`, when there was one). */
   onClose(): void;
@@ -49,8 +43,6 @@ export interface KeepAlivePoolOptions {
   connectTimeoutMs?: number;
   /** Size of the read buffer plain connections share. @default 65536 */
   readBufferBytes?: number;
-  /** Readers may name the buffer their next read goes into ({@link ConnectionReader.readTarget}). @default false */
-  readTargets?: boolean;
 }
 
 /** A failure on the wire with a stable code (`WIRE_CONNECT_TIMEOUT`; the router's upstream adds its `UPSTREAM_*` ones, which its log shows). */
@@ -88,7 +80,6 @@ export class KeepAlivePool {
   readonly #ca: string | Buffer | undefined;
   readonly #connectTimeoutMs: number;
   readonly #readBuffer: Buffer;
-  readonly #readTargets: boolean;
   readonly #idle: Connection[] = [];
   readonly #waiting: ConnectionWaiter[] = [];
   #open = 0;
@@ -104,7 +95,6 @@ export class KeepAlivePool {
     this.#ca = opts.ca;
     this.#connectTimeoutMs = opts.connectTimeoutMs ?? 0;
     this.#readBuffer = readBuffer(opts.readBufferBytes ?? 64 * 1024);
-    this.#readTargets = opts.readTargets ?? false;
   }
 
   /** Open connections (idle and busy). */
@@ -177,19 +167,16 @@ export class KeepAlivePool {
         else socket.destroy();
       });
     } else {
-      const shared = this.#readBuffer;
+      const buffer = this.#readBuffer;
       socket = netConnect({
         host: this.#host,
         port: this.#port,
         noDelay: true,
         onread: {
-          // Given a function, Node asks it for the next read's buffer after each read (and once on
-          // connect): the reader's own when it names one (a relay keeping the body reads into it).
-          buffer: this.#readTargets ? () => c?.reader?.readTarget?.() ?? shared : shared,
-          callback: (n: number, buf: Uint8Array) => {
+          buffer,
+          callback: (n: number) => {
             const r = c!.reader;
-            // `buf` is the buffer this read went into: one handed out above, so a Buffer
-            if (r) r.onBytes(buf as Buffer, n);
+            if (r) r.onBytes(buffer, n);
             else socket.destroy();
             return true;
           },
