@@ -83,3 +83,22 @@ for (const keepBody of [true, false]) {
     else assert.equal(ex!.body(), null);
   });
 }
+
+test('a worker that sends a malformed chunk header fails the exchange at once, after the whole chunks before it; nothing waits for the idle timeout', { timeout: 10_000 }, async (t) => {
+  const good = '5\r\nhello\r\n';
+  // a garbled size (more hex digits than any body) with the socket left open
+  const url = await worker(t, Buffer.from(`${good}fffffffffffffffff\r\nrest`), []);
+  const pool = new UpstreamPool(url);
+  t.after(() => pool.close());
+  const forwarded: Buffer[] = [];
+  const err = await new Promise<Error>((resolve, reject) => {
+    pool.send(Buffer.from(`GET / HTTP/1.1\r\nhost: w\r\n\r\n`), {
+      onHead: () => undefined,
+      onBody: (buf, start, end) => forwarded.push(Buffer.from(buf.subarray(start, end))),
+      onEnd: () => reject(new Error('ended cleanly')),
+      onError: resolve,
+    }, false);
+  });
+  assert.equal((err as { code?: string }).code, 'UPSTREAM_PROTOCOL');
+  assert.equal(Buffer.concat(forwarded).toString(), good);
+});

@@ -283,6 +283,12 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   #body(scanner: BodyScanner, buf: Buffer, start: number, resumeAt: number): void {
     const end = this.#used;
     const fwd = scanner.scan(buf, start, end, resumeAt);
+    if (scanner.malformed) {
+      // the whole chunks before the bad bytes go on; the stream then fails at once (not at the idle timeout)
+      if (fwd > start) this.#handler.onBody(buf, start, fwd);
+      this.#error(new WireError('UPSTREAM_PROTOCOL', 'the worker sent a malformed chunk'));
+      return;
+    }
     if (scanner.done) {
       if (fwd > start) {
         const last = scanner.bodyEnd;
@@ -291,7 +297,7 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
         this.#terminalEnd = -1;
       }
       if (this.#over) return;
-      this.#finish(scanner.bodyEnd === end && !scanner.malformed);
+      this.#finish(scanner.bodyEnd === end);
       return;
     }
     if (fwd < end) this.#carryAt = fwd;

@@ -24,7 +24,12 @@ const enum S {
   TrailerLine,
   TrailerLf,
   Done,
+  /** A malformed chunk header or chunk end: the scan stops there for good. */
+  Bad,
 }
+
+/** A chunk size past this is taken as malformed (no body is that long; above 2^53 sizes lose digits). */
+const MAX_CHUNK_SIZE = 2 ** 48;
 
 /** How many of the last payload pieces {@link BodyScanner.tail} keeps. */
 const TAIL_PIECES = 4;
@@ -48,7 +53,10 @@ export class BodyScanner {
   relayEnd = -1;
   /** After the body ended: the index just past its last byte in the last buffer. */
   bodyEnd = -1;
-  /** A malformed chunk header was seen. */
+  /**
+   * A malformed chunk header or chunk end was seen: the scan stopped before it (what it returned
+   * as forwardable ends at the last whole chunk), and later scans forward nothing.
+   */
   malformed = false;
   readonly #tailBuf: (Buffer | undefined)[] = new Array<Buffer | undefined>(TAIL_PIECES);
   readonly #tailStart = new Int32Array(TAIL_PIECES);
@@ -82,7 +90,7 @@ export class BodyScanner {
     let state = this.#state;
     // bytes held back from the last read (an unfinished header) sit at `start`
     if (state !== S.Data && state !== S.DataCr && state !== S.DataLf) this.#headerStart = start;
-    while (p < end && state !== S.Done) {
+    while (p < end && state < S.Done) {
       switch (state) {
         case S.SizeStart:
         case S.Size: {
@@ -90,12 +98,11 @@ export class BodyScanner {
           const v = hexDigit(c);
           if (v >= 0) {
             this.#size = this.#size * 16 + v;
-            state = S.Size;
+            state = this.#size > MAX_CHUNK_SIZE ? S.Bad : S.Size;
             p++;
           } else if (state === S.SizeStart) {
             // a header with no size digits
-            this.malformed = true;
-            state = S.Size;
+            state = S.Bad;
           } else if (c === CR) {
             state = S.SizeLf;
             p++;
@@ -105,11 +112,7 @@ export class BodyScanner {
           } else if (c === 59 /* ; */ || c === 32 || c === 9) {
             state = S.Ext;
             p++;
-          } else {
-            this.malformed = true;
-            state = S.Ext;
-            p++;
-          }
+          } else state = S.Bad;
           break;
         }
         case S.Ext:
@@ -117,8 +120,7 @@ export class BodyScanner {
           p++;
           break;
         case S.SizeLf:
-          if (buf[p] !== LF) this.malformed = true;
-          state = this.#headerDone();
+          state = buf[p] === LF ? this.#headerDone() : S.Bad;
           p++;
           break;
         case S.Data: {
@@ -132,12 +134,15 @@ export class BodyScanner {
         case S.DataCr:
         case S.DataLf:
           if (state === S.DataCr && buf[p] === CR) state = S.DataLf;
-          else {
+          else if (buf[p] === LF) {
             // LF ends the chunk (a bare LF too)
-            if (buf[p] !== LF) this.malformed = true;
             state = S.SizeStart;
             this.#size = 0;
             this.#headerStart = p + 1;
+          } else {
+            // no line end after the chunk's data: the bad byte begins what is not forwarded
+            state = S.Bad;
+            this.#headerStart = p;
           }
           p++;
           break;
@@ -160,6 +165,10 @@ export class BodyScanner {
       }
     }
     this.#state = state;
+    if (state === S.Bad) {
+      this.malformed = true;
+      return Math.max(start, this.#headerStart);
+    }
     if (state === S.Done) {
       this.relayEnd = this.#headerStart;
       this.bodyEnd = p;

@@ -167,12 +167,24 @@ test('property: a chunked body split at many points gives the same payload', () 
   );
 });
 
-test('a chunk header with no size digits, or a bad byte in one, marks the body malformed', () => {
-  for (const text of ['\r\nabc', '5x\r\nhello\r\n0\r\n\r\n', '5\r\nhelloXX0\r\n\r\n']) {
-    const s = new BodyScanner('chunked');
+test('a chunk header with no size digits, a bad byte in one, a size past 2^48 or no line end after the data marks the body malformed; the scan stops at the last whole chunk', () => {
+  const good = '5\r\nhello\r\n';
+  for (const bad of ['\r\nabc', 'x5\r\nhello\r\n0\r\n\r\n', '5x\r\nhello\r\n0\r\n\r\n', '1000000000001\r\nhello', '5\r\nhelloXX0\r\n\r\n']) {
+    const text = good + bad;
+    const payload: string[] = [];
+    const s = new BodyScanner('chunked', 0, (b, from, to) => void payload.push(b.toString('latin1', from, to)));
     const b = Buffer.from(text);
-    s.scan(b, 0, b.length);
+    const fwd = s.scan(b, 0, b.length);
     assert.equal(s.malformed, true, JSON.stringify(text));
+    assert.equal(s.done, false);
+    const whole = bad.startsWith('5\r\nhello') ? good.length + 8 : good.length;
+    assert.equal(fwd, whole, `forwardable up to the bad bytes: ${JSON.stringify(text)}`);
+    // nothing after the bad bytes is taken for payload, now or later
+    assert.equal(payload.join(''), whole === good.length ? 'hello' : 'hellohello');
+    const more = Buffer.from('5\r\nworld\r\n0\r\n\r\n');
+    assert.equal(s.scan(more, 0, more.length), 0);
+    assert.equal(s.done, false);
+    assert.equal(payload.join(''), whole === good.length ? 'hello' : 'hellohello');
   }
 });
 
