@@ -82,6 +82,8 @@ export class KeepAlivePool {
   readonly #readBuffer: Buffer;
   readonly #idle: Connection[] = [];
   readonly #waiting: ConnectionWaiter[] = [];
+  /** Queued waiters that must not be given an idle connection (see {@link acquire}'s `fresh`). */
+  readonly #fresh = new WeakSet<ConnectionWaiter>();
   #open = 0;
   #closed = false;
 
@@ -125,7 +127,10 @@ export class KeepAlivePool {
       }
     }
     if (this.#open < this.#max) w.attach(this.#connect());
-    else this.#waiting.push(w);
+    else {
+      this.#waiting.push(w);
+      if (fresh) this.#fresh.add(w);
+    }
   }
 
   /** `w` gave up while queued: it leaves the queue and will not be handed a connection. */
@@ -140,6 +145,7 @@ export class KeepAlivePool {
     c.reused = true;
     if (c.socket.isPaused()) c.socket.resume();
     const next = this.#waiting.shift();
+    // a waiter for a fresh connection may take this one too: it has just answered, so it is not stale
     if (next) next.attach(c);
     else if (this.#closed) c.socket.destroy();
     else this.#idle.push(c);
@@ -201,7 +207,7 @@ export class KeepAlivePool {
       if (i >= 0) this.#idle.splice(i, 1);
       conn.reader?.onClose();
       const next = this.#waiting.shift();
-      if (next) this.acquire(next);
+      if (next) this.acquire(next, this.#fresh.has(next));
     });
     return conn;
   }

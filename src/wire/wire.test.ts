@@ -261,6 +261,28 @@ test('a waiter cancelled while queued never takes a connection: the kept-alive s
   assert.equal(pool.open, 1);
 });
 
+test('a waiter queued for a fresh connection (a re-send after a stale keep-alive) gets a new one when a slot frees, never an idle one', async (t) => {
+  const server = await keepAliveServer(t);
+  const pool = new KeepAlivePool(server.origin, { connections: 2 });
+  t.after(() => pool.close());
+  const a = new Taker();
+  const b = new Taker();
+  const resend = new Taker();
+  pool.acquire(a);
+  pool.acquire(b);
+  await roundTrip(pool, a.conn!); // a's connection now waits idle, kept alive
+  pool.acquire(resend, true);
+  assert.equal(resend.conn, null, 'at the cap it waits');
+  const closed = new Promise((r) => b.conn!.socket.once('close', r));
+  b.conn!.reader = { onBytes: () => undefined, onError: () => undefined, onClose: () => undefined };
+  b.conn!.socket.destroy();
+  await closed;
+  const got = resend.conn as Connection | null; // (set by the close above, which the compiler cannot see)
+  assert.ok(got instanceof Connection);
+  assert.notEqual(got, a.conn, 'not the idle kept-alive one');
+  assert.equal(got.reused, false);
+});
+
 test('closing a pool refuses its queued waiters and destroys idle connections', async (t) => {
   const server = await keepAliveServer(t);
   const pool = new KeepAlivePool(server.origin, { connections: 1 });
