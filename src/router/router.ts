@@ -225,19 +225,20 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     return backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id), slots: dispatcher.slots(b.id) }));
   }
 
+  // The first-token deadline by prompt length, worked out once per sweep and only for calls still
+  // waiting for a first token (it follows the fleet's TTFT, so each sweep starts afresh).
+  const ttftByPrompt = new Map<number, number>();
+  const ttft = (p: number): number => {
+    let ms = ttftByPrompt.get(p);
+    if (ms === undefined) ttftByPrompt.set(p, (ms = dispatcher.ttftDeadlineMs(p)));
+    return ms;
+  };
   const sweep = setInterval(() => {
     if (active.size === 0) return;
     const now = clock.now();
     if (flowControl) dispatcher.shedExpired();
     const stall = dispatcher.stallDeadlineMs();
-    // asked only for calls still waiting for a first token, once per prompt length
-    let ttftByPrompt: Map<number, number> | undefined;
-    const ttft = (p: number): number => {
-      ttftByPrompt ??= new Map();
-      let ms = ttftByPrompt.get(p);
-      if (ms === undefined) ttftByPrompt.set(p, (ms = dispatcher.ttftDeadlineMs(p)));
-      return ms;
-    };
+    ttftByPrompt.clear();
     for (const call of active) call.checkDeadlines(now, ttft, stall);
   }, SWEEP_MS);
   sweep.unref();
