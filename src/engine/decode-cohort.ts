@@ -1,5 +1,5 @@
 import { FREE, type RunningSet } from './running-set.js';
-import type { Seq } from './seq.js';
+import { SLOT, STRIDE } from './seq.js';
 
 /** Buckets of members by finishing step (a power of two; a member due later than that is skipped until its turn). */
 const FINISH_RING = 512;
@@ -150,13 +150,13 @@ export class DecodeCohort {
    * Writes to `finSlots`, ascending, the entries of the members that finish at cohort step `at`,
    * and returns how many (they stay listed until the engine drops them, which unlocks them).
    */
-  collectFinishing(at: number, seqs: readonly Seq[]): number {
+  collectFinishing(at: number, rows: Int32Array): number {
     const next = this.#finNext;
     const fin = this.#run.fin;
     let slots = this.finSlots;
     let m = 0;
     for (let r = this.#finHead[at & (FINISH_RING - 1)]!; r >= 0; r = next[r]!) {
-      const i = seqs[r]!.slot;
+      const i = rows[r * STRIDE + SLOT]!;
       if (fin[i] !== at) continue;
       if (m === slots.length) {
         const grown = new Int32Array(m * 2);

@@ -6,8 +6,8 @@ import type { EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResu
 import { KvBlocks } from './kv-blocks.js';
 import type { EngineProfile } from './profile.js';
 import { FrontendQueue, WaitingQueue } from './request-queues.js';
-import { FREE, RunningSet } from './running-set.js';
-import { DONE, RUNNING, WAITING, SeqTable, type Seq } from './seq.js';
+import { FREE, HOLE, RunningSet } from './running-set.js';
+import { ADMITTED, COMPUTED, DONE, FLAGS, GENERATED, ON_ADMIT, PROMPT, RUNNING, SLOT, STATE, STRIDE, TARGET, WAITING, SeqTable } from './seq.js';
 
 export type { EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
 
@@ -21,7 +21,7 @@ export type { EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResu
  * A step's duration is decided at its start; its tokens are delivered at its end.
  *
  * This file is the scheduler: a step's start (budget, admission, preemption) and end (delivery).
- * Its parts: the requests' records (`seq.ts`), the frontend and waiting queues
+ * Its parts: the requests' records as typed-array rows (`seq.ts`), the frontend and waiting queues
  * (`request-queues.ts`), the running set as parallel typed arrays (`running-set.ts`), the decode
  * cohort that advances lockstep decoders as one count (`decode-cohort.ts`), the KV blocks and
  * prefix cache as sequences see them (`kv-blocks.ts`) and the counters (`engine-counters.ts`).
@@ -67,8 +67,8 @@ export class Engine {
   readonly #n = new EngineCounters();
   readonly #sinks: TokenSink[] = [];
   readonly #sinkIndex = new Map<TokenSink, number>();
-  // Per step: requests that need their own callbacks (first token, no sink, or finished).
-  readonly #deliver: (Seq | null)[] = [];
+  // Per step: records of requests that need their own callbacks (first token, no sink, or finished).
+  #deliver = new Int32Array(64);
 
   constructor(opts: EngineOptions) {
     this.#clock = opts.clock;
@@ -77,12 +77,12 @@ export class Engine {
     this.#maxNumSeqs = opts.maxNumSeqs ?? opts.profile.maxNumSeqs;
     this.#maxWaiting = opts.maxWaiting ?? opts.profile.maxWaiting;
     this.#blockSize = opts.profile.blockSize;
-    this.#kv = new KvBlocks(opts.profile.kvBlocks, opts.profile.blockSize, opts.prefixCaching ?? true);
+    this.#kv = new KvBlocks(opts.profile.kvBlocks, opts.profile.blockSize, opts.prefixCaching ?? true, this.#seqs);
     this.#onStepEnd = opts.onStepEnd;
     // Room that grows with use (doubling; holes are compacted once they are half the entries):
     // sized for maxNumSeqs up front, a 1024-worker fleet's engines allocated and faulted in
     // 136 MB they never used.
-    this.#run = new RunningSet(Math.min(512, Math.max(16, 2 * this.#maxNumSeqs)));
+    this.#run = new RunningSet(Math.min(512, Math.max(16, 2 * this.#maxNumSeqs)), this.#seqs);
     this.#cohort = new DecodeCohort(this.#run, this.#blockSize);
   }
 
@@ -132,35 +132,41 @@ export class Engine {
       this.#lastSinkIndex = sink;
     }
     const hashes = req.promptTokenIds ? cachedBlockHashes(req.promptTokenIds, this.#blockSize) : null;
-    const seq = this.#seqs.take();
-    if (seq === null) return { ok: false, reason: 'queue_full' };
-    this.#cohort.fitRecord(seq.index);
-    const ticket = seq.start(req, sink, hashes);
+    const r = this.#seqs.take();
+    if (r < 0) return { ok: false, reason: 'queue_full' };
+    this.#cohort.fitRecord(r);
+    const ticket = this.#seqs.start(r, req, sink, hashes);
     // A busy engine takes the due ones at its next step's start, an idle one sets one timer for the oldest.
-    this.#frontend.push(seq, this.#clock.now(), this.profile.frontendOverheadMs);
+    this.#frontend.push(r, this.#clock.now(), this.profile.frontendOverheadMs);
     this.#armPending();
     return { ok: true, ticket };
   }
 
   /** Aborts a request wherever it is; its slot and KV blocks are free at once. False if it already ended. */
   abort(ticket: Ticket): boolean {
-    const seq = this.#seqs.of(ticket);
-    if (!seq || seq.state === DONE) return false;
-    const running = seq.state === RUNNING;
+    const seqs = this.#seqs;
+    const r = seqs.of(ticket);
+    if (r < 0) return false;
+    const rows = seqs.rows;
+    const o = r * STRIDE;
+    const state = rows[o + STATE]!;
+    if (state === DONE) return false;
+    const running = state === RUNNING;
     if (!running) {
-      if (seq.state === WAITING) {
+      if (state === WAITING) {
         this.#waiting.count--;
-        if (seq.generated > 0) this.#leftWaiting();
+        if (rows[o + GENERATED]! > 0) this.#leftWaiting();
       } else this.#frontend.count--;
     } else {
       this.#runningCount--;
-      if (this.#run.seq[seq.slot] === seq) this.#dropRunning(seq.slot);
+      const slot = rows[o + SLOT]!;
+      if (this.#run.fin[slot] !== HOLE && this.#run.rec[slot] === r) this.#dropRunning(slot);
     }
-    seq.state = DONE;
+    rows[o + STATE] = DONE;
     this.#n.abortTotal++;
-    seq.req.onFinish('abort', this.#clock.now());
+    seqs.req[r]!.onFinish('abort', this.#clock.now());
     // A queued one is still listed in its queue, which recycles it when it gets there.
-    if (running) this.#seqs.recycle(seq);
+    if (running) seqs.recycle(r);
     this.#kick();
     return true;
   }
@@ -195,16 +201,24 @@ export class Engine {
 
   /** Tokens a request has generated so far (-1 once it ended). */
   generatedOf(ticket: Ticket): number {
-    const seq = this.#seqs.of(ticket);
-    if (!seq || seq.state === DONE) return -1;
-    return seq.state === RUNNING ? this.#cohort.generatedOf(seq.slot) : seq.generated;
+    const seqs = this.#seqs;
+    const r = seqs.of(ticket);
+    if (r < 0) return -1;
+    const o = r * STRIDE;
+    const state = seqs.rows[o + STATE]!;
+    if (state === DONE) return -1;
+    return state === RUNNING ? this.#cohort.generatedOf(seqs.rows[o + SLOT]!) : seqs.rows[o + GENERATED]!;
   }
 
   /** When a request last got a token (0 before its first; NaN once it ended). */
   lastTokenMsOf(ticket: Ticket): number {
-    const seq = this.#seqs.of(ticket);
-    if (!seq || seq.state === DONE) return Number.NaN;
-    return seq.state === RUNNING ? this.#cohort.lastTokenMsOf(seq.slot) : this.#seqs.lastTokenMs[seq.index]!;
+    const seqs = this.#seqs;
+    const r = seqs.of(ticket);
+    if (r < 0) return Number.NaN;
+    const o = r * STRIDE;
+    const state = seqs.rows[o + STATE]!;
+    if (state === DONE) return Number.NaN;
+    return state === RUNNING ? this.#cohort.lastTokenMsOf(seqs.rows[o + SLOT]!) : seqs.lastMs(r);
   }
 
   /**
@@ -239,7 +253,7 @@ export class Engine {
   #dropRunning(i: number): void {
     this.#cohort.unlock(i);
     const run = this.#run;
-    this.#kv.release(run.seq[i]!, run.blocks[i]!);
+    this.#kv.release(run.rec[i]!, run.blocks[i]!);
     run.drop(i);
   }
 
@@ -263,20 +277,23 @@ export class Engine {
   #preempt(i: number): void {
     this.#cohort.unlock(i);
     const run = this.#run;
-    const seq = run.seq[i]!;
+    const r = run.rec[i]!;
+    const rows = this.#seqs.rows;
+    const o = r * STRIDE;
     this.#n.preemptionsTotal++;
     this.#runningCount--;
-    seq.prefillTarget = Math.max(run.target[i]!, run.computed[i]!);
-    seq.computed = 0;
-    seq.generated = run.generated[i]!;
-    this.#seqs.lastTokenMs[seq.index] = run.lastMs[i]!;
-    if (seq.generated > 0) {
+    rows[o + TARGET] = Math.max(run.target[i]!, run.computed[i]!);
+    rows[o + COMPUTED] = 0;
+    const generated = run.generated[i]!;
+    rows[o + GENERATED] = generated;
+    this.#seqs.setLastMs(r, run.lastMs[i]!);
+    if (generated > 0) {
       this.#waitingWithTokens++;
       if (run.lastMs[i]! < this.#waitingTokenMs) this.#waitingTokenMs = run.lastMs[i]!;
     }
-    seq.state = WAITING;
+    rows[o + STATE] = WAITING;
     this.#dropRunning(i);
-    this.#waiting.pushFront(seq);
+    this.#waiting.pushFront(r);
   }
 
   /** While no step is in flight or due, wakes the engine when the oldest pending request is ready. */
@@ -323,7 +340,7 @@ export class Engine {
     let budget = this.profile.maxNumBatchedTokens;
     let prefill = 0;
     let decode = 0;
-    const seqs = run.seq;
+    const rec = run.rec;
     const computed = run.computed;
     const target = run.target;
     const step = run.step;
@@ -375,43 +392,52 @@ export class Engine {
         this.#preempt(i);
         continue;
       }
-      kv.register(seqs[i]!, c + n);
+      kv.register(rec[i]!, c + n);
       step[i] = n;
       budget -= n;
       prefill += n;
     }
+    const seqTable = this.#seqs;
     while (budget > 0 && this.#runningCount < this.#maxNumSeqs) {
-      const s = this.#waiting.peek();
-      if (!s) break;
+      const r = this.#waiting.peek();
+      if (r < 0) break;
+      // (Read again each time: an `onAdmit` callback may submit, which may grow the rows.)
+      const rows = seqTable.rows;
+      const o = r * STRIDE;
       // Cached leading blocks are shared, not allocated, and their tokens skip prefill; taking an
       // idle one uses a free block, so the check counts those too.
-      const hit = kv.lookup(s);
+      const hit = kv.lookup(r);
       const cached = hit * bs;
-      const n = Math.min(s.prefillTarget - cached, budget);
+      const n = Math.min(rows[o + TARGET]! - cached, budget);
       const fresh = kv.blocksFor(cached + n) - hit;
       if (fresh + (hit > 0 ? pool.matchedIdle : 0) > pool.free) break;
       this.#waiting.shift();
-      if (s.generated > 0) this.#leftWaiting();
-      if (hit > 0) kv.acquire(s, hit);
+      if (rows[o + GENERATED]! > 0) this.#leftWaiting();
+      if (hit > 0) kv.acquire(r, hit);
       pool.allocate(fresh);
-      s.computed = cached;
+      rows[o + COMPUTED] = cached;
       // Pushing may grow the running arrays: written through `run`, not the locals above.
-      const i = run.push(s, this.#seqs.lastTokenMs[s.index]!);
+      const i = run.push(r, seqTable.lastMs(r));
       run.blocks[i] = hit + fresh;
       run.step[i] = n;
-      kv.register(s, cached + n);
-      s.state = RUNNING;
+      kv.register(r, cached + n);
+      rows[o + STATE] = RUNNING;
       this.#runningCount++;
       budget -= n;
       prefill += n;
-      if (!s.admitted) {
-        s.admitted = true;
-        this.#n.promptTokensTotal += s.promptTokens;
-        if (kv.caching && s.hashes !== null) {
-          this.#n.cacheQueriesTotal += s.promptTokens;
+      const flags = rows[o + FLAGS]!;
+      if ((flags & ADMITTED) === 0) {
+        rows[o + FLAGS] = flags | ADMITTED;
+        const promptTokens = rows[o + PROMPT]!;
+        this.#n.promptTokensTotal += promptTokens;
+        if (kv.caching && seqTable.hashes[r] !== null) {
+          this.#n.cacheQueriesTotal += promptTokens;
           this.#n.cacheHitsTotal += cached;
         }
-        s.onAdmit?.call(s.req, this.#clock.now());
+        if ((flags & ON_ADMIT) !== 0) {
+          const req = seqTable.req[r]!;
+          req.onAdmit?.(this.#clock.now());
+        }
       }
     }
     if (prefill + decode === 0) {
@@ -450,7 +476,9 @@ export class Engine {
     n.prefillTokensTotal += this.#stepPrefill;
     const run = this.#run;
     const cohort = this.#cohort;
-    const seqs = run.seq;
+    const seqTable = this.#seqs;
+    const rows = seqTable.rows;
+    const rec = run.rec;
     const computed = run.computed;
     const target = run.target;
     const generated = run.generated;
@@ -458,6 +486,8 @@ export class Engine {
     const step = run.step;
     const sinkOf = run.sink;
     const lastMs = run.lastMs;
+    // At most one delivery per running entry, so as long as the running arrays.
+    if (this.#deliver.length < run.len) this.#deliver = new Int32Array(run.computed.length);
     const deliver = this.#deliver;
     let nd = 0;
     let nb = 0;
@@ -481,7 +511,7 @@ export class Engine {
     // First the bookkeeping over the dense arrays (no callbacks, so nothing moves under it): the
     // cohort members this step finished and the loose entries, merged in index order.
     // Delivery kinds: 0 onToken, 1 onToken + onFinish, 2 onFinish (its last token went to a sink).
-    const nf = hasLock ? cohort.collectFinishing(cohort.steps, this.#seqs.all) : 0;
+    const nf = hasLock ? cohort.collectFinishing(cohort.steps, rows) : 0;
     const finSlots = cohort.finSlots;
     const loose = run.loose;
     const nLoose = run.looseLen;
@@ -490,12 +520,12 @@ export class Engine {
       if (f < nf && (k === nLoose || finSlots[f]! <= loose[k]!)) {
         // A cohort member's last token: it leaves with its counters brought up to date.
         const i = finSlots[f++]!;
-        const seq = seqs[i]!;
+        const r = rec[i]!;
         this.#runningCount--;
         n.successTotal++;
-        seq.state = DONE;
+        rows[r * STRIDE + STATE] = DONE;
         this.#dropRunning(i);
-        deliver[nd] = seq;
+        deliver[nd] = r;
         kinds[nd++] = 2;
         continue;
       }
@@ -530,15 +560,15 @@ export class Engine {
         }
         kind = 2;
       }
-      const seq = seqs[i]!;
+      const r = rec[i]!;
       if (done) {
         this.#runningCount--;
         n.successTotal++;
-        seq.state = DONE;
+        rows[r * STRIDE + STATE] = DONE;
         this.#dropRunning(i);
       } else if (sink >= 0) cohort.join(i, now);
       else loose[kept++] = i;
-      deliver[nd] = seq;
+      deliver[nd] = r;
       kinds[nd++] = kind;
     }
     run.looseLen = kept;
@@ -546,17 +576,17 @@ export class Engine {
     // Then the callbacks, which may submit or abort: sinks in bulk, then requests one by one.
     if (hasLock || nb > 0) this.#flushSinks(now, lockGapMs, nb);
     for (let k = 0; k < nd; k++) {
-      const seq = deliver[k]!;
-      deliver[k] = null;
+      const r = deliver[k]!;
       const kind = kinds[k]!;
+      const req = seqTable.req[r]!;
       if (kind === 0) {
-        // Skipped if an earlier callback aborted it.
-        if (seq.state === RUNNING) seq.req.onToken(1, now);
+        // Skipped if an earlier callback aborted it (callbacks may submit and grow the rows: read afresh).
+        if (seqTable.rows[r * STRIDE + STATE] === RUNNING) req.onToken(1, now);
         continue;
       }
-      if (kind === 1) seq.req.onToken(1, now);
-      seq.req.onFinish('length', now);
-      this.#seqs.recycle(seq);
+      if (kind === 1) req.onToken(1, now);
+      req.onFinish('length', now);
+      seqTable.recycle(r);
     }
     this.#onStepEnd?.(now);
     // The next step starts at once (vLLM's busy loop), not after another timer.

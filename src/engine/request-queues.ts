@@ -1,7 +1,8 @@
-import { PENDING, WAITING, type Seq, type SeqTable } from './seq.js';
+import { PENDING, STATE, STRIDE, WAITING, type SeqTable } from './seq.js';
 
 // Both queues are [head, tail) of arrays that are emptied by resetting both, so they keep their
-// room, and compacted once the dead front is over 1024 entries and half the array.
+// room, and compacted once the dead front is over 1024 entries and half the array. They list
+// record indices (-1: taken out).
 
 /**
  * The scheduler's waiting queue, FIFO with preempted requests put back at the front. An aborted
@@ -10,7 +11,7 @@ import { PENDING, WAITING, type Seq, type SeqTable } from './seq.js';
 export class WaitingQueue {
   /** Requests waiting (aborted ones still listed do not count). */
   count = 0;
-  readonly #items: (Seq | undefined)[] = [];
+  readonly #items: number[] = [];
   #head = 0;
   #tail = 0;
   readonly #seqs: SeqTable;
@@ -19,47 +20,49 @@ export class WaitingQueue {
     this.#seqs = seqs;
   }
 
-  push(seq: Seq): void {
-    this.#append(seq);
+  push(r: number): void {
+    this.#append(r);
     this.count++;
   }
 
-  /** Puts `seq` first (a preempted request goes back to the front). */
-  pushFront(seq: Seq): void {
+  /** Puts record `r` first (a preempted request goes back to the front). */
+  pushFront(r: number): void {
     if (this.#head === 0) {
       // Room at the front: shift the queue up one.
-      this.#append(undefined);
+      this.#append(-1);
       this.#items.copyWithin(1, 0, this.#tail - 1);
       this.#head = 1;
     }
-    this.#items[--this.#head] = seq;
+    this.#items[--this.#head] = r;
     this.count++;
   }
 
-  #append(seq: Seq | undefined): void {
+  #append(r: number): void {
     const t = this.#tail++;
-    if (t < this.#items.length) this.#items[t] = seq;
-    else this.#items.push(seq);
+    if (t < this.#items.length) this.#items[t] = r;
+    else this.#items.push(r);
   }
 
-  /** The first request still waiting (recycling the aborted ones before it), or undefined. */
-  peek(): Seq | undefined {
+  /** The first request still waiting (recycling the aborted ones before it), or -1. */
+  peek(): number {
     const w = this.#items;
     while (this.#head < this.#tail) {
-      const s = w[this.#head];
-      if (s && s.state === WAITING) return s;
-      if (s) this.#seqs.recycle(s); // aborted while waiting
-      w[this.#head++] = undefined;
+      const r = w[this.#head]!;
+      if (r >= 0) {
+        if (this.#seqs.rows[r * STRIDE + STATE] === WAITING) return r;
+        this.#seqs.recycle(r); // aborted while waiting
+      }
+      w[this.#head++] = -1;
     }
     this.#head = 0;
     this.#tail = 0;
-    return undefined;
+    return -1;
   }
 
   /** Removes the request `peek` returned. */
   shift(): void {
     const w = this.#items;
-    w[this.#head++] = undefined;
+    w[this.#head++] = -1;
     this.count--;
     const head = this.#head;
     const tail = this.#tail;
@@ -68,7 +71,7 @@ export class WaitingQueue {
       this.#tail = 0;
     } else if (head > 1024 && head * 2 > tail) {
       w.copyWithin(0, head, tail);
-      w.fill(undefined, tail - head, tail);
+      w.fill(-1, tail - head, tail);
       this.#head = 0;
       this.#tail = tail - head;
     }
@@ -83,7 +86,7 @@ export class WaitingQueue {
 export class FrontendQueue {
   /** Requests pending (aborted ones still listed do not count). */
   count = 0;
-  readonly #items: (Seq | undefined)[] = [];
+  readonly #items: number[] = [];
   readonly #readyMs: number[] = [];
   #head = 0;
   #tail = 0;
@@ -104,16 +107,16 @@ export class FrontendQueue {
     return this.#readyMs[this.#head]!;
   }
 
-  /** Takes `seq` at `nowMs`; it is ready `overheadMs` after the frontend finishes those before it. */
-  push(seq: Seq, nowMs: number, overheadMs: number): void {
+  /** Takes record `r` at `nowMs`; it is ready `overheadMs` after the frontend finishes those before it. */
+  push(r: number, nowMs: number, overheadMs: number): void {
     const readyMs = Math.max(nowMs, this.#freeMs) + overheadMs;
     this.#freeMs = readyMs;
     const t = this.#tail++;
     if (t < this.#items.length) {
-      this.#items[t] = seq;
+      this.#items[t] = r;
       this.#readyMs[t] = readyMs;
     } else {
-      this.#items.push(seq);
+      this.#items.push(r);
       this.#readyMs.push(readyMs);
     }
     this.count++;
@@ -126,16 +129,17 @@ export class FrontendQueue {
     let h = this.#head;
     const tail = this.#tail;
     if (h === tail || ready[h]! > now) return;
+    const rows = this.#seqs.rows;
     while (h < tail && ready[h]! <= now) {
-      const seq = q[h]!;
-      q[h++] = undefined;
-      if (seq.state !== PENDING) {
-        this.#seqs.recycle(seq); // aborted while pending
+      const r = q[h]!;
+      q[h++] = -1;
+      if (rows[r * STRIDE + STATE] !== PENDING) {
+        this.#seqs.recycle(r); // aborted while pending
         continue;
       }
       this.count--;
-      seq.state = WAITING;
-      waiting.push(seq);
+      rows[r * STRIDE + STATE] = WAITING;
+      waiting.push(r);
     }
     if (h === tail) {
       h = 0;
@@ -143,7 +147,7 @@ export class FrontendQueue {
     } else if (h > 1024 && h * 2 > tail) {
       q.copyWithin(0, h, tail);
       ready.copyWithin(0, h, tail);
-      q.fill(undefined, tail - h, tail);
+      q.fill(-1, tail - h, tail);
       this.#tail = tail - h;
       h = 0;
     }

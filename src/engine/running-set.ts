@@ -1,14 +1,14 @@
-import type { Seq } from './seq.js';
+import { COMPUTED, GENERATED, MAX, SINK, SLOT, STRIDE, TARGET, type SeqTable } from './seq.js';
 
 // What `fin` holds for a running entry outside the decode cohort (a member holds its finishing step).
 /** Running alone. */
 export const FREE = -1;
 /** Dropped (compacted later). */
-const HOLE = -2;
+export const HOLE = -2;
 
 /**
  * An engine's running sequences as parallel typed arrays, one entry per sequence in admission
- * order, removed lazily (`seq[i] = null`) and compacted once half are holes. The fields are the
+ * order, removed lazily (`fin[i] = HOLE`) and compacted once half are holes. The fields are the
  * arrays themselves, for the engine's step loops to read into locals; growing replaces them, so
  * a loop that may admit reads them again after.
  */
@@ -17,8 +17,6 @@ export class RunningSet {
   len = 0;
   /** Dropped entries since the last compaction. */
   holes = 0;
-  /** Entry i is live while seq[i] !== null. */
-  readonly seq: (Seq | null)[] = [];
   computed = new Int32Array(0);
   target = new Int32Array(0);
   generated = new Int32Array(0);
@@ -27,7 +25,7 @@ export class RunningSet {
   /** Tokens scheduled for the entry in the step in flight. */
   step = new Int32Array(0);
   sink = new Int32Array(0);
-  /** The entry's record index (what the cohort's lists link), so they need not read the record. */
+  /** The entry's record index in the engine's SeqTable. */
   rec = new Int32Array(0);
   lastMs = new Float64Array(0);
   /** For a cohort member, the cohort step after which it has all its tokens; otherwise FREE or HOLE. */
@@ -44,12 +42,15 @@ export class RunningSet {
   bGapMs = new Float64Array(0);
   deliverKind = new Uint8Array(0);
 
-  constructor(cap: number) {
+  readonly #seqs: SeqTable;
+
+  constructor(cap: number, seqs: SeqTable) {
+    this.#seqs = seqs;
     this.#alloc(cap);
   }
 
-  /** Appends `seq` (its counters as its record holds them, its last token at `lastMs`) as a FREE entry, growing if full; returns the entry. */
-  push(seq: Seq, lastMs: number): number {
+  /** Appends record `r` (its counters as its row holds them, its last token at `lastMs`) as a FREE entry, growing if full; returns the entry. */
+  push(r: number, lastMs: number): number {
     if (this.len === this.computed.length) {
       // Full: squeeze out the holes if they are a fair share, else grow (a running set just
       // short of the room would otherwise be compacted at nearly every admission).
@@ -57,25 +58,25 @@ export class RunningSet {
       if (this.len === this.computed.length) this.#alloc(this.len * 2);
     }
     const i = this.len++;
-    this.seq[i] = seq;
-    this.computed[i] = seq.computed;
-    this.target[i] = seq.prefillTarget;
-    this.generated[i] = seq.generated;
-    this.max[i] = seq.maxTokens;
+    const rows = this.#seqs.rows;
+    const o = r * STRIDE;
+    this.computed[i] = rows[o + COMPUTED]!;
+    this.target[i] = rows[o + TARGET]!;
+    this.generated[i] = rows[o + GENERATED]!;
+    this.max[i] = rows[o + MAX]!;
     this.blocks[i] = 0;
     this.step[i] = 0;
-    this.sink[i] = seq.sink;
-    this.rec[i] = seq.index;
+    this.sink[i] = rows[o + SINK]!;
+    this.rec[i] = r;
     this.lastMs[i] = lastMs;
     this.fin[i] = FREE;
-    seq.slot = i;
+    rows[o + SLOT] = i;
     this.loose[this.looseLen++] = i;
     return i;
   }
 
   /** Marks entry `i` dropped (the caller has released what it held). */
   drop(i: number): void {
-    this.seq[i] = null;
     this.fin[i] = HOLE;
     this.holes++;
     this.blocks[i] = 0;
@@ -84,15 +85,15 @@ export class RunningSet {
 
   /** The newest live entry, or -1. */
   newest(): number {
-    const seqs = this.seq;
-    for (let i = this.len - 1; i >= 0; i--) if (seqs[i] !== null) return i;
+    const fin = this.fin;
+    for (let i = this.len - 1; i >= 0; i--) if (fin[i] !== HOLE) return i;
     return -1;
   }
 
   /**
    * Squeezes out dropped entries once they are half the entries (at a step's start). A step
    * visits only the loose entries and the finishing ones, so holes cost little; a compaction
-   * moves every later entry and touches its (cold) record.
+   * moves every later entry and writes its record's slot.
    */
   tidy(): void {
     if (this.holes > 0 && this.holes * 2 >= this.len) this.compact();
@@ -102,14 +103,13 @@ export class RunningSet {
   compact(): void {
     if (this.holes === 0) return;
     this.holes = 0;
-    const seqs = this.seq;
+    const fin = this.fin;
+    const rows = this.#seqs.rows;
     const n = this.len;
     let j = 0;
     for (let i = 0; i < n; i++) {
-      const s = seqs[i]!;
-      if (s === null) continue;
+      if (fin[i] === HOLE) continue;
       if (j !== i) {
-        seqs[j] = s;
         this.computed[j] = this.computed[i]!;
         this.target[j] = this.target[i]!;
         this.generated[j] = this.generated[i]!;
@@ -121,11 +121,10 @@ export class RunningSet {
         this.lastMs[j] = this.lastMs[i]!;
         this.fin[j] = this.fin[i]!;
         this.join[j] = this.join[i]!;
-        s.slot = j;
+        rows[this.rec[j]! * STRIDE + SLOT] = j;
       }
       j++;
     }
-    for (let i = j; i < n; i++) seqs[i] = null;
     this.len = j;
     this.rebuildLoose();
   }

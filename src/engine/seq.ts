@@ -10,105 +10,133 @@ export const DONE = 3;
 const RECORDS = 2 ** 21;
 const IDLE: EngineRequest = { promptTokens: 0, maxTokens: 0, onToken() {}, onFinish() {} };
 
-/**
- * A request's cold state; while it runs, its hot counters live in the engine's running arrays.
- * Records are reused (`start`) once nothing in the engine refers to their last request.
- */
-export class Seq {
-  /** How many requests this record has held (part of their tickets). */
-  uses = 0;
-  req: EngineRequest = IDLE;
-  state = DONE;
-  // Copied from `req`, which is cold in memory by the time the request is admitted.
-  promptTokens = 0;
-  maxTokens = 0;
-  onAdmit: ((nowMs: number) => void) | undefined = undefined;
-  /** Index of its sink in the engine's sink table, -1 for none. */
-  sink = -1;
-  hashes: readonly number[] | null = null;
-  /** Tokens to compute before decoding (the prompt; prompt + generated after a preemption). */
-  prefillTarget = 1;
-  /** Tokens whose KV is in cache (kept here while not running). */
-  computed = 0;
-  generated = 0;
-  admitted = false;
-  /** Its entry in the running arrays while RUNNING. */
-  slot = -1;
-  /** Per prompt block while running: its cache entry, or -1 if private (null: no full block, or caching off). */
-  entries: number[] | null = null;
-  /** Prompt blocks offered to the cache so far (`entries[0..registered)` are set). */
-  registered = 0;
-  /** How many of those are cache entries (the rest of its blocks are private). */
-  shared = 0;
-
-  constructor(readonly index: number) {}
-
-  /** Takes `req` (pending in the frontend); returns its ticket. */
-  start(req: EngineRequest, sink: number, hashes: readonly number[] | null): Ticket {
-    this.uses++;
-    this.req = req;
-    this.state = PENDING;
-    this.promptTokens = req.promptTokens;
-    this.maxTokens = req.maxTokens;
-    this.onAdmit = req.onAdmit;
-    this.sink = sink;
-    this.hashes = hashes;
-    this.prefillTarget = Math.max(1, req.promptTokens);
-    this.computed = 0;
-    this.generated = 0;
-    this.admitted = false;
-    this.slot = -1;
-    this.registered = 0;
-    this.shared = 0;
-    return (this.uses * RECORDS + this.index) as Ticket;
-  }
-}
+// A record's numeric fields: one row of STRIDE Int32 slots (48 bytes), by record index. Its last
+// token time is in a Float64Array, its request, prompt hashes and cache entries in plain arrays.
+/** How many requests this record has held (part of their tickets). */
+export const USES = 0;
+/** PENDING, WAITING, RUNNING or DONE. */
+export const STATE = 1;
+// Copied from the request, which is cold in memory by the time it is admitted.
+export const PROMPT = 2;
+export const MAX = 3;
+/** Index of its sink in the engine's sink table, -1 for none. */
+export const SINK = 4;
+/** Tokens to compute before decoding (the prompt; prompt + generated after a preemption). */
+export const TARGET = 5;
+/** Tokens whose KV is in cache (kept here while not running). */
+export const COMPUTED = 6;
+export const GENERATED = 7;
+/** Its entry in the running arrays while RUNNING. */
+export const SLOT = 8;
+/** Prompt blocks offered to the cache so far (`entries[0..registered)` are set). */
+export const REGISTERED = 9;
+/** How many of those are cache entries (the rest of its blocks are private). */
+export const SHARED = 10;
+/** Bits: ADMITTED (its prompt counted), ON_ADMIT (its request has an `onAdmit`). */
+export const FLAGS = 11;
+export const ADMITTED = 1;
+export const ON_ADMIT = 2;
+export const STRIDE = 12;
 
 /**
- * Every record an engine made, by index, and those free for reuse. The engine keeps no table of
- * ticket ids: a ticket names its record and that record's use (at fleet scale, a record per
- * request and an id lookup were a third of a simulation's time).
+ * An engine's request records as rows of typed arrays, by record index, and those free for reuse.
+ * While a request runs, its hot counters live in the engine's running arrays. The engine keeps no
+ * table of ticket ids: a ticket names its record and that record's use (at fleet scale, a record
+ * per request and an id lookup were a third of a simulation's time). No object per request: a
+ * record is one cache line, and hundreds of thousands in flight leave nothing for the garbage
+ * collector to copy.
  */
 export class SeqTable {
-  /** By record index. */
-  readonly all: Seq[] = [];
-  /**
-   * By record index: when its request last got a token (0 before the first), kept here while it
-   * does not run (a fraction in an object field is a heap number of its own, one per request; an
-   * array of them holds them unboxed, and grows in the engine's heap, not by fresh buffers).
-   */
-  readonly lastTokenMs: number[] = [];
+  /** The numeric fields, STRIDE to a row. */
+  rows = new Int32Array(0);
+  /** By record index: when its request last got a token while it was not running (0 before the first). */
+  #lastMs = new Float64Array(0);
+  /** By record index: its request (IDLE when free). */
+  readonly req: EngineRequest[] = [];
+  /** By record index: its prompt's block hashes, or null. */
+  readonly hashes: (readonly number[] | null)[] = [];
+  /** By record index, while running: its cache entry per prompt block, -1 if private (null: no full block, or caching off). */
+  readonly entries: (number[] | null)[] = [];
+  /** Records made. */
+  #made = 0;
   /** Records free for reuse, most recently freed last. */
-  readonly #spare: Seq[] = [];
+  readonly #spare: number[] = [];
 
-  /** A free record (its last token time 0), or a new one, or null if the engine holds as many requests as tickets can name. */
-  take(): Seq | null {
-    let seq = this.#spare.pop();
-    if (seq === undefined) {
-      const index = this.all.length;
-      if (index === RECORDS) return null;
-      seq = new Seq(index);
-      this.all.push(seq);
-      this.lastTokenMs.push(0);
-    } else this.lastTokenMs[seq.index] = 0;
-    return seq;
+  /** A free record (its last token time 0), or a new one, or -1 if the engine holds as many requests as tickets can name. */
+  take(): number {
+    let r = this.#spare.pop();
+    if (r === undefined) {
+      r = this.#made;
+      if (r === RECORDS) return -1;
+      if (r * STRIDE === this.rows.length) this.#grow();
+      this.#made++;
+      this.rows[r * STRIDE + STATE] = DONE;
+      this.req.push(IDLE);
+      this.hashes.push(null);
+      this.entries.push(null);
+    }
+    this.#lastMs[r] = 0;
+    return r;
+  }
+
+  /** Takes `req` (pending in the frontend) into record `r`; returns its ticket. */
+  start(r: number, req: EngineRequest, sink: number, hashes: readonly number[] | null): Ticket {
+    const rows = this.rows;
+    const o = r * STRIDE;
+    const uses = rows[o + USES]! + 1;
+    rows[o + USES] = uses;
+    rows[o + STATE] = PENDING;
+    rows[o + PROMPT] = req.promptTokens;
+    rows[o + MAX] = req.maxTokens;
+    rows[o + SINK] = sink;
+    rows[o + TARGET] = Math.max(1, req.promptTokens);
+    rows[o + COMPUTED] = 0;
+    rows[o + GENERATED] = 0;
+    rows[o + SLOT] = -1;
+    rows[o + REGISTERED] = 0;
+    rows[o + SHARED] = 0;
+    rows[o + FLAGS] = req.onAdmit !== undefined ? ON_ADMIT : 0;
+    this.req[r] = req;
+    this.hashes[r] = hashes;
+    return (uses * RECORDS + r) as Ticket;
+  }
+
+  /** When record `r`'s request last got a token while it was not running (0 before the first). */
+  lastMs(r: number): number {
+    return this.#lastMs[r]!;
+  }
+
+  setLastMs(r: number, ms: number): void {
+    this.#lastMs[r] = ms;
   }
 
   /**
    * Returns a record for reuse once nothing refers to its request: after its last callback, or
    * when a queue meets it aborted. Its request object is let go.
    */
-  recycle(seq: Seq): void {
-    seq.req = IDLE;
-    seq.onAdmit = undefined;
-    this.#spare.push(seq);
+  recycle(r: number): void {
+    this.req[r] = IDLE;
+    this.hashes[r] = null;
+    this.#spare.push(r);
   }
 
-  /** The record a ticket names while its request is known (null once ended and reused, or if malformed). */
-  of(ticket: Ticket): Seq | null {
+  /** The record a ticket names while its request is known (-1 once ended and reused, or if malformed). */
+  of(ticket: Ticket): number {
     // The low 21 bits (a bitwise and takes an integer's low 32 bits exactly; `%` on a double is a libm call).
-    const index = ticket & (RECORDS - 1);
-    const seq = this.all[index];
-    return seq !== undefined && seq.uses * RECORDS + index === ticket ? seq : null;
+    const r = ticket & (RECORDS - 1);
+    return r < this.#made && this.rows[r * STRIDE + USES]! * RECORDS + r === ticket ? r : -1;
+  }
+
+  /** Half as much room again (records are made as requests in flight grow, a few past a power of two at fleet scale). */
+  #grow(): void {
+    const cap = Math.max(64, (this.#made + (this.#made >> 1) + 15) & ~15);
+    // One buffer for both tables: allocating a typed array costs microseconds, and a fleet has thousands of engines.
+    const buf = new ArrayBuffer(cap * (STRIDE * 4 + 8));
+    const lastMs = new Float64Array(buf, 0, cap);
+    lastMs.set(this.#lastMs);
+    this.#lastMs = lastMs;
+    const rows = new Int32Array(buf, cap * 8, cap * STRIDE);
+    rows.set(this.rows);
+    this.rows = rows;
   }
 }
