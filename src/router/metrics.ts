@@ -75,11 +75,6 @@ export class RouterMetrics {
       for (const c of [this.dispatched, this.completed, this.failed, this.clientAborted, this.redispatched, this.migrated, this.retried, this.drained, this.ejected]) c.inc({ worker: b.id }, 0);
     }
   }
-
-  /** Records one per-token latency sample of `worker` (hot path: one per relayed read). */
-  observeItl(worker: string, seconds: number): void {
-    this.itl.observe(worker, seconds);
-  }
 }
 
 /** One line of a metric, as prom-client's registry reads it. */
@@ -109,10 +104,14 @@ export class WorkerHistogram {
   }
 
   observe(worker: string, value: number): void {
-    if (!Number.isFinite(value)) return;
+    if (Number.isFinite(value)) this.seriesOf(worker).observe(value);
+  }
+
+  /** The series of `worker`, made on first use: a hot path keeps it and observes into it directly (finite values only). */
+  seriesOf(worker: string): BucketHistogram {
     let s = this.#series.get(worker);
     if (s === undefined) this.#series.set(worker, (s = new BucketHistogram(this.#buckets)));
-    s.observe(value);
+    return s;
   }
 
   /** The samples of `worker`, for tests: count and sum. */

@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import { countTokens, promptTokenIds, type Clock } from '../core/index.js';
 import { blockHashes } from '../engine/index.js';
 import { DONE_FRAME, errorFrame, readStreamChunk, type NormalizedRequest, type StreamChunk, type Usage } from '../openai/index.js';
-import type { Dispatcher, RouteRequest, ShedReason, WorkerView } from '../routing/index.js';
+import type { Dispatcher, RouteRequest, ShedReason, WorkerStats, WorkerView } from '../routing/index.js';
+import type { BucketHistogram } from '../stats/index.js';
 import { BodyScanner, decodeBody, encodeRequest, type BodyFraming } from '../wire/index.js';
 import type { Backend } from './backend.js';
 import type { CallFlow } from './flows.js';
@@ -86,6 +87,9 @@ class Attempt implements ExchangeHandler {
   #chunks = 0;
   /** The relay stopped reading events: what was received is read from the kept bytes when asked. */
   #lazy = false;
+  /** Where its per-token samples go, looked up once (not per read): the worker's latency statistics and ITL histogram. */
+  readonly #stats: WorkerStats | undefined;
+  readonly #itl: BucketHistogram;
   readonly #resume = (): void => {
     this.paused = false;
     this.lastTokenMs = Math.max(this.lastTokenMs, this.call.ctx.clock.now());
@@ -100,6 +104,8 @@ class Attempt implements ExchangeHandler {
     this.position = call.ctx.dispatcher.inflight(backend.id);
     this.lastTokenMs = this.startMs;
     this.#keepBody = call.ctx.migrate || call.ctx.accessLog !== undefined;
+    this.#stats = call.ctx.dispatcher.stats(backend.id);
+    this.#itl = call.ctx.metrics.itl.seriesOf(backend.id);
   }
 
   /** Sends the request (after the call points to this attempt: a failure may report at once). */
@@ -277,15 +283,14 @@ class Attempt implements ExchangeHandler {
 
   /** Tokens arrived at `now`: one ITL sample since the last (none for a second message of the same read), and progress. */
   #tick(now: number): void {
-    const id = this.backend.id;
-    const ctx = this.call.ctx;
-    if (now > this.lastTokenMs) {
-      const itl = now - this.lastTokenMs;
-      ctx.dispatcher.recordItl(id, itl);
-      ctx.metrics.observeItl(id, itl / 1000);
+    const last = this.lastTokenMs;
+    if (now > last) {
+      const itl = now - last;
+      this.#stats?.recordItl(itl);
+      this.#itl.observe(itl / 1000);
     }
     this.lastTokenMs = now;
-    ctx.dispatcher.progress(id, now);
+    this.call.ctx.dispatcher.progress(this.backend.id, now);
   }
 
   /** The hot path: one read of a stream past its first token, `buf[start, end)`, forwarded as it came. */
