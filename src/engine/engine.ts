@@ -82,7 +82,9 @@ export class Engine {
     // Room that grows with use (doubling; holes are compacted once they are half the entries):
     // sized for maxNumSeqs up front, a 1024-worker fleet's engines allocated and faulted in
     // 136 MB they never used.
-    this.#run = new RunningSet(Math.min(512, Math.max(16, 2 * this.#maxNumSeqs)), this.#seqs);
+    const room = Math.min(512, Math.max(16, 2 * this.#maxNumSeqs));
+    this.#run = new RunningSet(room, this.#seqs);
+    this.#seqs.reserve(room);
     this.#cohort = new DecodeCohort(this.#run, this.#blockSize);
   }
 

@@ -127,9 +127,16 @@ export class SeqTable {
     return r < this.#made && this.rows[r * STRIDE + USES]! * RECORDS + r === ticket ? r : -1;
   }
 
-  /** Half as much room again (records are made as requests in flight grow, a few past a power of two at fleet scale). */
-  #grow(): void {
-    const cap = Math.max(64, (this.#made + (this.#made >> 1) + 15) & ~15);
+  /**
+   * Makes room for `cap` records at once (an engine sizes it as its running set: at fleet scale,
+   * growing by steps allocated and first touched twice the memory in the start-up burst).
+   */
+  reserve(cap: number): void {
+    if (cap * STRIDE > this.rows.length) this.#grow(cap);
+  }
+
+  /** Half as much room again by default (records are made as requests in flight grow). */
+  #grow(cap = Math.max(64, (this.#made + (this.#made >> 1) + 15) & ~15)): void {
     // One buffer for both tables: allocating a typed array costs microseconds, and a fleet has thousands of engines.
     const buf = new ArrayBuffer(cap * (STRIDE * 4 + 8));
     const lastMs = new Float64Array(buf, 0, cap);
