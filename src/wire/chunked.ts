@@ -58,9 +58,8 @@ export class BodyScanner {
    * as forwardable ends at the last whole chunk), and later scans forward nothing.
    */
   malformed = false;
-  readonly #tailBuf: (Buffer | undefined)[] = new Array<Buffer | undefined>(TAIL_PIECES);
-  readonly #tailStart = new Int32Array(TAIL_PIECES);
-  readonly #tailEnd = new Int32Array(TAIL_PIECES);
+  /** The last payload pieces as (buffer, start, end) triples in a ring, made at the first piece: one array, not three. */
+  #tail: (Buffer | number)[] | null = null;
   #pieces = 0;
 
   /** `length` is the Content-Length for `length` framing. */
@@ -200,11 +199,12 @@ export class BodyScanner {
 
   /** The last payload byte seen closes an SSE event (a blank line), or there was no payload. */
   endsEvent(): boolean {
-    if (this.#pieces === 0) return true;
-    const j = (this.#pieces - 1) % TAIL_PIECES;
-    const b = this.#tailBuf[j]!;
-    const s = this.#tailStart[j]!;
-    const e = this.#tailEnd[j]!;
+    const t = this.#tail;
+    if (t === null) return true;
+    const j = ((this.#pieces - 1) % TAIL_PIECES) * 3;
+    const b = t[j] as Buffer;
+    const s = t[j + 1] as number;
+    const e = t[j + 2] as number;
     if (e - s < 2 || b[e - 1] !== LF) return false;
     return b[e - 2] === LF || (e - s >= 3 && b[e - 2] === CR && b[e - 3] === LF);
   }
@@ -219,10 +219,11 @@ export class BodyScanner {
   /** The last few payload pieces joined (at most the last {@link TAIL_PIECES}), and whether earlier payload was left out. */
   tail(): { bytes: Buffer; partial: boolean } {
     const n = Math.min(this.#pieces, TAIL_PIECES);
+    const t = this.#tail;
     const parts: Buffer[] = [];
     for (let i = this.#pieces - n; i < this.#pieces; i++) {
-      const j = i % TAIL_PIECES;
-      parts.push(this.#tailBuf[j]!.subarray(this.#tailStart[j], this.#tailEnd[j]));
+      const j = (i % TAIL_PIECES) * 3;
+      parts.push((t![j] as Buffer).subarray(t![j + 1] as number, t![j + 2] as number));
     }
     return { bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts), partial: this.#pieces > TAIL_PIECES };
   }
@@ -250,10 +251,11 @@ export class BodyScanner {
 
   #payload(buf: Buffer, start: number, end: number): void {
     if (end <= start) return;
-    const j = this.#pieces % TAIL_PIECES;
-    this.#tailBuf[j] = buf;
-    this.#tailStart[j] = start;
-    this.#tailEnd[j] = end;
+    const t = (this.#tail ??= new Array<Buffer | number>(3 * TAIL_PIECES));
+    const j = (this.#pieces % TAIL_PIECES) * 3;
+    t[j] = buf;
+    t[j + 1] = start;
+    t[j + 2] = end;
     this.#pieces++;
     if (this.#sink) this.#sink(buf, start, end);
   }
