@@ -69,11 +69,12 @@ class Attempt implements ExchangeHandler {
   /** Payload of the body, for the modes that read it event by event. */
   #decoder: BodyScanner | null = null;
   #splitter = new EventSplitter();
-  /** Raw body bytes held back until the first content token. */
-  #held: Buffer[] = [];
+  /** Raw body bytes held back until the first content token (none before the first read, nor after it). */
+  #held: Buffer[] | null = null;
   /** The exchange keeps the raw body (when the text may be needed later: migration, access log), read only then. */
   readonly #keepBody: boolean;
-  #respHeaders: OutgoingHttpHeaders = {};
+  /** The client's response head of a stream, until it is sent. */
+  #respHeaders: OutgoingHttpHeaders | null = null;
   /** The client's socket while chunk frames go to it as they came, and its descriptor (-1: none). */
   #client: Socket | null = null;
   #clientFd = -1;
@@ -90,11 +91,8 @@ class Attempt implements ExchangeHandler {
   /** Where its per-token samples go, looked up once (not per read): the worker's latency statistics and ITL histogram. */
   readonly #stats: WorkerStats | undefined;
   readonly #itl: BucketHistogram;
-  readonly #resume = (): void => {
-    this.paused = false;
-    this.lastTokenMs = Math.max(this.lastTokenMs, this.call.ctx.clock.now());
-    if (!this.cancelled) this.#exchange?.resume();
-  };
+  /** Resumes reading from the worker once the client drained (made at the first pause: most attempts never pause). */
+  #resume: (() => void) | null = null;
 
   constructor(call: ProxyCall, backend: Backend, continuation: boolean) {
     this.call = call;
@@ -210,7 +208,7 @@ class Attempt implements ExchangeHandler {
     }
     if (mode === 'discard' || mode === 'none') return;
     if (mode === 'whole') this.lastTokenMs = this.call.ctx.clock.now();
-    if (mode === 'track') this.#held.push(buf.subarray(start, end));
+    if (mode === 'track') (this.#held ??= []).push(buf.subarray(start, end));
     this.#decoder!.scan(buf, start, end);
     if (this.#mode === 'track' && !this.cancelled && (this.firstContentMs >= 0 || this.#sawDone || this.#sawError || this.#sawFinish)) this.#startRelay();
   }
@@ -318,9 +316,10 @@ class Attempt implements ExchangeHandler {
   #startRelay(): void {
     const res = this.call.res;
     const fresh = !res.headersSent;
-    if (fresh) res.writeHead(200, this.#respHeaders);
-    const held = this.#held;
-    this.#held = [];
+    if (fresh) res.writeHead(200, this.#respHeaders ?? {});
+    this.#respHeaders = null;
+    const held = this.#held ?? [];
+    this.#held = null;
     this.#lazy = true;
     const s = res.socket;
     // a rescued stream goes event by event: its rescue mark goes in before [DONE]
@@ -384,22 +383,27 @@ class Attempt implements ExchangeHandler {
       at += writeDirect(this.#clientFd, buf, start, end);
       if (at === end) return;
     }
-    if (!s.write(buf.subarray(at, end)) && !this.paused) {
-      this.paused = true;
-      this.pausedAtMs = this.call.ctx.clock.now();
-      this.#exchange?.pause();
-      s.once('drain', this.#resume);
-    }
+    if (!s.write(buf.subarray(at, end)) && !this.paused) this.#pause(s);
   }
 
   #write(buf: Buffer | string): void {
     const res = this.call.res;
-    if (!res.write(buf) && !this.paused) {
-      this.paused = true;
-      this.pausedAtMs = this.call.ctx.clock.now();
-      this.#exchange?.pause();
-      res.once('drain', this.#resume);
-    }
+    if (!res.write(buf) && !this.paused) this.#pause(res);
+  }
+
+  /** The client takes no more for now: stop reading from the worker until `out` drains. */
+  #pause(out: Socket | ServerResponse): void {
+    this.paused = true;
+    this.pausedAtMs = this.call.ctx.clock.now();
+    this.#exchange?.pause();
+    out.once(
+      'drain',
+      (this.#resume ??= (): void => {
+        this.paused = false;
+        this.lastTokenMs = Math.max(this.lastTokenMs, this.call.ctx.clock.now());
+        if (!this.cancelled) this.#exchange?.resume();
+      }),
+    );
   }
 
   #onPayload(buf: Buffer, start: number, end: number): void {
