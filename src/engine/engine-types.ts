@@ -39,6 +39,21 @@ export interface EngineRequest {
 }
 
 /**
+ * Receives the callbacks of many requests, each named by a number of the caller's (`Engine.submitTo`),
+ * as `EngineRequest`'s are: one object per caller, not one per request (at fleet scale, an object per
+ * request in flight was memory first touched, and copied by the collector, in the start-up burst).
+ */
+export interface EngineCaller {
+  onToken(id: number, count: number, nowMs: number): void;
+  onFinish(id: number, reason: 'length' | 'abort', nowMs: number): void;
+  onAdmit?(id: number, nowMs: number): void;
+}
+
+/** What `Engine.submitTo` returns instead of a ticket: the `SubmitResult` reasons as numbers. */
+export const QUEUE_FULL = -1;
+export const TOO_LONG = -2;
+
+/**
  * A request the engine accepted, as `abort`, `generatedOf` and `lastTokenMsOf` of the engine that
  * issued it take it (another engine's ticket may name one of its own requests): a number naming the
  * engine's record of it and that record's use, so a ticket kept after its request ended is stale,

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { VirtualClock, createRng } from '../core/index.js';
-import { Engine, type EngineRequest, type Ticket } from './engine.js';
+import { Engine, type EngineCaller, type EngineRequest, type Ticket } from './engine.js';
+import { QUEUE_FULL } from './engine-types.js';
 import { getProfile, PROFILES, type EngineProfile } from './profile.js';
 import { FaultSchedule } from './fault-schedule.js';
 import { parseFault } from './fault.js';
@@ -173,6 +174,38 @@ test('abort of a waiting request and of one still in the frontend', () => {
   assert.equal(engine.waiting, 0);
   clock.run();
   assert.deepEqual(t.map((x) => [x.tokens, x.finished]), [[50, 'length'], [0, 'abort'], [0, 'abort']]);
+});
+
+test('submitTo: a caller named by number gets the same callbacks, with its numbers, as requests submitted as objects', () => {
+  const run = (byNumber: boolean) => {
+    const clock = new VirtualClock();
+    const engine = new Engine({ clock, profile: getProfile('small'), maxNumSeqs: 2, maxWaiting: 3 });
+    const log: string[] = [];
+    const caller: EngineCaller = {
+      onToken: (id, n, t) => log.push(`token ${id} ${n} ${t}`),
+      onFinish: (id, reason, t) => log.push(`finish ${id} ${reason} ${t}`),
+      onAdmit: (id, t) => log.push(`admit ${id} ${t}`),
+    };
+    const results: (number | string)[] = [];
+    for (let i = 0; i < 5; i++) {
+      const id = 100 + i;
+      if (byNumber) {
+        const t = engine.submitTo(caller, id, 20 + i, 3 + i);
+        results.push(t === QUEUE_FULL ? 'queue_full' : t >= 0 ? 'ok' : 'too_long');
+        if (i === 1 && t >= 0) engine.abort(t as Ticket);
+      } else {
+        const r = engine.submit({ promptTokens: 20 + i, maxTokens: 3 + i, onToken: (n, t) => caller.onToken(id, n, t), onFinish: (reason, t) => caller.onFinish(id, reason, t), onAdmit: (t) => caller.onAdmit!(id, t) });
+        results.push(r.ok ? 'ok' : r.reason);
+        if (i === 1 && r.ok) engine.abort(r.ticket);
+      }
+    }
+    clock.run();
+    return { results, log };
+  };
+  const objects = run(false);
+  assert.deepEqual(objects.results, ['ok', 'ok', 'ok', 'ok', 'queue_full']);
+  assert.ok(objects.log.includes('finish 101 abort 0') && objects.log.some((l) => l.startsWith('finish 103 length')));
+  assert.deepEqual(run(true), objects);
 });
 
 test('a ticket kept after its request ended is stale: it never reaches the request that reuses its record', () => {

@@ -2,14 +2,14 @@ import type { Clock, Timer } from '../core/index.js';
 import { cachedBlockHashes } from './block-hash.js';
 import { DecodeCohort } from './decode-cohort.js';
 import { EngineCounters } from './engine-counters.js';
-import type { EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
+import { QUEUE_FULL, TOO_LONG, type EngineCaller, type EngineFault, type EngineOptions, type EngineRequest, type EngineStats, type SubmitResult, type Ticket, type TokenSink } from './engine-types.js';
 import { KvBlocks } from './kv-blocks.js';
 import type { EngineProfile } from './profile.js';
 import { FrontendQueue, WaitingQueue } from './request-queues.js';
 import { FREE, HOLE, RunningSet } from './running-set.js';
-import { ADMITTED, COMPUTED, DONE, FLAGS, GENERATED, ON_ADMIT, PROMPT, RUNNING, SLOT, STATE, STRIDE, TARGET, WAITING, SeqTable } from './seq.js';
+import { ADMITTED, COMPUTED, DONE, FLAGS, GENERATED, ID, ON_ADMIT, PROMPT, RUNNING, SLOT, STATE, STRIDE, TARGET, WAITING, SeqTable } from './seq.js';
 
-export type { EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
+export type { EngineCaller, EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
 
 /**
  * A vLLM-like continuous-batching worker driven only by a Clock (REFERENCE §4): a running set
@@ -69,6 +69,18 @@ export class Engine {
   readonly #sinkIndex = new Map<TokenSink, number>();
   // Per step: records of requests that need their own callbacks (first token, no sink, or finished).
   #deliver = new Int32Array(64);
+  // `submit`'s requests by record index, and the caller that hands them their callbacks.
+  readonly #objects: (EngineRequest | undefined)[] = [];
+  readonly #own: EngineCaller = {
+    onToken: (r, count, nowMs) => this.#objects[r]!.onToken(count, nowMs),
+    onFinish: (r, reason, nowMs) => {
+      // Its last callback: the object is let go.
+      const req = this.#objects[r]!;
+      this.#objects[r] = undefined;
+      req.onFinish(reason, nowMs);
+    },
+    onAdmit: (r, nowMs) => this.#objects[r]!.onAdmit?.(nowMs),
+  };
 
   constructor(opts: EngineOptions) {
     this.#clock = opts.clock;
@@ -116,32 +128,48 @@ export class Engine {
 
   /** Accepts a request or says why not; never throws on load. */
   submit(req: EngineRequest): SubmitResult {
-    if (req.promptTokens + req.maxTokens > this.profile.maxModelLen) return { ok: false, reason: 'too_long' };
-    if (this.#closed || this.#waiting.count + this.#frontend.count >= this.#maxWaiting) {
-      return { ok: false, reason: 'queue_full' };
-    }
+    const t = this.#accept(this.#own, -1, req.promptTokens, req.maxTokens, req.promptTokenIds, req.sink);
+    if (t === TOO_LONG) return { ok: false, reason: 'too_long' };
+    if (t === QUEUE_FULL) return { ok: false, reason: 'queue_full' };
+    this.#objects[SeqTable.recordOf(t)] = req;
+    return { ok: true, ticket: t };
+  }
+
+  /**
+   * `submit` for a caller that names its requests by number (a non-negative int32): the request's
+   * callbacks go to `caller` with `id`, so it needs no object of its own (the simulator's requests
+   * are rows of typed arrays). Returns its ticket, or QUEUE_FULL or TOO_LONG.
+   */
+  submitTo(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds?: ArrayLike<number>, sink?: TokenSink): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
+    return this.#accept(caller, id, promptTokens, maxTokens, promptTokenIds, sink);
+  }
+
+  /** Both submits: `id` -1 names the request by its record (`submit`'s own caller). */
+  #accept(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds: ArrayLike<number> | undefined, reqSink: TokenSink | undefined): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
+    if (promptTokens + maxTokens > this.profile.maxModelLen) return TOO_LONG;
+    if (this.#closed || this.#waiting.count + this.#frontend.count >= this.#maxWaiting) return QUEUE_FULL;
     let sink = -1;
-    if (req.sink === this.#lastSink) sink = this.#lastSinkIndex;
-    else if (req.sink) {
-      sink = this.#sinkIndex.get(req.sink) ?? -1;
+    if (reqSink === this.#lastSink) sink = this.#lastSinkIndex;
+    else if (reqSink) {
+      sink = this.#sinkIndex.get(reqSink) ?? -1;
       if (sink < 0) {
         sink = this.#sinks.length;
-        this.#sinkIndex.set(req.sink, sink);
-        this.#sinks.push(req.sink);
+        this.#sinkIndex.set(reqSink, sink);
+        this.#sinks.push(reqSink);
         this.#cohort.fitSink(sink);
       }
-      this.#lastSink = req.sink;
+      this.#lastSink = reqSink;
       this.#lastSinkIndex = sink;
     }
-    const hashes = req.promptTokenIds ? cachedBlockHashes(req.promptTokenIds, this.#blockSize) : null;
+    const hashes = promptTokenIds ? cachedBlockHashes(promptTokenIds, this.#blockSize) : null;
     const r = this.#seqs.take();
-    if (r < 0) return { ok: false, reason: 'queue_full' };
+    if (r < 0) return QUEUE_FULL;
     this.#cohort.fitRecord(r);
-    const ticket = this.#seqs.start(r, req, sink, hashes);
+    const ticket = this.#seqs.start(r, caller, id < 0 ? r : id, promptTokens, maxTokens, sink, hashes);
     // A busy engine takes the due ones at its next step's start, an idle one sets one timer for the oldest.
     this.#frontend.push(r, this.#clock.now(), this.profile.frontendOverheadMs);
     this.#armPending();
-    return { ok: true, ticket };
+    return ticket;
   }
 
   /** Aborts a request wherever it is; its slot and KV blocks are free at once. False if it already ended. */
@@ -166,7 +194,7 @@ export class Engine {
     }
     rows[o + STATE] = DONE;
     this.#n.abortTotal++;
-    seqs.req[r]!.onFinish('abort', this.#clock.now());
+    seqs.caller[r]!.onFinish(rows[o + ID]!, 'abort', this.#clock.now());
     // A queued one is still listed in its queue, which recycles it when it gets there.
     if (running) seqs.recycle(r);
     this.#kick();
@@ -436,10 +464,7 @@ export class Engine {
           this.#n.cacheQueriesTotal += promptTokens;
           this.#n.cacheHitsTotal += cached;
         }
-        if ((flags & ON_ADMIT) !== 0) {
-          const req = seqTable.req[r]!;
-          req.onAdmit?.(this.#clock.now());
-        }
+        if ((flags & ON_ADMIT) !== 0) seqTable.caller[r]!.onAdmit?.(rows[o + ID]!, this.#clock.now());
       }
     }
     if (prefill + decode === 0) {
@@ -580,14 +605,17 @@ export class Engine {
     for (let k = 0; k < nd; k++) {
       const r = deliver[k]!;
       const kind = kinds[k]!;
-      const req = seqTable.req[r]!;
+      const caller = seqTable.caller[r]!;
+      // (Callbacks may submit and grow the rows: read afresh.)
+      const rows = seqTable.rows;
+      const id = rows[r * STRIDE + ID]!;
       if (kind === 0) {
-        // Skipped if an earlier callback aborted it (callbacks may submit and grow the rows: read afresh).
-        if (seqTable.rows[r * STRIDE + STATE] === RUNNING) req.onToken(1, now);
+        // Skipped if an earlier callback aborted it.
+        if (rows[r * STRIDE + STATE] === RUNNING) caller.onToken(id, 1, now);
         continue;
       }
-      if (kind === 1) req.onToken(1, now);
-      req.onFinish('length', now);
+      if (kind === 1) caller.onToken(id, 1, now);
+      caller.onFinish(id, 'length', now);
       seqTable.recycle(r);
     }
     this.#onStepEnd?.(now);

@@ -1,6 +1,7 @@
 export type { EngineProfile } from './profile.js';
 export { PROFILES, DEFAULT_PROFILE, getProfile } from './profile.js';
-export type { EngineRequest, EngineStats, EngineFault, EngineOptions, SubmitResult, Ticket, TokenSink } from './engine-types.js';
+export type { EngineCaller, EngineRequest, EngineStats, EngineFault, EngineOptions, SubmitResult, Ticket, TokenSink } from './engine-types.js';
+export { QUEUE_FULL, TOO_LONG } from './engine-types.js';
 export { Engine } from './engine.js';
 export { blockHashes, cachedBlockHashes } from './block-hash.js';
 export type { FaultKind, FaultSpec } from './fault.js';

@@ -1,4 +1,4 @@
-import type { EngineRequest, Ticket } from './engine-types.js';
+import type { EngineCaller, Ticket } from './engine-types.js';
 
 // Where a request is: in the frontend, in the waiting queue, in the running set, or ended.
 export const PENDING = 0;
@@ -8,10 +8,10 @@ export const DONE = 3;
 
 // A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
 const RECORDS = 2 ** 21;
-const IDLE: EngineRequest = { promptTokens: 0, maxTokens: 0, onToken() {}, onFinish() {} };
+const IDLE: EngineCaller = { onToken() {}, onFinish() {} };
 
-// A record's numeric fields: one row of STRIDE Int32 slots (48 bytes), by record index. Its last
-// token time is in a Float64Array, its request, prompt hashes and cache entries in plain arrays.
+// A record's numeric fields: one row of STRIDE Int32 slots (52 bytes), by record index. Its last
+// token time is in a Float64Array, its caller, prompt hashes and cache entries in plain arrays.
 /** How many requests this record has held (part of their tickets). */
 export const USES = 0;
 /** PENDING, WAITING, RUNNING or DONE. */
@@ -36,7 +36,9 @@ export const SHARED = 10;
 export const FLAGS = 11;
 export const ADMITTED = 1;
 export const ON_ADMIT = 2;
-export const STRIDE = 12;
+/** The caller's number for its request (what its callbacks are given). */
+export const ID = 12;
+export const STRIDE = 13;
 
 /**
  * An engine's request records as rows of typed arrays, by record index, and those free for reuse.
@@ -51,8 +53,8 @@ export class SeqTable {
   rows = new Int32Array(0);
   /** By record index: when its request last got a token while it was not running (0 before the first). */
   #lastMs = new Float64Array(0);
-  /** By record index: its request (IDLE when free). */
-  readonly req: EngineRequest[] = [];
+  /** By record index: who its callbacks go to, with the row's ID (IDLE when free). */
+  readonly caller: EngineCaller[] = [];
   /** By record index: its prompt's block hashes, or null. */
   readonly hashes: (readonly number[] | null)[] = [];
   /** By record index, while running: its cache entry per prompt block, -1 if private (null: no full block, or caching off). */
@@ -71,7 +73,7 @@ export class SeqTable {
       if (r * STRIDE === this.rows.length) this.#grow();
       this.#made++;
       this.rows[r * STRIDE + STATE] = DONE;
-      this.req.push(IDLE);
+      this.caller.push(IDLE);
       this.hashes.push(null);
       this.entries.push(null);
     }
@@ -79,24 +81,25 @@ export class SeqTable {
     return r;
   }
 
-  /** Takes `req` (pending in the frontend) into record `r`; returns its ticket. */
-  start(r: number, req: EngineRequest, sink: number, hashes: readonly number[] | null): Ticket {
+  /** Takes a request (pending in the frontend) into record `r`, its callbacks to `caller` with `id`; returns its ticket. */
+  start(r: number, caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, sink: number, hashes: readonly number[] | null): Ticket {
     const rows = this.rows;
     const o = r * STRIDE;
     const uses = rows[o + USES]! + 1;
     rows[o + USES] = uses;
     rows[o + STATE] = PENDING;
-    rows[o + PROMPT] = req.promptTokens;
-    rows[o + MAX] = req.maxTokens;
+    rows[o + PROMPT] = promptTokens;
+    rows[o + MAX] = maxTokens;
     rows[o + SINK] = sink;
-    rows[o + TARGET] = Math.max(1, req.promptTokens);
+    rows[o + TARGET] = Math.max(1, promptTokens);
     rows[o + COMPUTED] = 0;
     rows[o + GENERATED] = 0;
     rows[o + SLOT] = -1;
     rows[o + REGISTERED] = 0;
     rows[o + SHARED] = 0;
-    rows[o + FLAGS] = req.onAdmit !== undefined ? ON_ADMIT : 0;
-    this.req[r] = req;
+    rows[o + FLAGS] = caller.onAdmit !== undefined ? ON_ADMIT : 0;
+    rows[o + ID] = id;
+    this.caller[r] = caller;
     this.hashes[r] = hashes;
     return (uses * RECORDS + r) as Ticket;
   }
@@ -112,12 +115,17 @@ export class SeqTable {
 
   /**
    * Returns a record for reuse once nothing refers to its request: after its last callback, or
-   * when a queue meets it aborted. Its request object is let go.
+   * when a queue meets it aborted. Its caller is let go.
    */
   recycle(r: number): void {
-    this.req[r] = IDLE;
+    this.caller[r] = IDLE;
     this.hashes[r] = null;
     this.#spare.push(r);
+  }
+
+  /** The record a ticket names, whatever its use (the low 21 bits). */
+  static recordOf(ticket: Ticket): number {
+    return ticket & (RECORDS - 1);
   }
 
   /** The record a ticket names while its request is known (-1 once ended and reused, or if malformed). */

@@ -1,12 +1,12 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
-import { Engine, FaultSchedule, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
+import { Engine, FaultSchedule, QUEUE_FULL, TOO_LONG, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import type { FlowTicket, PolicyName, Priority, RouteRequest, WorkerView } from '../routing/index.js';
 import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/index.js';
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import type { Scenario } from './scenario.js';
-import { AttemptRoute, SimAttempt, SimRequest, TimeRows, type AttemptHost, type ProgressSource } from './sim-attempt.js';
+import { AttemptRoute, SimAttempts, SimRequests, type AttemptHost, type ProgressSource } from './sim-attempt.js';
 import { ExplainSamples, explain, type Explanation } from './explain.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
@@ -81,12 +81,12 @@ export interface TenantResult {
   ttftP99Ms: number;
 }
 
-/** The attempts one deadline sweep looks at: a list whose room is kept when it is emptied. */
+/** The attempts (by number) one deadline sweep looks at: a list whose room is kept when it is emptied. */
 class SweepSlot {
-  readonly items: SimAttempt[] = [];
+  readonly items: number[] = [];
   length = 0;
 
-  add(a: SimAttempt): void {
+  add(a: number): void {
     if (this.length < this.items.length) this.items[this.length] = a;
     else this.items.push(a);
     this.length++;
@@ -103,7 +103,7 @@ const ANY = (): boolean => true;
  * entries are stale); the list is compacted when it has doubled.
  */
 class StreamWatch {
-  readonly items: SimAttempt[] = [];
+  readonly items: number[] = [];
   readonly filings: number[] = [];
   length = 0;
   /** The length after the last compaction. */
@@ -111,9 +111,12 @@ class StreamWatch {
   /** The sweep it is filed under (-1: none). */
   key = -1;
 
-  constructor(readonly engine: ProgressSource) {}
+  constructor(
+    readonly engine: ProgressSource,
+    readonly attempts: SimAttempts,
+  ) {}
 
-  add(a: SimAttempt, filing: number): void {
+  add(a: number, filing: number): void {
     if (this.length === this.items.length) {
       this.items.push(a);
       this.filings.push(filing);
@@ -126,13 +129,14 @@ class StreamWatch {
   }
 
   /** Keeps the live, current entries `stay` says to keep, in order. */
-  keep(stay: (a: SimAttempt) => boolean): void {
+  keep(stay: (a: number) => boolean): void {
     const items = this.items;
     const filings = this.filings;
+    const attempts = this.attempts;
     let kept = 0;
     for (let k = 0; k < this.length; k++) {
       const a = items[k]!;
-      if (a.watchFiling !== filings[k] || !a.live || !stay(a)) continue;
+      if (attempts.watchFiling(a) !== filings[k] || !attempts.live(a) || !stay(a)) continue;
       items[kept] = a;
       filings[kept++] = filings[k]!;
     }
@@ -204,7 +208,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     return tenants.length - 1;
   };
   let shed = 0;
-  const ticketOf = (req: SimRequest): FlowTicket | undefined => (flowsOn ? tickets[req.tenant] ?? NO_TENANT : undefined);
+  const ticketOf = (q: number): FlowTicket | undefined => (flowsOn ? tickets[requests.tenant(q)] ?? NO_TENANT : undefined);
 
   // Sessions (and their token ids) are built once; requests draw them as bench does.
   const workload = new SimWorkload(scenario);
@@ -229,14 +233,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   // ---- the request path: replica -> dispatcher -> engine, and back ----
 
-  // Finished requests and ended attempts, reused: at fleet scale, new objects for each were
-  // promoted to the old generation (they live for the whole answer) and collected there.
-  const spareRequests: SimRequest[] = [];
-  const spareAttempts: SimAttempt[] = [];
-  // A closed loop holds `concurrency` requests (and about as many attempts) at once from its start.
+  // Requests and attempts are rows named by number (see sim-attempt.ts), reused once ended. A
+  // closed loop holds `concurrency` requests (and about as many attempts) at once from its start.
   const inFlight = scenario.load.kind === 'closed' ? scenario.load.concurrency : 0;
-  const requestTimes = new TimeRows(3, inFlight);
-  const attemptTimes = new TimeRows(4, inFlight);
+  const requests = new SimRequests(inFlight);
 
   // Summary and histogram modes fold each record in as it ends and keep nothing of it, so one
   // record (and one first-and-last chunk list) serves every request: at fleet scale, a record and
@@ -246,43 +246,46 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // pushing again reallocated it for every request).
   const firstLast: number[][] = [[], [0], [0, 0]];
 
-  const finishRequest = (req: SimRequest, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
+  const finishRequest = (q: number, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
     if (nowMs > lastEndMs) lastEndMs = nowMs;
-    let chunkMs = req.chunks;
+    const firstTokenMs = requests.firstTokenMs(q);
+    const tokens = requests.tokens(q);
+    const phase = requests.phase(q);
+    const tenant = requests.tenant(q);
+    const plan = requests.plans[q]!;
+    let chunkMs = requests.chunks[q]!;
     if (chunkMs === null) {
-      const n = Number.isNaN(req.firstTokenMs) ? 0 : req.tokens > 1 ? 2 : 1;
+      const n = Number.isNaN(firstTokenMs) ? 0 : tokens > 1 ? 2 : 1;
       chunkMs = reused ? firstLast[n]! : new Array<number>(n);
-      if (n > 0) chunkMs[0] = req.firstTokenMs;
-      if (n > 1) chunkMs[1] = req.lastTokenMs;
+      if (n > 0) chunkMs[0] = firstTokenMs;
+      if (n > 1) chunkMs[1] = requests.lastTokenMs(q);
     }
-    if (tenantRng !== null && req.phase === 'profiling') {
-      const ts = tenantStats[req.tenant]!;
+    if (tenantRng !== null && phase === 'profiling') {
+      const ts = tenantStats[tenant]!;
       ts.requests++;
       if (outcome !== 'ok') ts.errors++;
-      else if (!Number.isNaN(req.firstTokenMs)) ts.ttftMs.push(req.firstTokenMs - req.startMs);
+      else if (!Number.isNaN(firstTokenMs)) ts.ttftMs.push(firstTokenMs - requests.startMs(q));
     }
     const rec = reused ?? blankRecord();
-    rec.id = reused ? '' : `${req.phase}-${req.index}`;
-    rec.phase = req.phase;
+    rec.id = reused ? '' : `${phase}-${requests.index(q)}`;
+    rec.phase = phase;
     rec.worker = worker;
-    rec.startMs = req.startMs;
-    rec.firstTokenMs = Number.isNaN(req.firstTokenMs) ? null : req.firstTokenMs;
+    rec.startMs = requests.startMs(q);
+    rec.firstTokenMs = Number.isNaN(firstTokenMs) ? null : firstTokenMs;
     rec.chunkMs = chunkMs;
     rec.endMs = nowMs;
-    rec.inputTokens.client = rec.inputTokens.server = req.plan.promptTokens;
-    rec.outputTokens.client = rec.outputTokens.server = req.tokens;
+    rec.inputTokens.client = rec.inputTokens.server = plan.promptTokens;
+    rec.outputTokens.client = rec.outputTokens.server = tokens;
     rec.outcome = outcome;
     rec.status = status;
     rec.error = error;
-    rec.redispatched = req.redispatched;
-    rec.migrated = req.migrated;
+    rec.redispatched = requests.redispatched(q);
+    rec.migrated = requests.migrated(q);
     if (streaming) streaming.add(rec);
     else if (builder) builder.add(rec);
     else records.push(rec);
-    const followUp = workloadOf(req.tenant).followUp(req.plan.cursor, outcome === 'ok', req.tokens);
-    const phase = req.phase;
-    const tenant = req.tenant;
-    spareRequests.push(req);
+    const followUp = workloadOf(tenant).followUp(plan.cursor, outcome === 'ok', tokens);
+    requests.free(q);
     phaseDone(phase, followUp, tenant);
   };
 
@@ -291,88 +294,92 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   const host: AttemptHost = {
     attemptEnded(a, reason, nowMs) {
-      a.end();
-      const fe = frontends[a.req.feIndex]!;
-      fe.dispatcher.release(a.workerId, ticketOf(a.req));
+      attempts.end(a);
+      const q = attempts.req(a);
+      const workerId = attempts.workerId(a);
+      const fe = frontends[requests.replica(q)]!;
+      fe.dispatcher.release(workerId, ticketOf(q));
       if (reason === 'length') {
-        fe.success(a.workerId);
-        finishRequest(a.req, nowMs, a.workerId, 'ok', 200, null);
+        fe.success(workerId);
+        finishRequest(q, nowMs, workerId, 'ok', 200, null);
       } else {
-        finishRequest(a.req, nowMs, a.workerId, 'aborted', null, 'aborted by the engine');
+        finishRequest(q, nowMs, workerId, 'aborted', null, 'aborted by the engine');
       }
-      spareAttempts.push(a);
+      attempts.free(a);
     },
   };
+  // The engines' caller for every attempt (an engine calls back with the attempt's number).
+  const attempts = new SimAttempts(requests, host, inFlight);
 
-  const startAttempt = (req: SimRequest, feIndex: number, w: WorkerView): void => {
+  const startAttempt = (q: number, feIndex: number, w: WorkerView): void => {
     const fe = frontends[feIndex]!;
     const wi = workerIndex.get(w.id)!;
     const routes = routesOf[feIndex]!;
-    const route = (routes[wi] ??= new AttemptRoute(host, wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!));
-    const a = spareAttempts.pop()?.restart(route, req, clock.now()) ?? new SimAttempt(attemptTimes, route, req, clock.now());
-    a.position = w.inflight;
-    const r = engines[wi]!.submit(a);
-    if (!r.ok) {
-      a.end();
-      fe.dispatcher.release(w.id, ticketOf(req));
-      finishRequest(req, clock.now(), w.id, 'http_error', r.reason === 'queue_full' ? 429 : 400, r.reason === 'queue_full' ? 'worker queue full' : 'prompt too long');
-      spareAttempts.push(a);
+    const route = (routes[wi] ??= attempts.addRoute(new AttemptRoute(wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!)));
+    const a = attempts.start(route, q, w.inflight, clock.now());
+    const plan = requests.plans[q]!;
+    // A migrated continuation's prompt also holds the answer so far (its prompt part still hits the cache).
+    const t = engines[wi]!.submitTo(attempts, a, plan.promptTokens + requests.tokens(q), attempts.maxTokens(a), plan.promptTokenIds, attempts.sinkOf(a));
+    if (t === QUEUE_FULL || t === TOO_LONG) {
+      attempts.end(a);
+      fe.dispatcher.release(w.id, ticketOf(q));
+      finishRequest(q, clock.now(), w.id, 'http_error', t === QUEUE_FULL ? 429 : 400, t === QUEUE_FULL ? 'worker queue full' : 'prompt too long');
+      attempts.free(a);
       return;
     }
-    a.ticket = r.ticket;
-    if (fe.deadlinesOn && !req.resent) {
+    attempts.setTicket(a, t);
+    if (fe.deadlinesOn && !requests.resent(q)) {
       // Its place in the order the router's sweep walks attempts in (the order they started).
-      a.startSeq = startSeq++;
+      attempts.setStartSeq(a, startSeq++);
       fileForSweep(a, feIndex, clock.now() + Math.min(fe.dispatcher.minDeadlineMs('ttft'), fe.dispatcher.minDeadlineMs('stall')));
     }
   };
 
   // Prompts are hashed only for a policy that reads the hashes (prefix affinity), once per id array.
-  const routeRequest = (req: SimRequest, hashSize: number | undefined): RouteRequest => {
-    const promptTokens = req.plan.promptTokens + req.tokens;
+  const routeRequest = (q: number, hashSize: number | undefined): RouteRequest => {
+    const plan = requests.plans[q]!;
+    const promptTokens = plan.promptTokens + requests.tokens(q);
     if (hashSize === undefined) return { model: scenario.model, promptTokens };
-    return { model: scenario.model, promptTokens, blockHashes: cachedBlockHashes(req.plan.promptTokenIds, hashSize) };
+    return { model: scenario.model, promptTokens, blockHashes: cachedBlockHashes(plan.promptTokenIds, hashSize) };
   };
   const NO_OPTIONS = {};
 
-  const dispatch = (req: SimRequest, feIndex: number, exclude?: ReadonlySet<string>): void => {
+  const dispatch = (q: number, feIndex: number, exclude?: ReadonlySet<string>): void => {
     const fe = frontends[feIndex]!;
-    const flow = flowsOn ? { flow: ticketOf(req)!, onShed: () => {
+    const flow = flowsOn ? { flow: ticketOf(q)!, onShed: () => {
       shed++;
-      finishRequest(req, clock.now(), null, 'http_error', 429, 'shed');
+      finishRequest(q, clock.now(), null, 'http_error', 429, 'shed');
     } } : undefined;
     // (The route request and this callback are garbage by the time the next scavenge comes, unless
-    // the request waits in the queue: kept on the request object, 262144 of each were promoted.)
+    // the request waits in the queue.)
     const r = fe.dispatcher.submit(
-      routeRequest(req, fe.dispatcher.policy.hashBlockSize),
-      (w) => startAttempt(req, feIndex, w),
+      routeRequest(q, fe.dispatcher.policy.hashBlockSize),
+      (w) => startAttempt(q, feIndex, w),
       exclude ? { exclude, resend: true, ...flow } : (flow ?? NO_OPTIONS),
     );
     if (r === 'rejected') {
       rejected++;
-      finishRequest(req, clock.now(), null, 'http_error', 429, 'router queue full');
+      finishRequest(q, clock.now(), null, 'http_error', 429, 'router queue full');
     }
   };
 
   /** Cancels an attempt that hit a deadline and sends the request elsewhere (once per request). */
-  const resend = (a: SimAttempt, feIndex: number, kind: 'redispatch' | 'migrate'): void => {
+  const resend = (a: number, feIndex: number, kind: 'redispatch' | 'migrate'): void => {
     const fe = frontends[feIndex]!;
-    const req = a.req;
-    a.end();
-    req.resent = true;
-    if (kind === 'redispatch') {
-      req.redispatched = true;
-      redispatched++;
-    } else {
-      req.migrated = true;
+    const q = attempts.req(a);
+    const workerId = attempts.workerId(a);
+    attempts.end(a);
+    requests.markResent(q, kind);
+    if (kind === 'redispatch') redispatched++;
+    else {
       migrated++;
-      redoneTokens += req.tokens;
+      redoneTokens += requests.tokens(q);
     }
-    if (kind === 'migrate' || fe.dispatcher.missedFirstToken(a.workerId, a.startMs, a.position)) fe.failure(a.workerId);
-    engines[a.route.worker]!.abort(a.ticket);
-    fe.dispatcher.release(a.workerId, ticketOf(req));
-    dispatch(req, feIndex, new Set([a.workerId]));
-    spareAttempts.push(a);
+    if (kind === 'migrate' || fe.dispatcher.missedFirstToken(workerId, attempts.startMs(a), attempts.position(a))) fe.failure(workerId);
+    engines[attempts.route(a).worker]!.abort(attempts.ticket(a));
+    fe.dispatcher.release(workerId, ticketOf(q));
+    dispatch(q, feIndex, new Set([workerId]));
+    attempts.free(a);
   };
 
   // The router's periodic deadline sweep (src/router/router.ts: every 50 ms). No deadline is
@@ -393,15 +400,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // Slots a sweep has emptied, reused (an array per slot, tens of thousands of entries long at
   // fleet scale, lived a second and was collected in the old generation).
   const spareSlots: SweepSlot[] = [];
-  function fileForSweep(a: SimAttempt, feIndex: number, atMs: number): void {
-    a.sweepKey = -1;
-    a.watchFiling = -1;
+  function fileForSweep(a: number, feIndex: number, atMs: number): void {
+    attempts.clearSweep(a);
+    attempts.setWatchFiling(a, -1);
     // Never due (that deadline is off): not filed at all.
     if (atMs === Number.POSITIVE_INFINITY) return;
     const wheel = wheels[feIndex]!;
     const key = Math.max(wheel.done + 1, Math.ceil(atMs / SWEEP_MS));
-    a.sweepKey = key;
-    a.sweepReplica = feIndex;
+    attempts.setSweep(a, key, feIndex);
     let slot = wheel.slots.get(key);
     if (slot === undefined) {
       slot = spareSlots.pop() ?? new SweepSlot();
@@ -426,16 +432,18 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     list.push(w);
   }
   /** Lists an attempt past its first token with its route's streams, watched from then on. */
-  function watchStream(a: SimAttempt, feIndex: number, minStallMs: number): void {
-    a.sweepKey = -1;
+  function watchStream(a: number, feIndex: number, minStallMs: number): void {
+    attempts.clearSweep(a);
     // Never due (the stall deadline is off): not watched at all.
     if (minStallMs === Number.POSITIVE_INFINITY) return;
     const watches = watchesOf[feIndex]!;
-    const w = (watches[a.route.worker] ??= new StreamWatch(a.route.engine));
-    a.watchFiling = watchFilings++;
-    w.add(a, a.watchFiling);
+    const route = attempts.route(a);
+    const w = (watches[route.worker] ??= new StreamWatch(route.engine, attempts));
+    const filing = watchFilings++;
+    attempts.setWatchFiling(a, filing);
+    w.add(a, filing);
     // Its first token came at or before `seenMs` (perhaps before the watch was last filed).
-    fileWatch(w, feIndex, a.seenMs + minStallMs);
+    fileWatch(w, feIndex, attempts.seenMs(a) + minStallMs);
   }
   const sweep = (feIndex: number): void => {
     const fe = frontends[feIndex]!;
@@ -445,7 +453,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const stallMs = d.stallDeadlineMs();
     const minStallMs = d.minDeadlineMs('stall');
     const ttftByPrompt = new Map<number, number>();
-    const due: [SimAttempt, 'redispatch' | 'migrate'][] = [];
+    // Attempts due, as 2 x attempt + 1 for a migration, 0 for a re-dispatch.
+    const due: number[] = [];
     const last = Math.floor(now / SWEEP_MS + 1e-9);
     const first = wheel.done + 1;
     wheel.done = last;
@@ -459,16 +468,16 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
         // Ended, or filed again since (a reused attempt may be listed twice, or by another replica).
         // (A re-sent request's attempt is never filed, and a request is re-sent once its attempt
         // ended: checking these on the attempt alone spares a cold read of its request.)
-        if (a.sweepKey !== key || a.sweepReplica !== feIndex || !a.live) continue;
-        a.sweepKey = -1;
-        if (!a.hasFirstToken) {
-          const promptTokens = a.req.plan.promptTokens;
+        if (attempts.sweepKey(a) !== key || attempts.sweepReplica(a) !== feIndex || !attempts.live(a)) continue;
+        attempts.clearSweep(a);
+        if (!attempts.hasFirstToken(a)) {
+          const promptTokens = requests.plans[attempts.req(a)]!.promptTokens;
           let t = ttftByPrompt.get(promptTokens);
           if (t === undefined) ttftByPrompt.set(promptTokens, (t = d.ttftDeadlineMs(promptTokens)));
-          if (now - a.startMs >= t) due.push([a, 'redispatch']);
+          if (now - attempts.startMs(a) >= t) due.push(2 * a);
           // Its deadline follows the fleet (looked at every sweep); its first token may come any time.
           else fileForSweep(a, feIndex, Number.isFinite(t) ? now + SWEEP_MS : now + minStallMs);
-        } else if (a.silentFor(now, stallMs)) due.push([a, 'migrate']);
+        } else if (attempts.silentFor(a, now, stallMs)) due.push(2 * a + 1);
         else watchStream(a, feIndex, minStallMs);
       }
       slot.length = 0;
@@ -491,12 +500,13 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
           // when one of these can be due, not at every sweep.)
           seen = Number.POSITIVE_INFINITY;
           w.keep((a) => {
-            if (!a.silentFor(now, stallMs)) {
-              if (a.seenMs < seen) seen = a.seenMs;
+            if (!attempts.silentFor(a, now, stallMs)) {
+              const seenMs = attempts.seenMs(a);
+              if (seenMs < seen) seen = seenMs;
               return true;
             }
-            a.watchFiling = -1;
-            due.push([a, 'migrate']);
+            attempts.setWatchFiling(a, -1);
+            due.push(2 * a + 1);
             return false;
           });
         }
@@ -506,13 +516,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       list.length = 0;
       spareWatchLists.push(list);
     }
-    due.sort((x, y) => x[0].startSeq - y[0].startSeq);
+    due.sort((x, y) => attempts.startSeq(x >> 1) - attempts.startSeq(y >> 1));
     for (let k = 0; k < due.length; k++) {
-      const a = due[k]![0];
-      const kind = due[k]![1];
-      if (!a.live) continue;
+      const a = due[k]! >> 1;
+      const kind = (due[k]! & 1) === 1 ? 'migrate' : 'redispatch';
+      if (!attempts.live(a)) continue;
+      const workerId = attempts.workerId(a);
       // No other worker, or a spent re-send budget: due again at the next sweep.
-      if (!d.canServe(scenario.model, new Set([a.workerId])) || !d.tryResend(kind === 'migrate' ? a.workerId : undefined)) fileForSweep(a, feIndex, now + SWEEP_MS);
+      if (!d.canServe(scenario.model, new Set([workerId])) || !d.tryResend(kind === 'migrate' ? workerId : undefined)) fileForSweep(a, feIndex, now + SWEEP_MS);
       else resend(a, feIndex, kind);
     }
   };
@@ -531,9 +542,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const send = (phase: RequestRecord['phase'], plan: TurnPlan, tenant: number): void => {
     const i = seq++;
     const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
-    const req = (spareRequests.pop() ?? new SimRequest(requestTimes)).restart(i, phase, plan, clock.now(), keepChunks, feIndex);
-    req.tenant = tenant;
-    dispatch(req, feIndex);
+    dispatch(requests.start(i, phase, plan, clock.now(), keepChunks, feIndex, tenant), feIndex);
   };
 
   /** Open loop: `tenant`'s requests (a drawn one each without tenant loads) at `ratePerS`, until the phase has sent its count. */

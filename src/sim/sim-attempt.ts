@@ -1,114 +1,158 @@
 import type { RequestRecord } from '../core/index.js';
-import type { EngineRequest, Ticket, TokenSink } from '../engine/index.js';
+import type { EngineCaller, Ticket, TokenSink } from '../engine/index.js';
 import type { WorkerStats } from '../routing/index.js';
 import type { TurnPlan } from './sim-workload.js';
 
-/**
- * The times of one run's requests (or attempts), `stride` to a row, in one growing Float64Array:
- * a number in an object field is a heap object of its own once it has held a fraction, so at fleet
- * scale seven per request in flight were made, and promoted, in the start-up burst. A row is
- * taken once per (reused) object, for good.
- */
-export class TimeRows {
-  data: Float64Array;
-  readonly #stride: number;
-  #rows = 0;
+// The simulator's requests and attempts are rows of typed arrays, named by number, not objects: at
+// fleet scale the start-up burst made an object of each per stream (74 MB for 262144 streams),
+// memory first touched then (~15 us a page on the test machine) and copied by the collector as the
+// objects were promoted. Finished rows are reused (most recently freed first), as the objects were.
 
-  /** `rows`: room made up front (the rows a run will hold at once, if known: growing by doubling touched twice the memory). */
-  constructor(stride: number, rows = 0) {
-    this.#stride = stride;
-    this.data = new Float64Array(rows * stride);
+/** Room for `rows` rows of `stride` (at least 64 rows), keeping `old`'s contents. */
+function grown<T extends Float64Array | Int32Array>(old: T, stride: number, rows: number, make: (n: number) => T): T {
+  const a = make(Math.max(64, rows) * stride);
+  a.set(old);
+  return a;
+}
+
+const PHASES: readonly RequestRecord['phase'][] = ['warmup', 'profiling'];
+
+// A request's numbers: times (Float64, RT stride) and the rest (Int32, RI stride).
+const R_START = 0;
+/** NaN before the first token (set when the attempt that got it ends). */
+const R_FIRST = 1;
+const R_LAST = 2;
+const RT = 3;
+const R_INDEX = 0;
+/** Tokens received from attempts that have ended. */
+const R_TOKENS = 1;
+/** Phase (0 warm-up, 1 profiling) and the bits RESENT, REDISPATCHED, MIGRATED above it. */
+const R_FLAGS = 2;
+const R_REPLICA = 3;
+/** Its tenant's index in the scenario's `tenants` (0 without tenants). */
+const R_TENANT = 4;
+const RI = 5;
+const PROFILING = 1;
+const RESENT = 2;
+const REDISPATCHED = 4;
+const MIGRATED = 8;
+
+/**
+ * Client requests as the simulator tracks them across attempts, by request number. At fleet scale
+ * hundreds of thousands are in flight at once, so a request holds its (shared) plan rather than
+ * copies of it.
+ */
+export class SimRequests {
+  #times = new Float64Array(0);
+  #ints = new Int32Array(0);
+  /** By request number: what it sends (prompt length and token ids, answer length, its place in its session). */
+  readonly plans: TurnPlan[] = [];
+  /** By request number: every chunk time (null when only first and last are kept). */
+  readonly chunks: (number[] | null)[] = [];
+  #made = 0;
+  readonly #spare: number[] = [];
+
+  /** `rows`: room made up front (the requests a run holds at once, if known: growing touched twice the memory). */
+  constructor(rows = 0) {
+    this.#grow(rows);
   }
 
-  /** A new row's offset in `data`, its times NaN. */
-  add(): number {
-    const at = this.#rows++ * this.#stride;
-    if (at + this.#stride > this.data.length) {
-      const grown = new Float64Array(Math.max(64 * this.#stride, this.data.length * 2));
-      grown.set(this.data);
-      this.data = grown;
+  #grow(rows: number): void {
+    this.#times = grown(this.#times, RT, rows, (n) => new Float64Array(n));
+    this.#ints = grown(this.#ints, RI, rows, (n) => new Int32Array(n));
+  }
+
+  /** A finished request's number, or a new one: the `index`th request, sent now through replica `replica`. */
+  start(index: number, phase: RequestRecord['phase'], plan: TurnPlan, nowMs: number, keepChunks: boolean, replica: number, tenant: number): number {
+    let q = this.#spare.pop();
+    if (q === undefined) {
+      q = this.#made++;
+      if (q * RI === this.#ints.length) this.#grow(2 * q);
+      this.plans.push(plan);
+      this.chunks.push(null);
     }
-    const data = this.data;
-    for (let k = at; k < at + this.#stride; k++) data[k] = Number.NaN;
-    return at;
-  }
-}
-
-/**
- * One client request as the simulator tracks it across attempts. At fleet scale hundreds of
- * thousands are in flight at once, so it holds its (shared) plan rather than copies of it, and the
- * simulator reuses finished ones (`restart`).
- */
-export class SimRequest {
-  index = 0;
-  phase: RequestRecord['phase'] = 'profiling';
-  /** What it sends: prompt length and token ids, answer length, its place in its session. */
-  plan!: TurnPlan;
-  // Its times live in a row of the run's table (see TimeRows): start, first token, last token.
-  readonly #times: TimeRows;
-  readonly #at: number;
-  /** Every chunk time (null when only first and last are kept). */
-  chunks: number[] | null = null;
-  /** Tokens received from attempts that have ended. */
-  tokens = 0;
-  resent = false;
-  redispatched = false;
-  migrated = false;
-  feIndex = 0;
-  /** Its tenant's index in the scenario's `tenants` (0 without tenants). */
-  tenant = 0;
-
-  constructor(times: TimeRows) {
-    this.#times = times;
-    this.#at = times.add();
+    const t = q * RT;
+    const times = this.#times;
+    times[t + R_START] = nowMs;
+    times[t + R_FIRST] = Number.NaN;
+    times[t + R_LAST] = 0;
+    const o = q * RI;
+    const ints = this.#ints;
+    ints[o + R_INDEX] = index;
+    ints[o + R_TOKENS] = 0;
+    ints[o + R_FLAGS] = phase === 'profiling' ? PROFILING : 0;
+    ints[o + R_REPLICA] = replica;
+    ints[o + R_TENANT] = tenant;
+    this.plans[q] = plan;
+    this.chunks[q] = keepChunks ? [] : null;
+    return q;
   }
 
-  get startMs(): number {
-    return this.#times.data[this.#at]!;
+  /** Request `q` has ended: its number may be reused. */
+  free(q: number): void {
+    this.#spare.push(q);
   }
 
-  set startMs(v: number) {
-    this.#times.data[this.#at] = v;
+  index(q: number): number {
+    return this.#ints[q * RI + R_INDEX]!;
   }
 
-  /** NaN before the first token (set when the attempt that got it ends). */
-  get firstTokenMs(): number {
-    return this.#times.data[this.#at + 1]!;
+  phase(q: number): RequestRecord['phase'] {
+    return PHASES[this.#ints[q * RI + R_FLAGS]! & PROFILING]!;
   }
 
-  set firstTokenMs(v: number) {
-    this.#times.data[this.#at + 1] = v;
+  replica(q: number): number {
+    return this.#ints[q * RI + R_REPLICA]!;
   }
 
-  get lastTokenMs(): number {
-    return this.#times.data[this.#at + 2]!;
+  tenant(q: number): number {
+    return this.#ints[q * RI + R_TENANT]!;
   }
 
-  set lastTokenMs(v: number) {
-    this.#times.data[this.#at + 2] = v;
+  tokens(q: number): number {
+    return this.#ints[q * RI + R_TOKENS]!;
   }
 
-  /** Makes this (new or finished) request the `index`th, sent now through replica `feIndex`. */
-  restart(index: number, phase: RequestRecord['phase'], plan: TurnPlan, nowMs: number, keepChunks: boolean, feIndex: number): this {
-    this.index = index;
-    this.phase = phase;
-    this.plan = plan;
-    this.startMs = nowMs;
-    this.firstTokenMs = Number.NaN;
-    this.lastTokenMs = 0;
-    this.chunks = keepChunks ? [] : null;
-    this.tokens = 0;
-    this.resent = false;
-    this.redispatched = false;
-    this.migrated = false;
-    this.feIndex = feIndex;
-    return this;
+  startMs(q: number): number {
+    return this.#times[q * RT + R_START]!;
   }
-}
 
-/** Where an attempt reports its end (the simulation loop). */
-export interface AttemptHost {
-  attemptEnded(a: SimAttempt, reason: 'length' | 'abort', nowMs: number): void;
+  /** NaN before the first token. */
+  firstTokenMs(q: number): number {
+    return this.#times[q * RT + R_FIRST]!;
+  }
+
+  lastTokenMs(q: number): number {
+    return this.#times[q * RT + R_LAST]!;
+  }
+
+  /** Whether it has been sent again after a deadline, re-dispatched, or migrated. */
+  resent(q: number): boolean {
+    return (this.#ints[q * RI + R_FLAGS]! & RESENT) !== 0;
+  }
+
+  redispatched(q: number): boolean {
+    return (this.#ints[q * RI + R_FLAGS]! & REDISPATCHED) !== 0;
+  }
+
+  migrated(q: number): boolean {
+    return (this.#ints[q * RI + R_FLAGS]! & MIGRATED) !== 0;
+  }
+
+  /** Marks it re-sent, by re-dispatch (before its first token) or migration. */
+  markResent(q: number, kind: 'redispatch' | 'migrate'): void {
+    this.#ints[q * RI + R_FLAGS] = this.#ints[q * RI + R_FLAGS]! | RESENT | (kind === 'redispatch' ? REDISPATCHED : MIGRATED);
+  }
+
+  /** Folds an ended attempt in: its tokens, its first token time (NaN: none) and, with tokens, its last. */
+  fold(q: number, tokens: number, firstMs: number, lastMs: number): void {
+    const t = q * RT;
+    const times = this.#times;
+    // The request's first token is its first attempt's (a later attempt starts after this one ended).
+    if (Number.isNaN(times[t + R_FIRST]!)) times[t + R_FIRST] = firstMs;
+    this.#ints[q * RI + R_TOKENS] = this.#ints[q * RI + R_TOKENS]! + tokens;
+    if (tokens > 0) times[t + R_LAST] = lastMs;
+  }
 }
 
 /**
@@ -139,13 +183,14 @@ export interface ProgressSource {
 
 /**
  * What every attempt from one router replica to one worker shares (made once per pair, so an
- * attempt carries one reference instead of six).
+ * attempt carries one number instead of six references).
  */
 export class AttemptRoute {
   readonly sink: StatsSink;
+  /** Its number among the run's routes (`SimAttempts.routes`). */
+  id = -1;
 
   constructor(
-    readonly host: AttemptHost,
     readonly worker: number,
     readonly workerId: string,
     readonly stats: WorkerStats,
@@ -155,190 +200,279 @@ export class AttemptRoute {
   }
 }
 
+/** Where an attempt reports its end (the simulation loop). */
+export interface AttemptHost {
+  attemptEnded(a: number, reason: 'length' | 'abort', nowMs: number): void;
+}
+
+// An attempt's numbers: times and wide counters (Float64, AT stride) and the rest (Int32, AI stride).
+/** When it was sent. */
+const A_START = 0;
+/** Its last token (its start before the first). */
+const A_LAST = 1;
+/** Its first token (NaN before it). */
+const A_FIRST = 2;
+/** A token time already known (last times only grow), so most silence checks need no engine lookup. */
+const A_SEEN = 3;
+/** What its engine returned when it accepted it (-1 before). */
+const A_TICKET = 4;
+/** Its place in the order the router's sweep walks attempts in. */
+const A_START_SEQ = 5;
+/** Past its first token: its listing among its route's streams watched for silence (-1: none). */
+const A_WATCH = 6;
+const AT = 7;
+const A_REQ = 0;
+const A_ROUTE = 1;
+/** Its worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
+const A_POSITION = 2;
+const A_TOKENS = 3;
+const A_MAX = 4;
+/** Bits: LIVE, ENDED, CHUNKS. */
+const A_FLAGS = 5;
+/** The deadline sweep it is filed under (-1: none), and by which replica. */
+const A_SWEEP = 6;
+const A_SWEEP_REPLICA = 7;
+const AI = 8;
+/** It still listens to the engine. */
+const LIVE = 1;
+/** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
+const ENDED = 2;
+/** Its request keeps every chunk time (else later tokens go to the route's sink). */
+const CHUNKS = 4;
+
 /**
- * One send of a request to one worker, and the engine request itself. Its first token arrives in
- * `onToken`; when only the first and last chunk times are kept (`req.chunks` null), later tokens
- * go as counts to a sink shared by every attempt on the same replica and worker, and `tokens` /
- * `lastMs` are read from the engine, so at fleet scale a token touches no per-attempt object.
+ * Every send of a request to a worker, by attempt number, and the engine's caller for them (one
+ * for the run: an engine calls back with the attempt's number). Its first token arrives in
+ * `onToken`; when only the first and last chunk times are kept, later tokens go as counts to a
+ * sink shared by every attempt on the same replica and worker, and an attempt's token count and
+ * last token time are read from the engine, so at fleet scale a token touches no attempt row.
  */
-export class SimAttempt implements EngineRequest {
-  // Set by `restart` (the constructor's too). Numbers start as numbers (a field declared without a
-  // value starts undefined, and V8 then boxes every number stored in it), times as NaN (see SimRequest).
-  promptTokens = 0;
-  maxTokens = 0;
-  req!: SimRequest;
-  route!: AttemptRoute;
-  /** Its worker's in-flight count with it, when it was sent (set by the runner, as the router's attempt keeps it). */
-  position = 0;
-  #tokens = 0;
-  // Its times live in a row of the run's table (see TimeRows): start; last token (its start before
-  // the first); first token (NaN before it); a token time already known (last times only grow), so
-  // most silence checks need no engine lookup.
-  readonly #times: TimeRows;
-  readonly #at: number;
-  /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
-  #ended = false;
-  /** The request's chunk times (null: only first and last are kept, later tokens go to the route's sink). */
-  #chunks: number[] | null = null;
-  live = true;
-  /** What its engine returned when it accepted it (-1 before). */
-  ticket = -1 as Ticket;
-  /** The simulator's deadline sweep: the sweep it is filed under (-1: none), by which replica, and its place in the sweep's order. */
-  sweepKey = -1;
-  sweepReplica = -1;
-  startSeq = 0;
-  /** Past its first token: its listing among its route's streams watched for silence (-1: none). */
-  watchFiling = -1;
+export class SimAttempts implements EngineCaller {
+  #times = new Float64Array(0);
+  #ints = new Int32Array(0);
+  /** Every route, by number. */
+  readonly routes: AttemptRoute[] = [];
+  #made = 0;
+  readonly #spare: number[] = [];
+  readonly #requests: SimRequests;
+  readonly #host: AttemptHost;
 
-  constructor(times: TimeRows, route: AttemptRoute, req: SimRequest, nowMs: number) {
-    this.#times = times;
-    this.#at = times.add();
-    this.restart(route, req, nowMs);
+  /** `rows`: room made up front (the attempts a run holds at once, if known). */
+  constructor(requests: SimRequests, host: AttemptHost, rows = 0) {
+    this.#requests = requests;
+    this.#host = host;
+    this.#grow(rows);
   }
 
-  /** When it was sent. */
-  get startMs(): number {
-    return this.#times.data[this.#at]!;
+  #grow(rows: number): void {
+    this.#times = grown(this.#times, AT, rows, (n) => new Float64Array(n));
+    this.#ints = grown(this.#ints, AI, rows, (n) => new Int32Array(n));
   }
 
-  get #lastMs(): number {
-    return this.#times.data[this.#at + 1]!;
+  /** Gives `route` its number. */
+  addRoute(route: AttemptRoute): AttemptRoute {
+    route.id = this.routes.length;
+    this.routes.push(route);
+    return route;
   }
 
-  set #lastMs(v: number) {
-    this.#times.data[this.#at + 1] = v;
+  /** A new attempt of request `q` on `route`, sent now (an ended attempt's number, or a new one). */
+  start(route: AttemptRoute, q: number, position: number, nowMs: number): number {
+    let a = this.#spare.pop();
+    if (a === undefined) {
+      a = this.#made++;
+      if (a * AI === this.#ints.length) this.#grow(2 * a);
+    }
+    const t = a * AT;
+    const times = this.#times;
+    times[t + A_START] = nowMs;
+    times[t + A_LAST] = nowMs;
+    times[t + A_FIRST] = Number.NaN;
+    times[t + A_SEEN] = 0;
+    times[t + A_TICKET] = -1;
+    const o = a * AI;
+    const ints = this.#ints;
+    ints[o + A_REQ] = q;
+    ints[o + A_ROUTE] = route.id;
+    ints[o + A_POSITION] = position;
+    ints[o + A_TOKENS] = 0;
+    // A migrated continuation asks for the rest of the answer.
+    ints[o + A_MAX] = this.#requests.plans[q]!.maxTokens - this.#requests.tokens(q);
+    ints[o + A_FLAGS] = LIVE | (this.#requests.chunks[q] !== null ? CHUNKS : 0);
+    // Any entry the sweep still holds for this number's last use is stale now.
+    ints[o + A_SWEEP] = -1;
+    times[t + A_WATCH] = -1;
+    return a;
   }
 
-  get #firstMs(): number {
-    return this.#times.data[this.#at + 2]!;
+  /** Attempt `a` has ended and nothing refers to it: its number may be reused. */
+  free(a: number): void {
+    this.#spare.push(a);
   }
 
-  set #firstMs(v: number) {
-    this.#times.data[this.#at + 2] = v;
+  req(a: number): number {
+    return this.#ints[a * AI + A_REQ]!;
   }
 
-  get #seenMs(): number {
-    return this.#times.data[this.#at + 3]!;
-  }
-
-  set #seenMs(v: number) {
-    this.#times.data[this.#at + 3] = v;
-  }
-
-  /**
-   * Makes this (ended) attempt a new one of `req` on `route`: the simulator reuses them, since at
-   * fleet scale an object per attempt was promoted to the old generation and collected there.
-   */
-  restart(route: AttemptRoute, req: SimRequest, nowMs: number): this {
-    this.route = route;
-    this.req = req;
-    // A migrated continuation's prompt also holds the answer so far.
-    this.promptTokens = req.plan.promptTokens + req.tokens;
-    this.maxTokens = req.plan.maxTokens - req.tokens;
-    this.#times.data[this.#at] = nowMs;
-    this.#lastMs = nowMs;
-    this.#tokens = 0;
-    this.#firstMs = Number.NaN;
-    this.#seenMs = 0;
-    this.#ended = false;
-    this.#chunks = req.chunks;
-    this.live = true;
-    this.ticket = -1 as Ticket;
-    // Any entry the sweep still holds for its last use is stale now.
-    this.sweepKey = -1;
-    this.watchFiling = -1;
-    return this;
-  }
-
-  /** The prompt's token ids, read by the engine at submit (a continuation's prompt part still hits the cache). */
-  get promptTokenIds(): Uint32Array {
-    return this.req.plan.promptTokenIds;
-  }
-
-  /** The route's sink when only first and last chunk times are kept (read by the engine once, at submit). */
-  get sink(): StatsSink | undefined {
-    return this.#chunks === null ? this.route.sink : undefined;
+  route(a: number): AttemptRoute {
+    return this.routes[this.#ints[a * AI + A_ROUTE]!]!;
   }
 
   /** The worker it was sent to. */
-  get workerId(): string {
-    return this.route.workerId;
+  workerId(a: number): string {
+    return this.route(a).workerId;
+  }
+
+  position(a: number): number {
+    return this.#ints[a * AI + A_POSITION]!;
+  }
+
+  /** Tokens it asks for. */
+  maxTokens(a: number): number {
+    return this.#ints[a * AI + A_MAX]!;
+  }
+
+  /** The route's sink when only first and last chunk times are kept (the engine reads it once, at submit). */
+  sinkOf(a: number): TokenSink | undefined {
+    return (this.#ints[a * AI + A_FLAGS]! & CHUNKS) === 0 ? this.route(a).sink : undefined;
+  }
+
+  live(a: number): boolean {
+    return (this.#ints[a * AI + A_FLAGS]! & LIVE) !== 0;
+  }
+
+  ticket(a: number): Ticket {
+    return this.#times[a * AT + A_TICKET]! as Ticket;
+  }
+
+  setTicket(a: number, ticket: Ticket): void {
+    this.#times[a * AT + A_TICKET] = ticket;
+  }
+
+  startMs(a: number): number {
+    return this.#times[a * AT + A_START]!;
+  }
+
+  startSeq(a: number): number {
+    return this.#times[a * AT + A_START_SEQ]!;
+  }
+
+  setStartSeq(a: number, seq: number): void {
+    this.#times[a * AT + A_START_SEQ] = seq;
+  }
+
+  sweepKey(a: number): number {
+    return this.#ints[a * AI + A_SWEEP]!;
+  }
+
+  sweepReplica(a: number): number {
+    return this.#ints[a * AI + A_SWEEP_REPLICA]!;
+  }
+
+  /** Files it under sweep `key` (-1: none) of `replica`. */
+  setSweep(a: number, key: number, replica: number): void {
+    this.#ints[a * AI + A_SWEEP] = key;
+    this.#ints[a * AI + A_SWEEP_REPLICA] = replica;
+  }
+
+  clearSweep(a: number): void {
+    this.#ints[a * AI + A_SWEEP] = -1;
+  }
+
+  watchFiling(a: number): number {
+    return this.#times[a * AT + A_WATCH]!;
+  }
+
+  setWatchFiling(a: number, filing: number): void {
+    this.#times[a * AT + A_WATCH] = filing;
   }
 
   /** Whether its first token has arrived. */
-  get hasFirstToken(): boolean {
-    return !Number.isNaN(this.#firstMs);
+  hasFirstToken(a: number): boolean {
+    return !Number.isNaN(this.#times[a * AT + A_FIRST]!);
   }
 
   /** A time it is known to have had a token at (0 before the first): it cannot be silent for longer than since then. */
-  get seenMs(): number {
-    return this.#seenMs;
+  seenMs(a: number): number {
+    return this.#times[a * AT + A_SEEN]!;
   }
 
   /** Whether it has had a first token and then no token for at least `limitMs` before `nowMs`. */
-  silentFor(nowMs: number, limitMs: number): boolean {
-    if (Number.isNaN(this.#firstMs) || nowMs - this.#seenMs < limitMs) return false;
-    this.#seenMs = this.lastMs;
-    return nowMs - this.#seenMs >= limitMs;
+  silentFor(a: number, nowMs: number, limitMs: number): boolean {
+    const t = a * AT;
+    const times = this.#times;
+    if (Number.isNaN(times[t + A_FIRST]!) || nowMs - times[t + A_SEEN]! < limitMs) return false;
+    const seen = this.lastMs(a);
+    times[t + A_SEEN] = seen;
+    return nowMs - seen >= limitMs;
   }
 
-  /** Whether the engine, not this object, holds the count (a sink attempt past its first token). */
-  #onEngine(): boolean {
-    return this.#chunks === null && this.live && !this.#ended && this.#tokens > 0;
+  /** Whether the engine, not its row, holds the count (a sink attempt past its first token). */
+  #onEngine(a: number): boolean {
+    const o = a * AI;
+    return (this.#ints[o + A_FLAGS]! & (LIVE | ENDED | CHUNKS)) === LIVE && this.#ints[o + A_TOKENS]! > 0;
   }
 
-  /** Tokens this attempt has received. */
-  get tokens(): number {
-    return this.#onEngine() ? this.route.engine.generatedOf(this.ticket) : this.#tokens;
+  /** Tokens it has received. */
+  tokens(a: number): number {
+    return this.#onEngine(a) ? this.route(a).engine.generatedOf(this.ticket(a)) : this.#ints[a * AI + A_TOKENS]!;
   }
 
   /** When it last received a token (its start before the first). */
-  get lastMs(): number {
-    return this.#onEngine() ? this.route.engine.lastTokenMsOf(this.ticket) : this.#lastMs;
+  lastMs(a: number): number {
+    return this.#onEngine(a) ? this.route(a).engine.lastTokenMsOf(this.ticket(a)) : this.#times[a * AT + A_LAST]!;
   }
 
-  onToken(count: number, nowMs: number): void {
-    if (!this.live) return;
-    const stats = this.route.stats;
-    if (this.#tokens === 0) {
-      this.#firstMs = nowMs;
-      this.#seenMs = nowMs;
-      stats.recordTtft(nowMs - this.startMs);
+  onToken(a: number, count: number, nowMs: number): void {
+    const o = a * AI;
+    const ints = this.#ints;
+    const flags = ints[o + A_FLAGS]!;
+    if ((flags & LIVE) === 0) return;
+    const t = a * AT;
+    const times = this.#times;
+    const stats = this.routes[ints[o + A_ROUTE]!]!.stats;
+    if (ints[o + A_TOKENS] === 0) {
+      times[t + A_FIRST] = nowMs;
+      times[t + A_SEEN] = nowMs;
+      stats.recordTtft(nowMs - times[t + A_START]!);
     } else {
-      stats.recordItl(nowMs - this.#lastMs);
+      stats.recordItl(nowMs - times[t + A_LAST]!);
     }
     stats.progress(nowMs);
-    this.#tokens += count;
-    this.#lastMs = nowMs;
-    this.#chunks?.push(nowMs);
+    ints[o + A_TOKENS] = ints[o + A_TOKENS]! + count;
+    times[t + A_LAST] = nowMs;
+    if ((flags & CHUNKS) !== 0) this.#requests.chunks[ints[o + A_REQ]!]!.push(nowMs);
   }
 
-  onFinish(reason: 'length' | 'abort', nowMs: number): void {
-    if (!this.live) return;
-    this.#ended = true;
+  onFinish(a: number, reason: 'length' | 'abort', nowMs: number): void {
+    const o = a * AI;
+    const ints = this.#ints;
+    if ((ints[o + A_FLAGS]! & LIVE) === 0) return;
+    ints[o + A_FLAGS] = ints[o + A_FLAGS]! | ENDED;
     if (reason === 'length') {
       // The engine has forgotten it: every token has arrived, the last one now.
-      this.#tokens = this.maxTokens;
-      this.#lastMs = nowMs;
+      ints[o + A_TOKENS] = ints[o + A_MAX]!;
+      this.#times[a * AT + A_LAST] = nowMs;
     }
-    this.route.host.attemptEnded(this, reason, nowMs);
+    this.#host.attemptEnded(a, reason, nowMs);
   }
 
-  /** Stops listening to the engine and folds this attempt's tokens into the request. */
-  end(): void {
-    if (!this.live) return;
-    if (this.#onEngine()) {
-      const g = this.route.engine.generatedOf(this.ticket);
+  /** Stops listening to the engine and folds its tokens into its request. */
+  end(a: number): void {
+    const o = a * AI;
+    const ints = this.#ints;
+    if ((ints[o + A_FLAGS]! & LIVE) === 0) return;
+    const t = a * AT;
+    const times = this.#times;
+    if (this.#onEngine(a)) {
+      const engine = this.route(a).engine;
+      const g = engine.generatedOf(this.ticket(a));
       if (g >= 0) {
-        this.#tokens = g;
-        this.#lastMs = this.route.engine.lastTokenMsOf(this.ticket);
+        ints[o + A_TOKENS] = g;
+        times[t + A_LAST] = engine.lastTokenMsOf(this.ticket(a));
       }
     }
-    this.live = false;
-    // The request's first token is its first attempt's (a later attempt starts after this one ended).
-    const req = this.req;
-    if (Number.isNaN(req.firstTokenMs)) req.firstTokenMs = this.#firstMs;
-    req.tokens += this.#tokens;
-    if (this.#tokens > 0) req.lastTokenMs = this.#lastMs;
+    ints[o + A_FLAGS] = ints[o + A_FLAGS]! & ~LIVE;
+    this.#requests.fold(ints[o + A_REQ]!, ints[o + A_TOKENS]!, times[t + A_FIRST]!, times[t + A_LAST]!);
   }
 }
