@@ -20,7 +20,7 @@ export class RouterMetrics {
   readonly drained: Counter<'worker'>;
   readonly ejected: Counter<'worker'>;
   readonly rejected: Counter<'reason'>;
-  readonly ttft: Histogram<'worker'>;
+  readonly ttft: WorkerHistogram;
   readonly itl: WorkerHistogram;
   readonly overhead: Histogram;
 
@@ -66,9 +66,10 @@ export class RouterMetrics {
     this.drained = counter('tailgate_router_requests_drained_total', "Requests the router ended itself at its drain timeout while stopping (a stream gets an error frame and [DONE]); worker 'none' when still queued.");
     this.ejected = counter('tailgate_router_worker_ejections_total', 'Times the worker was ejected by passive failures.');
     this.rejected = new Counter({ name: 'tailgate_router_requests_rejected_total', help: 'Requests answered by the router itself with an error.', labelNames: ['reason'] as const, registers });
-    this.ttft = new Histogram({ name: 'tailgate_router_ttft_seconds', help: 'Time from sending to the worker to its first content token.', labelNames: ['worker'] as const, buckets: LATENCY_BUCKETS_S, registers });
+    this.ttft = new WorkerHistogram('tailgate_router_ttft_seconds', 'Time from sending to the worker to its first content token.', LATENCY_BUCKETS_S);
     this.itl = new WorkerHistogram('tailgate_router_itl_seconds', 'Time between content messages of a stream (per-token latency).', ITL_BUCKETS_S);
     // the registry reads a metric through get() alone (as it does for its cluster aggregates)
+    this.registry.registerMetric(this.ttft as unknown as Metric);
     this.registry.registerMetric(this.itl as unknown as Metric);
     this.overhead = new Histogram({ name: 'tailgate_router_overhead_seconds', help: "Router's own time from a complete request to the upstream send (excludes queue wait).", buckets: OVERHEAD_BUCKETS_S, registers });
     for (const b of backends) {

@@ -443,7 +443,7 @@ class Attempt implements ExchangeHandler {
       this.firstContentMs = now;
       const ttft = now - this.startMs;
       ctx.dispatcher.recordTtft(id, ttft);
-      ctx.metrics.ttft.observe({ worker: id }, ttft / 1000);
+      ctx.metrics.ttft.observe(id, ttft / 1000);
       if (call.firstTokenMs < 0) {
         call.firstTokenMs = now;
         call.flow?.firstToken(now);
