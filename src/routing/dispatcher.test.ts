@@ -88,7 +88,7 @@ test('dispatcher: requests go only to workers serving their model; models() list
   const log: string[] = [];
   for (let i = 0; i < 10; i++) d.submit({ model: 'y', promptTokens: 1 }, (w) => log.push(w.id));
   assert.deepEqual(new Set(log), new Set(['b']));
-  assert.deepEqual(d.models().sort(), ['x', 'y', 'z']);
+  assert.deepEqual([...d.models()].sort(), ['x', 'y', 'z']);
   assert.equal(d.canServe('q'), false);
 });
 

@@ -183,6 +183,8 @@ export class Dispatcher {
   readonly #maxQueue: number;
   readonly #workers = new Map<string, WorkerEntry>();
   readonly #list: WorkerEntry[] = [];
+  /** {@link models}, or null after a change (the router asks it once a request). */
+  #models: readonly string[] | null = null;
   readonly #queue: QueueEntry[] = [];
   readonly #flows: FlowQueue<QueueEntry> | undefined;
   /** With flows: each queued request's entry, by request (for `cancel`). */
@@ -262,6 +264,7 @@ export class Dispatcher {
       this.#list.push(w);
       if (w.fullShare) this.#fullShareWorkers++;
     }
+    this.#models = null;
     this.#fleetCache.clear();
     this.#drain();
   }
@@ -281,6 +284,7 @@ export class Dispatcher {
     this.#workers.delete(id);
     this.#list.splice(w.index, 1);
     for (let i = w.index; i < this.#list.length; i++) this.#list[i]!.index = i;
+    this.#models = null;
     this.#fleetCache.clear();
     this.policy.forget?.(id);
     return true;
@@ -291,6 +295,7 @@ export class Dispatcher {
     const w = this.#workers.get(id);
     if (!w) return;
     w.models = models === undefined ? '*' : new Set(models);
+    this.#models = null;
     this.#fleetCache.clear();
     this.#drain();
   }
@@ -431,11 +436,12 @@ export class Dispatcher {
     return false;
   }
 
-  /** Every model some worker announces (workers that serve any model are not listed). */
-  models(): string[] {
+  /** Every model some worker announces (workers that serve any model are not listed); kept until a worker or its models change. */
+  models(): readonly string[] {
+    if (this.#models !== null) return this.#models;
     const out = new Set<string>();
     for (const w of this.#list) if (w.models !== '*') for (const m of w.models) out.add(m);
-    return [...out];
+    return (this.#models = [...out]);
   }
 
   /** Snapshots of every worker as a policy sees them, for `model` (default: its first model). */
