@@ -519,7 +519,8 @@ export class ProxyCall {
   readonly routeReq: RouteRequest;
   readonly #rawBody: Buffer;
   readonly #receivedMs: number;
-  readonly tried = new Set<string>();
+  /** Workers that failed, stalled or missed this call's first token (made at the first: most calls never need it). */
+  #tried: Set<string> | null = null;
   attempt: Attempt | undefined;
   queuedAtMs = -1;
   retries = 0;
@@ -556,6 +557,15 @@ export class ProxyCall {
     });
   }
 
+  /** The workers this call must not go to again. */
+  get tried(): ReadonlySet<string> {
+    return this.#tried ?? NONE;
+  }
+
+  #exclude(id: string): void {
+    (this.#tried ??= new Set()).add(id);
+  }
+
   /** The answer comes from another worker than the first one tried (re-dispatched, retried or migrated). */
   get rescued(): boolean {
     return this.resent !== null || this.retries > 0;
@@ -578,11 +588,9 @@ export class ProxyCall {
       return;
     }
     const flow = this.flow;
-    const r = d.submit(this.routeReq, (w, lent) => this.#onAssign(w, lent), {
-      exclude: this.tried,
-      resend: this.retries > 0 || this.resent !== null,
-      ...(flow && { flow: flow.ticket, onShed: (reason) => this.#shed(flow, reason) }),
-    });
+    const exclude = this.tried;
+    const resend = this.retries > 0 || this.resent !== null;
+    const r = d.submit(this.routeReq, (w, lent) => this.#onAssign(w, lent), flow ? { exclude, resend, flow: flow.ticket, onShed: (reason) => this.#shed(flow, reason) } : { exclude, resend });
     if (r === 'shed') return;
     if (r === 'rejected') this.#giveUp(429, 'the router queue is full; retry later', 'queue_full', { 'retry-after': '1' });
     else if (r === 'queued') {
@@ -652,7 +660,7 @@ export class ProxyCall {
       // still moves: at a fleet's slot capacity, suspecting busy workers took capacity away when short).
       if (d.missedFirstToken(a.backend.id, a.startMs, a.position)) ctx.health.failure(a.backend);
       a.cancel();
-      this.tried.add(a.backend.id);
+      this.#exclude(a.backend.id);
       this.dispatch();
       return;
     }
@@ -682,7 +690,7 @@ export class ProxyCall {
     if (!body) return false;
     this.resent = 'migrated';
     this.ctx.metrics.migrated.inc({ worker: a.backend.id });
-    this.tried.add(a.backend.id);
+    this.#exclude(a.backend.id);
     this.#continuation = body;
     this.#migratedText = got.text;
     this.#migratedChunks = got.chunks;
@@ -704,7 +712,7 @@ export class ProxyCall {
     const id = a.backend.id;
     this.ctx.metrics.failed.inc({ worker: id });
     if (status !== 429) this.ctx.health.failure(a.backend);
-    this.tried.add(id);
+    this.#exclude(id);
     if (this.finished) return;
     if (this.retries < this.ctx.maxRetries && this.ctx.dispatcher.canServe(this.routeReq.model, this.tried)) {
       this.retries++;
@@ -805,6 +813,7 @@ export class ProxyCall {
   }
 }
 
+const NONE: ReadonlySet<string> = new Set();
 const ERROR_FIELD = Buffer.from('"error"');
 const DONE_EVENT = Buffer.from('data: [DONE]');
 
