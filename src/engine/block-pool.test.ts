@@ -47,6 +47,13 @@ test('match finds the longest cached run of leading hashes, capped, without chan
   assert.equal(pool.free, 13, 'acquiring idle entries takes free blocks');
   pool.acquire(into, 3);
   assert.equal(pool.free, 13, 'sharing a held entry takes none');
+  // A list may be a slice of a larger array (an engine keeps every record's list in one).
+  const lists = new Int32Array(12).fill(-7);
+  assert.equal(pool.match(h, 4, lists, 8), 3);
+  assert.deepEqual([...lists], [-7, -7, -7, -7, -7, -7, -7, -7, ...held, -7]);
+  pool.deref(lists, 3, 8);
+  pool.deref(into, 3);
+  assert.equal(pool.free, 16, 'the slice names the same entries');
 });
 
 test('allocation uses unused blocks first, then evicts idle entries least recently freed first, last block first', () => {

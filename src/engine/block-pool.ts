@@ -57,30 +57,30 @@ export class BlockPool {
   }
 
   /**
-   * Writes into `into` the entries of the longest run of `hashes` (from the first, at most
-   * `maxBlocks`) that the cache holds, and returns its length. Changes nothing.
+   * Writes into `into` (from index `at`) the entries of the longest run of `hashes` (from the
+   * first, at most `maxBlocks`) that the cache holds, and returns its length. Changes nothing.
    */
-  match(hashes: readonly number[], maxBlocks: number, into: number[]): number {
+  match(hashes: readonly number[], maxBlocks: number, into: Int32Array | number[], at = 0): number {
     let idle = 0;
     let k = 0;
     for (; k < maxBlocks; k++) {
       const h = hashes[k]!;
       // A prompt's blocks are usually cached together, in consecutive entries: try the next one first.
-      let e = k > 0 ? into[k - 1]! + 1 : -1;
+      let e = k > 0 ? into[at + k - 1]! + 1 : -1;
       if (!this.#holds(e, h)) e = this.#byHash.get(h);
       if (e < 0) break;
-      into[k] = e;
+      into[at + k] = e;
       if (this.#ref[e] === 0) idle++;
     }
     this.#matchedIdle = idle;
     return k;
   }
 
-  /** References the first `count` entries of `entries` (from a `match`); idle ones leave the LRU list. */
-  acquire(entries: readonly number[], count: number): void {
+  /** References the first `count` entries of `entries` from index `at` (a `match`'s); idle ones leave the LRU list. */
+  acquire(entries: Int32Array | readonly number[], count: number, at = 0): void {
     const ref = this.#ref;
     for (let b = 0; b < count; b++) {
-      const e = entries[b]!;
+      const e = entries[at + b]!;
       if (ref[e] === 0) {
         this.#unlink(e);
         this.#idle--;
@@ -118,14 +118,15 @@ export class BlockPool {
   }
 
   /**
-   * Drops one reference from each of the first `count` entries of `entries` (-1 = a private block,
-   * skipped). Entries left unreferenced stay cached and count as free; they are queued for eviction
-   * last block first, as vLLM frees them, so a shared prefix outlives the tails behind it.
+   * Drops one reference from each of the first `count` entries of `entries` from index `at` (-1 =
+   * a private block, skipped). Entries left unreferenced stay cached and count as free; they are
+   * queued for eviction last block first, as vLLM frees them, so a shared prefix outlives the
+   * tails behind it.
    */
-  deref(entries: readonly number[], count: number): void {
+  deref(entries: Int32Array | readonly number[], count: number, at = 0): void {
     const ref = this.#ref;
     for (let b = count - 1; b >= 0; b--) {
-      const e = entries[b]!;
+      const e = entries[at + b]!;
       if (e < 0) continue;
       if (--ref[e]! === 0) {
         this.#append(e);

@@ -1,5 +1,5 @@
 import { BlockPool } from './block-pool.js';
-import { REGISTERED, SHARED, STRIDE, TARGET, type SeqTable } from './seq.js';
+import { ENTRIES, REGISTERED, SHARED, STRIDE, TARGET, type SeqTable } from './seq.js';
 
 /**
  * The sequences' side of an engine's KV blocks: how many a number of tokens takes, the cached
@@ -11,8 +11,14 @@ export class KvBlocks {
   readonly blockSize: number;
   /** vLLM V1's automatic prefix caching. */
   readonly caching: boolean;
-  /** Prompt-block entry arrays of sequences that left the running set, reused by the next admissions. */
-  readonly #spareEntries: number[][] = [];
+  // Each record's list of cache entries, one per prompt block (-1: a private block), is a slice of
+  // 2^c slots of one array (c its size class, from its prompt's blocks), taken when it is first
+  // looked up and given back when it leaves the running set; free slices of a class are linked
+  // through their first slot. (A plain array per running request was 29 MB at fleet scale, copied
+  // by the collector.) A record's ENTRIES field holds its slice's start << 5 | c, or -1.
+  #lists = new Int32Array(0);
+  #listsTop = 0;
+  readonly #freeList = new Int32Array(32).fill(-1);
   readonly #seqs: SeqTable;
 
   constructor(blocks: number, blockSize: number, caching: boolean, seqs: SeqTable) {
@@ -36,15 +42,47 @@ export class KvBlocks {
     const seqs = this.#seqs;
     const hashes = seqs.hashes[r];
     if (!this.caching || !hashes || hashes.length === 0) return 0;
-    // A new list is made at its size: one grown from empty took twice the room, for every request in flight.
-    const entries = (seqs.entries[r] ??= this.#spareEntries.pop() ?? new Array<number>(hashes.length));
-    return this.pool.match(hashes, Math.min(hashes.length, Math.floor((seqs.rows[r * STRIDE + TARGET]! - 1) / this.blockSize)), entries);
+    const o = r * STRIDE;
+    let list = seqs.rows[o + ENTRIES]!;
+    // (A record reused may still hold a slice from a use that never ran: kept if large enough.)
+    if (list < 0 || 1 << (list & 31) < hashes.length) {
+      if (list >= 0) this.#giveList(list);
+      list = this.#takeList(hashes.length);
+      seqs.rows[o + ENTRIES] = list;
+    }
+    return this.pool.match(hashes, Math.min(hashes.length, Math.floor((seqs.rows[o + TARGET]! - 1) / this.blockSize)), this.#lists, list >>> 5);
+  }
+
+  /** A slice of at least `n` slots (its start << 5 | its size class). */
+  #takeList(n: number): number {
+    const c = n <= 1 ? 0 : 32 - Math.clz32(n - 1);
+    let at = this.#freeList[c]!;
+    if (at >= 0) this.#freeList[c] = this.#lists[at]!;
+    else {
+      at = this.#listsTop;
+      const end = at + (1 << c);
+      if (end >= 1 << 26) throw new RangeError('engine: prompt-block lists past 2^26 slots');
+      if (end > this.#lists.length) {
+        const grown = new Int32Array(Math.max(512, 2 * this.#lists.length, end));
+        grown.set(this.#lists);
+        this.#lists = grown;
+      }
+      this.#listsTop = end;
+    }
+    return (at << 5) | c;
+  }
+
+  #giveList(list: number): void {
+    const c = list & 31;
+    const at = list >>> 5;
+    this.#lists[at] = this.#freeList[c]!;
+    this.#freeList[c] = at;
   }
 
   /** References the `hit` cached blocks `lookup` found for record `r` (it is being admitted). */
   acquire(r: number, hit: number): void {
     const seqs = this.#seqs;
-    this.pool.acquire(seqs.entries[r]!, hit);
+    this.pool.acquire(this.#lists, hit, seqs.rows[r * STRIDE + ENTRIES]! >>> 5);
     seqs.rows[r * STRIDE + REGISTERED] = hit;
     seqs.rows[r * STRIDE + SHARED] = hit;
   }
@@ -55,17 +93,19 @@ export class KvBlocks {
    */
   register(r: number, tokens: number): void {
     const seqs = this.#seqs;
-    const entries = seqs.entries[r];
-    const hashes = seqs.hashes[r];
-    // (A record reused keeps its list: a request without token ids has none to offer.)
-    if (!entries || !hashes) return;
     const rows = seqs.rows;
     const o = r * STRIDE;
+    const list = rows[o + ENTRIES]!;
+    const hashes = seqs.hashes[r];
+    // (A record reused keeps its list: a request without token ids has none to offer.)
+    if (list < 0 || !hashes) return;
+    const entries = this.#lists;
+    const at = list >>> 5;
     const upTo = Math.min(hashes.length, Math.floor(tokens / this.blockSize));
     let shared = 0;
     for (let b = rows[o + REGISTERED]!; b < upTo; b++) {
-      const e = this.pool.register(hashes[b]!, b > 0 ? entries[b - 1]! + 1 : -1);
-      entries[b] = e;
+      const e = this.pool.register(hashes[b]!, b > 0 ? entries[at + b - 1]! + 1 : -1);
+      entries[at + b] = e;
       if (e >= 0) shared++;
     }
     rows[o + SHARED] = rows[o + SHARED]! + shared;
@@ -81,13 +121,13 @@ export class KvBlocks {
     const rows = seqs.rows;
     const o = r * STRIDE;
     this.pool.release(blocks - rows[o + SHARED]!);
-    const entries = seqs.entries[r];
-    if (!entries) return;
-    this.pool.deref(entries, rows[o + REGISTERED]!);
+    const list = rows[o + ENTRIES]!;
+    if (list < 0) return;
+    this.pool.deref(this.#lists, rows[o + REGISTERED]!, list >>> 5);
     rows[o + REGISTERED] = 0;
     rows[o + SHARED] = 0;
-    // Recycled while still in cache: the next admission writes over it.
-    this.#spareEntries.push(entries);
-    seqs.entries[r] = null;
+    // Given back while its entries are still in cache: the next admission writes over it.
+    this.#giveList(list);
+    rows[o + ENTRIES] = -1;
   }
 }

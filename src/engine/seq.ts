@@ -10,8 +10,8 @@ export const DONE = 3;
 const RECORDS = 2 ** 21;
 const IDLE: EngineCaller = { onToken() {}, onFinish() {} };
 
-// A record's numeric fields: one row of STRIDE Int32 slots (52 bytes), by record index. Its last
-// token time is in a Float64Array, its caller, prompt hashes and cache entries in plain arrays.
+// A record's numeric fields: one row of STRIDE Int32 slots (56 bytes), by record index. Its last
+// token time is in a Float64Array, its caller and prompt hashes in plain arrays.
 /** How many requests this record has held (part of their tickets). */
 export const USES = 0;
 /** PENDING, WAITING, RUNNING or DONE. */
@@ -28,7 +28,7 @@ export const COMPUTED = 6;
 export const GENERATED = 7;
 /** Its entry in the running arrays while RUNNING. */
 export const SLOT = 8;
-/** Prompt blocks offered to the cache so far (`entries[0..registered)` are set). */
+/** Prompt blocks offered to the cache so far (the first `registered` of its cache entries are set). */
 export const REGISTERED = 9;
 /** How many of those are cache entries (the rest of its blocks are private). */
 export const SHARED = 10;
@@ -38,7 +38,9 @@ export const ADMITTED = 1;
 export const ON_ADMIT = 2;
 /** The caller's number for its request (what its callbacks are given). */
 export const ID = 12;
-export const STRIDE = 13;
+/** Its list of cache entries per prompt block while running (see `KvBlocks`): -1 for none, else where it is and its size class. */
+export const ENTRIES = 13;
+export const STRIDE = 14;
 
 /**
  * An engine's request records as rows of typed arrays, by record index, and those free for reuse.
@@ -57,8 +59,6 @@ export class SeqTable {
   readonly caller: EngineCaller[] = [];
   /** By record index: its prompt's block hashes, or null. */
   readonly hashes: (readonly number[] | null)[] = [];
-  /** By record index, while running: its cache entry per prompt block, -1 if private (null: no full block, or caching off). */
-  readonly entries: (number[] | null)[] = [];
   /** Records made. */
   #made = 0;
   /** Records free for reuse, most recently freed last. */
@@ -73,9 +73,9 @@ export class SeqTable {
       if (r * STRIDE === this.rows.length) this.#grow();
       this.#made++;
       this.rows[r * STRIDE + STATE] = DONE;
+      this.rows[r * STRIDE + ENTRIES] = -1;
       this.caller.push(IDLE);
       this.hashes.push(null);
-      this.entries.push(null);
     }
     this.#lastMs[r] = 0;
     return r;
