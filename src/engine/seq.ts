@@ -56,9 +56,9 @@ export class SeqTable {
   /** By record index: when its request last got a token while it was not running (0 before the first). */
   #lastMs = new Float64Array(0);
   /** By record index: who its callbacks go to, with the row's ID (IDLE when free). */
-  readonly caller: EngineCaller[] = [];
+  caller: EngineCaller[] = [];
   /** By record index: its prompt's block hashes, or null. */
-  readonly hashes: (readonly number[] | null)[] = [];
+  hashes: (readonly number[] | null)[] = [];
   /** Records made. */
   #made = 0;
   /** Records free for reuse, most recently freed last. */
@@ -74,8 +74,9 @@ export class SeqTable {
       this.#made++;
       this.rows[r * STRIDE + STATE] = DONE;
       this.rows[r * STRIDE + ENTRIES] = -1;
-      this.caller.push(IDLE);
-      this.hashes.push(null);
+      // (Past the room `reserve` made, these grow.)
+      this.caller[r] = IDLE;
+      this.hashes[r] = null;
     }
     this.#lastMs[r] = 0;
     return r;
@@ -141,6 +142,11 @@ export class SeqTable {
    */
   reserve(cap: number): void {
     if (cap * STRIDE > this.rows.length) this.#grow(cap);
+    // The plain arrays too (grown by pushes, they were copied several times in the burst).
+    if (this.#made === 0 && this.caller.length < cap) {
+      this.caller = new Array<EngineCaller>(cap).fill(IDLE);
+      this.hashes = new Array<readonly number[] | null>(cap).fill(null);
+    }
   }
 
   /** Half as much room again by default (records are made as requests in flight grow). */

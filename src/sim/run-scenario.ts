@@ -253,7 +253,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const phase = requests.phase(q);
     const tenant = requests.tenant(q);
     const plan = requests.plans[q]!;
-    let chunkMs = requests.chunks[q]!;
+    let chunkMs = requests.chunks(q);
     if (chunkMs === null) {
       const n = Number.isNaN(firstTokenMs) ? 0 : tokens > 1 ? 2 : 1;
       chunkMs = reused ? firstLast[n]! : new Array<number>(n);

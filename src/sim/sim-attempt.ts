@@ -46,15 +46,18 @@ export class SimRequests {
   #times = new Float64Array(0);
   #ints = new Int32Array(0);
   /** By request number: what it sends (prompt length and token ids, answer length, its place in its session). */
-  readonly plans: TurnPlan[] = [];
-  /** By request number: every chunk time (null when only first and last are kept). */
-  readonly chunks: (number[] | null)[] = [];
+  readonly plans: TurnPlan[];
+  // By request number, when every chunk time is kept (see `chunks`).
+  readonly #chunks: number[][] = [];
+  #keepChunks = false;
   #made = 0;
   readonly #spare: number[] = [];
 
   /** `rows`: room made up front (the requests a run holds at once, if known: growing touched twice the memory). */
   constructor(rows = 0) {
     this.#grow(rows);
+    // (Made at its size: grown by pushes in the start-up burst, it was copied again and again.)
+    this.plans = new Array<TurnPlan>(rows);
   }
 
   #grow(rows: number): void {
@@ -68,8 +71,6 @@ export class SimRequests {
     if (q === undefined) {
       q = this.#made++;
       if (q * RI === this.#ints.length) this.#grow(2 * q);
-      this.plans.push(plan);
-      this.chunks.push(null);
     }
     const t = q * RT;
     const times = this.#times;
@@ -84,8 +85,14 @@ export class SimRequests {
     ints[o + R_REPLICA] = replica;
     ints[o + R_TENANT] = tenant;
     this.plans[q] = plan;
-    this.chunks[q] = keepChunks ? [] : null;
+    this.#keepChunks = keepChunks;
+    if (keepChunks) this.#chunks[q] = [];
     return q;
+  }
+
+  /** Every chunk time of request `q`, or null when only first and last are kept. */
+  chunks(q: number): number[] | null {
+    return this.#keepChunks ? this.#chunks[q]! : null;
   }
 
   /** Request `q` has ended: its number may be reused. */
@@ -298,7 +305,7 @@ export class SimAttempts implements EngineCaller {
     ints[o + A_TOKENS] = 0;
     // A migrated continuation asks for the rest of the answer.
     ints[o + A_MAX] = this.#requests.plans[q]!.maxTokens - this.#requests.tokens(q);
-    ints[o + A_FLAGS] = LIVE | (this.#requests.chunks[q] !== null ? CHUNKS : 0);
+    ints[o + A_FLAGS] = LIVE | (this.#requests.chunks(q) !== null ? CHUNKS : 0);
     // Any entry the sweep still holds for this number's last use is stale now.
     ints[o + A_SWEEP] = -1;
     times[t + A_WATCH] = -1;
@@ -441,7 +448,7 @@ export class SimAttempts implements EngineCaller {
     stats.progress(nowMs);
     ints[o + A_TOKENS] = ints[o + A_TOKENS]! + count;
     times[t + A_LAST] = nowMs;
-    if ((flags & CHUNKS) !== 0) this.#requests.chunks[ints[o + A_REQ]!]!.push(nowMs);
+    if ((flags & CHUNKS) !== 0) this.#requests.chunks(ints[o + A_REQ]!)!.push(nowMs);
   }
 
   onFinish(a: number, reason: 'length' | 'abort', nowMs: number): void {
