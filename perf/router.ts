@@ -4,6 +4,7 @@
 //
 //   node --import tsx perf/router.ts [--streams 256] [--requests 1024] [--no-install] [--skip-stall]
 //                                    [--rounds 2] [--targets tailgate,nginx] [--cpu-prof DIR] [--baseline DIR]
+//                                    [--node-flags 'V8 FLAGS']
 //
 // Two rows are the floor of a Node relay (no routing, metrics or parsing): `node bare relay` with
 // stream sockets, and `(handle-level)` reading into one shared buffer and writing with write(2) on
@@ -43,6 +44,10 @@ const option = (name: string): string | undefined => {
 };
 const ONLY = option('--targets')?.split(',').filter((w) => w !== '');
 const CPU_PROF = option('--cpu-prof');
+// V8 flags for every Node process measured (tailgate's routers, baselines and the Node floors), e.g. '--max-semi-space-size=32'.
+const NODE_FLAGS = option('--node-flags')?.split(' ').filter((w) => w !== '') ?? [];
+/** Node's own options for every measured Node process. */
+const nodeArgs = [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [])];
 const ROUNDS = flag('--rounds', 2);
 const BASELINES = args.flatMap((a, i) => (a === '--baseline' && args[i + 1] !== undefined ? [args[i + 1]!] : []));
 
@@ -153,11 +158,10 @@ function tailgate(policy: string, checkout?: string): Target {
   return {
     name: checkout === undefined ? `tailgate ${policy}` : `tailgate ${policy} (baseline ${checkout})`,
     async start(backends) {
-      const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
       const cli = checkout === undefined ? CLI : join(checkout, 'src/cli/main.ts');
       // An older checkout's router may predate --drain-delay (it then stops at once on SIGTERM anyway).
       const drain = checkout === undefined ? ['--drain-delay', '0s'] : [];
-      const p = await startLines(process.execPath, [...prof, '--import', 'tsx', cli, 'route', '--port', '0', ...drain, '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
+      const p = await startLines(process.execPath, [...nodeArgs, '--import', 'tsx', cli, 'route', '--port', '0', ...drain, '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
       const { url } = JSON.parse(p.lines[0]!) as { url: string };
       return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
     },
@@ -175,8 +179,7 @@ function bareRelay(handles: boolean): Target {
   return {
     name: handles ? 'node bare relay (handle-level)' : 'node bare relay',
     async start(backends) {
-      const prof = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [];
-      const p = await startLines(process.execPath, [...prof, '--import', 'tsx', fileURLToPath(import.meta.url), handles ? '--bare-relay-fd' : '--bare-relay', ...backends], 'ready');
+      const p = await startLines(process.execPath, [...nodeArgs, '--import', 'tsx', fileURLToPath(import.meta.url), handles ? '--bare-relay-fd' : '--bare-relay', ...backends], 'ready');
       const { url } = JSON.parse(p.lines[0]!) as { url: string };
       return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
     },
