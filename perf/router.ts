@@ -406,6 +406,7 @@ async function main(): Promise<void> {
   if (ONLY) targets.splice(0, targets.length, ...targets.filter((t) => ONLY.some((w) => t.name.includes(w))));
   const rows: Row[] = [];
   const roundsOf = new Map<Row, number[]>();
+  const p99Rounds = new Map<Row, number[]>();
   const running: { t: Target; p: Awaited<ReturnType<Target['start']>>; row: Row }[] = [];
   try {
     await bench(backends, STREAMS); // warm the fleet
@@ -447,6 +448,7 @@ async function main(): Promise<void> {
     }
     for (const [row, s] of samples) {
       roundsOf.set(row, s.usPerMsg);
+      p99Rounds.set(row, s.p99);
       row.ttftP50 = median(s.p50);
       row.ttftP99 = median(s.p99);
       row.latencyP99 = median(s.lat);
@@ -491,6 +493,17 @@ async function main(): Promise<void> {
     if (!us || us.length === 0) continue;
     const vsFloor = floorRounds && r !== floorCpu ? `; x floor ${us.map((x, i) => (x / floorRounds[i]!).toFixed(2)).join(', ')}` : '';
     console.log(`per round, ${r.name}: us/message ${us.map((x) => x.toFixed(1)).join(', ')}${vsFloor}`);
+  }
+  // Added TTFT p99 per round (each round's p99 less direct's in the same round): the spread the
+  // load gives nginx's, against which tailgate's median is judged.
+  const directP99 = p99Rounds.get(d) ?? [];
+  const added = (r: Row): number[] => (p99Rounds.get(r) ?? []).map((x, i) => x - directP99[i]!);
+  const nginxAdded = nginxCpu ? added(nginxCpu) : [];
+  for (const r of rows) {
+    if (r === d || !p99Rounds.has(r)) continue;
+    const a = added(r);
+    const within = nginxAdded.length > 0 && r !== nginxCpu ? `; median ${median(a).toFixed(1)}, ${median(a) <= Math.max(...nginxAdded) ? 'within' : 'above'} nginx least_conn's ${Math.min(...nginxAdded).toFixed(1)}..${Math.max(...nginxAdded).toFixed(1)}` : '';
+    console.log(`per round, ${r.name}: +TTFT p99 over direct ms ${a.map((x) => x.toFixed(1)).join(', ')}${within}`);
   }
   if (!bins.nginx || !bins.haproxy) console.log('\n(nginx or haproxy not available: their rows are missing; run without --no-install as root to install them)');
 }
