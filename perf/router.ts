@@ -405,8 +405,8 @@ async function main(): Promise<void> {
   if (bins.haproxy) targets.push(haproxy(bins.haproxy));
   if (ONLY) targets.splice(0, targets.length, ...targets.filter((t) => ONLY.some((w) => t.name.includes(w))));
   const rows: Row[] = [];
-  const roundsOf = new Map<Row, number[]>();
-  const p99Rounds = new Map<Row, number[]>();
+  // Each target's figures by round (CPU per message, TTFT p50 and p99, latency p99).
+  const samples = new Map<Row, { p50: number[]; p99: number[]; lat: number[]; usPerMsg: number[] }>();
   const running: { t: Target; p: Awaited<ReturnType<Target['start']>>; row: Row }[] = [];
   try {
     await bench(backends, STREAMS); // warm the fleet
@@ -423,7 +423,6 @@ async function main(): Promise<void> {
     // Every proxy runs all along; the measured runs take turns, round after round in a rotating
     // order, so a change in the machine's load falls on every target alike.
     const direct: Row = { name: 'direct', ttftP50: 0, ttftP99: 0, latencyP99: 0, messages: 0, cpuS: 0, sysS: 0, errors: 0 };
-    const samples = new Map<Row, { p50: number[]; p99: number[]; lat: number[]; usPerMsg: number[] }>();
     const measure = async (row: Row, url: string | string[], pid: number | null): Promise<void> => {
       const cpu0 = pid ? cpuSeconds(pid) : { total: 0, sys: 0 };
       const b = await bench(url, REQUESTS);
@@ -447,8 +446,6 @@ async function main(): Promise<void> {
       }
     }
     for (const [row, s] of samples) {
-      roundsOf.set(row, s.usPerMsg);
-      p99Rounds.set(row, s.p99);
       row.ttftP50 = median(s.p50);
       row.ttftP99 = median(s.p99);
       row.latencyP99 = median(s.lat);
@@ -487,20 +484,20 @@ async function main(): Promise<void> {
     console.log(`| ${r.name} | ${r.ttftP50.toFixed(1)} | ${plus(r.ttftP50 - d.ttftP50)} | ${r.ttftP99.toFixed(1)} | ${plus(r.ttftP99 - d.ttftP99)} | ${cpu} | ${sys} | ${ratioTo(nginxCpu)} | ${ratioTo(floorCpu)} | ${r.errors} | ${r.stallTtftP99?.toFixed(0) ?? '-'} |`);
   }
   // Each round's own figure, and its ratio to the floor's in the same round: how far the load moved them.
-  const floorRounds = floorCpu ? roundsOf.get(floorCpu) : undefined;
+  const floorRounds = floorCpu ? samples.get(floorCpu)?.usPerMsg : undefined;
   for (const r of rows) {
-    const us = roundsOf.get(r);
+    const us = samples.get(r)?.usPerMsg;
     if (!us || us.length === 0) continue;
     const vsFloor = floorRounds && r !== floorCpu ? `; x floor ${us.map((x, i) => (x / floorRounds[i]!).toFixed(2)).join(', ')}` : '';
     console.log(`per round, ${r.name}: us/message ${us.map((x) => x.toFixed(1)).join(', ')}${vsFloor}`);
   }
   // Added TTFT p99 per round (each round's p99 less direct's in the same round): the spread the
   // load gives nginx's, against which tailgate's median is judged.
-  const directP99 = p99Rounds.get(d) ?? [];
-  const added = (r: Row): number[] => (p99Rounds.get(r) ?? []).map((x, i) => x - directP99[i]!);
+  const directP99 = samples.get(d)?.p99 ?? [];
+  const added = (r: Row): number[] => (samples.get(r)?.p99 ?? []).map((x, i) => x - directP99[i]!);
   const nginxAdded = nginxCpu ? added(nginxCpu) : [];
   for (const r of rows) {
-    if (r === d || !p99Rounds.has(r)) continue;
+    if (r === d || !samples.has(r)) continue;
     const a = added(r);
     const within = nginxAdded.length > 0 && r !== nginxCpu ? `; median ${median(a).toFixed(1)}, ${median(a) <= Math.max(...nginxAdded) ? 'within' : 'above'} nginx least_conn's ${Math.min(...nginxAdded).toFixed(1)}..${Math.max(...nginxAdded).toFixed(1)}` : '';
     console.log(`per round, ${r.name}: +TTFT p99 over direct ms ${a.map((x) => x.toFixed(1)).join(', ')}${within}`);
