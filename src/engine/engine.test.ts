@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { VirtualClock, createRng } from '../core/index.js';
-import { Engine, type EngineCaller, type EngineRequest, type Ticket } from './engine.js';
+import { Engine, type EngineCaller, type EngineRequest, type Ticket, type TokenSink } from './engine.js';
 import { QUEUE_FULL } from './engine-types.js';
 import { getProfile, PROFILES, type EngineProfile } from './profile.js';
 import { FaultSchedule } from './fault-schedule.js';
@@ -206,6 +206,33 @@ test('submitTo: a caller named by number gets the same callbacks, with its numbe
   assert.deepEqual(objects.results, ['ok', 'ok', 'ok', 'ok', 'queue_full']);
   assert.ok(objects.log.includes('finish 101 abort 0') && objects.log.some((l) => l.startsWith('finish 103 length')));
   assert.deepEqual(run(true), objects);
+  // and what those callbacks are: each request served is admitted once, before its first token,
+  // gets exactly its maxTokens, then finishes; the one aborted while pending gets its abort alone
+  for (const [i, id] of [[0, 100], [2, 102], [3, 103]] as const) {
+    const mine = objects.log.filter((l) => l.split(' ')[1] === String(id));
+    assert.equal(mine[0]!.startsWith(`admit ${id} `), true, mine.join('; '));
+    assert.equal(mine.filter((l) => l.startsWith('admit')).length, 1);
+    const tokens = mine.filter((l) => l.startsWith('token')).reduce((n, l) => n + Number(l.split(' ')[2]), 0);
+    assert.equal(tokens, 3 + i);
+    assert.match(mine.at(-1)!, new RegExp(`^finish ${id} length `));
+  }
+  assert.deepEqual(objects.log.filter((l) => l.split(' ')[1] === '101'), ['finish 101 abort 0']);
+});
+
+test('submitTo with a token sink: the caller hears the first token and the finish, the sink every later token', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: getProfile('small') });
+  const log: string[] = [];
+  let sinkTokens = 0;
+  const sink: TokenSink = { onStepTokens: (_t, count) => void (sinkTokens += count) };
+  const caller: EngineCaller = {
+    onToken: (id, n) => log.push(`token ${id} ${n}`),
+    onFinish: (id, reason) => log.push(`finish ${id} ${reason}`),
+  };
+  for (const id of [7, 8]) assert.ok(engine.submitTo(caller, id, 16, 10, undefined, sink) >= 0);
+  clock.run();
+  assert.deepEqual(log.sort(), ['finish 7 length', 'finish 8 length', 'token 7 1', 'token 8 1']);
+  assert.equal(sinkTokens, 2 * 9);
 });
 
 test('a ticket kept after its request ended is stale: it never reaches the request that reuses its record', () => {

@@ -79,7 +79,7 @@ export class Engine {
       this.#objects[r] = undefined;
       req.onFinish(reason, nowMs);
     },
-    onAdmit: (r, nowMs) => this.#objects[r]!.onAdmit?.(nowMs),
+    onAdmit: (r, nowMs) => this.#objects[r]!.onAdmit!(nowMs),
   };
 
   constructor(opts: EngineOptions) {
@@ -128,7 +128,7 @@ export class Engine {
 
   /** Accepts a request or says why not; never throws on load. */
   submit(req: EngineRequest): SubmitResult {
-    const t = this.#accept(this.#own, -1, req.promptTokens, req.maxTokens, req.promptTokenIds, req.sink);
+    const t = this.#accept(this.#own, -1, req.promptTokens, req.maxTokens, req.promptTokenIds, req.sink, req.onAdmit !== undefined);
     if (t === TOO_LONG) return { ok: false, reason: 'too_long' };
     if (t === QUEUE_FULL) return { ok: false, reason: 'queue_full' };
     this.#objects[SeqTable.recordOf(t)] = req;
@@ -141,11 +141,14 @@ export class Engine {
    * are rows of typed arrays). Returns its ticket, or QUEUE_FULL or TOO_LONG.
    */
   submitTo(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds?: ArrayLike<number>, sink?: TokenSink): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
-    return this.#accept(caller, id, promptTokens, maxTokens, promptTokenIds, sink);
+    return this.#accept(caller, id, promptTokens, maxTokens, promptTokenIds, sink, caller.onAdmit !== undefined);
   }
 
-  /** Both submits: `id` -1 names the request by its record (`submit`'s own caller). */
-  #accept(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds: ArrayLike<number> | undefined, reqSink: TokenSink | undefined): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
+  /**
+   * Both submits: `id` -1 names the request by its record (`submit`'s own caller); `onAdmit`: the
+   * request wants its admission told (only then is the caller's `onAdmit` called).
+   */
+  #accept(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds: ArrayLike<number> | undefined, reqSink: TokenSink | undefined, onAdmit: boolean): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
     if (promptTokens + maxTokens > this.profile.maxModelLen) return TOO_LONG;
     if (this.#closed || this.#waiting.count + this.#frontend.count >= this.#maxWaiting) return QUEUE_FULL;
     let sink = -1;
@@ -165,7 +168,7 @@ export class Engine {
     const r = this.#seqs.take();
     if (r < 0) return QUEUE_FULL;
     this.#cohort.fitRecord(r);
-    const ticket = this.#seqs.start(r, caller, id < 0 ? r : id, promptTokens, maxTokens, sink, hashes);
+    const ticket = this.#seqs.start(r, caller, id < 0 ? r : id, promptTokens, maxTokens, sink, hashes, onAdmit);
     // A busy engine takes the due ones at its next step's start, an idle one sets one timer for the oldest.
     this.#frontend.push(r, this.#clock.now(), this.profile.frontendOverheadMs);
     this.#armPending();

@@ -83,7 +83,7 @@ export class SeqTable {
   }
 
   /** Takes a request (pending in the frontend) into record `r`, its callbacks to `caller` with `id`; returns its ticket. */
-  start(r: number, caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, sink: number, hashes: readonly number[] | null): Ticket {
+  start(r: number, caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, sink: number, hashes: readonly number[] | null, onAdmit: boolean): Ticket {
     const rows = this.rows;
     const o = r * STRIDE;
     const uses = rows[o + USES]! + 1;
@@ -98,7 +98,7 @@ export class SeqTable {
     rows[o + SLOT] = -1;
     rows[o + REGISTERED] = 0;
     rows[o + SHARED] = 0;
-    rows[o + FLAGS] = caller.onAdmit !== undefined ? ON_ADMIT : 0;
+    rows[o + FLAGS] = onAdmit ? ON_ADMIT : 0;
     rows[o + ID] = id;
     this.caller[r] = caller;
     this.hashes[r] = hashes;
