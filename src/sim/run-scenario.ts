@@ -236,7 +236,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // Requests and attempts are rows named by number (see sim-attempt.ts), reused once ended. A
   // closed loop holds `concurrency` requests (and about as many attempts) at once from its start.
   const inFlight = scenario.load.kind === 'closed' ? scenario.load.concurrency : 0;
-  const requests = new SimRequests(inFlight);
+  const requests = new SimRequests(keepChunks, inFlight);
 
   // Summary and histogram modes fold each record in as it ends and keep nothing of it, so one
   // record (and one first-and-last chunk list) serves every request: at fleet scale, a record and
@@ -318,8 +318,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const route = (routes[wi] ??= attempts.addRoute(new AttemptRoute(wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!)));
     const a = attempts.start(route, q, w.inflight, clock.now());
     const plan = requests.plans[q]!;
-    // A migrated continuation's prompt also holds the answer so far (its prompt part still hits the cache).
-    const t = engines[wi]!.submitTo(attempts, a, plan.promptTokens + requests.tokens(q), attempts.maxTokens(a), plan.promptTokenIds, attempts.sinkOf(a));
+    // A migrated continuation's prompt also holds the answer so far (its prompt part still hits the
+    // cache). Unless every chunk time is kept, tokens after the first go to the route's sink.
+    const t = engines[wi]!.submitTo(attempts, a, plan.promptTokens + requests.tokens(q), attempts.maxTokens(a), plan.promptTokenIds, keepChunks ? undefined : route.sink);
     if (t === QUEUE_FULL || t === TOO_LONG) {
       attempts.end(a);
       fe.dispatcher.release(w.id, ticketOf(q));
@@ -542,7 +543,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const send = (phase: RequestRecord['phase'], plan: TurnPlan, tenant: number): void => {
     const i = seq++;
     const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
-    dispatch(requests.start(i, phase, plan, clock.now(), keepChunks, feIndex, tenant), feIndex);
+    dispatch(requests.start(i, phase, plan, clock.now(), feIndex, tenant), feIndex);
   };
 
   /** Open loop: `tenant`'s requests (a drawn one each without tenant loads) at `ratePerS`, until the phase has sent its count. */

@@ -49,12 +49,14 @@ export class SimRequests {
   readonly plans: TurnPlan[];
   // By request number, when every chunk time is kept (see `chunks`).
   readonly #chunks: number[][] = [];
-  #keepChunks = false;
+  /** Every chunk time of each request is kept (a run's setting); else only its first and last. */
+  readonly keepChunks: boolean;
   #made = 0;
   readonly #spare: number[] = [];
 
   /** `rows`: room made up front (the requests a run holds at once, if known: growing touched twice the memory). */
-  constructor(rows = 0) {
+  constructor(keepChunks: boolean, rows = 0) {
+    this.keepChunks = keepChunks;
     this.#grow(rows);
     // (Made at its size: grown by pushes in the start-up burst, it was copied again and again.)
     this.plans = new Array<TurnPlan>(rows);
@@ -66,7 +68,7 @@ export class SimRequests {
   }
 
   /** A finished request's number, or a new one: the `index`th request, sent now through replica `replica`. */
-  start(index: number, phase: RequestRecord['phase'], plan: TurnPlan, nowMs: number, keepChunks: boolean, replica: number, tenant: number): number {
+  start(index: number, phase: RequestRecord['phase'], plan: TurnPlan, nowMs: number, replica: number, tenant: number): number {
     let q = this.#spare.pop();
     if (q === undefined) {
       q = this.#made++;
@@ -85,14 +87,13 @@ export class SimRequests {
     ints[o + R_REPLICA] = replica;
     ints[o + R_TENANT] = tenant;
     this.plans[q] = plan;
-    this.#keepChunks = keepChunks;
-    if (keepChunks) this.#chunks[q] = [];
+    if (this.keepChunks) this.#chunks[q] = [];
     return q;
   }
 
   /** Every chunk time of request `q`, or null when only first and last are kept. */
   chunks(q: number): number[] | null {
-    return this.#keepChunks ? this.#chunks[q]! : null;
+    return this.keepChunks ? this.#chunks[q]! : null;
   }
 
   /** Request `q` has ended: its number may be reused. */
@@ -234,7 +235,7 @@ const A_ROUTE = 1;
 const A_POSITION = 2;
 const A_TOKENS = 3;
 const A_MAX = 4;
-/** Bits: LIVE, ENDED, CHUNKS. */
+/** Bits: LIVE, ENDED. */
 const A_FLAGS = 5;
 /** The deadline sweep it is filed under (-1: none), and by which replica. */
 const A_SWEEP = 6;
@@ -244,8 +245,6 @@ const AI = 8;
 const LIVE = 1;
 /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
 const ENDED = 2;
-/** Its request keeps every chunk time (else later tokens go to the route's sink). */
-const CHUNKS = 4;
 
 /**
  * Every send of a request to a worker, by attempt number, and the engine's caller for them (one
@@ -262,11 +261,14 @@ export class SimAttempts implements EngineCaller {
   #made = 0;
   readonly #spare: number[] = [];
   readonly #requests: SimRequests;
+  /** Requests keep every chunk time (else an attempt's later tokens go to its route's sink). */
+  readonly #keepChunks: boolean;
   readonly #host: AttemptHost;
 
   /** `rows`: room made up front (the attempts a run holds at once, if known). */
   constructor(requests: SimRequests, host: AttemptHost, rows = 0) {
     this.#requests = requests;
+    this.#keepChunks = requests.keepChunks;
     this.#host = host;
     this.#grow(rows);
   }
@@ -305,7 +307,7 @@ export class SimAttempts implements EngineCaller {
     ints[o + A_TOKENS] = 0;
     // A migrated continuation asks for the rest of the answer.
     ints[o + A_MAX] = this.#requests.plans[q]!.maxTokens - this.#requests.tokens(q);
-    ints[o + A_FLAGS] = LIVE | (this.#requests.chunks(q) !== null ? CHUNKS : 0);
+    ints[o + A_FLAGS] = LIVE;
     // Any entry the sweep still holds for this number's last use is stale now.
     ints[o + A_SWEEP] = -1;
     times[t + A_WATCH] = -1;
@@ -337,11 +339,6 @@ export class SimAttempts implements EngineCaller {
   /** Tokens it asks for. */
   maxTokens(a: number): number {
     return this.#ints[a * AI + A_MAX]!;
-  }
-
-  /** The route's sink when only first and last chunk times are kept (the engine reads it once, at submit). */
-  sinkOf(a: number): TokenSink | undefined {
-    return (this.#ints[a * AI + A_FLAGS]! & CHUNKS) === 0 ? this.route(a).sink : undefined;
   }
 
   live(a: number): boolean {
@@ -417,7 +414,7 @@ export class SimAttempts implements EngineCaller {
   /** Whether the engine, not its row, holds the count (a sink attempt past its first token). */
   #onEngine(a: number): boolean {
     const o = a * AI;
-    return (this.#ints[o + A_FLAGS]! & (LIVE | ENDED | CHUNKS)) === LIVE && this.#ints[o + A_TOKENS]! > 0;
+    return !this.#keepChunks && (this.#ints[o + A_FLAGS]! & (LIVE | ENDED)) === LIVE && this.#ints[o + A_TOKENS]! > 0;
   }
 
   /** Tokens it has received. */
@@ -448,7 +445,7 @@ export class SimAttempts implements EngineCaller {
     stats.progress(nowMs);
     ints[o + A_TOKENS] = ints[o + A_TOKENS]! + count;
     times[t + A_LAST] = nowMs;
-    if ((flags & CHUNKS) !== 0) this.#requests.chunks(ints[o + A_REQ]!)!.push(nowMs);
+    if (this.#keepChunks) this.#requests.chunks(ints[o + A_REQ]!)!.push(nowMs);
   }
 
   onFinish(a: number, reason: 'length' | 'abort', nowMs: number): void {
