@@ -188,6 +188,7 @@ export class Engine {
     if (!running) {
       if (state === WAITING) {
         this.#waiting.count--;
+        this.#kv.forget(r);
         if (rows[o + GENERATED]! > 0) this.#leftWaiting();
       } else this.#frontend.count--;
     } else {

@@ -44,12 +44,8 @@ export class KvBlocks {
     if (!this.caching || !hashes || hashes.length === 0) return 0;
     const o = r * STRIDE;
     let list = seqs.rows[o + ENTRIES]!;
-    // (A record reused may still hold a slice from a use that never ran: kept if large enough.)
-    if (list < 0 || 1 << (list & 31) < hashes.length) {
-      if (list >= 0) this.#giveList(list);
-      list = this.#takeList(hashes.length);
-      seqs.rows[o + ENTRIES] = list;
-    }
+    // (Kept from an earlier lookup of the same request while it waits: see `forget`.)
+    if (list < 0) seqs.rows[o + ENTRIES] = list = this.#takeList(hashes.length);
     return this.pool.match(hashes, Math.min(hashes.length, Math.floor((seqs.rows[o + TARGET]! - 1) / this.blockSize)), this.#lists, list >>> 5);
   }
 
@@ -96,9 +92,8 @@ export class KvBlocks {
     const rows = seqs.rows;
     const o = r * STRIDE;
     const list = rows[o + ENTRIES]!;
-    const hashes = seqs.hashes[r];
-    // (A record reused keeps its list: a request without token ids has none to offer.)
-    if (list < 0 || !hashes) return;
+    if (list < 0) return;
+    const hashes = seqs.hashes[r]!;
     const entries = this.#lists;
     const at = list >>> 5;
     const upTo = Math.min(hashes.length, Math.floor(tokens / this.blockSize));
@@ -129,5 +124,14 @@ export class KvBlocks {
     // Given back while its entries are still in cache: the next admission writes over it.
     this.#giveList(list);
     rows[o + ENTRIES] = -1;
+  }
+
+  /** Gives back the list of waiting record `r` (looked up, never admitted), which was aborted. */
+  forget(r: number): void {
+    const rows = this.#seqs.rows;
+    const list = rows[r * STRIDE + ENTRIES]!;
+    if (list < 0) return;
+    this.#giveList(list);
+    rows[r * STRIDE + ENTRIES] = -1;
   }
 }
