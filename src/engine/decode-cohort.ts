@@ -1,5 +1,5 @@
 import { FREE, type RunningSet } from './running-set.js';
-import { SLOT, STRIDE } from './seq.js';
+import { FIN_NEXT, FIN_PREV, SLOT, STRIDE, type SeqTable } from './seq.js';
 
 /** Buckets of members by finishing step (a power of two; a member due later than that is skipped until its turn). */
 const FINISH_RING = 512;
@@ -25,38 +25,23 @@ export class DecodeCohort {
   flush = new Int32Array(4);
   /** Members by the cohort step (mod block size) at which each needs a new KV block. */
   readonly phase: Int32Array;
-  /** The entries `collectFinishing` found, ascending. */
-  finSlots = new Int32Array(64);
   readonly #run: RunningSet;
   readonly #blockSize: number;
+  readonly #seqs: SeqTable;
   // Members by the step at which they finish, modulo FINISH_RING: a doubly linked list of record
-  // indices per ring bucket, in the order they joined. A member is listed from its join to its
+  // indices per ring bucket, in the order they joined, linked through the records' FIN_NEXT and
+  // FIN_PREV fields (the line a member's SLOT is on). A member is listed from its join to its
   // unlock, so a bucket holds exactly the members due at its step and any due a whole number of
   // turns later (skipped until then). Typed arrays: no hashing, and no object per bucket (at fleet
   // scale those were most of what the garbage collector promoted).
   readonly #finHead = new Int32Array(FINISH_RING).fill(-1);
   readonly #finTail = new Int32Array(FINISH_RING).fill(-1);
-  /** By record index: the next and previous member of its bucket (-1: none). */
-  #finNext = new Int32Array(0);
-  #finPrev = new Int32Array(0);
 
-  constructor(run: RunningSet, blockSize: number) {
+  constructor(run: RunningSet, seqs: SeqTable, blockSize: number) {
     this.#run = run;
+    this.#seqs = seqs;
     this.#blockSize = blockSize;
     this.phase = new Int32Array(blockSize);
-  }
-
-  /** Makes room in the bucket lists for record `index`. */
-  fitRecord(index: number): void {
-    if (index < this.#finNext.length) return;
-    const cap = Math.max(64, 2 * index);
-    const buf = new ArrayBuffer(cap * 8);
-    const next = new Int32Array(buf, 0, cap);
-    const prev = new Int32Array(buf, cap * 4, cap);
-    next.set(this.#finNext);
-    prev.set(this.#finPrev);
-    this.#finNext = next;
-    this.#finPrev = prev;
   }
 
   /** Makes room in the per-sink counts for sink `index`. */
@@ -83,9 +68,10 @@ export class DecodeCohort {
     const r = run.rec[i]!;
     const k = fin & (FINISH_RING - 1);
     const tail = this.#finTail[k]!;
-    this.#finPrev[r] = tail;
-    this.#finNext[r] = -1;
-    if (tail >= 0) this.#finNext[tail] = r;
+    const rows = this.#seqs.rows;
+    rows[r * STRIDE + FIN_PREV] = tail;
+    rows[r * STRIDE + FIN_NEXT] = -1;
+    if (tail >= 0) rows[tail * STRIDE + FIN_NEXT] = r;
     else this.#finHead[k] = r;
     this.#finTail[k] = r;
     this.count++;
@@ -101,11 +87,12 @@ export class DecodeCohort {
     run.fin[i] = FREE;
     const r = run.rec[i]!;
     const bucket = fin & (FINISH_RING - 1);
-    const prev = this.#finPrev[r]!;
-    const next = this.#finNext[r]!;
-    if (prev >= 0) this.#finNext[prev] = next;
+    const rows = this.#seqs.rows;
+    const prev = rows[r * STRIDE + FIN_PREV]!;
+    const next = rows[r * STRIDE + FIN_NEXT]!;
+    if (prev >= 0) rows[prev * STRIDE + FIN_NEXT] = next;
     else this.#finHead[bucket] = next;
-    if (next >= 0) this.#finPrev[next] = prev;
+    if (next >= 0) rows[next * STRIDE + FIN_PREV] = prev;
     else this.#finTail[bucket] = prev;
     const bs = this.#blockSize;
     const join = run.join[i]!;
@@ -147,22 +134,15 @@ export class DecodeCohort {
   }
 
   /**
-   * Writes to `finSlots`, ascending, the entries of the members that finish at cohort step `at`,
-   * and returns how many (they stay listed until the engine drops them, which unlocks them).
+   * Writes to `slots` (room for every member), ascending, the entries of the members that finish at
+   * cohort step `at`, and returns how many (they stay listed until the engine drops them, which unlocks them).
    */
-  collectFinishing(at: number, rows: Int32Array): number {
-    const next = this.#finNext;
+  collectFinishing(at: number, rows: Int32Array, slots: Int32Array): number {
     const fin = this.#run.fin;
-    let slots = this.finSlots;
     let m = 0;
-    for (let r = this.#finHead[at & (FINISH_RING - 1)]!; r >= 0; r = next[r]!) {
+    for (let r = this.#finHead[at & (FINISH_RING - 1)]!; r >= 0; r = rows[r * STRIDE + FIN_NEXT]!) {
       const i = rows[r * STRIDE + SLOT]!;
       if (fin[i] !== at) continue;
-      if (m === slots.length) {
-        const grown = new Int32Array(m * 2);
-        grown.set(slots);
-        this.finSlots = slots = grown;
-      }
       slots[m++] = i;
     }
     // Mostly in entry order already (members join in it), and usually a few: insertion sort then.

@@ -107,4 +107,11 @@ export interface EngineOptions {
   onStepEnd?: (nowMs: number) => void;
   /** vLLM V1's automatic prefix caching (on by default there too; `--no-enable-prefix-caching`). @default true */
   prefixCaching?: boolean;
+  /**
+   * Requests the engine is expected to hold at once (running, waiting or in the frontend): sizes
+   * its request records up front (they grow past it when needed; without it, room for 2 x maxNumSeqs
+   * up to 512). A simulator of thousands of engines gives it: memory reserved and never used was
+   * most of their construction time.
+   */
+  expectedRequests?: number;
 }

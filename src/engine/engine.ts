@@ -8,6 +8,7 @@ import type { EngineProfile } from './profile.js';
 import { FrontendQueue, WaitingQueue } from './request-queues.js';
 import { FREE, HOLE, RunningSet } from './running-set.js';
 import { ADMITTED, COMPUTED, DONE, FLAGS, GENERATED, ID, ON_ADMIT, PROMPT, RUNNING, SLOT, STATE, STRIDE, TARGET, WAITING, SeqTable } from './seq.js';
+import { StepScratch } from './step-scratch.js';
 
 export type { EngineCaller, EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
 
@@ -67,8 +68,6 @@ export class Engine {
   readonly #n = new EngineCounters();
   readonly #sinks: TokenSink[] = [];
   readonly #sinkIndex = new Map<TokenSink, number>();
-  // Per step: records of requests that need their own callbacks (first token, no sink, or finished).
-  #deliver = new Int32Array(64);
   // `submit`'s requests by record index, and the caller that hands them their callbacks.
   readonly #objects: (EngineRequest | undefined)[] = [];
   readonly #own: EngineCaller = {
@@ -96,8 +95,8 @@ export class Engine {
     // 136 MB they never used.
     const room = Math.min(512, Math.max(16, 2 * this.#maxNumSeqs));
     this.#run = new RunningSet(room, this.#seqs);
-    this.#seqs.reserve(room);
-    this.#cohort = new DecodeCohort(this.#run, this.#blockSize);
+    this.#seqs.reserve(opts.expectedRequests !== undefined ? Math.max(16, Math.ceil(opts.expectedRequests)) : room);
+    this.#cohort = new DecodeCohort(this.#run, this.#seqs, this.#blockSize);
   }
 
   get running(): number {
@@ -167,7 +166,6 @@ export class Engine {
     const hashes = promptTokenIds ? cachedBlockHashes(promptTokenIds, this.#blockSize) : null;
     const r = this.#seqs.take();
     if (r < 0) return QUEUE_FULL;
-    this.#cohort.fitRecord(r);
     const ticket = this.#seqs.start(r, caller, id < 0 ? r : id, promptTokens, maxTokens, sink, hashes, onAdmit);
     // A busy engine takes the due ones at its next step's start, an idle one sets one timer for the oldest.
     this.#frontend.push(r, this.#clock.now(), this.profile.frontendOverheadMs);
@@ -484,7 +482,7 @@ export class Engine {
   }
 
   /** Hands one step's sink tokens to their sinks: the cohort's as one count per sink, then the others. */
-  #flushSinks(now: number, lockGapMs: number, nb: number): void {
+  #flushSinks(now: number, lockGapMs: number, bSink: Int32Array, bGapMs: Float64Array, nb: number): void {
     const sinks = this.#sinks;
     const flush = this.#cohort.flush;
     for (let k = 0; k < sinks.length; k++) {
@@ -493,8 +491,6 @@ export class Engine {
       flush[k] = 0;
       sinks[k]!.onStepTokens(now, count, lockGapMs);
     }
-    const bSink = this.#run.bSink;
-    const bGapMs = this.#run.bGapMs;
     for (let i = 0; i < nb; i++) sinks[bSink[i]!]!.onStepTokens(now, 1, bGapMs[i]!);
   }
 
@@ -517,14 +513,14 @@ export class Engine {
     const step = run.step;
     const sinkOf = run.sink;
     const lastMs = run.lastMs;
-    // At most one delivery per running entry, so as long as the running arrays.
-    if (this.#deliver.length < run.len) this.#deliver = new Int32Array(run.computed.length);
-    const deliver = this.#deliver;
+    // At most one delivery, sink token or finishing member per running entry.
+    const scratch = StepScratch.take(run.len);
+    const deliver = scratch.deliver;
     let nd = 0;
     let nb = 0;
-    const kinds = run.deliverKind;
-    const bSink = run.bSink;
-    const bGap = run.bGapMs;
+    const kinds = scratch.kind;
+    const bSink = scratch.bSink;
+    const bGap = scratch.bGapMs;
     const fin = run.fin;
     let tokens = 0;
     let lockGapMs = 0;
@@ -542,8 +538,8 @@ export class Engine {
     // First the bookkeeping over the dense arrays (no callbacks, so nothing moves under it): the
     // cohort members this step finished and the loose entries, merged in index order.
     // Delivery kinds: 0 onToken, 1 onToken + onFinish, 2 onFinish (its last token went to a sink).
-    const nf = hasLock ? cohort.collectFinishing(cohort.steps, rows) : 0;
-    const finSlots = cohort.finSlots;
+    const finSlots = scratch.finSlots;
+    const nf = hasLock ? cohort.collectFinishing(cohort.steps, rows, finSlots) : 0;
     const loose = run.loose;
     const nLoose = run.looseLen;
     let kept = 0;
@@ -605,7 +601,7 @@ export class Engine {
     run.looseLen = kept;
     n.generationTokensTotal += tokens;
     // Then the callbacks, which may submit or abort: sinks in bulk, then requests one by one.
-    if (hasLock || nb > 0) this.#flushSinks(now, lockGapMs, nb);
+    if (hasLock || nb > 0) this.#flushSinks(now, lockGapMs, bSink, bGap, nb);
     for (let k = 0; k < nd; k++) {
       const r = deliver[k]!;
       const kind = kinds[k]!;
@@ -622,6 +618,7 @@ export class Engine {
       caller.onFinish(id, 'length', now);
       seqTable.recycle(r);
     }
+    scratch.done();
     this.#onStepEnd?.(now);
     // The next step starts at once (vLLM's busy loop), not after another timer.
     if (!this.#timer && !this.#inStep) this.#startStep();

@@ -36,11 +36,6 @@ export class RunningSet {
   // or left (dropped at the next step's end), so a step visits them, not the whole running set.
   loose = new Int32Array(0);
   looseLen = 0;
-  // Per-step scratch, never longer than the running arrays: one step's sink tokens outside the
-  // cohort (which sink, the gap) and how each delivered request is told.
-  bSink = new Int32Array(0);
-  bGapMs = new Float64Array(0);
-  deliverKind = new Uint8Array(0);
 
   readonly #seqs: SeqTable;
 
@@ -142,9 +137,9 @@ export class RunningSet {
    * (allocating a typed array costs microseconds, and a fleet has thousands of engines).
    */
   #alloc(cap: number): void {
-    // Per entry: 2 Float64 + 12 Int32 + 1 Uint8 = 65 bytes, laid out widest first so every view is
-    // aligned (a view past the end throws, so a table added without growing this fails at once).
-    const buf = new ArrayBuffer(cap * 65);
+    // Per entry: 1 Float64 + 11 Int32 = 52 bytes, laid out widest first so every view is aligned
+    // (a view past the end throws, so a table added without growing this fails at once).
+    const buf = new ArrayBuffer(cap * 52);
     let at = 0;
     const view = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (b: ArrayBuffer, offset: number, n: number) => T): T => {
       const a = make(buf, at, cap);
@@ -155,7 +150,6 @@ export class RunningSet {
     const f64 = (b: ArrayBuffer, offset: number, n: number) => new Float64Array(b, offset, n);
     const i32 = (b: ArrayBuffer, offset: number, n: number) => new Int32Array(b, offset, n);
     this.lastMs = view(this.lastMs, f64);
-    this.bGapMs = view(this.bGapMs, f64);
     this.computed = view(this.computed, i32);
     this.target = view(this.target, i32);
     this.generated = view(this.generated, i32);
@@ -167,7 +161,5 @@ export class RunningSet {
     this.fin = view(this.fin, i32);
     this.join = view(this.join, i32);
     this.loose = view(this.loose, i32);
-    this.bSink = view(this.bSink, i32);
-    this.deliverKind = view(this.deliverKind, (b, offset, n) => new Uint8Array(b, offset, n));
   }
 }

@@ -10,7 +10,7 @@ export const DONE = 3;
 const RECORDS = 2 ** 21;
 const IDLE: EngineCaller = { onToken() {}, onFinish() {} };
 
-// A record's numeric fields: one row of STRIDE Int32 slots (56 bytes), by record index. Its last
+// A record's numeric fields: one row of STRIDE Int32 slots (64 bytes), by record index. Its last
 // token time is in a Float64Array, its caller and prompt hashes in plain arrays.
 /** How many requests this record has held (part of their tickets). */
 export const USES = 0;
@@ -40,7 +40,10 @@ export const ON_ADMIT = 2;
 export const ID = 12;
 /** Its list of cache entries per prompt block while running (see `KvBlocks`): -1 for none, else where it is and its size class. */
 export const ENTRIES = 13;
-export const STRIDE = 14;
+/** While a decode cohort member: the next and previous member (records, -1 for none) in its list of those due at the same step (see `DecodeCohort`). */
+export const FIN_NEXT = 14;
+export const FIN_PREV = 15;
+export const STRIDE = 16;
 
 /**
  * An engine's request records as rows of typed arrays, by record index, and those free for reuse.
