@@ -289,14 +289,20 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     phaseDone(phase, followUp, tenant);
   };
 
-  // Per replica, per worker index: made at the first attempt on that pair.
-  const routesOf: (AttemptRoute | undefined)[][] = frontends.map(() => []);
+  // Per replica, by the dispatcher's view of the worker (one object per worker, handed to every
+  // assignment): made at the first attempt on that pair. (Keyed by the view, one lookup by object
+  // identity finds the route; by id, a string-keyed lookup of the worker's index came first.)
+  const routesOf = frontends.map(() => new Map<WorkerView, AttemptRoute>());
 
   const host: AttemptHost = {
     attemptEnded(a, reason, nowMs) {
       attempts.end(a);
       const q = attempts.req(a);
       const workerId = attempts.workerId(a);
+      // Its number goes back before the release (which may start a queued request) and the finish
+      // (which starts the next one): freed last, the first finish found every row taken and the
+      // table was doubled (23 MB more touched at fleet scale) for one extra row.
+      attempts.free(a);
       const fe = frontends[requests.replica(q)]!;
       fe.dispatcher.release(workerId, ticketOf(q));
       if (reason === 'length') {
@@ -305,17 +311,23 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       } else {
         finishRequest(q, nowMs, workerId, 'aborted', null, 'aborted by the engine');
       }
-      attempts.free(a);
     },
   };
   // The engines' caller for every attempt (an engine calls back with the attempt's number).
   const attempts = new SimAttempts(requests, host, inFlight);
 
+  // Per replica: how long after its start an attempt can first be due (its deadlines' fixed bounds).
+  const firstLookMs = frontends.map((fe) => Math.min(fe.dispatcher.minDeadlineMs('ttft'), fe.dispatcher.minDeadlineMs('stall')));
   const startAttempt = (q: number, feIndex: number, w: WorkerView): void => {
     const fe = frontends[feIndex]!;
-    const wi = workerIndex.get(w.id)!;
     const routes = routesOf[feIndex]!;
-    const route = (routes[wi] ??= attempts.addRoute(new AttemptRoute(wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!)));
+    let route = routes.get(w);
+    if (route === undefined) {
+      const wi = workerIndex.get(w.id)!;
+      route = attempts.addRoute(new AttemptRoute(wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!));
+      routes.set(w, route);
+    }
+    const wi = route.worker;
     const a = attempts.start(route, q, w.inflight, clock.now());
     const plan = requests.plans[q]!;
     // A migrated continuation's prompt also holds the answer so far (its prompt part still hits the
@@ -323,16 +335,16 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const t = engines[wi]!.submitTo(attempts, a, plan.promptTokens + requests.tokens(q), attempts.maxTokens(a), plan.promptTokenIds, keepChunks ? undefined : route.sink);
     if (t === QUEUE_FULL || t === TOO_LONG) {
       attempts.end(a);
+      attempts.free(a);
       fe.dispatcher.release(w.id, ticketOf(q));
       finishRequest(q, clock.now(), w.id, 'http_error', t === QUEUE_FULL ? 429 : 400, t === QUEUE_FULL ? 'worker queue full' : 'prompt too long');
-      attempts.free(a);
       return;
     }
     attempts.setTicket(a, t);
     if (fe.deadlinesOn && !requests.resent(q)) {
       // Its place in the order the router's sweep walks attempts in (the order they started).
       attempts.setStartSeq(a, startSeq++);
-      fileForSweep(a, feIndex, clock.now() + Math.min(fe.dispatcher.minDeadlineMs('ttft'), fe.dispatcher.minDeadlineMs('stall')));
+      fileForSweep(a, feIndex, clock.now() + firstLookMs[feIndex]!);
     }
   };
 
@@ -378,9 +390,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     }
     if (kind === 'migrate' || fe.dispatcher.missedFirstToken(workerId, attempts.startMs(a), attempts.position(a))) fe.failure(workerId);
     engines[attempts.route(a).worker]!.abort(attempts.ticket(a));
+    attempts.free(a);
     fe.dispatcher.release(workerId, ticketOf(q));
     dispatch(q, feIndex, new Set([workerId]));
-    attempts.free(a);
   };
 
   // The router's periodic deadline sweep (src/router/router.ts: every 50 ms). No deadline is
