@@ -51,8 +51,8 @@ export class Engine {
   #lastSink: TokenSink | undefined = undefined;
   #lastSinkIndex = -1;
   readonly #seqs = new SeqTable();
-  readonly #frontend = new FrontendQueue(this.#seqs);
-  readonly #waiting = new WaitingQueue(this.#seqs);
+  readonly #frontend: FrontendQueue;
+  readonly #waiting: WaitingQueue;
   readonly #run: RunningSet;
   readonly #cohort: DecodeCohort;
   #runningCount = 0;
@@ -95,7 +95,10 @@ export class Engine {
     // 136 MB they never used.
     const room = Math.min(512, Math.max(16, 2 * this.#maxNumSeqs));
     this.#run = new RunningSet(room, this.#seqs);
-    this.#seqs.reserve(opts.expectedRequests !== undefined ? Math.max(16, Math.ceil(opts.expectedRequests)) : room);
+    const requests = opts.expectedRequests !== undefined ? Math.max(16, Math.ceil(opts.expectedRequests)) : room;
+    this.#seqs.reserve(requests);
+    this.#frontend = new FrontendQueue(this.#seqs, requests);
+    this.#waiting = new WaitingQueue(this.#seqs, requests);
     this.#cohort = new DecodeCohort(this.#run, this.#seqs, this.#blockSize);
   }
 
@@ -196,7 +199,7 @@ export class Engine {
     }
     rows[o + STATE] = DONE;
     this.#n.abortTotal++;
-    seqs.caller[r]!.onFinish(rows[o + ID]!, 'abort', this.#clock.now());
+    seqs.callerOf(r).onFinish(rows[o + ID]!, 'abort', this.#clock.now());
     // A queued one is still listed in its queue, which recycles it when it gets there.
     if (running) seqs.recycle(r);
     this.#kick();
@@ -466,7 +469,7 @@ export class Engine {
           this.#n.cacheQueriesTotal += promptTokens;
           this.#n.cacheHitsTotal += cached;
         }
-        if ((flags & ON_ADMIT) !== 0) seqTable.caller[r]!.onAdmit?.(rows[o + ID]!, this.#clock.now());
+        if ((flags & ON_ADMIT) !== 0) seqTable.callerOf(r).onAdmit?.(rows[o + ID]!, this.#clock.now());
       }
     }
     if (prefill + decode === 0) {
@@ -605,7 +608,7 @@ export class Engine {
     for (let k = 0; k < nd; k++) {
       const r = deliver[k]!;
       const kind = kinds[k]!;
-      const caller = seqTable.caller[r]!;
+      const caller = seqTable.callerOf(r);
       // (Callbacks may submit and grow the rows: read afresh.)
       const rows = seqTable.rows;
       const id = rows[r * STRIDE + ID]!;

@@ -1,8 +1,18 @@
 import { PENDING, STATE, STRIDE, WAITING, type SeqTable } from './seq.js';
 
-// Both queues are [head, tail) of arrays that are emptied by resetting both, so they keep their
-// room, and compacted once the dead front is over 1024 entries and half the array. They list
-// record indices (-1: taken out).
+// Both queues are [head, tail) of typed arrays (a plain array's items are twice the size, made in
+// the young generation and copied out of it), emptied by resetting both ends, so they keep their
+// room; one that is full moves its items to the front if half of it is dead, else to a copy twice
+// the size. Their room is made at the first push, for `room` requests. They list record indices
+// (-1: taken out).
+
+/** `items` (of `size` slots each) with its [from, to) moved to the front of itself, or of a copy twice the size. */
+function moved<T extends Int32Array | Float64Array>(items: T, from: number, to: number, size: number, make: (n: number) => T): T {
+  let out = items;
+  if (from * 2 < to) out = make(items.length * 2);
+  out.set(items.subarray(from * size, to * size));
+  return out;
+}
 
 /**
  * The scheduler's waiting queue, FIFO with preempted requests put back at the front. An aborted
@@ -11,13 +21,15 @@ import { PENDING, STATE, STRIDE, WAITING, type SeqTable } from './seq.js';
 export class WaitingQueue {
   /** Requests waiting (aborted ones still listed do not count). */
   count = 0;
-  readonly #items: number[] = [];
+  #items = new Int32Array(0);
   #head = 0;
   #tail = 0;
   readonly #seqs: SeqTable;
+  readonly #room: number;
 
-  constructor(seqs: SeqTable) {
+  constructor(seqs: SeqTable, room: number) {
     this.#seqs = seqs;
+    this.#room = Math.max(16, room);
   }
 
   push(r: number): void {
@@ -38,9 +50,15 @@ export class WaitingQueue {
   }
 
   #append(r: number): void {
-    const t = this.#tail++;
-    if (t < this.#items.length) this.#items[t] = r;
-    else this.#items.push(r);
+    if (this.#tail === this.#items.length) {
+      if (this.#items.length === 0) this.#items = new Int32Array(this.#room);
+      else {
+        this.#items = moved(this.#items, this.#head, this.#tail, 1, (n) => new Int32Array(n));
+        this.#tail -= this.#head;
+        this.#head = 0;
+      }
+    }
+    this.#items[this.#tail++] = r;
   }
 
   /** The first request still waiting (recycling the aborted ones before it), or -1. */
@@ -61,19 +79,11 @@ export class WaitingQueue {
 
   /** Removes the request `peek` returned. */
   shift(): void {
-    const w = this.#items;
-    w[this.#head++] = -1;
+    this.#items[this.#head++] = -1;
     this.count--;
-    const head = this.#head;
-    const tail = this.#tail;
-    if (head === tail) {
+    if (this.#head === this.#tail) {
       this.#head = 0;
       this.#tail = 0;
-    } else if (head > 1024 && head * 2 > tail) {
-      w.copyWithin(0, head, tail);
-      w.fill(-1, tail - head, tail);
-      this.#head = 0;
-      this.#tail = tail - head;
     }
   }
 }
@@ -86,16 +96,18 @@ export class WaitingQueue {
 export class FrontendQueue {
   /** Requests pending (aborted ones still listed do not count). */
   count = 0;
-  readonly #items: number[] = [];
-  readonly #readyMs: number[] = [];
+  /** Pairs: a record index, when it is ready (side by side: a push or a drain touches one line). */
+  #items = new Float64Array(0);
   #head = 0;
   #tail = 0;
   /** When the frontend finishes the requests it already holds. */
   #freeMs = -Infinity;
   readonly #seqs: SeqTable;
+  readonly #room: number;
 
-  constructor(seqs: SeqTable) {
+  constructor(seqs: SeqTable, room: number) {
     this.#seqs = seqs;
+    this.#room = Math.max(16, room);
   }
 
   get empty(): boolean {
@@ -104,35 +116,37 @@ export class FrontendQueue {
 
   /** When the oldest listed request is ready (only while not `empty`). */
   get nextReadyMs(): number {
-    return this.#readyMs[this.#head]!;
+    return this.#items[2 * this.#head + 1]!;
   }
 
   /** Takes record `r` at `nowMs`; it is ready `overheadMs` after the frontend finishes those before it. */
   push(r: number, nowMs: number, overheadMs: number): void {
     const readyMs = Math.max(nowMs, this.#freeMs) + overheadMs;
     this.#freeMs = readyMs;
-    const t = this.#tail++;
-    if (t < this.#items.length) {
-      this.#items[t] = r;
-      this.#readyMs[t] = readyMs;
-    } else {
-      this.#items.push(r);
-      this.#readyMs.push(readyMs);
+    if (2 * this.#tail === this.#items.length) {
+      if (this.#items.length === 0) this.#items = new Float64Array(2 * this.#room);
+      else {
+        this.#items = moved(this.#items, this.#head, this.#tail, 2, (n) => new Float64Array(n));
+        this.#tail -= this.#head;
+        this.#head = 0;
+      }
     }
+    const t = 2 * this.#tail++;
+    this.#items[t] = r;
+    this.#items[t + 1] = readyMs;
     this.count++;
   }
 
   /** Moves every request ready by `now` into `waiting`. */
   drainInto(now: number, waiting: WaitingQueue): void {
     const q = this.#items;
-    const ready = this.#readyMs;
     let h = this.#head;
     const tail = this.#tail;
-    if (h === tail || ready[h]! > now) return;
+    if (h === tail || q[2 * h + 1]! > now) return;
     const rows = this.#seqs.rows;
-    while (h < tail && ready[h]! <= now) {
-      const r = q[h]!;
-      q[h++] = -1;
+    while (h < tail && q[2 * h + 1]! <= now) {
+      const r = q[2 * h]! | 0;
+      h++;
       if (rows[r * STRIDE + STATE] !== PENDING) {
         this.#seqs.recycle(r); // aborted while pending
         continue;
@@ -144,12 +158,6 @@ export class FrontendQueue {
     if (h === tail) {
       h = 0;
       this.#tail = 0;
-    } else if (h > 1024 && h * 2 > tail) {
-      q.copyWithin(0, h, tail);
-      ready.copyWithin(0, h, tail);
-      q.fill(-1, tail - h, tail);
-      this.#tail = tail - h;
-      h = 0;
     }
     this.#head = h;
   }

@@ -8,10 +8,9 @@ export const DONE = 3;
 
 // A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
 const RECORDS = 2 ** 21;
-const IDLE: EngineCaller = { onToken() {}, onFinish() {} };
 
 // A record's numeric fields: one row of STRIDE Int32 slots (64 bytes), by record index. Its last
-// token time is in a Float64Array, its caller and prompt hashes in plain arrays.
+// token time is in a Float64Array, its prompt hashes in a plain array.
 /** How many requests this record has held (part of their tickets). */
 export const USES = 0;
 /** PENDING, WAITING, RUNNING or DONE. */
@@ -26,16 +25,17 @@ export const TARGET = 5;
 /** Tokens whose KV is in cache (kept here while not running). */
 export const COMPUTED = 6;
 export const GENERATED = 7;
-/** Its entry in the running arrays while RUNNING. */
+/** Its entry in the running arrays while RUNNING; while spare, the next spare record (-1: none). */
 export const SLOT = 8;
 /** Prompt blocks offered to the cache so far (the first `registered` of its cache entries are set). */
 export const REGISTERED = 9;
 /** How many of those are cache entries (the rest of its blocks are private). */
 export const SHARED = 10;
-/** Bits: ADMITTED (its prompt counted), ON_ADMIT (its request has an `onAdmit`). */
+/** Bits: ADMITTED (its prompt counted), ON_ADMIT (its request has an `onAdmit`); above them (>> CALLER_SHIFT), who its callbacks go to (see `callerOf`). */
 export const FLAGS = 11;
 export const ADMITTED = 1;
 export const ON_ADMIT = 2;
+const CALLER_SHIFT = 2;
 /** The caller's number for its request (what its callbacks are given). */
 export const ID = 12;
 /** Its list of cache entries per prompt block while running (see `KvBlocks`): -1 for none, else where it is and its size class. */
@@ -56,32 +56,36 @@ export const STRIDE = 16;
 export class SeqTable {
   /** The numeric fields, STRIDE to a row. */
   rows = new Int32Array(0);
-  /** By record index: when its request last got a token while it was not running (0 before the first). */
+  /** By record index: when its request last got a token while it was not running (set only once it had one). */
   #lastMs = new Float64Array(0);
-  /** By record index: who its callbacks go to, with the row's ID (IDLE when free). */
-  caller: EngineCaller[] = [];
   /** By record index: its prompt's block hashes, or null. */
   hashes: (readonly number[] | null)[] = [];
   /** Records made. */
   #made = 0;
-  /** Records free for reuse, most recently freed last. */
-  readonly #spare: number[] = [];
+  /** The most recently freed record (the spare ones are a stack linked through their SLOT), or -1. */
+  #spare = -1;
+  // Who the records' callbacks go to, numbered as first seen (requests come in runs with one
+  // caller: a number in the row is no extra line of memory to touch per request, a plain array of them was).
+  readonly #callers: EngineCaller[] = [];
+  readonly #callerIndex = new Map<EngineCaller, number>();
+  #lastCaller: EngineCaller | undefined = undefined;
+  #lastCallerIndex = -1;
 
-  /** A free record (its last token time 0), or a new one, or -1 if the engine holds as many requests as tickets can name. */
+  /** A free record, or a new one, or -1 if the engine holds as many requests as tickets can name. */
   take(): number {
-    let r = this.#spare.pop();
-    if (r === undefined) {
-      r = this.#made;
-      if (r === RECORDS) return -1;
-      if (r * STRIDE === this.rows.length) this.#grow();
-      this.#made++;
-      this.rows[r * STRIDE + STATE] = DONE;
-      this.rows[r * STRIDE + ENTRIES] = -1;
-      // (Past the room `reserve` made, these grow.)
-      this.caller[r] = IDLE;
-      this.hashes[r] = null;
+    let r = this.#spare;
+    if (r >= 0) {
+      this.#spare = this.rows[r * STRIDE + SLOT]!;
+      return r;
     }
-    this.#lastMs[r] = 0;
+    r = this.#made;
+    if (r === RECORDS) return -1;
+    if (r * STRIDE === this.rows.length) this.#grow();
+    this.#made++;
+    this.rows[r * STRIDE + STATE] = DONE;
+    this.rows[r * STRIDE + ENTRIES] = -1;
+    // (Past the room `reserve` made, this grows.)
+    this.hashes[r] = null;
     return r;
   }
 
@@ -101,16 +105,31 @@ export class SeqTable {
     rows[o + SLOT] = -1;
     rows[o + REGISTERED] = 0;
     rows[o + SHARED] = 0;
-    rows[o + FLAGS] = onAdmit ? ON_ADMIT : 0;
+    let c = this.#lastCallerIndex;
+    if (caller !== this.#lastCaller) {
+      c = this.#callerIndex.get(caller) ?? -1;
+      if (c < 0) {
+        c = this.#callers.length;
+        this.#callerIndex.set(caller, c);
+        this.#callers.push(caller);
+      }
+      this.#lastCaller = caller;
+      this.#lastCallerIndex = c;
+    }
+    rows[o + FLAGS] = (c << CALLER_SHIFT) | (onAdmit ? ON_ADMIT : 0);
     rows[o + ID] = id;
-    this.caller[r] = caller;
     this.hashes[r] = hashes;
     return (uses * RECORDS + r) as Ticket;
   }
 
+  /** Who record `r`'s callbacks go to, with its row's ID. */
+  callerOf(r: number): EngineCaller {
+    return this.#callers[this.rows[r * STRIDE + FLAGS]! >> CALLER_SHIFT]!;
+  }
+
   /** When record `r`'s request last got a token while it was not running (0 before the first). */
   lastMs(r: number): number {
-    return this.#lastMs[r]!;
+    return this.rows[r * STRIDE + GENERATED]! > 0 ? this.#lastMs[r]! : 0;
   }
 
   setLastMs(r: number, ms: number): void {
@@ -119,12 +138,12 @@ export class SeqTable {
 
   /**
    * Returns a record for reuse once nothing refers to its request: after its last callback, or
-   * when a queue meets it aborted. Its caller is let go.
+   * when a queue meets it aborted. Its hashes are let go.
    */
   recycle(r: number): void {
-    this.caller[r] = IDLE;
     this.hashes[r] = null;
-    this.#spare.push(r);
+    this.rows[r * STRIDE + SLOT] = this.#spare;
+    this.#spare = r;
   }
 
   /** The record a ticket names, whatever its use (the low 21 bits). */
@@ -145,11 +164,8 @@ export class SeqTable {
    */
   reserve(cap: number): void {
     if (cap * STRIDE > this.rows.length) this.#grow(cap);
-    // The plain arrays too (grown by pushes, they were copied several times in the burst).
-    if (this.#made === 0 && this.caller.length < cap) {
-      this.caller = new Array<EngineCaller>(cap).fill(IDLE);
-      this.hashes = new Array<readonly number[] | null>(cap).fill(null);
-    }
+    // The plain array too (grown by pushes, it was copied several times in the burst).
+    if (this.#made === 0 && this.hashes.length < cap) this.hashes = new Array<readonly number[] | null>(cap).fill(null);
   }
 
   /** Half as much room again by default (records are made as requests in flight grow). */
