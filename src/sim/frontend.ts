@@ -52,7 +52,9 @@ export class Frontend {
   readonly deadlinesOn: boolean;
   readonly #clock: Clock;
   readonly #rule: EjectionRule;
-  readonly #records = new Map<string, EjectionRecord>();
+  /** The workers' ids and ejection records, by worker index (the order given). */
+  readonly #ids: readonly string[];
+  readonly #records: EjectionRecord[] = [];
   #ejectedNow = 0;
 
   constructor(clock: Clock, policy: PolicyName, rng: Rng, workerIds: readonly string[], settings: FrontendSettings) {
@@ -73,25 +75,25 @@ export class Frontend {
       ...(settings.flows && { flows: settings.flows }),
     });
     this.#rule = new EjectionRule({ ejectAfterFailures: settings.ejectAfterFailures, baseEjectMs: settings.baseEjectMs, maxEjectMs: settings.maxEjectMs });
+    this.#ids = workerIds;
     for (const id of workerIds) {
       this.dispatcher.addWorker(id);
-      this.#records.set(id, freshEjectionRecord());
+      this.#records.push(freshEjectionRecord());
     }
     this.deadlinesOn = settings.ttftDeadline !== 'off' || settings.stallDeadline !== 'off';
   }
 
-  /** A request on `id` completed. */
-  success(id: string): void {
-    const r = this.#records.get(id);
-    if (r) this.#rule.success(r);
-    this.dispatcher.succeeded(id);
+  /** A request on worker `index` (in the order of the ids given) completed. */
+  success(index: number): void {
+    this.#rule.success(this.#records[index]!);
+    this.dispatcher.succeeded(this.#ids[index]!);
   }
 
-  /** A request on `id` hit a deadline (the router counts it as a worker failure). */
-  failure(id: string): void {
-    const r = this.#records.get(id);
-    if (!r) return;
-    const verdict = this.#rule.failure(r, this.#clock.now(), { size: this.#records.size, ejected: this.#ejectedNow });
+  /** A request on worker `index` hit a deadline (the router counts it as a worker failure). */
+  failure(index: number): void {
+    const r = this.#records[index]!;
+    const id = this.#ids[index]!;
+    const verdict = this.#rule.failure(r, this.#clock.now(), { size: this.#records.length, ejected: this.#ejectedNow });
     if (verdict === 'suspect') this.dispatcher.halfOpen(id);
     if (verdict !== 'ejected') return;
     this.#ejectedNow++;

@@ -246,13 +246,13 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // pushing again reallocated it for every request).
   const firstLast: number[][] = [[], [0], [0, 0]];
 
-  const finishRequest = (q: number, nowMs: number, worker: string | null, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
+  /** `worker`: the index of the worker that answered, or -1. */
+  const finishRequest = (q: number, nowMs: number, worker: number, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
     if (nowMs > lastEndMs) lastEndMs = nowMs;
     const firstTokenMs = requests.firstTokenMs(q);
     const tokens = requests.tokens(q);
     const phase = requests.phase(q);
     const tenant = requests.tenant(q);
-    const plan = requests.plans[q]!;
     let chunkMs = requests.chunks(q);
     if (chunkMs === null) {
       const n = Number.isNaN(firstTokenMs) ? 0 : tokens > 1 ? 2 : 1;
@@ -269,22 +269,23 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const rec = reused ?? blankRecord();
     rec.id = reused ? '' : `${phase}-${requests.index(q)}`;
     rec.phase = phase;
-    rec.worker = worker;
+    rec.worker = worker < 0 ? null : ids[worker]!;
     rec.startMs = requests.startMs(q);
     rec.firstTokenMs = Number.isNaN(firstTokenMs) ? null : firstTokenMs;
     rec.chunkMs = chunkMs;
     rec.endMs = nowMs;
-    rec.inputTokens.client = rec.inputTokens.server = plan.promptTokens;
+    rec.inputTokens.client = rec.inputTokens.server = requests.promptTokens(q);
     rec.outputTokens.client = rec.outputTokens.server = tokens;
     rec.outcome = outcome;
     rec.status = status;
     rec.error = error;
     rec.redispatched = requests.redispatched(q);
     rec.migrated = requests.migrated(q);
-    if (streaming) streaming.add(rec);
+    if (streaming) streaming.add(rec, worker);
     else if (builder) builder.add(rec);
     else records.push(rec);
-    const followUp = workloadOf(tenant).followUp(plan.cursor, outcome === 'ok', tokens);
+    // (A last turn has no follow-up: its plan is not read, a cold read at fleet scale.)
+    const followUp = requests.lastTurn(q) ? null : workloadOf(tenant).followUp(requests.plans[q]!.cursor, outcome === 'ok', tokens);
     requests.free(q);
     phaseDone(phase, followUp, tenant);
   };
@@ -298,7 +299,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     attemptEnded(a, reason, nowMs) {
       attempts.end(a);
       const q = attempts.req(a);
-      const workerId = attempts.workerId(a);
+      const route = attempts.route(a);
+      const workerId = route.workerId;
       // Its number goes back before the release (which may start a queued request) and the finish
       // (which starts the next one): freed last, the first finish found every row taken and the
       // table was doubled (23 MB more touched at fleet scale) for one extra row.
@@ -306,10 +308,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       const fe = frontends[requests.replica(q)]!;
       fe.dispatcher.release(workerId, ticketOf(q));
       if (reason === 'length') {
-        fe.success(workerId);
-        finishRequest(q, nowMs, workerId, 'ok', 200, null);
+        fe.success(route.worker);
+        finishRequest(q, nowMs, route.worker, 'ok', 200, null);
       } else {
-        finishRequest(q, nowMs, workerId, 'aborted', null, 'aborted by the engine');
+        finishRequest(q, nowMs, route.worker, 'aborted', null, 'aborted by the engine');
       }
     },
   };
@@ -337,7 +339,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       attempts.end(a);
       attempts.free(a);
       fe.dispatcher.release(w.id, ticketOf(q));
-      finishRequest(q, clock.now(), w.id, 'http_error', t === QUEUE_FULL ? 429 : 400, t === QUEUE_FULL ? 'worker queue full' : 'prompt too long');
+      finishRequest(q, clock.now(), wi, 'http_error', t === QUEUE_FULL ? 429 : 400, t === QUEUE_FULL ? 'worker queue full' : 'prompt too long');
       return;
     }
     attempts.setTicket(a, t);
@@ -361,7 +363,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const fe = frontends[feIndex]!;
     const flow = flowsOn ? { flow: ticketOf(q)!, onShed: () => {
       shed++;
-      finishRequest(q, clock.now(), null, 'http_error', 429, 'shed');
+      finishRequest(q, clock.now(), -1, 'http_error', 429, 'shed');
     } } : undefined;
     // (The route request and this callback are garbage by the time the next scavenge comes, unless
     // the request waits in the queue.)
@@ -372,7 +374,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     );
     if (r === 'rejected') {
       rejected++;
-      finishRequest(q, clock.now(), null, 'http_error', 429, 'router queue full');
+      finishRequest(q, clock.now(), -1, 'http_error', 429, 'router queue full');
     }
   };
 
@@ -388,7 +390,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       migrated++;
       redoneTokens += requests.tokens(q);
     }
-    if (kind === 'migrate' || fe.dispatcher.missedFirstToken(workerId, attempts.startMs(a), attempts.position(a))) fe.failure(workerId);
+    if (kind === 'migrate' || fe.dispatcher.missedFirstToken(workerId, attempts.startMs(a), attempts.position(a))) fe.failure(attempts.route(a).worker);
     engines[attempts.route(a).worker]!.abort(attempts.ticket(a));
     attempts.free(a);
     fe.dispatcher.release(workerId, ticketOf(q));
@@ -484,7 +486,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
         if (attempts.sweepKey(a) !== key || attempts.sweepReplica(a) !== feIndex || !attempts.live(a)) continue;
         attempts.clearSweep(a);
         if (!attempts.hasFirstToken(a)) {
-          const promptTokens = requests.plans[attempts.req(a)]!.promptTokens;
+          const promptTokens = requests.promptTokens(attempts.req(a));
           let t = ttftByPrompt.get(promptTokens);
           if (t === undefined) ttftByPrompt.set(promptTokens, (t = d.ttftDeadlineMs(promptTokens)));
           if (now - attempts.startMs(a) >= t) due.push(2 * a);

@@ -9,33 +9,40 @@ import type { TurnPlan } from './sim-workload.js';
 // objects were promoted. Finished rows are reused (most recently freed first), as the objects were.
 
 /** Room for `rows` rows of `stride` (at least 64 rows), keeping `old`'s contents. */
-function grown<T extends Float64Array | Int32Array>(old: T, stride: number, rows: number, make: (n: number) => T): T {
-  const a = make(Math.max(64, rows) * stride);
+function grown(old: Float64Array, stride: number, rows: number): Float64Array<ArrayBuffer> {
+  const a = new Float64Array(Math.max(64, rows) * stride);
   a.set(old);
   return a;
 }
 
 const PHASES: readonly RequestRecord['phase'][] = ['warmup', 'profiling'];
 
-// A request's numbers: times (Float64, RT stride) and the rest (Int32, RI stride).
-const R_START = 0;
-/** NaN before the first token (set when the attempt that got it ends). */
-const R_FIRST = 1;
-const R_LAST = 2;
-const RT = 3;
+// A row holds a request's (or an attempt's) counts and times side by side, Int32 fields first, then
+// Float64 ones, in one buffer seen as both (`ints` and `times`, indexed by row x RI or row x RT):
+// the counts and times of one row were in two arrays, two cold cache lines to read at each end.
+// A request's numbers (48 bytes):
 const R_INDEX = 0;
 /** Tokens received from attempts that have ended. */
 const R_TOKENS = 1;
-/** Phase (0 warm-up, 1 profiling) and the bits RESENT, REDISPATCHED, MIGRATED above it. */
+/** Phase (0 warm-up, 1 profiling) and the bits RESENT, REDISPATCHED, MIGRATED, LAST_TURN above it. */
 const R_FLAGS = 2;
 const R_REPLICA = 3;
 /** Its tenant's index in the scenario's `tenants` (0 without tenants). */
 const R_TENANT = 4;
-const RI = 5;
+/** Its plan's prompt length (read at its end without its plan). */
+const R_PROMPT = 5;
+const R_START = 3;
+/** NaN before the first token (set when the attempt that got it ends). */
+const R_FIRST = 4;
+const R_LAST = 5;
+const RT = 6;
+const RI = 2 * RT;
 const PROFILING = 1;
 const RESENT = 2;
 const REDISPATCHED = 4;
 const MIGRATED = 8;
+/** Its plan is its session's last turn (nothing follows it). */
+const LAST_TURN = 16;
 
 /**
  * Client requests as the simulator tracks them across attempts, by request number. At fleet scale
@@ -44,7 +51,7 @@ const MIGRATED = 8;
  */
 export class SimRequests {
   #times = new Float64Array(0);
-  #ints = new Int32Array(0);
+  #ints = new Int32Array(this.#times.buffer);
   /** By request number: what it sends (prompt length and token ids, answer length, its place in its session). */
   readonly plans: TurnPlan[];
   // By request number, when every chunk time is kept (see `chunks`).
@@ -63,8 +70,8 @@ export class SimRequests {
   }
 
   #grow(rows: number): void {
-    this.#times = grown(this.#times, RT, rows, (n) => new Float64Array(n));
-    this.#ints = grown(this.#ints, RI, rows, (n) => new Int32Array(n));
+    this.#times = grown(this.#times, RT, rows);
+    this.#ints = new Int32Array(this.#times.buffer);
   }
 
   /** A finished request's number, or a new one: the `index`th request, sent now through replica `replica`. */
@@ -83,9 +90,10 @@ export class SimRequests {
     const ints = this.#ints;
     ints[o + R_INDEX] = index;
     ints[o + R_TOKENS] = 0;
-    ints[o + R_FLAGS] = phase === 'profiling' ? PROFILING : 0;
+    ints[o + R_FLAGS] = (phase === 'profiling' ? PROFILING : 0) | (plan.lastTurn ? LAST_TURN : 0);
     ints[o + R_REPLICA] = replica;
     ints[o + R_TENANT] = tenant;
+    ints[o + R_PROMPT] = plan.promptTokens;
     this.plans[q] = plan;
     if (this.keepChunks) this.#chunks[q] = [];
     return q;
@@ -119,6 +127,16 @@ export class SimRequests {
 
   tokens(q: number): number {
     return this.#ints[q * RI + R_TOKENS]!;
+  }
+
+  /** Its plan's prompt length. */
+  promptTokens(q: number): number {
+    return this.#ints[q * RI + R_PROMPT]!;
+  }
+
+  /** Whether its plan is its session's last turn. */
+  lastTurn(q: number): boolean {
+    return (this.#ints[q * RI + R_FLAGS]! & LAST_TURN) !== 0;
   }
 
   startMs(q: number): number {
@@ -213,34 +231,34 @@ export interface AttemptHost {
   attemptEnded(a: number, reason: 'length' | 'abort', nowMs: number): void;
 }
 
-// An attempt's numbers: times and wide counters (Float64, AT stride) and the rest (Int32, AI stride).
-/** When it was sent. */
-const A_START = 0;
-/** Its last token (its start before the first). */
-const A_LAST = 1;
-/** Its first token (NaN before it). */
-const A_FIRST = 2;
-/** A token time already known (last times only grow), so most silence checks need no engine lookup. */
-const A_SEEN = 3;
-/** What its engine returned when it accepted it (-1 before). */
-const A_TICKET = 4;
-/** Its place in the order the router's sweep walks attempts in. */
-const A_START_SEQ = 5;
-/** Past its first token: its listing among its route's streams watched for silence (-1: none). */
-const A_WATCH = 6;
-const AT = 7;
+// An attempt's numbers (88 bytes; what its end reads comes first, in 56 of them):
 const A_REQ = 0;
 const A_ROUTE = 1;
-/** Its worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
-const A_POSITION = 2;
+/** Bits: LIVE, ENDED. */
+const A_FLAGS = 2;
 const A_TOKENS = 3;
 const A_MAX = 4;
-/** Bits: LIVE, ENDED. */
-const A_FLAGS = 5;
+/** Its worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
+const A_POSITION = 5;
 /** The deadline sweep it is filed under (-1: none), and by which replica. */
 const A_SWEEP = 6;
 const A_SWEEP_REPLICA = 7;
-const AI = 8;
+/** Its first token (NaN before it). */
+const A_FIRST = 4;
+/** Its last token (its start before the first). */
+const A_LAST = 5;
+/** What its engine returned when it accepted it (-1 before). */
+const A_TICKET = 6;
+/** A token time already known (last times only grow), so most silence checks need no engine lookup. */
+const A_SEEN = 7;
+/** When it was sent. */
+const A_START = 8;
+/** Its place in the order the router's sweep walks attempts in. */
+const A_START_SEQ = 9;
+/** Past its first token: its listing among its route's streams watched for silence (-1: none). */
+const A_WATCH = 10;
+const AT = 11;
+const AI = 2 * AT;
 /** It still listens to the engine. */
 const LIVE = 1;
 /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
@@ -255,7 +273,7 @@ const ENDED = 2;
  */
 export class SimAttempts implements EngineCaller {
   #times = new Float64Array(0);
-  #ints = new Int32Array(0);
+  #ints = new Int32Array(this.#times.buffer);
   /** Every route, by number. */
   readonly routes: AttemptRoute[] = [];
   #made = 0;
@@ -274,8 +292,8 @@ export class SimAttempts implements EngineCaller {
   }
 
   #grow(rows: number): void {
-    this.#times = grown(this.#times, AT, rows, (n) => new Float64Array(n));
-    this.#ints = grown(this.#ints, AI, rows, (n) => new Int32Array(n));
+    this.#times = grown(this.#times, AT, rows);
+    this.#ints = new Int32Array(this.#times.buffer);
   }
 
   /** Gives `route` its number. */

@@ -16,6 +16,8 @@ export interface TurnPlan {
   /** Token ids of the whole prompt (the engine's prefix cache hashes them). */
   readonly promptTokenIds: Uint32Array;
   readonly cursor: TurnCursor;
+  /** It is its session's last turn (no follow-up). */
+  readonly lastTurn: boolean;
 }
 
 /** The scenario's workload as the simulator's clients draw from it. */
@@ -76,6 +78,7 @@ function plan(cursor: TurnCursor): TurnPlan {
     maxTokens: session.turns[turn]!.maxTokens,
     promptTokenIds: turnTokenIds(session, turn, answerTokens),
     cursor,
+    lastTurn: turn + 1 >= session.turns.length,
   };
 }
 

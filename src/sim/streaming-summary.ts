@@ -33,19 +33,21 @@ export class StreamingSummary {
   #outputTokens = 0;
   readonly #errors = new ErrorGroups();
   readonly #perWorker: Record<string, WorkerSummary> = {};
+  /** The same, by the caller's worker index (a string-keyed lookup among a fleet's ids cost more). */
+  readonly #byIndex: (WorkerSummary | undefined)[] = [];
 
-  /** Folds one record in (warm-up records are ignored, as in `summarize`). */
-  add(r: RequestRecord): void {
+  /**
+   * Folds one record in (warm-up records are ignored, as in `summarize`). `workerIndex`: a number
+   * the caller gives `r.worker` (always the same for the same worker), or -1.
+   */
+  add(r: RequestRecord, workerIndex = -1): void {
     if (r.phase !== 'profiling') return;
     this.#profiling++;
     if (r.startMs < this.#startMs) this.#startMs = r.startMs;
     if (r.endMs > this.#endMs) this.#endMs = r.endMs;
     let ws: WorkerSummary | undefined;
     if (r.worker !== null) {
-      ws = this.#perWorker[r.worker] ??= {
-        requests: 0, ok: 0, shareOfRequests: 0, outputTokens: 0,
-        ttftP50Ms: null, ttftP99Ms: null, requestLatencyP99Ms: null, peakInflight: 0, peakAtMs: null,
-      };
+      ws = workerIndex >= 0 ? (this.#byIndex[workerIndex] ??= this.#workerSummary(r.worker)) : this.#workerSummary(r.worker);
       ws.requests++;
     }
     if (r.outcome !== 'ok') {
@@ -66,6 +68,13 @@ export class StreamingSummary {
     if (m.outputTokensPerSPerUser !== null) h.output_token_throughput_per_user.add(m.outputTokensPerSPerUser);
     h.output_sequence_length.add(m.osl);
     h.input_sequence_length.add(m.isl);
+  }
+
+  #workerSummary(id: string): WorkerSummary {
+    return (this.#perWorker[id] ??= {
+      requests: 0, ok: 0, shareOfRequests: 0, outputTokens: 0,
+      ttftP50Ms: null, ttftP99Ms: null, requestLatencyP99Ms: null, peakInflight: 0, peakAtMs: null,
+    });
   }
 
   /** The summary so far; per-worker peaks come from the sampled series. */

@@ -20,6 +20,9 @@ export class LogHistogram {
   max = Number.NEGATIVE_INFINITY;
   private mean = 0;
   private m2 = 0;
+  /** The last value's bucket: token counts repeat, and a logarithm per value showed in fleet runs. */
+  private lastValue = Number.NaN;
+  private lastIndex = 0;
 
   constructor(relativeError = 0.001) {
     this.relativeError = relativeError;
@@ -41,7 +44,11 @@ export class LogHistogram {
       this.zeros++;
       return;
     }
-    this.bump(Math.floor(Math.log(v) / this.logBase), 1);
+    if (v !== this.lastValue) {
+      this.lastValue = v;
+      this.lastIndex = Math.floor(Math.log(v) / this.logBase);
+    }
+    this.bump(this.lastIndex, 1);
   }
 
   private bump(i: number, c: number): void {
