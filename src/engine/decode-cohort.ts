@@ -1,5 +1,5 @@
-import { FREE, type RunningSet } from './running-set.js';
-import { FIN_NEXT, FIN_PREV, SLOT, STRIDE, type SeqTable } from './seq.js';
+import { FREE, HOLE, type RunningSet } from './running-set.js';
+import { BLOCKS, COMPUTED, FIN, FIN_NEXT, FIN_PREV, GENERATED, JOIN, MAX, SINK, SLOT, STEP, STRIDE, type SeqTable } from './seq.js';
 
 /** Buckets of members by finishing step (a power of two; a member due later than that is skipped until its turn). */
 const FINISH_RING = 512;
@@ -8,8 +8,8 @@ const FINISH_RING = 512;
  * The decode cohort: running sink requests past their first token that all got their last token
  * at `lastMs` and get one more at every step. They advance as one count (`steps`), so a step costs
  * O(1) for them instead of O(sequences); a member keeps its computed and generated counts as of
- * its `join` entry and is brought up to date (`unlock`) only when something touches it alone.
- * A member's `fin` entry is the `steps` after which it has all its tokens.
+ * its JOIN and is brought up to date (`unlock`) only when something touches it alone.
+ * A member's FIN field is the `steps` after which it has all its tokens.
  */
 export class DecodeCohort {
   /** Cohort steps taken. */
@@ -30,7 +30,7 @@ export class DecodeCohort {
   readonly #seqs: SeqTable;
   // Members by the step at which they finish, modulo FINISH_RING: a doubly linked list of record
   // indices per ring bucket, in the order they joined, linked through the records' FIN_NEXT and
-  // FIN_PREV fields (the line a member's SLOT is on). A member is listed from its join to its
+  // FIN_PREV fields (beside its FIN and SLOT). A member is listed from its join to its
   // unlock, so a bucket holds exactly the members due at its step and any due a whole number of
   // turns later (skipped until then). Typed arrays: no hashing, and no object per bucket (at fleet
   // scale those were most of what the garbage collector promoted).
@@ -55,64 +55,66 @@ export class DecodeCohort {
 
   /** Adds running entry `i` (a sink request that just got a token and has more to come) at `now`. */
   join(i: number, now: number): void {
-    const run = this.#run;
-    const c = run.computed[i]!;
+    const r = this.#run.rec[i]!;
+    const rows = this.#seqs.rows;
+    const o = r * STRIDE;
+    const c = rows[o + COMPUTED]!;
     const bs = this.#blockSize;
     // Its blocks must be what its tokens need (true after any step), so they can be recomputed.
-    if (run.blocks[i] !== Math.ceil(c / bs)) return;
+    if (rows[o + BLOCKS] !== Math.ceil(c / bs)) return;
     if (this.count === 0) this.lastMs = now;
     const s = this.steps;
-    const fin = s + run.max[i]! - run.generated[i]!;
-    run.join[i] = s;
-    run.fin[i] = fin;
-    const r = run.rec[i]!;
+    const fin = s + rows[o + MAX]! - rows[o + GENERATED]!;
+    rows[o + JOIN] = s;
+    rows[o + FIN] = fin;
     const k = fin & (FINISH_RING - 1);
     const tail = this.#finTail[k]!;
-    const rows = this.#seqs.rows;
-    rows[r * STRIDE + FIN_PREV] = tail;
-    rows[r * STRIDE + FIN_NEXT] = -1;
+    rows[o + FIN_PREV] = tail;
+    rows[o + FIN_NEXT] = -1;
     if (tail >= 0) rows[tail * STRIDE + FIN_NEXT] = r;
     else this.#finHead[k] = r;
     this.#finTail[k] = r;
     this.count++;
-    this.bySink[run.sink[i]!]!++;
+    this.bySink[rows[o + SINK]!]!++;
     this.phase[(((s - c) % bs) + bs) % bs]!++;
   }
 
   /** Takes entry `i` out (if a member), bringing its counters, blocks and step up to date. */
   unlock(i: number): void {
-    const run = this.#run;
-    const fin = run.fin[i]!;
+    const r = this.#run.rec[i]!;
+    const seqs = this.#seqs;
+    const rows = seqs.rows;
+    const o = r * STRIDE;
+    const fin = rows[o + FIN]!;
     if (fin < 0) return;
-    run.fin[i] = FREE;
-    const r = run.rec[i]!;
+    rows[o + FIN] = FREE;
     const bucket = fin & (FINISH_RING - 1);
-    const rows = this.#seqs.rows;
-    const prev = rows[r * STRIDE + FIN_PREV]!;
-    const next = rows[r * STRIDE + FIN_NEXT]!;
+    const prev = rows[o + FIN_PREV]!;
+    const next = rows[o + FIN_NEXT]!;
     if (prev >= 0) rows[prev * STRIDE + FIN_NEXT] = next;
     else this.#finHead[bucket] = next;
     if (next >= 0) rows[next * STRIDE + FIN_PREV] = prev;
     else this.#finTail[bucket] = prev;
     const bs = this.#blockSize;
-    const join = run.join[i]!;
+    const join = rows[o + JOIN]!;
     const k = this.steps - join;
     this.count--;
-    this.bySink[run.sink[i]!]!--;
-    this.phase[(((join - run.computed[i]!) % bs) + bs) % bs]!--;
-    const c = run.computed[i]! + k;
-    run.computed[i] = c;
-    run.generated[i] = run.generated[i]! + k;
-    run.lastMs[i] = this.lastMs;
+    this.bySink[rows[o + SINK]!]!--;
+    const c0 = rows[o + COMPUTED]!;
+    this.phase[(((join - c0) % bs) + bs) % bs]!--;
+    const c = c0 + k;
+    rows[o + COMPUTED] = c;
+    rows[o + GENERATED] = rows[o + GENERATED]! + k;
+    seqs.tokenMs[r] = this.lastMs;
     // Mid-step it holds this step's block (if it needed one) and its decode token is scheduled.
-    run.blocks[i] = Math.ceil(c / bs) + (this.stepping && c % bs === 0 ? 1 : 0);
-    run.step[i] = this.stepping ? 1 : 0;
+    rows[o + BLOCKS] = Math.ceil(c / bs) + (this.stepping && c % bs === 0 ? 1 : 0);
+    rows[o + STEP] = this.stepping ? 1 : 0;
   }
 
   /** Dissolves the cohort: every member runs alone again. */
   unlockAll(): void {
     const run = this.#run;
-    for (let i = 0; i < run.len && this.count > 0; i++) this.unlock(i);
+    for (let i = 0; i < run.len && this.count > 0; i++) if (run.rec[i] !== HOLE) this.unlock(i);
     run.rebuildLoose();
   }
 
@@ -121,16 +123,16 @@ export class DecodeCohort {
     return this.phase[this.steps % this.#blockSize]!;
   }
 
-  /** Tokens running entry `i` has generated (a member's as of now). */
-  generatedOf(i: number): number {
-    const run = this.#run;
-    return run.generated[i]! + (run.fin[i]! >= 0 ? this.steps - run.join[i]! : 0);
+  /** Tokens running record `r` has generated (a member's as of now). */
+  generatedOf(r: number): number {
+    const rows = this.#seqs.rows;
+    const o = r * STRIDE;
+    return rows[o + GENERATED]! + (rows[o + FIN]! >= 0 ? this.steps - rows[o + JOIN]! : 0);
   }
 
-  /** When running entry `i` last got a token. */
-  lastTokenMsOf(i: number): number {
-    const run = this.#run;
-    return run.fin[i]! >= 0 ? this.lastMs : run.lastMs[i]!;
+  /** When running record `r` last got a token (0 before its first). */
+  lastTokenMsOf(r: number): number {
+    return this.#seqs.rows[r * STRIDE + FIN]! >= 0 ? this.lastMs : this.#seqs.lastMs(r);
   }
 
   /**
@@ -138,12 +140,10 @@ export class DecodeCohort {
    * cohort step `at`, and returns how many (they stay listed until the engine drops them, which unlocks them).
    */
   collectFinishing(at: number, rows: Int32Array, slots: Int32Array): number {
-    const fin = this.#run.fin;
     let m = 0;
     for (let r = this.#finHead[at & (FINISH_RING - 1)]!; r >= 0; r = rows[r * STRIDE + FIN_NEXT]!) {
-      const i = rows[r * STRIDE + SLOT]!;
-      if (fin[i] !== at) continue;
-      slots[m++] = i;
+      if (rows[r * STRIDE + FIN] !== at) continue;
+      slots[m++] = rows[r * STRIDE + SLOT]!;
     }
     // Mostly in entry order already (members join in it), and usually a few: insertion sort then.
     if (m > 32) slots.subarray(0, m).sort();

@@ -7,7 +7,7 @@ import { KvBlocks } from './kv-blocks.js';
 import type { EngineProfile } from './profile.js';
 import { FrontendQueue, WaitingQueue } from './request-queues.js';
 import { FREE, HOLE, RunningSet } from './running-set.js';
-import { ADMITTED, COMPUTED, DONE, FLAGS, GENERATED, ID, ON_ADMIT, PROMPT, RUNNING, SLOT, STATE, STRIDE, TARGET, WAITING, SeqTable } from './seq.js';
+import { ADMITTED, BLOCKS, COMPUTED, DONE, FIN, FLAGS, GENERATED, ID, MAX, ON_ADMIT, PROMPT, RUNNING, SINK, SLOT, STATE, STEP, STRIDE, TARGET, WAITING, SeqTable } from './seq.js';
 import { StepScratch } from './step-scratch.js';
 
 export type { EngineCaller, EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
@@ -195,7 +195,7 @@ export class Engine {
     } else {
       this.#runningCount--;
       const slot = rows[o + SLOT]!;
-      if (this.#run.fin[slot] !== HOLE && this.#run.rec[slot] === r) this.#dropRunning(slot);
+      if (this.#run.rec[slot] === r) this.#dropRunning(slot);
     }
     rows[o + STATE] = DONE;
     this.#n.abortTotal++;
@@ -242,7 +242,7 @@ export class Engine {
     const o = r * STRIDE;
     const state = seqs.rows[o + STATE]!;
     if (state === DONE) return -1;
-    return state === RUNNING ? this.#cohort.generatedOf(seqs.rows[o + SLOT]!) : seqs.rows[o + GENERATED]!;
+    return state === RUNNING ? this.#cohort.generatedOf(r) : seqs.rows[o + GENERATED]!;
   }
 
   /** When a request last got a token (0 before its first; NaN once it ended). */
@@ -253,7 +253,7 @@ export class Engine {
     const o = r * STRIDE;
     const state = seqs.rows[o + STATE]!;
     if (state === DONE) return Number.NaN;
-    return state === RUNNING ? this.#cohort.lastTokenMsOf(seqs.rows[o + SLOT]!) : seqs.lastMs(r);
+    return state === RUNNING ? this.#cohort.lastTokenMsOf(r) : seqs.lastMs(r);
   }
 
   /**
@@ -269,12 +269,14 @@ export class Engine {
     if (this.#waitingWithTokens > 0 && this.#waitingTokenMs < t) t = this.#waitingTokenMs;
     const run = this.#run;
     const loose = run.loose;
-    const fin = run.fin;
-    const generated = run.generated;
-    const lastMs = run.lastMs;
+    const rec = run.rec;
+    const rows = this.#seqs.rows;
+    const tokenMs = this.#seqs.tokenMs;
     for (let k = 0; k < run.looseLen; k++) {
-      const i = loose[k]!;
-      if (fin[i] === FREE && generated[i]! > 0 && lastMs[i]! < t) t = lastMs[i]!;
+      const r = rec[loose[k]!]!;
+      if (r === HOLE) continue;
+      const o = r * STRIDE;
+      if (rows[o + FIN] === FREE && rows[o + GENERATED]! > 0 && tokenMs[r]! < t) t = tokenMs[r]!;
     }
     return t;
   }
@@ -288,14 +290,16 @@ export class Engine {
   #dropRunning(i: number): void {
     this.#cohort.unlock(i);
     const run = this.#run;
-    this.#kv.release(run.rec[i]!, run.blocks[i]!);
+    const r = run.rec[i]!;
+    this.#kv.release(r, this.#seqs.rows[r * STRIDE + BLOCKS]!);
     run.drop(i);
   }
 
   /** Grows running entry `i` to hold `tokens` KV tokens, preempting the newest entries if needed. */
   #grow(i: number, tokens: number): boolean {
-    const blocks = this.#run.blocks;
-    const need = this.#kv.blocksFor(tokens) - blocks[i]!;
+    const rows = this.#seqs.rows;
+    const o = this.#run.rec[i]! * STRIDE + BLOCKS;
+    const need = this.#kv.blocksFor(tokens) - rows[o]!;
     if (need <= 0) return true;
     const pool = this.#kv.pool;
     while (pool.free < need) {
@@ -304,7 +308,7 @@ export class Engine {
       this.#preempt(victim);
     }
     pool.allocate(need);
-    blocks[i] = blocks[i]! + need;
+    rows[o] = rows[o]! + need;
     return true;
   }
 
@@ -317,14 +321,12 @@ export class Engine {
     const o = r * STRIDE;
     this.#n.preemptionsTotal++;
     this.#runningCount--;
-    rows[o + TARGET] = Math.max(run.target[i]!, run.computed[i]!);
+    rows[o + TARGET] = Math.max(rows[o + TARGET]!, rows[o + COMPUTED]!);
     rows[o + COMPUTED] = 0;
-    const generated = run.generated[i]!;
-    rows[o + GENERATED] = generated;
-    this.#seqs.setLastMs(r, run.lastMs[i]!);
-    if (generated > 0) {
+    if (rows[o + GENERATED]! > 0) {
       this.#waitingWithTokens++;
-      if (run.lastMs[i]! < this.#waitingTokenMs) this.#waitingTokenMs = run.lastMs[i]!;
+      const lastMs = this.#seqs.tokenMs[r]!;
+      if (lastMs < this.#waitingTokenMs) this.#waitingTokenMs = lastMs;
     }
     rows[o + STATE] = WAITING;
     this.#dropRunning(i);
@@ -376,10 +378,6 @@ export class Engine {
     let prefill = 0;
     let decode = 0;
     const rec = run.rec;
-    const computed = run.computed;
-    const target = run.target;
-    const step = run.step;
-    const blocks = run.blocks;
     const bs = this.#blockSize;
     let prefilling = 0;
     // The cohort decodes as one when every running sequence has budget and every decoder could
@@ -394,32 +392,40 @@ export class Engine {
         cohort.stepping = true;
       } else cohort.unlockAll();
     }
-    const fin = run.fin;
     const loose = run.loose;
     const nLoose = run.looseLen;
+    const seqTable = this.#seqs;
+    // (No callback runs before the admissions: the rows stay where they are.)
+    const rows = seqTable.rows;
     // Decodes first, then chunks of prompts already running, as vLLM V1 spends its budget (the
     // cohort's decodes are counted above; the rest are loose, visited in admission order).
     for (let k = 0; k < nLoose && budget > 0; k++) {
       const i = loose[k]!;
-      if (fin[i] !== FREE) continue;
-      const c = computed[i]!;
-      if (c < target[i]!) {
+      const r = rec[i]!;
+      if (r === HOLE) continue;
+      const o = r * STRIDE;
+      if (rows[o + FIN] !== FREE) continue;
+      const c = rows[o + COMPUTED]!;
+      if (c < rows[o + TARGET]!) {
         prefilling++;
         continue;
       }
-      if (c + 1 > blocks[i]! * bs && !this.#grow(i, c + 1)) {
+      if (c + 1 > rows[o + BLOCKS]! * bs && !this.#grow(i, c + 1)) {
         this.#preempt(i);
         continue;
       }
-      step[i] = 1;
+      rows[o + STEP] = 1;
       budget--;
       decode++;
     }
     for (let k = 0; k < nLoose && budget > 0 && prefilling > 0; k++) {
       const i = loose[k]!;
-      if (fin[i] !== FREE) continue;
-      const c = computed[i]!;
-      const t = target[i]!;
+      const r = rec[i]!;
+      if (r === HOLE) continue;
+      const o = r * STRIDE;
+      if (rows[o + FIN] !== FREE) continue;
+      const c = rows[o + COMPUTED]!;
+      const t = rows[o + TARGET]!;
       if (c >= t) continue;
       prefilling--;
       const n = Math.min(t - c, budget);
@@ -427,12 +433,11 @@ export class Engine {
         this.#preempt(i);
         continue;
       }
-      kv.register(rec[i]!, c + n);
-      step[i] = n;
+      kv.register(r, c + n);
+      rows[o + STEP] = n;
       budget -= n;
       prefill += n;
     }
-    const seqTable = this.#seqs;
     while (budget > 0 && this.#runningCount < this.#maxNumSeqs) {
       const r = this.#waiting.peek();
       if (r < 0) break;
@@ -451,10 +456,9 @@ export class Engine {
       if (hit > 0) kv.acquire(r, hit);
       pool.allocate(fresh);
       rows[o + COMPUTED] = cached;
-      // Pushing may grow the running arrays: written through `run`, not the locals above.
-      const i = run.push(r, seqTable.lastMs(r));
-      run.blocks[i] = hit + fresh;
-      run.step[i] = n;
+      rows[o + BLOCKS] = hit + fresh;
+      rows[o + STEP] = n;
+      run.push(r);
       kv.register(r, cached + n);
       rows[o + STATE] = RUNNING;
       this.#runningCount++;
@@ -508,14 +512,8 @@ export class Engine {
     const cohort = this.#cohort;
     const seqTable = this.#seqs;
     const rows = seqTable.rows;
+    const tokenMs = seqTable.tokenMs;
     const rec = run.rec;
-    const computed = run.computed;
-    const target = run.target;
-    const generated = run.generated;
-    const max = run.max;
-    const step = run.step;
-    const sinkOf = run.sink;
-    const lastMs = run.lastMs;
     // At most one delivery, sink token or finishing member per running entry.
     const scratch = StepScratch.take(run.len);
     const deliver = scratch.deliver;
@@ -524,7 +522,6 @@ export class Engine {
     const kinds = scratch.kind;
     const bSink = scratch.bSink;
     const bGap = scratch.bGapMs;
-    const fin = run.fin;
     let tokens = 0;
     let lockGapMs = 0;
     let hasLock = false;
@@ -538,7 +535,7 @@ export class Engine {
       cohort.steps++;
       cohort.flush.set(cohort.bySink);
     }
-    // First the bookkeeping over the dense arrays (no callbacks, so nothing moves under it): the
+    // First the bookkeeping over the rows (no callbacks, so nothing moves under it): the
     // cohort members this step finished and the loose entries, merged in index order.
     // Delivery kinds: 0 onToken, 1 onToken + onFinish, 2 onFinish (its last token went to a sink).
     const finSlots = scratch.finSlots;
@@ -560,37 +557,38 @@ export class Engine {
         continue;
       }
       const i = loose[k++]!;
-      if (fin[i] !== FREE) continue;
-      const t = step[i]!;
+      const r = rec[i]!;
+      if (r === HOLE) continue;
+      const o = r * STRIDE;
+      if (rows[o + FIN] !== FREE) continue;
+      const t = rows[o + STEP]!;
       if (t === 0) {
         loose[kept++] = i;
         continue;
       }
-      step[i] = 0;
-      const c = computed[i]! + t;
-      computed[i] = c;
-      if (c < target[i]!) {
+      rows[o + STEP] = 0;
+      const c = rows[o + COMPUTED]! + t;
+      rows[o + COMPUTED] = c;
+      if (c < rows[o + TARGET]!) {
         loose[kept++] = i;
         continue;
       }
       tokens++;
-      const g = generated[i]! + 1;
-      generated[i] = g;
-      const gapMs = now - lastMs[i]!;
-      lastMs[i] = now;
-      const done = g >= max[i]!;
-      const sink = sinkOf[i]!;
+      const g = rows[o + GENERATED]! + 1;
+      rows[o + GENERATED] = g;
+      const done = g >= rows[o + MAX]!;
+      const sink = rows[o + SINK]!;
       let kind = done ? 1 : 0;
       if (sink >= 0 && g > 1) {
         bSink[nb] = sink;
-        bGap[nb++] = gapMs;
+        bGap[nb++] = now - tokenMs[r]!;
+        tokenMs[r] = now;
         if (!done) {
           cohort.join(i, now);
           continue;
         }
         kind = 2;
-      }
-      const r = rec[i]!;
+      } else tokenMs[r] = now;
       if (done) {
         this.#runningCount--;
         n.successTotal++;

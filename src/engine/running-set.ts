@@ -1,37 +1,25 @@
-import { COMPUTED, GENERATED, MAX, SINK, SLOT, STRIDE, TARGET, type SeqTable } from './seq.js';
+import { FIN, SLOT, STRIDE, type SeqTable } from './seq.js';
 
-// What `fin` holds for a running entry outside the decode cohort (a member holds its finishing step).
-/** Running alone. */
+/** What a running record's FIN holds outside the decode cohort (a member's holds its finishing step). */
 export const FREE = -1;
-/** Dropped (compacted later). */
-export const HOLE = -2;
+/** What `rec` holds for a dropped entry (compacted later). */
+export const HOLE = -1;
 
 /**
- * An engine's running sequences as parallel typed arrays, one entry per sequence in admission
- * order, removed lazily (`fin[i] = HOLE`) and compacted once half are holes. The fields are the
- * arrays themselves, for the engine's step loops to read into locals; growing replaces them, so
- * a loop that may admit reads them again after.
+ * An engine's running sequences in admission order: entry i names a record (`rec`), whose row holds
+ * the sequence's counters (computed, target, generated, blocks, step, FIN...), so admitting or
+ * dropping one touches its row and one slot here, not a dozen parallel arrays, and no table sized
+ * for the running set is made per engine. Entries are removed lazily (`rec[i] = HOLE`) and compacted
+ * once half are holes; a record's SLOT is its entry. Growing replaces `rec` and `loose`, so a loop
+ * that may admit reads them again after.
  */
 export class RunningSet {
   /** Entries in use, holes included. */
   len = 0;
   /** Dropped entries since the last compaction. */
   holes = 0;
-  computed = new Int32Array(0);
-  target = new Int32Array(0);
-  generated = new Int32Array(0);
-  max = new Int32Array(0);
-  blocks = new Int32Array(0);
-  /** Tokens scheduled for the entry in the step in flight. */
-  step = new Int32Array(0);
-  sink = new Int32Array(0);
-  /** The entry's record index in the engine's SeqTable. */
+  /** The entry's record index in the engine's SeqTable, or HOLE. */
   rec = new Int32Array(0);
-  lastMs = new Float64Array(0);
-  /** For a cohort member, the cohort step after which it has all its tokens; otherwise FREE or HOLE. */
-  fin = new Int32Array(0);
-  /** For a cohort member, the cohort step at which it joined (its counters are as of then). */
-  join = new Int32Array(0);
   // Entries outside the cohort, in index order: every FREE entry, and some that have since joined
   // or left (dropped at the next step's end), so a step visits them, not the whole running set.
   loose = new Int32Array(0);
@@ -44,44 +32,33 @@ export class RunningSet {
     this.#alloc(cap);
   }
 
-  /** Appends record `r` (its counters as its row holds them, its last token at `lastMs`) as a FREE entry, growing if full; returns the entry. */
-  push(r: number, lastMs: number): number {
-    if (this.len === this.computed.length) {
+  /** Appends record `r` as a FREE entry (its BLOCKS and STEP are the caller's to set), growing if full; returns the entry. */
+  push(r: number): number {
+    if (this.len === this.rec.length) {
       // Full: squeeze out the holes if they are a fair share, else grow (a running set just
       // short of the room would otherwise be compacted at nearly every admission).
       if (this.holes * 4 >= this.len) this.compact();
-      if (this.len === this.computed.length) this.#alloc(this.len * 2);
+      if (this.len === this.rec.length) this.#alloc(this.len * 2);
     }
     const i = this.len++;
     const rows = this.#seqs.rows;
-    const o = r * STRIDE;
-    this.computed[i] = rows[o + COMPUTED]!;
-    this.target[i] = rows[o + TARGET]!;
-    this.generated[i] = rows[o + GENERATED]!;
-    this.max[i] = rows[o + MAX]!;
-    this.blocks[i] = 0;
-    this.step[i] = 0;
-    this.sink[i] = rows[o + SINK]!;
+    rows[r * STRIDE + FIN] = FREE;
+    rows[r * STRIDE + SLOT] = i;
     this.rec[i] = r;
-    this.lastMs[i] = lastMs;
-    this.fin[i] = FREE;
-    rows[o + SLOT] = i;
     this.loose[this.looseLen++] = i;
     return i;
   }
 
   /** Marks entry `i` dropped (the caller has released what it held). */
   drop(i: number): void {
-    this.fin[i] = HOLE;
+    this.rec[i] = HOLE;
     this.holes++;
-    this.blocks[i] = 0;
-    this.step[i] = 0;
   }
 
   /** The newest live entry, or -1. */
   newest(): number {
-    const fin = this.fin;
-    for (let i = this.len - 1; i >= 0; i--) if (fin[i] !== HOLE) return i;
+    const rec = this.rec;
+    for (let i = this.len - 1; i >= 0; i--) if (rec[i] !== HOLE) return i;
     return -1;
   }
 
@@ -98,25 +75,16 @@ export class RunningSet {
   compact(): void {
     if (this.holes === 0) return;
     this.holes = 0;
-    const fin = this.fin;
+    const rec = this.rec;
     const rows = this.#seqs.rows;
     const n = this.len;
     let j = 0;
     for (let i = 0; i < n; i++) {
-      if (fin[i] === HOLE) continue;
+      const r = rec[i]!;
+      if (r === HOLE) continue;
       if (j !== i) {
-        this.computed[j] = this.computed[i]!;
-        this.target[j] = this.target[i]!;
-        this.generated[j] = this.generated[i]!;
-        this.max[j] = this.max[i]!;
-        this.blocks[j] = this.blocks[i]!;
-        this.step[j] = this.step[i]!;
-        this.sink[j] = this.sink[i]!;
-        this.rec[j] = this.rec[i]!;
-        this.lastMs[j] = this.lastMs[i]!;
-        this.fin[j] = this.fin[i]!;
-        this.join[j] = this.join[i]!;
-        rows[this.rec[j]! * STRIDE + SLOT] = j;
+        rec[j] = r;
+        rows[r * STRIDE + SLOT] = j;
       }
       j++;
     }
@@ -126,40 +94,24 @@ export class RunningSet {
 
   /** Lists every FREE entry afresh (after compaction moved them, or the cohort dissolved). */
   rebuildLoose(): void {
-    const fin = this.fin;
+    const rec = this.rec;
+    const rows = this.#seqs.rows;
     let k = 0;
-    for (let i = 0; i < this.len; i++) if (fin[i] === FREE) this.loose[k++] = i;
+    for (let i = 0; i < this.len; i++) {
+      const r = rec[i]!;
+      if (r !== HOLE && rows[r * STRIDE + FIN] === FREE) this.loose[k++] = i;
+    }
     this.looseLen = k;
   }
 
-  /**
-   * Gives the arrays room for `cap` entries, keeping their contents: views on one buffer
-   * (allocating a typed array costs microseconds, and a fleet has thousands of engines).
-   */
+  /** Gives the arrays room for `cap` entries, keeping their contents (views on one buffer). */
   #alloc(cap: number): void {
-    // Per entry: 1 Float64 + 11 Int32 = 52 bytes, laid out widest first so every view is aligned
-    // (a view past the end throws, so a table added without growing this fails at once).
-    const buf = new ArrayBuffer(cap * 52);
-    let at = 0;
-    const view = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (b: ArrayBuffer, offset: number, n: number) => T): T => {
-      const a = make(buf, at, cap);
-      a.set(old);
-      at += cap * a.BYTES_PER_ELEMENT;
-      return a;
-    };
-    const f64 = (b: ArrayBuffer, offset: number, n: number) => new Float64Array(b, offset, n);
-    const i32 = (b: ArrayBuffer, offset: number, n: number) => new Int32Array(b, offset, n);
-    this.lastMs = view(this.lastMs, f64);
-    this.computed = view(this.computed, i32);
-    this.target = view(this.target, i32);
-    this.generated = view(this.generated, i32);
-    this.max = view(this.max, i32);
-    this.blocks = view(this.blocks, i32);
-    this.step = view(this.step, i32);
-    this.sink = view(this.sink, i32);
-    this.rec = view(this.rec, i32);
-    this.fin = view(this.fin, i32);
-    this.join = view(this.join, i32);
-    this.loose = view(this.loose, i32);
+    const buf = new ArrayBuffer(cap * 8);
+    const rec = new Int32Array(buf, 0, cap);
+    rec.set(this.rec);
+    const loose = new Int32Array(buf, cap * 4, cap);
+    loose.set(this.loose);
+    this.rec = rec;
+    this.loose = loose;
   }
 }

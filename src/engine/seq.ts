@@ -9,8 +9,9 @@ export const DONE = 3;
 // A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
 const RECORDS = 2 ** 21;
 
-// A record's numeric fields: one row of STRIDE Int32 slots (64 bytes), by record index. Its last
-// token time is in a Float64Array, its prompt hashes in a plain array.
+// A record's numeric fields: one row of STRIDE Int32 slots (80 bytes), by record index; while its
+// request runs, these are its live counters (the running set lists records in admission order).
+// Its last token time is in a Float64Array, its prompt hashes in a plain array.
 /** How many requests this record has held (part of their tickets). */
 export const USES = 0;
 /** PENDING, WAITING, RUNNING or DONE. */
@@ -22,10 +23,10 @@ export const MAX = 3;
 export const SINK = 4;
 /** Tokens to compute before decoding (the prompt; prompt + generated after a preemption). */
 export const TARGET = 5;
-/** Tokens whose KV is in cache (kept here while not running). */
+/** Tokens whose KV is in cache (a decode cohort member's as of its JOIN). */
 export const COMPUTED = 6;
 export const GENERATED = 7;
-/** Its entry in the running arrays while RUNNING; while spare, the next spare record (-1: none). */
+/** Its entry in the running set while RUNNING; while spare, the next spare record (-1: none). */
 export const SLOT = 8;
 /** Prompt blocks offered to the cache so far (the first `registered` of its cache entries are set). */
 export const REGISTERED = 9;
@@ -43,11 +44,18 @@ export const ENTRIES = 13;
 /** While a decode cohort member: the next and previous member (records, -1 for none) in its list of those due at the same step (see `DecodeCohort`). */
 export const FIN_NEXT = 14;
 export const FIN_PREV = 15;
-export const STRIDE = 16;
+/** While running: KV blocks it holds. */
+export const BLOCKS = 16;
+/** While running: tokens scheduled for it in the step in flight. */
+export const STEP = 17;
+/** While running: FREE outside the decode cohort, else the cohort step after which it has all its tokens. */
+export const FIN = 18;
+/** While a decode cohort member: the cohort step at which it joined (its counters are as of then). */
+export const JOIN = 19;
+export const STRIDE = 20;
 
 /**
- * An engine's request records as rows of typed arrays, by record index, and those free for reuse.
- * While a request runs, its hot counters live in the engine's running arrays. The engine keeps no
+ * An engine's request records as rows of typed arrays, by record index, and those free for reuse. The engine keeps no
  * table of ticket ids: a ticket names its record and that record's use (at fleet scale, a record
  * per request and an id lookup were a third of a simulation's time). No object per request: a
  * record is one cache line, and hundreds of thousands in flight leave nothing for the garbage
@@ -56,8 +64,11 @@ export const STRIDE = 16;
 export class SeqTable {
   /** The numeric fields, STRIDE to a row. */
   rows = new Int32Array(0);
-  /** By record index: when its request last got a token while it was not running (set only once it had one). */
-  #lastMs = new Float64Array(0);
+  /**
+   * By record index: when its request last got its last token, set only once it had one (read it
+   * through `lastMs`), a decode cohort member's as of its JOIN.
+   */
+  tokenMs = new Float64Array(0);
   /** By record index: its prompt's block hashes, or null. */
   hashes: (readonly number[] | null)[] = [];
   /** Records made. */
@@ -127,13 +138,9 @@ export class SeqTable {
     return this.#callers[this.rows[r * STRIDE + FLAGS]! >> CALLER_SHIFT]!;
   }
 
-  /** When record `r`'s request last got a token while it was not running (0 before the first). */
+  /** When record `r`'s request last got a token (0 before the first; a cohort member's as of its JOIN). */
   lastMs(r: number): number {
-    return this.rows[r * STRIDE + GENERATED]! > 0 ? this.#lastMs[r]! : 0;
-  }
-
-  setLastMs(r: number, ms: number): void {
-    this.#lastMs[r] = ms;
+    return this.rows[r * STRIDE + GENERATED]! > 0 ? this.tokenMs[r]! : 0;
   }
 
   /**
@@ -172,9 +179,9 @@ export class SeqTable {
   #grow(cap = Math.max(64, (this.#made + (this.#made >> 1) + 15) & ~15)): void {
     // One buffer for both tables: allocating a typed array costs microseconds, and a fleet has thousands of engines.
     const buf = new ArrayBuffer(cap * (STRIDE * 4 + 8));
-    const lastMs = new Float64Array(buf, 0, cap);
-    lastMs.set(this.#lastMs);
-    this.#lastMs = lastMs;
+    const tokenMs = new Float64Array(buf, 0, cap);
+    tokenMs.set(this.tokenMs);
+    this.tokenMs = tokenMs;
     const rows = new Int32Array(buf, cap * 8, cap * STRIDE);
     rows.set(this.rows);
     this.rows = rows;
