@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { blockHashes, cachedBlockHashes } from './block-hash.js';
 import { BlockPool } from './block-pool.js';
 
@@ -93,4 +94,79 @@ test('held entries are never evicted; a hash already cached stays a private bloc
   pool.release(4);
   assert.equal(pool.free, 6);
   assert.equal(pool.cached, 2);
+});
+
+/** `n` hashes sharing bucket `bucket` of a hash index of 128 buckets (a pool's first, up to 64 entries), from `from` on. */
+function sameBucket(n: number, bucket: number, from = 1): number[] {
+  const out: number[] = [];
+  for (let k = from; out.length < n; k++) if (Math.imul(k, 0x9e3779b1) >>> 25 === bucket) out.push(k >>> 0);
+  return out;
+}
+
+/** Runs random registrations, acquires, releases and allocations (which evict) on a pool and a plain model; they must agree after each. */
+function agreesWithModel(total: number, keys: readonly number[], runs: number, kinds: string[]): void {
+  const op = fc.tuple(fc.constantFrom(...kinds), fc.nat(keys.length - 1), fc.nat(total));
+  fc.assert(
+    fc.property(fc.array(op, { minLength: 100, maxLength: 300, size: 'max' }), (ops) => {
+      const pool = new BlockPool(total);
+      // The model: each cached hash's references, idle hashes oldest first, private blocks, and each reference held.
+      const ref = new Map<number, number>();
+      let idle: number[] = [];
+      let priv = 0;
+      const held: { e: number; h: number }[] = [];
+      const into = [0];
+      // What the pool must evict to hand out `k` blocks: never-used ones go first.
+      const evict = (k: number): void => {
+        for (let over = priv + ref.size + k - total; over > 0; over--) ref.delete(idle.shift()!);
+      };
+      for (const [kind, at, n] of ops) {
+        const h = keys[at]!;
+        if (kind === 'register') {
+          if (pool.free === 0) continue;
+          pool.allocate(1);
+          evict(1);
+          const e = pool.register(h);
+          if (ref.has(h)) {
+            assert.equal(e, -1);
+            priv++;
+          } else {
+            assert.ok(e >= 0);
+            ref.set(h, 1);
+            held.push({ e, h });
+          }
+        } else if (kind === 'acquire' && ref.has(h) && (ref.get(h)! > 0 || pool.free > 0)) {
+          assert.equal(pool.match([h], 1, into), 1);
+          if (ref.get(h) === 0) idle = idle.filter((x) => x !== h);
+          pool.acquire(into, 1);
+          ref.set(h, ref.get(h)! + 1);
+          held.push({ e: into[0]!, h });
+        } else if (kind === 'deref' && held.length > 0) {
+          const { e, h } = held.splice(n % held.length, 1)[0]!;
+          pool.deref([e], 1);
+          ref.set(h, ref.get(h)! - 1);
+          if (ref.get(h) === 0) idle.push(h);
+        } else if (kind === 'allocate') {
+          const k = Math.min(n, pool.free);
+          pool.allocate(k);
+          evict(k);
+          pool.release(k);
+        } else if (kind === 'release' && priv > 0) {
+          pool.release(1);
+          priv--;
+        }
+        assert.equal(pool.free, total - priv - [...ref.values()].filter((r) => r > 0).length);
+        assert.equal(pool.cached, ref.size);
+        for (const k of keys) assert.equal(pool.match([k], 1, into), ref.has(k) ? 1 : 0);
+      }
+    }),
+    { numRuns: runs },
+  );
+}
+
+test('the pool agrees with a plain model when hashes pile up in a few hash buckets (chains unlinked from any place on eviction)', () => {
+  agreesWithModel(10, [...sameBucket(8, 5), ...sameBucket(4, 6, 0x80000000), ...sameBucket(4, 127)], 200, ['register', 'register', 'acquire', 'deref', 'deref', 'allocate', 'release']);
+});
+
+test('the pool agrees with a plain model as its tables grow (hashes above 2^31 too)', () => {
+  agreesWithModel(300, Array.from({ length: 400 }, (_, i) => (Math.imul(i + 1, 0x85ebca6b) >>> 0) | (i % 2 === 0 ? 0x80000000 : 0)), 30, ['register', 'register', 'register', 'register', 'acquire', 'deref', 'allocate']);
 });

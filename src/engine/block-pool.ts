@@ -1,5 +1,3 @@
-import { HashIndex } from './hash-index.js';
-
 /**
  * An engine's KV blocks with vLLM V1's prefix cache on top. A block is either private to one
  * sequence (partial prompt blocks, generated tokens, or caching off) or a cache entry: a full
@@ -24,12 +22,22 @@ export class BlockPool {
   #free: number;
   /** Entries with no reference (cached, counted in #free): the eviction candidates. */
   #idle = 0;
-  readonly #byHash = new HashIndex();
-  #hash = new Uint32Array(0);
-  #ref = new Int32Array(0);
-  // Doubly linked LRU list of idle entries: head is evicted first.
-  #prev = new Int32Array(0);
-  #next = new Int32Array(0);
+  #size = 0;
+  // The entry tables, in one buffer per growth. `#keys` holds each entry's hash (as an int32) and
+  // reference count side by side ([2e], [2e + 1]; count -1: no longer an entry): a match, an
+  // acquire and a release read both for a prompt's usually consecutive entries, so a prompt's walk
+  // touches one or two cache lines. The rest is read seldom, so it stays off those lines: `#chain`,
+  // the next entry + 1 in the same hash bucket (0: none); `#lru`, an idle entry's neighbours in the
+  // doubly linked LRU list of idle entries ([2e] previous, [2e + 1] next; -1: none), head evicted first.
+  #keys = new Int32Array(0);
+  #chain = new Int32Array(0);
+  #lru = new Int32Array(0);
+  // The hash index: per bucket, its first entry + 1 (0: empty), chained through `#chain`. Twice as
+  // many buckets as entry rows (a power of two), rebuilt only when the rows grow: less memory to
+  // touch than an open-addressing table of key/value pairs kept half full, and no rehash of its own.
+  #buckets = new Int32Array(2); // (a shift by 32 would be one by 0 in JS: two empty buckets to start)
+  #shift = 31;
+  #cap = 0;
   #head = -1;
   #tail = -1;
   #created = 0;
@@ -48,7 +56,7 @@ export class BlockPool {
 
   /** Blocks held in the cache (referenced or idle). */
   get cached(): number {
-    return this.#byHash.size;
+    return this.#size;
   }
 
   /** Of the entries the last `match` found, how many were idle (acquiring them uses free blocks). */
@@ -64,13 +72,13 @@ export class BlockPool {
     let idle = 0;
     let k = 0;
     for (; k < maxBlocks; k++) {
-      const h = hashes[k]!;
+      const key = hashes[k]! | 0;
       // A prompt's blocks are usually cached together, in consecutive entries: try the next one first.
       let e = k > 0 ? into[at + k - 1]! + 1 : -1;
-      if (!this.#holds(e, h)) e = this.#byHash.get(h);
+      if (!this.#holds(e, key)) e = this.#find(key);
       if (e < 0) break;
       into[at + k] = e;
-      if (this.#ref[e] === 0) idle++;
+      if (this.#keys[2 * e + 1] === 0) idle++;
     }
     this.#matchedIdle = idle;
     return k;
@@ -78,15 +86,15 @@ export class BlockPool {
 
   /** References the first `count` entries of `entries` from index `at` (a `match`'s); idle ones leave the LRU list. */
   acquire(entries: Int32Array | readonly number[], count: number, at = 0): void {
-    const ref = this.#ref;
+    const keys = this.#keys;
     for (let b = 0; b < count; b++) {
       const e = entries[at + b]!;
-      if (ref[e] === 0) {
+      if (keys[2 * e + 1] === 0) {
         this.#unlink(e);
         this.#idle--;
         this.#free--;
       }
-      ref[e]!++;
+      keys[2 * e + 1]!++;
     }
   }
 
@@ -109,11 +117,15 @@ export class BlockPool {
    * checked first (the previous block's entry + 1 usually does: no hash probe then).
    */
   register(hash: number, hint = -1): number {
-    if (this.#holds(hint, hash) || this.#byHash.get(hash) >= 0) return -1;
+    const key = hash | 0;
+    if (this.#holds(hint, key) || this.#find(key) >= 0) return -1;
     const e = this.#spare.pop() ?? this.#newEntry();
-    this.#hash[e] = hash;
-    this.#ref[e] = 1;
-    this.#byHash.set(hash, e);
+    this.#keys[2 * e] = key;
+    this.#keys[2 * e + 1] = 1;
+    const b = Math.imul(key, 0x9e3779b1) >>> this.#shift;
+    this.#chain[e] = this.#buckets[b]!;
+    this.#buckets[b] = e + 1;
+    this.#size++;
     return e;
   }
 
@@ -124,11 +136,11 @@ export class BlockPool {
    * tails behind it.
    */
   deref(entries: Int32Array | readonly number[], count: number, at = 0): void {
-    const ref = this.#ref;
+    const keys = this.#keys;
     for (let b = count - 1; b >= 0; b--) {
       const e = entries[at + b]!;
       if (e < 0) continue;
-      if (--ref[e]! === 0) {
+      if (--keys[2 * e + 1]! === 0) {
         this.#append(e);
         this.#idle++;
         this.#free++;
@@ -136,53 +148,85 @@ export class BlockPool {
     }
   }
 
-  /** Whether entry `e` is cached under `hash` (a check of two array slots: no hash probe). */
-  #holds(e: number, hash: number): boolean {
-    return e >= 0 && e < this.#created && this.#ref[e]! >= 0 && this.#hash[e] === hash;
+  /** Whether entry `e` is cached under `key` (one pair of slots: no hash probe). */
+  #holds(e: number, key: number): boolean {
+    return e >= 0 && e < this.#created && this.#keys[2 * e + 1]! >= 0 && this.#keys[2 * e] === key;
+  }
+
+  /** The entry cached under `key`, or -1. */
+  #find(key: number): number {
+    const keys = this.#keys;
+    let e = this.#buckets[Math.imul(key, 0x9e3779b1) >>> this.#shift]! - 1;
+    while (e >= 0 && keys[2 * e] !== key) e = this.#chain[e]! - 1;
+    return e;
   }
 
   #newEntry(): number {
-    const e = this.#created++;
-    if (e >= this.#ref.length) {
-      // Four times the room each time: every growth is a fresh buffer (and its page faults).
-      const cap = Math.min(this.total, Math.max(64, this.#ref.length * 4));
-      // One buffer for the four tables: allocating a typed array costs microseconds, and a fleet has thousands of pools.
-      const buf = new ArrayBuffer(cap * 16);
-      const grow = <T extends Int32Array | Uint32Array>(a: T, b: T): T => {
-        b.set(a);
-        return b;
-      };
-      this.#hash = grow(this.#hash, new Uint32Array(buf, 0, cap));
-      this.#ref = grow(this.#ref, new Int32Array(buf, cap * 4, cap));
-      this.#prev = grow(this.#prev, new Int32Array(buf, cap * 8, cap));
-      this.#next = grow(this.#next, new Int32Array(buf, cap * 12, cap));
+    if (this.#created === this.#cap) this.#grow();
+    return this.#created++;
+  }
+
+  /** Four times the entry rows (each growth is a fresh buffer and its page faults), and the buckets rebuilt for them. */
+  #grow(): void {
+    const cap = Math.min(this.total, Math.max(64, this.#cap * 4));
+    const shift = Math.clz32(cap - 1) - 1;
+    const buckets = 2 ** (32 - shift);
+    // One buffer for all: allocating a typed array costs microseconds, and a fleet has thousands of pools.
+    const buf = new ArrayBuffer((5 * cap + buckets) * 4);
+    const keys = new Int32Array(buf, 0, 2 * cap);
+    keys.set(this.#keys);
+    const lru = new Int32Array(buf, 8 * cap, 2 * cap);
+    lru.set(this.#lru);
+    const chain = new Int32Array(buf, 16 * cap, cap);
+    const heads = new Int32Array(buf, 20 * cap, buckets);
+    for (let e = 0; e < this.#created; e++) {
+      if (keys[2 * e + 1]! < 0) continue;
+      const b = Math.imul(keys[2 * e]!, 0x9e3779b1) >>> shift;
+      chain[e] = heads[b]!;
+      heads[b] = e + 1;
     }
-    return e;
+    this.#keys = keys;
+    this.#lru = lru;
+    this.#chain = chain;
+    this.#buckets = heads;
+    this.#shift = shift;
+    this.#cap = cap;
   }
 
   #evictOldest(): void {
     const e = this.#head;
     this.#unlink(e);
     this.#idle--;
-    this.#byHash.delete(this.#hash[e]!);
-    this.#ref[e] = -1; // no longer an entry (see #holds)
+    this.#size--;
+    // Out of its bucket's chain.
+    const chain = this.#chain;
+    const b = Math.imul(this.#keys[2 * e]!, 0x9e3779b1) >>> this.#shift;
+    if (this.#buckets[b] === e + 1) this.#buckets[b] = chain[e]!;
+    else {
+      let p = this.#buckets[b]! - 1;
+      while (chain[p] !== e + 1) p = chain[p]! - 1;
+      chain[p] = chain[e]!;
+    }
+    this.#keys[2 * e + 1] = -1; // no longer an entry (see #holds)
     this.#spare.push(e);
   }
 
   #append(e: number): void {
-    this.#prev[e] = this.#tail;
-    this.#next[e] = -1;
-    if (this.#tail >= 0) this.#next[this.#tail] = e;
+    const lru = this.#lru;
+    lru[2 * e] = this.#tail;
+    lru[2 * e + 1] = -1;
+    if (this.#tail >= 0) lru[2 * this.#tail + 1] = e;
     else this.#head = e;
     this.#tail = e;
   }
 
   #unlink(e: number): void {
-    const p = this.#prev[e]!;
-    const n = this.#next[e]!;
-    if (p >= 0) this.#next[p] = n;
+    const lru = this.#lru;
+    const p = lru[2 * e]!;
+    const n = lru[2 * e + 1]!;
+    if (p >= 0) lru[2 * p + 1] = n;
     else this.#head = n;
-    if (n >= 0) this.#prev[n] = p;
+    if (n >= 0) lru[2 * n] = p;
     else this.#tail = p;
   }
 }
