@@ -233,8 +233,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   // ---- the request path: replica -> dispatcher -> engine, and back ----
 
-  // Requests and attempts are rows named by number (see sim-attempt.ts), reused once ended. A
-  // closed loop holds `concurrency` requests (and about as many attempts) at once from its start.
+  // Requests are rows named by number (see sim-attempt.ts), reused once ended; a request's attempt
+  // shares its row and number. A closed loop holds `concurrency` requests at once from its start.
   const inFlight = scenario.load.kind === 'closed' ? scenario.load.concurrency : 0;
   const requests = new SimRequests(keepChunks, inFlight);
 
@@ -301,10 +301,6 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       const q = attempts.req(a);
       const route = attempts.route(a);
       const workerId = route.workerId;
-      // Its number goes back before the release (which may start a queued request) and the finish
-      // (which starts the next one): freed last, the first finish found every row taken and the
-      // table was doubled (23 MB more touched at fleet scale) for one extra row.
-      attempts.free(a);
       const fe = frontends[requests.replica(q)]!;
       fe.dispatcher.release(workerId, ticketOf(q));
       if (reason === 'length') {
@@ -316,7 +312,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     },
   };
   // The engines' caller for every attempt (an engine calls back with the attempt's number).
-  const attempts = new SimAttempts(requests, host, inFlight);
+  const attempts = new SimAttempts(requests, host);
 
   // Per replica: how long after its start an attempt can first be due (its deadlines' fixed bounds).
   const firstLookMs = frontends.map((fe) => Math.min(fe.dispatcher.minDeadlineMs('ttft'), fe.dispatcher.minDeadlineMs('stall')));
@@ -337,7 +333,6 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     const t = engines[wi]!.submitTo(attempts, a, plan.promptTokens + requests.tokens(q), attempts.maxTokens(a), plan.promptTokenIds, keepChunks ? undefined : route.sink);
     if (t === QUEUE_FULL || t === TOO_LONG) {
       attempts.end(a);
-      attempts.free(a);
       fe.dispatcher.release(w.id, ticketOf(q));
       finishRequest(q, clock.now(), wi, 'http_error', t === QUEUE_FULL ? 429 : 400, t === QUEUE_FULL ? 'worker queue full' : 'prompt too long');
       return;
@@ -392,7 +387,6 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     }
     if (kind === 'migrate' || fe.dispatcher.missedFirstToken(workerId, attempts.startMs(a), attempts.position(a))) fe.failure(attempts.route(a).worker);
     engines[attempts.route(a).worker]!.abort(attempts.ticket(a));
-    attempts.free(a);
     fe.dispatcher.release(workerId, ticketOf(q));
     dispatch(q, feIndex, new Set([workerId]));
   };

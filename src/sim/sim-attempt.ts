@@ -17,10 +17,12 @@ function grown(old: Float64Array, stride: number, rows: number): Float64Array<Ar
 
 const PHASES: readonly RequestRecord['phase'][] = ['warmup', 'profiling'];
 
-// A row holds a request's (or an attempt's) counts and times side by side, Int32 fields first, then
-// Float64 ones, in one buffer seen as both (`ints` and `times`, indexed by row x RI or row x RT):
-// the counts and times of one row were in two arrays, two cold cache lines to read at each end.
-// A request's numbers (48 bytes):
+// A request and its attempt (a request has at most one live at a time: a re-sent one's attempt
+// has ended before the next starts) share a row, named by the request's number: its counts first
+// (Int32), then its times (Float64), in one buffer seen as both (`ints` indexed by row x RI, `times`
+// by row x RT). At fleet scale each row is cold when a request ends or the sweep looks at it; as
+// four arrays (two per table) that was four or five cache lines on three pages, now three on one.
+// The request's numbers:
 const R_INDEX = 0;
 /** Tokens received from attempts that have ended. */
 const R_TOKENS = 1;
@@ -31,12 +33,56 @@ const R_REPLICA = 3;
 const R_TENANT = 4;
 /** Its plan's prompt length (read at its end without its plan). */
 const R_PROMPT = 5;
-const R_START = 3;
+// Its attempt's (what an end reads first):
+const A_ROUTE = 6;
+/** Bits: LIVE, ENDED. */
+const A_FLAGS = 7;
+const A_TOKENS = 8;
+const A_MAX = 9;
+/** Its worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
+const A_POSITION = 10;
+/** The deadline sweep it is filed under (-1: none), and by which replica. */
+const A_SWEEP = 11;
+const A_SWEEP_REPLICA = 12;
+// (13: padding to the times, which start at byte 56.)
+const R_START = 7;
 /** NaN before the first token (set when the attempt that got it ends). */
-const R_FIRST = 4;
-const R_LAST = 5;
-const RT = 6;
+const R_FIRST = 8;
+const R_LAST = 9;
+/** Its first token (NaN before it). */
+const A_FIRST = 10;
+/** Its last token (its start before the first). */
+const A_LAST = 11;
+/** What its engine returned when it accepted it (-1 before). */
+const A_TICKET = 12;
+/** A token time already known (last times only grow), so most silence checks need no engine lookup. */
+const A_SEEN = 13;
+/** When it was sent. */
+const A_START = 14;
+/** Its place in the order the router's sweep walks attempts in. */
+const A_START_SEQ = 15;
+/** Past its first token: its listing among its route's streams watched for silence (-1: none). */
+const A_WATCH = 16;
+/** The row's length in Float64 (136 bytes) and in Int32 fields. */
+const RT = 17;
 const RI = 2 * RT;
+/** It still listens to the engine. */
+const LIVE = 1;
+/** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
+const ENDED = 2;
+
+/** The rows, as both views of one buffer (grown as one). */
+export class Rows {
+  times = new Float64Array(0);
+  ints = new Int32Array(this.times.buffer);
+
+  /** Room for `rows` rows, keeping the contents. */
+  grow(rows: number): void {
+    this.times = grown(this.times, RT, rows);
+    this.ints = new Int32Array(this.times.buffer);
+  }
+}
+
 const PROFILING = 1;
 const RESENT = 2;
 const REDISPATCHED = 4;
@@ -50,8 +96,8 @@ const LAST_TURN = 16;
  * copies of it.
  */
 export class SimRequests {
-  #times = new Float64Array(0);
-  #ints = new Int32Array(this.#times.buffer);
+  /** Its rows, which its attempts share (see SimAttempts). */
+  readonly rows = new Rows();
   /** By request number: what it sends (prompt length and token ids, answer length, its place in its session). */
   readonly plans: TurnPlan[];
   // By request number, when every chunk time is kept (see `chunks`).
@@ -70,8 +116,7 @@ export class SimRequests {
   }
 
   #grow(rows: number): void {
-    this.#times = grown(this.#times, RT, rows);
-    this.#ints = new Int32Array(this.#times.buffer);
+    this.rows.grow(rows);
   }
 
   /** A finished request's number, or a new one: the `index`th request, sent now through replica `replica`. */
@@ -79,21 +124,23 @@ export class SimRequests {
     let q = this.#spare.pop();
     if (q === undefined) {
       q = this.#made++;
-      if (q * RI === this.#ints.length) this.#grow(2 * q);
+      if (q * RI === this.rows.ints.length) this.#grow(2 * q);
     }
     const t = q * RT;
-    const times = this.#times;
+    const times = this.rows.times;
     times[t + R_START] = nowMs;
     times[t + R_FIRST] = Number.NaN;
     times[t + R_LAST] = 0;
     const o = q * RI;
-    const ints = this.#ints;
+    const ints = this.rows.ints;
     ints[o + R_INDEX] = index;
     ints[o + R_TOKENS] = 0;
     ints[o + R_FLAGS] = (phase === 'profiling' ? PROFILING : 0) | (plan.lastTurn ? LAST_TURN : 0);
     ints[o + R_REPLICA] = replica;
     ints[o + R_TENANT] = tenant;
     ints[o + R_PROMPT] = plan.promptTokens;
+    // No attempt yet (its last one, a finished request's, has ended; this says so again).
+    ints[o + A_FLAGS] = 0;
     this.plans[q] = plan;
     if (this.keepChunks) this.#chunks[q] = [];
     return q;
@@ -110,73 +157,73 @@ export class SimRequests {
   }
 
   index(q: number): number {
-    return this.#ints[q * RI + R_INDEX]!;
+    return this.rows.ints[q * RI + R_INDEX]!;
   }
 
   phase(q: number): RequestRecord['phase'] {
-    return PHASES[this.#ints[q * RI + R_FLAGS]! & PROFILING]!;
+    return PHASES[this.rows.ints[q * RI + R_FLAGS]! & PROFILING]!;
   }
 
   replica(q: number): number {
-    return this.#ints[q * RI + R_REPLICA]!;
+    return this.rows.ints[q * RI + R_REPLICA]!;
   }
 
   tenant(q: number): number {
-    return this.#ints[q * RI + R_TENANT]!;
+    return this.rows.ints[q * RI + R_TENANT]!;
   }
 
   tokens(q: number): number {
-    return this.#ints[q * RI + R_TOKENS]!;
+    return this.rows.ints[q * RI + R_TOKENS]!;
   }
 
   /** Its plan's prompt length. */
   promptTokens(q: number): number {
-    return this.#ints[q * RI + R_PROMPT]!;
+    return this.rows.ints[q * RI + R_PROMPT]!;
   }
 
   /** Whether its plan is its session's last turn. */
   lastTurn(q: number): boolean {
-    return (this.#ints[q * RI + R_FLAGS]! & LAST_TURN) !== 0;
+    return (this.rows.ints[q * RI + R_FLAGS]! & LAST_TURN) !== 0;
   }
 
   startMs(q: number): number {
-    return this.#times[q * RT + R_START]!;
+    return this.rows.times[q * RT + R_START]!;
   }
 
   /** NaN before the first token. */
   firstTokenMs(q: number): number {
-    return this.#times[q * RT + R_FIRST]!;
+    return this.rows.times[q * RT + R_FIRST]!;
   }
 
   lastTokenMs(q: number): number {
-    return this.#times[q * RT + R_LAST]!;
+    return this.rows.times[q * RT + R_LAST]!;
   }
 
   /** Whether it has been sent again after a deadline, re-dispatched, or migrated. */
   resent(q: number): boolean {
-    return (this.#ints[q * RI + R_FLAGS]! & RESENT) !== 0;
+    return (this.rows.ints[q * RI + R_FLAGS]! & RESENT) !== 0;
   }
 
   redispatched(q: number): boolean {
-    return (this.#ints[q * RI + R_FLAGS]! & REDISPATCHED) !== 0;
+    return (this.rows.ints[q * RI + R_FLAGS]! & REDISPATCHED) !== 0;
   }
 
   migrated(q: number): boolean {
-    return (this.#ints[q * RI + R_FLAGS]! & MIGRATED) !== 0;
+    return (this.rows.ints[q * RI + R_FLAGS]! & MIGRATED) !== 0;
   }
 
   /** Marks it re-sent, by re-dispatch (before its first token) or migration. */
   markResent(q: number, kind: 'redispatch' | 'migrate'): void {
-    this.#ints[q * RI + R_FLAGS] = this.#ints[q * RI + R_FLAGS]! | RESENT | (kind === 'redispatch' ? REDISPATCHED : MIGRATED);
+    this.rows.ints[q * RI + R_FLAGS] = this.rows.ints[q * RI + R_FLAGS]! | RESENT | (kind === 'redispatch' ? REDISPATCHED : MIGRATED);
   }
 
   /** Folds an ended attempt in: its tokens, its first token time (NaN: none) and, with tokens, its last. */
   fold(q: number, tokens: number, firstMs: number, lastMs: number): void {
     const t = q * RT;
-    const times = this.#times;
+    const times = this.rows.times;
     // The request's first token is its first attempt's (a later attempt starts after this one ended).
     if (Number.isNaN(times[t + R_FIRST]!)) times[t + R_FIRST] = firstMs;
-    this.#ints[q * RI + R_TOKENS] = this.#ints[q * RI + R_TOKENS]! + tokens;
+    this.rows.ints[q * RI + R_TOKENS] = this.rows.ints[q * RI + R_TOKENS]! + tokens;
     if (tokens > 0) times[t + R_LAST] = lastMs;
   }
 }
@@ -231,69 +278,28 @@ export interface AttemptHost {
   attemptEnded(a: number, reason: 'length' | 'abort', nowMs: number): void;
 }
 
-// An attempt's numbers (88 bytes; what its end reads comes first, in 56 of them):
-const A_REQ = 0;
-const A_ROUTE = 1;
-/** Bits: LIVE, ENDED. */
-const A_FLAGS = 2;
-const A_TOKENS = 3;
-const A_MAX = 4;
-/** Its worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
-const A_POSITION = 5;
-/** The deadline sweep it is filed under (-1: none), and by which replica. */
-const A_SWEEP = 6;
-const A_SWEEP_REPLICA = 7;
-/** Its first token (NaN before it). */
-const A_FIRST = 4;
-/** Its last token (its start before the first). */
-const A_LAST = 5;
-/** What its engine returned when it accepted it (-1 before). */
-const A_TICKET = 6;
-/** A token time already known (last times only grow), so most silence checks need no engine lookup. */
-const A_SEEN = 7;
-/** When it was sent. */
-const A_START = 8;
-/** Its place in the order the router's sweep walks attempts in. */
-const A_START_SEQ = 9;
-/** Past its first token: its listing among its route's streams watched for silence (-1: none). */
-const A_WATCH = 10;
-const AT = 11;
-const AI = 2 * AT;
-/** It still listens to the engine. */
-const LIVE = 1;
-/** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
-const ENDED = 2;
-
 /**
- * Every send of a request to a worker, by attempt number, and the engine's caller for them (one
- * for the run: an engine calls back with the attempt's number). Its first token arrives in
- * `onToken`; when only the first and last chunk times are kept, later tokens go as counts to a
- * sink shared by every attempt on the same replica and worker, and an attempt's token count and
- * last token time are read from the engine, so at fleet scale a token touches no attempt row.
+ * Every send of a request to a worker, named by its request's number (in its request's row), and
+ * the engine's caller for them (one for the run: an engine calls back with the attempt's number).
+ * Its first token arrives in `onToken`; when only the first and last chunk times are kept, later
+ * tokens go as counts to a sink shared by every attempt on the same replica and worker, and an
+ * attempt's token count and last token time are read from the engine, so at fleet scale a token
+ * touches no row.
  */
 export class SimAttempts implements EngineCaller {
-  #times = new Float64Array(0);
-  #ints = new Int32Array(this.#times.buffer);
   /** Every route, by number. */
   readonly routes: AttemptRoute[] = [];
-  #made = 0;
-  readonly #spare: number[] = [];
   readonly #requests: SimRequests;
+  readonly #rows: Rows;
   /** Requests keep every chunk time (else an attempt's later tokens go to its route's sink). */
   readonly #keepChunks: boolean;
   readonly #host: AttemptHost;
 
-  /** `rows`: room made up front (the attempts a run holds at once, if known). */
-  constructor(requests: SimRequests, host: AttemptHost, rows = 0) {
+  constructor(requests: SimRequests, host: AttemptHost) {
     this.#requests = requests;
+    this.#rows = requests.rows;
     this.#keepChunks = requests.keepChunks;
     this.#host = host;
-    this.#grow(rows);
-  }
-
-  #grow(rows: number): void {
-    this.#times = grown(this.#times, AT, rows);
-    this.#ints = new Int32Array(this.#times.buffer);
   }
 
   /** Gives `route` its number. */
@@ -303,28 +309,26 @@ export class SimAttempts implements EngineCaller {
     return route;
   }
 
-  /** A new attempt of request `q` on `route`, sent now (an ended attempt's number, or a new one). */
+  /**
+   * A new attempt of request `q` on `route`, sent now: its number is the request's (any attempt
+   * of it before has ended).
+   */
   start(route: AttemptRoute, q: number, position: number, nowMs: number): number {
-    let a = this.#spare.pop();
-    if (a === undefined) {
-      a = this.#made++;
-      if (a * AI === this.#ints.length) this.#grow(2 * a);
-    }
-    const t = a * AT;
-    const times = this.#times;
+    const a = q;
+    const t = a * RT;
+    const times = this.#rows.times;
     times[t + A_START] = nowMs;
     times[t + A_LAST] = nowMs;
     times[t + A_FIRST] = Number.NaN;
     times[t + A_SEEN] = 0;
     times[t + A_TICKET] = -1;
-    const o = a * AI;
-    const ints = this.#ints;
-    ints[o + A_REQ] = q;
+    const o = a * RI;
+    const ints = this.#rows.ints;
     ints[o + A_ROUTE] = route.id;
     ints[o + A_POSITION] = position;
     ints[o + A_TOKENS] = 0;
     // A migrated continuation asks for the rest of the answer.
-    ints[o + A_MAX] = this.#requests.plans[q]!.maxTokens - this.#requests.tokens(q);
+    ints[o + A_MAX] = this.#requests.plans[q]!.maxTokens - ints[o + R_TOKENS]!;
     ints[o + A_FLAGS] = LIVE;
     // Any entry the sweep still holds for this number's last use is stale now.
     ints[o + A_SWEEP] = -1;
@@ -332,17 +336,13 @@ export class SimAttempts implements EngineCaller {
     return a;
   }
 
-  /** Attempt `a` has ended and nothing refers to it: its number may be reused. */
-  free(a: number): void {
-    this.#spare.push(a);
-  }
-
+  /** Its request (the same number). */
   req(a: number): number {
-    return this.#ints[a * AI + A_REQ]!;
+    return a;
   }
 
   route(a: number): AttemptRoute {
-    return this.routes[this.#ints[a * AI + A_ROUTE]!]!;
+    return this.routes[this.#rows.ints[a * RI + A_ROUTE]!]!;
   }
 
   /** The worker it was sent to. */
@@ -351,78 +351,78 @@ export class SimAttempts implements EngineCaller {
   }
 
   position(a: number): number {
-    return this.#ints[a * AI + A_POSITION]!;
+    return this.#rows.ints[a * RI + A_POSITION]!;
   }
 
   /** Tokens it asks for. */
   maxTokens(a: number): number {
-    return this.#ints[a * AI + A_MAX]!;
+    return this.#rows.ints[a * RI + A_MAX]!;
   }
 
   live(a: number): boolean {
-    return (this.#ints[a * AI + A_FLAGS]! & LIVE) !== 0;
+    return (this.#rows.ints[a * RI + A_FLAGS]! & LIVE) !== 0;
   }
 
   ticket(a: number): Ticket {
-    return this.#times[a * AT + A_TICKET]! as Ticket;
+    return this.#rows.times[a * RT + A_TICKET]! as Ticket;
   }
 
   setTicket(a: number, ticket: Ticket): void {
-    this.#times[a * AT + A_TICKET] = ticket;
+    this.#rows.times[a * RT + A_TICKET] = ticket;
   }
 
   startMs(a: number): number {
-    return this.#times[a * AT + A_START]!;
+    return this.#rows.times[a * RT + A_START]!;
   }
 
   startSeq(a: number): number {
-    return this.#times[a * AT + A_START_SEQ]!;
+    return this.#rows.times[a * RT + A_START_SEQ]!;
   }
 
   setStartSeq(a: number, seq: number): void {
-    this.#times[a * AT + A_START_SEQ] = seq;
+    this.#rows.times[a * RT + A_START_SEQ] = seq;
   }
 
   sweepKey(a: number): number {
-    return this.#ints[a * AI + A_SWEEP]!;
+    return this.#rows.ints[a * RI + A_SWEEP]!;
   }
 
   sweepReplica(a: number): number {
-    return this.#ints[a * AI + A_SWEEP_REPLICA]!;
+    return this.#rows.ints[a * RI + A_SWEEP_REPLICA]!;
   }
 
   /** Files it under sweep `key` (-1: none) of `replica`. */
   setSweep(a: number, key: number, replica: number): void {
-    this.#ints[a * AI + A_SWEEP] = key;
-    this.#ints[a * AI + A_SWEEP_REPLICA] = replica;
+    this.#rows.ints[a * RI + A_SWEEP] = key;
+    this.#rows.ints[a * RI + A_SWEEP_REPLICA] = replica;
   }
 
   clearSweep(a: number): void {
-    this.#ints[a * AI + A_SWEEP] = -1;
+    this.#rows.ints[a * RI + A_SWEEP] = -1;
   }
 
   watchFiling(a: number): number {
-    return this.#times[a * AT + A_WATCH]!;
+    return this.#rows.times[a * RT + A_WATCH]!;
   }
 
   setWatchFiling(a: number, filing: number): void {
-    this.#times[a * AT + A_WATCH] = filing;
+    this.#rows.times[a * RT + A_WATCH] = filing;
   }
 
   /** Whether its first token has arrived. */
   hasFirstToken(a: number): boolean {
-    return !Number.isNaN(this.#times[a * AT + A_FIRST]!);
+    return !Number.isNaN(this.#rows.times[a * RT + A_FIRST]!);
   }
 
   /** A time it is known to have had a token at (0 before the first): it cannot be silent for longer than since then. */
   seenMs(a: number): number {
-    return this.#times[a * AT + A_SEEN]!;
+    return this.#rows.times[a * RT + A_SEEN]!;
   }
 
   /** Whether it has had a first token and then no token for at least `limitMs` before `nowMs`. */
   silentFor(a: number, nowMs: number, limitMs: number): boolean {
-    const t = a * AT;
-    const times = this.#times;
+    const t = a * RT;
+    const times = this.#rows.times;
     if (Number.isNaN(times[t + A_FIRST]!) || nowMs - times[t + A_SEEN]! < limitMs) return false;
     const seen = this.lastMs(a);
     times[t + A_SEEN] = seen;
@@ -431,27 +431,27 @@ export class SimAttempts implements EngineCaller {
 
   /** Whether the engine, not its row, holds the count (a sink attempt past its first token). */
   #onEngine(a: number): boolean {
-    const o = a * AI;
-    return !this.#keepChunks && (this.#ints[o + A_FLAGS]! & (LIVE | ENDED)) === LIVE && this.#ints[o + A_TOKENS]! > 0;
+    const o = a * RI;
+    return !this.#keepChunks && (this.#rows.ints[o + A_FLAGS]! & (LIVE | ENDED)) === LIVE && this.#rows.ints[o + A_TOKENS]! > 0;
   }
 
   /** Tokens it has received. */
   tokens(a: number): number {
-    return this.#onEngine(a) ? this.route(a).engine.generatedOf(this.ticket(a)) : this.#ints[a * AI + A_TOKENS]!;
+    return this.#onEngine(a) ? this.route(a).engine.generatedOf(this.ticket(a)) : this.#rows.ints[a * RI + A_TOKENS]!;
   }
 
   /** When it last received a token (its start before the first). */
   lastMs(a: number): number {
-    return this.#onEngine(a) ? this.route(a).engine.lastTokenMsOf(this.ticket(a)) : this.#times[a * AT + A_LAST]!;
+    return this.#onEngine(a) ? this.route(a).engine.lastTokenMsOf(this.ticket(a)) : this.#rows.times[a * RT + A_LAST]!;
   }
 
   onToken(a: number, count: number, nowMs: number): void {
-    const o = a * AI;
-    const ints = this.#ints;
+    const o = a * RI;
+    const ints = this.#rows.ints;
     const flags = ints[o + A_FLAGS]!;
     if ((flags & LIVE) === 0) return;
-    const t = a * AT;
-    const times = this.#times;
+    const t = a * RT;
+    const times = this.#rows.times;
     const stats = this.routes[ints[o + A_ROUTE]!]!.stats;
     if (ints[o + A_TOKENS] === 0) {
       times[t + A_FIRST] = nowMs;
@@ -463,29 +463,29 @@ export class SimAttempts implements EngineCaller {
     stats.progress(nowMs);
     ints[o + A_TOKENS] = ints[o + A_TOKENS]! + count;
     times[t + A_LAST] = nowMs;
-    if (this.#keepChunks) this.#requests.chunks(ints[o + A_REQ]!)!.push(nowMs);
+    if (this.#keepChunks) this.#requests.chunks(a)!.push(nowMs);
   }
 
   onFinish(a: number, reason: 'length' | 'abort', nowMs: number): void {
-    const o = a * AI;
-    const ints = this.#ints;
+    const o = a * RI;
+    const ints = this.#rows.ints;
     if ((ints[o + A_FLAGS]! & LIVE) === 0) return;
     ints[o + A_FLAGS] = ints[o + A_FLAGS]! | ENDED;
     if (reason === 'length') {
       // The engine has forgotten it: every token has arrived, the last one now.
       ints[o + A_TOKENS] = ints[o + A_MAX]!;
-      this.#times[a * AT + A_LAST] = nowMs;
+      this.#rows.times[a * RT + A_LAST] = nowMs;
     }
     this.#host.attemptEnded(a, reason, nowMs);
   }
 
   /** Stops listening to the engine and folds its tokens into its request. */
   end(a: number): void {
-    const o = a * AI;
-    const ints = this.#ints;
+    const o = a * RI;
+    const ints = this.#rows.ints;
     if ((ints[o + A_FLAGS]! & LIVE) === 0) return;
-    const t = a * AT;
-    const times = this.#times;
+    const t = a * RT;
+    const times = this.#rows.times;
     if (this.#onEngine(a)) {
       const engine = this.route(a).engine;
       const g = engine.generatedOf(this.ticket(a));
@@ -495,6 +495,6 @@ export class SimAttempts implements EngineCaller {
       }
     }
     ints[o + A_FLAGS] = ints[o + A_FLAGS]! & ~LIVE;
-    this.#requests.fold(ints[o + A_REQ]!, ints[o + A_TOKENS]!, times[t + A_FIRST]!, times[t + A_LAST]!);
+    this.#requests.fold(a, ints[o + A_TOKENS]!, times[t + A_FIRST]!, times[t + A_LAST]!);
   }
 }
