@@ -59,7 +59,8 @@ export class KvBlocks {
       const end = at + (1 << c);
       if (end >= 1 << 26) throw new RangeError('engine: prompt-block lists past 2^26 slots');
       if (end > this.#lists.length) {
-        const grown = new Int32Array(Math.max(512, 2 * this.#lists.length, end));
+        // 2048 slots at first: 256 running prompts of 8 blocks (each growth is a fresh buffer and a copy).
+        const grown = new Int32Array(Math.max(2048, 2 * this.#lists.length, end));
         grown.set(this.#lists);
         this.#lists = grown;
       }
