@@ -55,6 +55,12 @@ export class Frontend {
   /** The workers' ids and ejection records, by worker index (the order given). */
   readonly #ids: readonly string[];
   readonly #records: EjectionRecord[] = [];
+  /**
+   * By worker index: this replica has made it half-open at some time (only `halfOpen` does). A
+   * success elsewhere changes nothing in the dispatcher, which then is not told (a lookup by id
+   * among the fleet's per finished request).
+   */
+  readonly #madeHalfOpen: boolean[] = [];
   #ejectedNow = 0;
 
   constructor(clock: Clock, policy: PolicyName, rng: Rng, workerIds: readonly string[], settings: FrontendSettings) {
@@ -79,6 +85,7 @@ export class Frontend {
     for (const id of workerIds) {
       this.dispatcher.addWorker(id);
       this.#records.push(freshEjectionRecord());
+      this.#madeHalfOpen.push(false);
     }
     this.deadlinesOn = settings.ttftDeadline !== 'off' || settings.stallDeadline !== 'off';
   }
@@ -86,7 +93,7 @@ export class Frontend {
   /** A request on worker `index` (in the order of the ids given) completed. */
   success(index: number): void {
     this.#rule.success(this.#records[index]!);
-    this.dispatcher.succeeded(this.#ids[index]!);
+    if (this.#madeHalfOpen[index]) this.dispatcher.succeeded(this.#ids[index]!);
   }
 
   /** A request on worker `index` hit a deadline (the router counts it as a worker failure). */
@@ -94,7 +101,7 @@ export class Frontend {
     const r = this.#records[index]!;
     const id = this.#ids[index]!;
     const verdict = this.#rule.failure(r, this.#clock.now(), { size: this.#records.length, ejected: this.#ejectedNow });
-    if (verdict === 'suspect') this.dispatcher.halfOpen(id);
+    if (verdict === 'suspect') this.#halfOpen(index);
     if (verdict !== 'ejected') return;
     this.#ejectedNow++;
     this.dispatcher.setHealthy(id, false);
@@ -102,8 +109,13 @@ export class Frontend {
     this.#clock.setTimer(Math.ceil(r.ejectedUntilMs / p) * p, () => {
       if (!this.#rule.readmit(r, this.#clock.now())) return;
       this.#ejectedNow--;
-      this.dispatcher.halfOpen(id);
+      this.#halfOpen(index);
       this.dispatcher.setHealthy(id, true);
     });
+  }
+
+  #halfOpen(index: number): void {
+    this.#madeHalfOpen[index] = true;
+    this.dispatcher.halfOpen(this.#ids[index]!);
   }
 }

@@ -18,52 +18,52 @@ function grown(old: Float64Array, stride: number, rows: number): Float64Array<Ar
 const PHASES: readonly RequestRecord['phase'][] = ['warmup', 'profiling'];
 
 // A request and its attempt (a request has at most one live at a time: a re-sent one's attempt
-// has ended before the next starts) share a row, named by the request's number: its counts first
-// (Int32), then its times (Float64), in one buffer seen as both (`ints` indexed by row x RI, `times`
-// by row x RT). At fleet scale each row is cold when a request ends or the sweep looks at it; as
-// four arrays (two per table) that was four or five cache lines on three pages, now three on one.
-// The request's numbers:
-const R_INDEX = 0;
-/** Tokens received from attempts that have ended. */
-const R_TOKENS = 1;
-/** Phase (0 warm-up, 1 profiling) and the bits RESENT, REDISPATCHED, MIGRATED, LAST_TURN above it. */
-const R_FLAGS = 2;
-const R_REPLICA = 3;
-/** Its tenant's index in the scenario's `tenants` (0 without tenants). */
-const R_TENANT = 4;
-/** Its plan's prompt length (read at its end without its plan). */
-const R_PROMPT = 5;
-// Its attempt's (what an end reads first):
-const A_ROUTE = 6;
-/** Bits: LIVE, ENDED. */
-const A_FLAGS = 7;
-const A_TOKENS = 8;
-const A_MAX = 9;
-/** Its worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
-const A_POSITION = 10;
+// has ended before the next starts) share a row of 136 bytes, named by the request's number, in one
+// buffer seen as both Int32 (`ints`, indexed by row x RI) and Float64 (`times`, by row x RT). At
+// fleet scale a row is cold whenever it is read: as four arrays (two per table) an end read four or
+// five cache lines on three pages, now three on one. What the deadline sweep reads of an attempt
+// (filing, flags, first and last-seen token, start, prompt length) is in its first 48 bytes.
+// Int32 fields by their Int32 index in the row, Float64 ones by their Float64 index.
+/** Bits: LIVE, ENDED (the attempt's). */
+const A_FLAGS = 0;
 /** The deadline sweep it is filed under (-1: none), and by which replica. */
-const A_SWEEP = 11;
-const A_SWEEP_REPLICA = 12;
-// (13: padding to the times, which start at byte 56.)
-const R_START = 7;
-/** NaN before the first token (set when the attempt that got it ends). */
-const R_FIRST = 8;
-const R_LAST = 9;
+const A_SWEEP = 1;
+const A_SWEEP_REPLICA = 2;
+/** The request's prompt length (read at its end and by the sweep without its plan). */
+const R_PROMPT = 3;
+/** Past its first token: the attempt's listing among its route's streams watched for silence (-1: none). */
+const A_WATCH = 2;
 /** Its first token (NaN before it). */
-const A_FIRST = 10;
-/** Its last token (its start before the first). */
-const A_LAST = 11;
-/** What its engine returned when it accepted it (-1 before). */
-const A_TICKET = 12;
+const A_FIRST = 3;
 /** A token time already known (last times only grow), so most silence checks need no engine lookup. */
-const A_SEEN = 13;
-/** When it was sent. */
-const A_START = 14;
-/** Its place in the order the router's sweep walks attempts in. */
-const A_START_SEQ = 15;
-/** Past its first token: its listing among its route's streams watched for silence (-1: none). */
-const A_WATCH = 16;
-/** The row's length in Float64 (136 bytes) and in Int32 fields. */
+const A_SEEN = 4;
+/** When the attempt was sent. */
+const A_START = 5;
+const A_TOKENS = 12;
+const A_MAX = 13;
+const A_ROUTE = 14;
+/** Tokens the request received from attempts that have ended. */
+const R_TOKENS = 15;
+/** The attempt's last token (its start before the first). */
+const A_LAST = 8;
+/** What its engine returned when it accepted it (-1 before). */
+const A_TICKET = 9;
+/** The request's first token: NaN before it (set when the attempt that got it ends). */
+const R_FIRST = 10;
+const R_LAST = 11;
+const R_START = 12;
+/** The attempt's place in the order the router's sweep walks attempts in. */
+const A_START_SEQ = 13;
+/** The request's phase (0 warm-up, 1 profiling) and the bits RESENT, REDISPATCHED, MIGRATED, LAST_TURN above it. */
+const R_FLAGS = 28;
+const R_INDEX = 29;
+const R_REPLICA = 30;
+/** Its tenant's index in the scenario's `tenants` (0 without tenants). */
+const R_TENANT = 31;
+/** The attempt's worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
+const A_POSITION = 32;
+// (33: padding.)
+/** The row's length in Float64 and in Int32 fields. */
 const RT = 17;
 const RI = 2 * RT;
 /** It still listens to the engine. */
