@@ -1,5 +1,5 @@
 import { FREE, HOLE, type RunningSet } from './running-set.js';
-import { BLOCKS, COMPUTED, FIN, FIN_NEXT, FIN_PREV, GENERATED, JOIN, MAX, SINK, SLOT, STEP, STRIDE, type SeqTable } from './seq.js';
+import { BLOCKS, COMPUTED, FIN, FIN_NEXT, FIN_PREV, GENERATED, JOIN, LAST_MS, MAX, SINK, SLOT, STEP, STRIDE, TIME_STRIDE, type SeqTable } from './seq.js';
 
 /** Buckets of members by finishing step (a power of two; a member due later than that is skipped until its turn). */
 const FINISH_RING = 512;
@@ -105,7 +105,7 @@ export class DecodeCohort {
     const c = c0 + k;
     rows[o + COMPUTED] = c;
     rows[o + GENERATED] = rows[o + GENERATED]! + k;
-    seqs.tokenMs[r] = this.lastMs;
+    seqs.times[r * TIME_STRIDE + LAST_MS] = this.lastMs;
     // Mid-step it holds this step's block (if it needed one) and its decode token is scheduled.
     rows[o + BLOCKS] = Math.ceil(c / bs) + (this.stepping && c % bs === 0 ? 1 : 0);
     rows[o + STEP] = this.stepping ? 1 : 0;

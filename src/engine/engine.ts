@@ -7,7 +7,7 @@ import { KvBlocks } from './kv-blocks.js';
 import type { EngineProfile } from './profile.js';
 import { FrontendQueue, WaitingQueue } from './request-queues.js';
 import { FREE, HOLE, RunningSet } from './running-set.js';
-import { ADMITTED, BLOCKS, COMPUTED, DONE, FIN, FLAGS, GENERATED, ID, MAX, ON_ADMIT, PROMPT, RUNNING, SINK, SLOT, STATE, STEP, STRIDE, TARGET, WAITING, SeqTable } from './seq.js';
+import { ADMITTED, BLOCKS, COMPUTED, DONE, FIN, FLAGS, GENERATED, ID, LAST_MS, MAX, ON_ADMIT, PROMPT, RUNNING, SINK, SLOT, STATE, STEP, STRIDE, TARGET, TIME_STRIDE, WAITING, SeqTable } from './seq.js';
 import { StepScratch } from './step-scratch.js';
 
 export type { EngineCaller, EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
@@ -44,6 +44,8 @@ export class Engine {
   readonly #onStepEnd: ((nowMs: number) => void) | undefined;
   // What a submit reads and writes, side by side (a submit finds its engine cold in memory).
   #closed = false;
+  /** Requests in the frontend or the waiting queue (what `waiting` reports and maxWaiting caps). */
+  #queued = 0;
   #inStep = false;
   #timer: Timer | null = null;
   #pendingTimer: Timer | null = null;
@@ -107,7 +109,7 @@ export class Engine {
   }
 
   get waiting(): number {
-    return this.#waiting.count + this.#frontend.count;
+    return this.#queued;
   }
 
   get kvUsage(): number {
@@ -152,7 +154,7 @@ export class Engine {
    */
   #accept(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds: ArrayLike<number> | undefined, reqSink: TokenSink | undefined, onAdmit: boolean): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
     if (promptTokens + maxTokens > this.profile.maxModelLen) return TOO_LONG;
-    if (this.#closed || this.#waiting.count + this.#frontend.count >= this.#maxWaiting) return QUEUE_FULL;
+    if (this.#closed || this.#queued >= this.#maxWaiting) return QUEUE_FULL;
     let sink = -1;
     if (reqSink === this.#lastSink) sink = this.#lastSinkIndex;
     else if (reqSink) {
@@ -172,6 +174,7 @@ export class Engine {
     const ticket = this.#seqs.start(r, caller, id < 0 ? r : id, promptTokens, maxTokens, sink, hashes, onAdmit);
     // A busy engine takes the due ones at its next step's start, an idle one sets one timer for the oldest.
     this.#frontend.push(r, this.#clock.now(), this.profile.frontendOverheadMs);
+    this.#queued++;
     this.#armPending();
     return ticket;
   }
@@ -189,9 +192,10 @@ export class Engine {
     if (!running) {
       if (state === WAITING) {
         this.#waiting.count--;
+        this.#queued--;
         this.#kv.forget(r);
         if (rows[o + GENERATED]! > 0) this.#leftWaiting();
-      } else this.#frontend.count--;
+      } else this.#queued--;
     } else {
       this.#runningCount--;
       const slot = rows[o + SLOT]!;
@@ -271,12 +275,12 @@ export class Engine {
     const loose = run.loose;
     const rec = run.rec;
     const rows = this.#seqs.rows;
-    const tokenMs = this.#seqs.tokenMs;
+    const times = this.#seqs.times;
     for (let k = 0; k < run.looseLen; k++) {
       const r = rec[loose[k]!]!;
       if (r === HOLE) continue;
       const o = r * STRIDE;
-      if (rows[o + FIN] === FREE && rows[o + GENERATED]! > 0 && tokenMs[r]! < t) t = tokenMs[r]!;
+      if (rows[o + FIN] === FREE && rows[o + GENERATED]! > 0 && times[r * TIME_STRIDE + LAST_MS]! < t) t = times[r * TIME_STRIDE + LAST_MS]!;
     }
     return t;
   }
@@ -325,12 +329,13 @@ export class Engine {
     rows[o + COMPUTED] = 0;
     if (rows[o + GENERATED]! > 0) {
       this.#waitingWithTokens++;
-      const lastMs = this.#seqs.tokenMs[r]!;
+      const lastMs = this.#seqs.times[r * TIME_STRIDE + LAST_MS]!;
       if (lastMs < this.#waitingTokenMs) this.#waitingTokenMs = lastMs;
     }
     rows[o + STATE] = WAITING;
     this.#dropRunning(i);
     this.#waiting.pushFront(r);
+    this.#queued++;
   }
 
   /** While no step is in flight or due, wakes the engine when the oldest pending request is ready. */
@@ -452,6 +457,7 @@ export class Engine {
       const fresh = kv.blocksFor(cached + n) - hit;
       if (fresh + (hit > 0 ? pool.matchedIdle : 0) > pool.free) break;
       this.#waiting.shift();
+      this.#queued--;
       if (rows[o + GENERATED]! > 0) this.#leftWaiting();
       if (hit > 0) kv.acquire(r, hit);
       pool.allocate(fresh);
@@ -512,7 +518,7 @@ export class Engine {
     const cohort = this.#cohort;
     const seqTable = this.#seqs;
     const rows = seqTable.rows;
-    const tokenMs = seqTable.tokenMs;
+    const times = seqTable.times;
     const rec = run.rec;
     // At most one delivery, sink token or finishing member per running entry.
     const scratch = StepScratch.take(run.len);
@@ -581,14 +587,14 @@ export class Engine {
       let kind = done ? 1 : 0;
       if (sink >= 0 && g > 1) {
         bSink[nb] = sink;
-        bGap[nb++] = now - tokenMs[r]!;
-        tokenMs[r] = now;
+        bGap[nb++] = now - times[r * TIME_STRIDE + LAST_MS]!;
+        times[r * TIME_STRIDE + LAST_MS] = now;
         if (!done) {
           cohort.join(i, now);
           continue;
         }
         kind = 2;
-      } else tokenMs[r] = now;
+      } else times[r * TIME_STRIDE + LAST_MS] = now;
       if (done) {
         this.#runningCount--;
         n.successTotal++;

@@ -94,8 +94,6 @@ export class WaitingQueue {
  * there; ready times stay in arrival order.
  */
 export class FrontendQueue {
-  /** Requests pending (aborted ones still listed do not count). */
-  count = 0;
   /** Pairs: a record index, when it is ready (side by side: a push or a drain touches one line). */
   #items = new Float64Array(0);
   #head = 0;
@@ -134,7 +132,6 @@ export class FrontendQueue {
     const t = 2 * this.#tail++;
     this.#items[t] = r;
     this.#items[t + 1] = readyMs;
-    this.count++;
   }
 
   /** Moves every request ready by `now` into `waiting`. */
@@ -151,7 +148,6 @@ export class FrontendQueue {
         this.#seqs.recycle(r); // aborted while pending
         continue;
       }
-      this.count--;
       rows[r * STRIDE + STATE] = WAITING;
       waiting.push(r);
     }

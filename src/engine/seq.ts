@@ -9,9 +9,9 @@ export const DONE = 3;
 // A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
 const RECORDS = 2 ** 21;
 
-// A record's numeric fields: one row of STRIDE Int32 slots (80 bytes), by record index; while its
-// request runs, these are its live counters (the running set lists records in admission order).
-// Its last token time is in a Float64Array, its prompt hashes in a plain array.
+// A record's numeric fields: one row of STRIDE Int32 slots (88 bytes), by record index, the last
+// two a Float64 (its last token time); while its request runs, these are its live counters (the
+// running set lists records in admission order). Its prompt hashes are in a plain array.
 /** How many requests this record has held (part of their tickets). */
 export const USES = 0;
 /** PENDING, WAITING, RUNNING or DONE. */
@@ -52,7 +52,14 @@ export const STEP = 17;
 export const FIN = 18;
 /** While a decode cohort member: the cohort step at which it joined (its counters are as of then). */
 export const JOIN = 19;
-export const STRIDE = 20;
+export const STRIDE = 22;
+/** A row in Float64 slots (`SeqTable.times`). */
+export const TIME_STRIDE = STRIDE / 2;
+/**
+ * When its request last got its last token (Int32 slots 20-21, as Float64 slot 10 of the row):
+ * set only once it had one (read it through `lastMs`), a decode cohort member's as of its JOIN.
+ */
+export const LAST_MS = 10;
 
 /**
  * An engine's request records as rows of typed arrays, by record index, and those free for reuse. The engine keeps no
@@ -64,11 +71,8 @@ export const STRIDE = 20;
 export class SeqTable {
   /** The numeric fields, STRIDE to a row. */
   rows = new Int32Array(0);
-  /**
-   * By record index: when its request last got its last token, set only once it had one (read it
-   * through `lastMs`), a decode cohort member's as of its JOIN.
-   */
-  tokenMs = new Float64Array(0);
+  /** The same rows as Float64 slots, TIME_STRIDE to a row (a time beside the counters: one line of memory, not two). */
+  times = new Float64Array(0);
   /** By record index: its prompt's block hashes, or null. */
   hashes: (readonly number[] | null)[] = [];
   /** Records made. */
@@ -140,15 +144,15 @@ export class SeqTable {
 
   /** When record `r`'s request last got a token (0 before the first; a cohort member's as of its JOIN). */
   lastMs(r: number): number {
-    return this.rows[r * STRIDE + GENERATED]! > 0 ? this.tokenMs[r]! : 0;
+    return this.rows[r * STRIDE + GENERATED]! > 0 ? this.times[r * TIME_STRIDE + LAST_MS]! : 0;
   }
 
   /**
    * Returns a record for reuse once nothing refers to its request: after its last callback, or
-   * when a queue meets it aborted. Its hashes are let go.
+   * when a queue meets it aborted. (Its hashes stay until the record is reused: a line of memory
+   * not touched per request, and at most a table's worth of arrays kept.)
    */
   recycle(r: number): void {
-    this.hashes[r] = null;
     this.rows[r * STRIDE + SLOT] = this.#spare;
     this.#spare = r;
   }
@@ -177,13 +181,10 @@ export class SeqTable {
 
   /** Half as much room again by default (records are made as requests in flight grow). */
   #grow(cap = Math.max(64, (this.#made + (this.#made >> 1) + 15) & ~15)): void {
-    // One buffer for both tables: allocating a typed array costs microseconds, and a fleet has thousands of engines.
-    const buf = new ArrayBuffer(cap * (STRIDE * 4 + 8));
-    const tokenMs = new Float64Array(buf, 0, cap);
-    tokenMs.set(this.tokenMs);
-    this.tokenMs = tokenMs;
-    const rows = new Int32Array(buf, cap * 8, cap * STRIDE);
+    const buf = new ArrayBuffer(cap * STRIDE * 4);
+    const rows = new Int32Array(buf);
     rows.set(this.rows);
     this.rows = rows;
+    this.times = new Float64Array(buf);
   }
 }
