@@ -497,13 +497,7 @@ export class Engine {
   /** Hands one step's sink tokens to their sinks: the cohort's as one count per sink, then the others. */
   #flushSinks(now: number, lockGapMs: number, bSink: Int32Array, bGapMs: Float64Array, nb: number): void {
     const sinks = this.#sinks;
-    const flush = this.#cohort.flush;
-    for (let k = 0; k < sinks.length; k++) {
-      const count = flush[k]!;
-      if (count === 0) continue;
-      flush[k] = 0;
-      sinks[k]!.onStepTokens(now, count, lockGapMs);
-    }
+    this.#cohort.flushTo(sinks, now, lockGapMs);
     for (let i = 0; i < nb; i++) sinks[bSink[i]!]!.onStepTokens(now, 1, bGapMs[i]!);
   }
 
@@ -539,7 +533,7 @@ export class Engine {
       lockGapMs = now - cohort.lastMs;
       cohort.lastMs = now;
       cohort.steps++;
-      cohort.flush.set(cohort.bySink);
+      cohort.countFlush();
     }
     // First the bookkeeping over the rows (no callbacks, so nothing moves under it): the
     // cohort members this step finished and the loose entries, merged in index order.

@@ -184,7 +184,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const profile = getProfile(scenario.profile);
   const n = scenario.workers;
   const ids = Array.from({ length: n }, (_, i) => simWorkerId(i));
-  const engines = ids.map((id) => new Engine({ clock, profile, id, ...(scenario.maxNumSeqs !== undefined ? { maxNumSeqs: scenario.maxNumSeqs } : {}), ...(scenario.load.kind === 'closed' ? { expectedRequests: (1.25 * scenario.load.concurrency) / n } : {}) }));
+  const engines = ids.map((id) => new Engine({ clock, profile, id, ...(scenario.maxNumSeqs !== undefined ? { maxNumSeqs: scenario.maxNumSeqs } : {}), ...(scenario.load.kind === 'closed' ? { expectedRequests: (1.125 * scenario.load.concurrency) / n } : {}) }));
   const workerIndex = new Map(ids.map((id, i) => [id, i]));
 
   const faults = [...scenario.faults];
