@@ -43,6 +43,7 @@ export class BlockPool {
   #created = 0;
   readonly #spare: number[] = [];
   #matchedIdle = 0;
+  #matchedFirst = -1;
 
   constructor(total: number) {
     this.total = total;
@@ -59,9 +60,14 @@ export class BlockPool {
     return this.#size;
   }
 
-  /** Of the entries the last `match` found, how many were idle (acquiring them uses free blocks). */
+  /** Of the entries the last `match` or `matchRun` found, how many were idle (acquiring them uses free blocks). */
   get matchedIdle(): number {
     return this.#matchedIdle;
+  }
+
+  /** The first entry of the run the last `matchRun` found (-1 if it found none). */
+  get matchedFirst(): number {
+    return this.#matchedFirst;
   }
 
   /**
@@ -84,18 +90,49 @@ export class BlockPool {
     return k;
   }
 
+  /**
+   * `match` for the usual case, where the cached blocks are consecutive entries: their number (the
+   * first is `matchedFirst`), or -1 if a cached block is not the entry after its predecessor's
+   * (then `match` must list them). Changes nothing.
+   */
+  matchRun(hashes: readonly number[], maxBlocks: number): number {
+    let idle = 0;
+    let k = 0;
+    let e = -1;
+    for (; k < maxBlocks; k++) {
+      const key = hashes[k]! | 0;
+      if (k > 0 && this.#holds(e + 1, key)) e++;
+      else {
+        const found = this.#find(key);
+        if (found < 0) break;
+        if (k > 0) return -1;
+        e = found;
+      }
+      if (this.#keys[2 * e + 1] === 0) idle++;
+    }
+    this.#matchedIdle = idle;
+    this.#matchedFirst = k > 0 ? e - k + 1 : -1;
+    return k;
+  }
+
   /** References the first `count` entries of `entries` from index `at` (a `match`'s); idle ones leave the LRU list. */
   acquire(entries: Int32Array | readonly number[], count: number, at = 0): void {
+    for (let b = 0; b < count; b++) this.#take(entries[at + b]!);
+  }
+
+  /** `acquire` for the `count` entries from `first` on (a `matchRun`'s). */
+  acquireRun(first: number, count: number): void {
+    for (let e = first; e < first + count; e++) this.#take(e);
+  }
+
+  #take(e: number): void {
     const keys = this.#keys;
-    for (let b = 0; b < count; b++) {
-      const e = entries[at + b]!;
-      if (keys[2 * e + 1] === 0) {
-        this.#unlink(e);
-        this.#idle--;
-        this.#free--;
-      }
-      keys[2 * e + 1]!++;
+    if (keys[2 * e + 1] === 0) {
+      this.#unlink(e);
+      this.#idle--;
+      this.#free--;
     }
+    keys[2 * e + 1]!++;
   }
 
   /** Takes `n` private blocks (the caller checked `n <= free`), evicting idle entries if the rest is short. */
@@ -136,15 +173,19 @@ export class BlockPool {
    * tails behind it.
    */
   deref(entries: Int32Array | readonly number[], count: number, at = 0): void {
-    const keys = this.#keys;
-    for (let b = count - 1; b >= 0; b--) {
-      const e = entries[at + b]!;
-      if (e < 0) continue;
-      if (--keys[2 * e + 1]! === 0) {
-        this.#append(e);
-        this.#idle++;
-        this.#free++;
-      }
+    for (let b = count - 1; b >= 0; b--) if (entries[at + b]! >= 0) this.#drop(entries[at + b]!);
+  }
+
+  /** `deref` for the `count` entries from `first` on (last first, as `deref` goes). */
+  derefRun(first: number, count: number): void {
+    for (let e = first + count - 1; e >= first; e--) this.#drop(e);
+  }
+
+  #drop(e: number): void {
+    if (--this.#keys[2 * e + 1]! === 0) {
+      this.#append(e);
+      this.#idle++;
+      this.#free++;
     }
   }
 

@@ -11,11 +11,14 @@ export class KvBlocks {
   readonly blockSize: number;
   /** vLLM V1's automatic prefix caching. */
   readonly caching: boolean;
-  // Each record's list of cache entries, one per prompt block (-1: a private block), is a slice of
-  // 2^c slots of one array (c its size class, from its prompt's blocks), taken when it is first
-  // looked up and given back when it leaves the running set; free slices of a class are linked
-  // through their first slot. (A plain array per running request was 29 MB at fleet scale, copied
-  // by the collector.) A record's ENTRIES field holds its slice's start << 5 | c, or -1.
+  // A record's cache entries, one per prompt block (-1: a private block), are usually a run: entries
+  // first, first + 1, ... for its first SHARED blocks (a prompt's blocks are cached together, in
+  // consecutive entries), private blocks after them. Its ENTRIES field then holds -2 - first, and
+  // the run needs no memory of its own (a list was 8-24 KB per engine at fleet scale, first-touched
+  // pages, and a cold cache line at each admission and release). Otherwise its list is a slice of
+  // 2^c slots of one array (c its size class, from its prompt's blocks), taken when a lookup or a
+  // registration breaks the run and given back when it leaves the running set; free slices of a
+  // class are linked through their first slot. ENTRIES then holds the slice's start << 5 | c. -1: none.
   #lists = new Int32Array(0);
   #listsTop = 0;
   readonly #freeList = new Int32Array(32).fill(-1);
@@ -43,10 +46,18 @@ export class KvBlocks {
     const hashes = seqs.hashes[r];
     if (!this.caching || !hashes || hashes.length === 0) return 0;
     const o = r * STRIDE;
+    const max = Math.min(hashes.length, Math.floor((seqs.rows[o + TARGET]! - 1) / this.blockSize));
     let list = seqs.rows[o + ENTRIES]!;
-    // (Kept from an earlier lookup of the same request while it waits: see `forget`.)
-    if (list < 0) seqs.rows[o + ENTRIES] = list = this.#takeList(hashes.length);
-    return this.pool.match(hashes, Math.min(hashes.length, Math.floor((seqs.rows[o + TARGET]! - 1) / this.blockSize)), this.#lists, list >>> 5);
+    // (A slice is kept from an earlier lookup of the same request while it waits: see `forget`.)
+    if (list < 0) {
+      const hit = this.pool.matchRun(hashes, max);
+      if (hit >= 0) {
+        seqs.rows[o + ENTRIES] = -2 - Math.max(0, this.pool.matchedFirst);
+        return hit;
+      }
+      seqs.rows[o + ENTRIES] = list = this.#takeList(hashes.length);
+    }
+    return this.pool.match(hashes, max, this.#lists, list >>> 5);
   }
 
   /** A slice of at least `n` slots (its start << 5 | its size class). */
@@ -78,10 +89,12 @@ export class KvBlocks {
 
   /** References the `hit` cached blocks `lookup` found for record `r` (it is being admitted). */
   acquire(r: number, hit: number): void {
-    const seqs = this.#seqs;
-    this.pool.acquire(this.#lists, hit, seqs.rows[r * STRIDE + ENTRIES]! >>> 5);
-    seqs.rows[r * STRIDE + REGISTERED] = hit;
-    seqs.rows[r * STRIDE + SHARED] = hit;
+    const rows = this.#seqs.rows;
+    const list = rows[r * STRIDE + ENTRIES]!;
+    if (list >= 0) this.pool.acquire(this.#lists, hit, list >>> 5);
+    else this.pool.acquireRun(-2 - list, hit);
+    rows[r * STRIDE + REGISTERED] = hit;
+    rows[r * STRIDE + SHARED] = hit;
   }
 
   /**
@@ -92,19 +105,37 @@ export class KvBlocks {
     const seqs = this.#seqs;
     const rows = seqs.rows;
     const o = r * STRIDE;
-    const list = rows[o + ENTRIES]!;
-    if (list < 0) return;
+    let list = rows[o + ENTRIES]!;
+    if (list === -1) return;
     const hashes = seqs.hashes[r]!;
-    const entries = this.#lists;
-    const at = list >>> 5;
     const upTo = Math.min(hashes.length, Math.floor(tokens / this.blockSize));
-    let shared = 0;
+    let shared = rows[o + SHARED]!;
     for (let b = rows[o + REGISTERED]!; b < upTo; b++) {
-      const e = this.pool.register(hashes[b]!, b > 0 ? entries[at + b - 1]! + 1 : -1);
-      entries[at + b] = e;
-      if (e >= 0) shared++;
+      if (list >= 0) {
+        const at = list >>> 5;
+        const e = this.pool.register(hashes[b]!, b > 0 ? this.#lists[at + b - 1]! + 1 : -1);
+        this.#lists[at + b] = e;
+        if (e >= 0) shared++;
+        continue;
+      }
+      // A run so far: entries first, first + 1, ... for the first `shared` blocks, then private ones.
+      const first = -2 - list;
+      const e = this.pool.register(hashes[b]!, b === shared && b > 0 ? first + b : -1);
+      if (e < 0) continue;
+      if (b === shared && (b === 0 || e === first + b)) {
+        if (b === 0) rows[o + ENTRIES] = list = -2 - e;
+        shared++;
+        continue;
+      }
+      // The run breaks: its entries go to a slice, and this one after them.
+      list = this.#takeList(hashes.length);
+      const at = list >>> 5;
+      for (let i = 0; i < b; i++) this.#lists[at + i] = i < shared ? first + i : -1;
+      this.#lists[at + b] = e;
+      rows[o + ENTRIES] = list;
+      shared++;
     }
-    rows[o + SHARED] = rows[o + SHARED]! + shared;
+    rows[o + SHARED] = shared;
     if (upTo > rows[o + REGISTERED]!) rows[o + REGISTERED] = upTo;
   }
 
@@ -113,17 +144,18 @@ export class KvBlocks {
    * pool, its cache entries lose a reference (and stay cached).
    */
   release(r: number, blocks: number): void {
-    const seqs = this.#seqs;
-    const rows = seqs.rows;
+    const rows = this.#seqs.rows;
     const o = r * STRIDE;
     this.pool.release(blocks - rows[o + SHARED]!);
     const list = rows[o + ENTRIES]!;
-    if (list < 0) return;
-    this.pool.deref(this.#lists, rows[o + REGISTERED]!, list >>> 5);
+    if (list === -1) return;
+    if (list >= 0) {
+      this.pool.deref(this.#lists, rows[o + REGISTERED]!, list >>> 5);
+      // Given back while its entries are still in cache: the next admission writes over it.
+      this.#giveList(list);
+    } else this.pool.derefRun(-2 - list, rows[o + SHARED]!);
     rows[o + REGISTERED] = 0;
     rows[o + SHARED] = 0;
-    // Given back while its entries are still in cache: the next admission writes over it.
-    this.#giveList(list);
     rows[o + ENTRIES] = -1;
   }
 
@@ -131,8 +163,7 @@ export class KvBlocks {
   forget(r: number): void {
     const rows = this.#seqs.rows;
     const list = rows[r * STRIDE + ENTRIES]!;
-    if (list < 0) return;
-    this.#giveList(list);
+    if (list >= 0) this.#giveList(list);
     rows[r * STRIDE + ENTRIES] = -1;
   }
 }

@@ -3,6 +3,11 @@ import assert from 'node:assert/strict';
 import { VirtualClock, createRng, type Rng } from '../core/index.js';
 import { Engine, type Ticket } from './engine.js';
 import { getProfile, PROFILES, type EngineProfile } from './profile.js';
+import fc from 'fast-check';
+import { blockHashes } from './block-hash.js';
+import { BlockPool } from './block-pool.js';
+import { KvBlocks } from './kv-blocks.js';
+import { REGISTERED, SHARED, SeqTable, STRIDE } from './seq.js';
 
 /** `n` random token ids. */
 function ids(rng: Rng, n: number): Uint32Array {
@@ -240,4 +245,75 @@ test('with caching on, token-sink delivery and per-request callbacks run the sam
   assert.ok(a.stats.preemptionsTotal > 0 && a.stats.prefixCacheHitsTotal > 0);
   assert.deepEqual(b, a);
   assert.equal(a.kvUsage, 0);
+});
+
+test('a sequence side agrees with a plain list per request: runs of consecutive entries, broken runs, waiting lookups, aborts', () => {
+  // Prompts of 1-6 blocks drawn from a tree of block hashes (shared prefixes that part), so cached
+  // blocks are consecutive entries or not, and chunked registrations race (a block another request
+  // cached meanwhile stays private: a run with a private block and then an entry is a list).
+  const bs = 4;
+  const prompts = fc.array(fc.array(fc.nat(2), { minLength: 1, maxLength: 6 }), { minLength: 2, maxLength: 6 });
+  const op = fc.tuple(fc.constantFrom('admit', 'admit', 'chunk', 'chunk', 'release', 'forget'), fc.nat(7), fc.nat(3));
+  fc.assert(
+    fc.property(prompts, fc.array(op, { minLength: 20, maxLength: 200, size: 'max' }), fc.integer({ min: 6, max: 40 }), (paths, ops, total) => {
+      const hashesOf = paths.map((path) => path.map((_, i) => blockHashes(path.slice(0, i + 1), 1).at(-1)!));
+      const seqs = new SeqTable();
+      const kv = new KvBlocks(total, bs, true, seqs);
+      // The reference: the same pool operations on a plain array of entries per request.
+      const pool = new BlockPool(total);
+      const caller = { onToken: () => {}, onFinish: () => {} };
+      const recs = Array.from({ length: 8 }, (_, i) => {
+        const r = seqs.take();
+        const hashes = hashesOf[i % hashesOf.length]!;
+        seqs.start(r, caller, i, hashes.length * bs + 1, 1, 0, hashes, false);
+        return { r, hashes, entries: [] as number[], registered: 0, shared: 0, blocks: 0, tokens: 0, state: 'waiting' as 'waiting' | 'looked' | 'running' };
+      });
+      for (const [kind, at, n] of ops) {
+        const s = recs[at]!;
+        const max = s.hashes.length; // (its prompt is one token past its blocks)
+        if (kind === 'admit' && s.state !== 'running') {
+          const hit = kv.lookup(s.r);
+          assert.equal(hit, pool.match(s.hashes, max, s.entries));
+          assert.equal(kv.pool.matchedIdle, pool.matchedIdle);
+          s.state = 'looked';
+          const fresh = s.hashes.length + 1 - hit;
+          if (fresh + (hit > 0 ? pool.matchedIdle : 0) > pool.free) continue;
+          kv.acquire(s.r, hit);
+          pool.acquire(s.entries, hit);
+          kv.pool.allocate(fresh);
+          pool.allocate(fresh);
+          Object.assign(s, { registered: hit, shared: hit, blocks: hit + fresh, tokens: hit * bs, state: 'running' });
+        } else if (kind === 'chunk' && s.state === 'running') {
+          s.tokens = Math.min(s.tokens + n * bs + (n & 1), s.hashes.length * bs + 1);
+          kv.register(s.r, s.tokens);
+          const upTo = Math.min(s.hashes.length, Math.floor(s.tokens / bs));
+          for (let b = s.registered; b < upTo; b++) {
+            s.entries[b] = pool.register(s.hashes[b]!, b > 0 ? s.entries[b - 1]! + 1 : -1);
+            if (s.entries[b]! >= 0) s.shared++;
+          }
+          s.registered = Math.max(s.registered, upTo);
+        } else if (kind === 'release' && s.state === 'running') {
+          kv.release(s.r, s.blocks);
+          pool.release(s.blocks - s.shared);
+          pool.deref(s.entries, s.registered);
+          Object.assign(s, { entries: [], registered: 0, shared: 0, blocks: 0, tokens: 0, state: 'waiting' });
+        } else if (kind === 'forget' && s.state === 'looked') {
+          kv.forget(s.r);
+          s.state = 'waiting';
+        }
+        assert.equal(kv.pool.free, pool.free);
+        assert.equal(kv.pool.cached, pool.cached);
+        assert.deepEqual([seqs.rows[s.r * STRIDE + REGISTERED], seqs.rows[s.r * STRIDE + SHARED]], [s.registered, s.shared]);
+      }
+      for (const s of recs) {
+        if (s.state !== 'running') continue;
+        kv.release(s.r, s.blocks);
+        pool.release(s.blocks - s.shared);
+        pool.deref(s.entries, s.registered);
+      }
+      assert.equal(kv.pool.free, total);
+      assert.equal(pool.free, total);
+    }),
+    { numRuns: 300 },
+  );
 });

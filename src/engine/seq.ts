@@ -39,7 +39,7 @@ export const ON_ADMIT = 2;
 const CALLER_SHIFT = 2;
 /** The caller's number for its request (what its callbacks are given). */
 export const ID = 12;
-/** Its list of cache entries per prompt block while running (see `KvBlocks`): -1 for none, else where it is and its size class. */
+/** Its cache entries per prompt block while running (see `KvBlocks`): -1 for none, <= -2 a run of consecutive entries from -2 - this, else where its list is and its size class. */
 export const ENTRIES = 13;
 /** While a decode cohort member: the next and previous member (records, -1 for none) in its list of those due at the same step (see `DecodeCohort`). */
 export const FIN_NEXT = 14;
