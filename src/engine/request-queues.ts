@@ -98,8 +98,6 @@ export class FrontendQueue {
   #items = new Float64Array(0);
   #head = 0;
   #tail = 0;
-  /** When the frontend finishes the requests it already holds. */
-  #freeMs = -Infinity;
   readonly #seqs: SeqTable;
   readonly #room: number;
 
@@ -119,9 +117,11 @@ export class FrontendQueue {
 
   /** Takes record `r` at `nowMs`; it is ready `overheadMs` after the frontend finishes those before it. */
   push(r: number, nowMs: number, overheadMs: number): void {
-    const readyMs = Math.max(nowMs, this.#freeMs) + overheadMs;
-    this.#freeMs = readyMs;
-    if (2 * this.#tail === this.#items.length) {
+    // The frontend is free when the last request listed is ready (a time kept in a field is one more
+    // object to touch per submit); an empty queue's requests were all ready by now.
+    const tail = this.#tail;
+    const readyMs = (tail > this.#head ? Math.max(nowMs, this.#items[2 * tail - 1]!) : nowMs) + overheadMs;
+    if (2 * tail === this.#items.length) {
       if (this.#items.length === 0) this.#items = new Float64Array(2 * this.#room);
       else {
         this.#items = moved(this.#items, this.#head, this.#tail, 2, (n) => new Float64Array(n));
