@@ -30,12 +30,12 @@ export class BlockPool {
   // the next entry + 1 in the same hash bucket (0: none); `#lru`, an idle entry's neighbours in the
   // doubly linked LRU list of idle entries ([2e] previous, [2e + 1] next; -1: none), head evicted first.
   #keys = new Int32Array(0);
-  #chain = new Int32Array(0);
+  #chain: Uint16Array | Int32Array;
   #lru = new Int32Array(0);
   // The hash index: per bucket, its first entry + 1 (0: empty), chained through `#chain`. Twice as
   // many buckets as entry rows (a power of two), rebuilt only when the rows grow: less memory to
   // touch than an open-addressing table of key/value pairs kept half full, and no rehash of its own.
-  #buckets = new Int32Array(2); // (a shift by 32 would be one by 0 in JS: two empty buckets to start)
+  #buckets: Uint16Array | Int32Array;
   #shift = 31;
   #cap = 0;
   #head = -1;
@@ -48,6 +48,9 @@ export class BlockPool {
   constructor(total: number) {
     this.total = total;
     this.#free = total;
+    // Entry numbers + 1 in the hash index: 16 bits when they fit (half the index's memory to touch).
+    this.#chain = total <= 0xffff ? new Uint16Array(0) : new Int32Array(0);
+    this.#buckets = total <= 0xffff ? new Uint16Array(2) : new Int32Array(2); // (a shift by 32 would be one by 0 in JS: two empty buckets to start)
   }
 
   /** Blocks nobody references (never used, freed, or cached and idle). */
@@ -216,14 +219,15 @@ export class BlockPool {
     const cap = Math.min(this.total, Math.max(1024, this.#cap * 4));
     const shift = Math.clz32(cap - 1) - 1;
     const buckets = 2 ** (32 - shift);
+    const w = this.#chain.BYTES_PER_ELEMENT;
     // One buffer for all: allocating a typed array costs microseconds, and a fleet has thousands of pools.
-    const buf = new ArrayBuffer((5 * cap + buckets) * 4);
+    const buf = new ArrayBuffer(16 * cap + w * (cap + buckets));
     const keys = new Int32Array(buf, 0, 2 * cap);
     keys.set(this.#keys);
     const lru = new Int32Array(buf, 8 * cap, 2 * cap);
     lru.set(this.#lru);
-    const chain = new Int32Array(buf, 16 * cap, cap);
-    const heads = new Int32Array(buf, 20 * cap, buckets);
+    const chain = w === 2 ? new Uint16Array(buf, 16 * cap, cap) : new Int32Array(buf, 16 * cap, cap);
+    const heads = w === 2 ? new Uint16Array(buf, 16 * cap + 2 * cap, buckets) : new Int32Array(buf, 20 * cap, buckets);
     for (let e = 0; e < this.#created; e++) {
       if (keys[2 * e + 1]! < 0) continue;
       const b = Math.imul(keys[2 * e]!, 0x9e3779b1) >>> shift;
