@@ -165,6 +165,16 @@ export function simWorkerId(i: number): string {
   return `sim-${i}:8000`;
 }
 
+/** The index `i` of the simulated worker with id `simWorkerId(i)`, read from its digits. */
+function simWorkerIndex(id: string): number {
+  let i = 0;
+  for (let k = 4; ; k++) {
+    const d = id.charCodeAt(k) - 48;
+    if (d < 0 || d > 9) return i;
+    i = 10 * i + d;
+  }
+}
+
 /**
  * Runs one scenario under one policy with one seed, in virtual time: `workers` engines from
  * engine/ (with the profile and the faults), router replicas each with their own Dispatcher from
@@ -185,7 +195,6 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const n = scenario.workers;
   const ids = Array.from({ length: n }, (_, i) => simWorkerId(i));
   const engines = ids.map((id) => new Engine({ clock, profile, id, ...(scenario.maxNumSeqs !== undefined ? { maxNumSeqs: scenario.maxNumSeqs } : {}), ...(scenario.load.kind === 'closed' ? { expectedRequests: (1.125 * scenario.load.concurrency) / n } : {}) }));
-  const workerIndex = new Map(ids.map((id, i) => [id, i]));
 
   const faults = [...scenario.faults];
   const burstySeed = rng.int(0, 0x7fffffff);
@@ -297,10 +306,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     phaseDone(phase, followUp, tenant);
   };
 
-  // Per replica, by the dispatcher's view of the worker (one object per worker, handed to every
-  // assignment): made at the first attempt on that pair. (Keyed by the view, one lookup by object
-  // identity finds the route; by id, a string-keyed lookup of the worker's index came first.)
-  const routesOf = frontends.map(() => new Map<WorkerView, AttemptRoute>());
+  // Per replica, by worker index (read from the worker's id: a lookup in a map of the fleet's
+  // workers, by id or by the dispatcher's view, was a cache miss per attempt): made at the first
+  // attempt on that pair.
+  const routesOf: (AttemptRoute | undefined)[][] = frontends.map(() => []);
 
   const host: AttemptHost = {
     attemptEnded(a, reason, nowMs) {
@@ -325,14 +334,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const firstLookMs = frontends.map((fe) => Math.min(fe.dispatcher.minDeadlineMs('ttft'), fe.dispatcher.minDeadlineMs('stall')));
   const startAttempt = (q: number, feIndex: number, w: WorkerView): void => {
     const fe = frontends[feIndex]!;
+    const wi = simWorkerIndex(w.id);
     const routes = routesOf[feIndex]!;
-    let route = routes.get(w);
-    if (route === undefined) {
-      const wi = workerIndex.get(w.id)!;
-      route = attempts.addRoute(new AttemptRoute(wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!));
-      routes.set(w, route);
-    }
-    const wi = route.worker;
+    const route = (routes[wi] ??= attempts.addRoute(new AttemptRoute(wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!)));
     const a = attempts.start(route, q, w.inflight, clock.now());
     const plan = requests.plans[q]!;
     // A migrated continuation's prompt also holds the answer so far (its prompt part still hits the
