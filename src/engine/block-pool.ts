@@ -27,11 +27,11 @@ export class BlockPool {
   // reference count side by side ([2e], [2e + 1]; count -1: no longer an entry): a match, an
   // acquire and a release read both for a prompt's usually consecutive entries, so a prompt's walk
   // touches one or two cache lines. The rest is read seldom, so it stays off those lines: `#chain`,
-  // the next entry + 1 in the same hash bucket (0: none); `#lru`, an idle entry's neighbours in the
-  // doubly linked LRU list of idle entries ([2e] previous, [2e + 1] next; -1: none), head evicted first.
+  // the next entry + 1 in the same hash bucket (0: none); `#lru`, an idle entry's neighbours + 1 in the
+  // doubly linked LRU list of idle entries ([2e] previous, [2e + 1] next; 0: none), head evicted first.
   #keys = new Int32Array(0);
   #chain: Uint16Array | Int32Array;
-  #lru = new Int32Array(0);
+  #lru: Uint16Array | Int32Array;
   // The hash index: per bucket, its first entry + 1 (0: empty), chained through `#chain`. Twice as
   // many buckets as entry rows (a power of two), rebuilt only when the rows grow: less memory to
   // touch than an open-addressing table of key/value pairs kept half full, and no rehash of its own.
@@ -48,7 +48,8 @@ export class BlockPool {
   constructor(total: number) {
     this.total = total;
     this.#free = total;
-    // Entry numbers + 1 in the hash index: 16 bits when they fit (half the index's memory to touch).
+    // Entry numbers + 1 in the hash index and the LRU list: 16 bits when they fit (half their memory to touch).
+    this.#lru = total <= 0xffff ? new Uint16Array(0) : new Int32Array(0);
     this.#chain = total <= 0xffff ? new Uint16Array(0) : new Int32Array(0);
     this.#buckets = total <= 0xffff ? new Uint16Array(2) : new Int32Array(2); // (a shift by 32 would be one by 0 in JS: two empty buckets to start)
   }
@@ -221,13 +222,14 @@ export class BlockPool {
     const buckets = 2 ** (32 - shift);
     const w = this.#chain.BYTES_PER_ELEMENT;
     // One buffer for all: allocating a typed array costs microseconds, and a fleet has thousands of pools.
-    const buf = new ArrayBuffer(16 * cap + w * (cap + buckets));
+    const buf = new ArrayBuffer(8 * cap + w * (3 * cap + buckets));
     const keys = new Int32Array(buf, 0, 2 * cap);
     keys.set(this.#keys);
-    const lru = new Int32Array(buf, 8 * cap, 2 * cap);
+    const Index = w === 2 ? Uint16Array : Int32Array;
+    const lru = new Index(buf, 8 * cap, 2 * cap);
     lru.set(this.#lru);
-    const chain = w === 2 ? new Uint16Array(buf, 16 * cap, cap) : new Int32Array(buf, 16 * cap, cap);
-    const heads = w === 2 ? new Uint16Array(buf, 16 * cap + 2 * cap, buckets) : new Int32Array(buf, 20 * cap, buckets);
+    const chain = new Index(buf, 8 * cap + 2 * w * cap, cap);
+    const heads = new Index(buf, 8 * cap + 3 * w * cap, buckets);
     for (let e = 0; e < this.#created; e++) {
       if (keys[2 * e + 1]! < 0) continue;
       const b = Math.imul(keys[2 * e]!, 0x9e3779b1) >>> shift;
@@ -260,22 +262,23 @@ export class BlockPool {
     this.#spare.push(e);
   }
 
+  // (Links are entry numbers + 1, 0 for none.)
   #append(e: number): void {
     const lru = this.#lru;
-    lru[2 * e] = this.#tail;
-    lru[2 * e + 1] = -1;
-    if (this.#tail >= 0) lru[2 * this.#tail + 1] = e;
+    lru[2 * e] = this.#tail + 1;
+    lru[2 * e + 1] = 0;
+    if (this.#tail >= 0) lru[2 * this.#tail + 1] = e + 1;
     else this.#head = e;
     this.#tail = e;
   }
 
   #unlink(e: number): void {
     const lru = this.#lru;
-    const p = lru[2 * e]!;
-    const n = lru[2 * e + 1]!;
-    if (p >= 0) lru[2 * p + 1] = n;
+    const p = lru[2 * e]! - 1;
+    const n = lru[2 * e + 1]! - 1;
+    if (p >= 0) lru[2 * p + 1] = n + 1;
     else this.#head = n;
-    if (n >= 0) lru[2 * n] = p;
+    if (n >= 0) lru[2 * n] = p + 1;
     else this.#tail = p;
   }
 }
