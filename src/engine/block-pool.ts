@@ -16,6 +16,12 @@
  * pool.release(1);                 // its private block
  * pool.free;                       // 100
  */
+const NONE32 = new Int32Array(0);
+const NONE16 = new Uint16Array(0);
+// Two empty buckets (a shift by 32 would be one by 0 in JS).
+const EMPTY32 = new Int32Array(2);
+const EMPTY16 = new Uint16Array(2);
+
 export class BlockPool {
   /** Blocks in the pool. */
   readonly total: number;
@@ -29,7 +35,7 @@ export class BlockPool {
   // touches one or two cache lines. The rest is read seldom, so it stays off those lines: `#chain`,
   // the next entry + 1 in the same hash bucket (0: none); `#lru`, an idle entry's neighbours + 1 in the
   // doubly linked LRU list of idle entries ([2e] previous, [2e + 1] next; 0: none), head evicted first.
-  #keys = new Int32Array(0);
+  #keys = NONE32;
   #chain: Uint16Array | Int32Array;
   #lru: Uint16Array | Int32Array;
   // The hash index: per bucket, its first entry + 1 (0: empty), chained through `#chain`. Twice as
@@ -49,9 +55,9 @@ export class BlockPool {
     this.total = total;
     this.#free = total;
     // Entry numbers + 1 in the hash index and the LRU list: 16 bits when they fit (half their memory to touch).
-    this.#lru = total <= 0xffff ? new Uint16Array(0) : new Int32Array(0);
-    this.#chain = total <= 0xffff ? new Uint16Array(0) : new Int32Array(0);
-    this.#buckets = total <= 0xffff ? new Uint16Array(2) : new Int32Array(2); // (a shift by 32 would be one by 0 in JS: two empty buckets to start)
+    // Until the first entry, tables shared by every pool and never written (a fleet makes a pool per engine).
+    this.#lru = this.#chain = total <= 0xffff ? NONE16 : NONE32;
+    this.#buckets = total <= 0xffff ? EMPTY16 : EMPTY32;
   }
 
   /** Blocks nobody references (never used, freed, or cached and idle). */

@@ -6,6 +6,8 @@ import { ENTRIES, REGISTERED, SHARED, STRIDE, TARGET, type SeqTable } from './se
  * prefix a prompt starts with, the prompt blocks a sequence offers to the cache as it fills them,
  * and what it gives back when it leaves the running set. The pool itself is `pool`.
  */
+const NONE = new Int32Array(0);
+
 export class KvBlocks {
   readonly pool: BlockPool;
   readonly blockSize: number;
@@ -19,9 +21,9 @@ export class KvBlocks {
   // 2^c slots of one array (c its size class, from its prompt's blocks), taken when a lookup or a
   // registration breaks the run and given back when it leaves the running set; free slices of a
   // class are linked through their first slot. ENTRIES then holds the slice's start << 5 | c. -1: none.
-  #lists = new Int32Array(0);
+  #lists = NONE;
   #listsTop = 0;
-  readonly #freeList = new Int32Array(32).fill(-1);
+  #freeList = NONE; // (made at the first slice: an engine at fleet scale may never take one)
   readonly #seqs: SeqTable;
 
   constructor(blocks: number, blockSize: number, caching: boolean, seqs: SeqTable) {
@@ -63,6 +65,7 @@ export class KvBlocks {
   /** A slice of at least `n` slots (its start << 5 | its size class). */
   #takeList(n: number): number {
     const c = n <= 1 ? 0 : 32 - Math.clz32(n - 1);
+    if (this.#freeList === NONE) this.#freeList = new Int32Array(32).fill(-1);
     let at = this.#freeList[c]!;
     if (at >= 0) this.#freeList[c] = this.#lists[at]!;
     else {
