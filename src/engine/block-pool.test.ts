@@ -167,7 +167,25 @@ test('the pool agrees with a plain model when hashes pile up in a few hash bucke
   agreesWithModel(10, [...sameBucket(8, 5), ...sameBucket(4, 6, 0x80000000), ...sameBucket(4, 127)], 200, ['register', 'register', 'acquire', 'deref', 'deref', 'allocate', 'release']);
 });
 
-test('the pool agrees with a plain model as its tables grow past 1024 and 4096 entries (hashes above 2^31 too; a pool past 65535 blocks)', () => {
+test('the pool agrees with a plain model as its tables grow past 1024 and 4096 entries (hashes above 2^31 too; a pool of 5000 blocks and one of 70000, with 32-bit links)', () => {
   const keys = Array.from({ length: 6000 }, (_, i) => (Math.imul(i + 1, 0x85ebca6b) >>> 0) | (i % 2 === 0 ? 0x80000000 : 0));
   for (const total of [5000, 70000]) agreesWithModel(total, keys, 3, ['register', 'register', 'register', 'register', 'register', 'register', 'acquire', 'deref', 'allocate'], 9000);
+});
+
+test('a pool holds and finds every one of 65535, 65536 and 70000 distinct entries (16-bit links up to 65535 blocks, 32-bit past), then evicts them all for new ones', () => {
+  for (const total of [65535, 65536, 70000]) {
+    const pool = new BlockPool(total);
+    const keys = Array.from({ length: total }, (_, i) => Math.imul(i + 1, 0x85ebca6b) >>> 0);
+    const entries = fill(pool, keys);
+    assert.equal(pool.cached, total);
+    assert.equal(pool.free, 0);
+    const into: number[] = [];
+    for (let i = 0; i < total; i += 1) assert.equal(pool.match([keys[i]!], 1, into), 1, `${total} blocks: entry ${i} found`);
+    pool.deref(entries, entries.length);
+    assert.equal(pool.free, total, 'every entry idle: counted free, still cached');
+    // New hashes take every block, evicting the idle entries oldest first.
+    fill(pool, keys.map((k) => (k ^ 0x5bd1e995) >>> 0));
+    assert.equal(pool.cached, total);
+    assert.equal(pool.match([keys[0]!], 1, into), 0, 'the first entry was evicted');
+  }
 });

@@ -247,6 +247,7 @@ test('a ticket kept after its request ended is stale: it never reaches the reque
   const later = t();
   const next = engine.submit(request(8, 50, later)); // reuses a finished request's record
   assert.ok(next.ok);
+  assert.equal(engine.lastTokenMsOf(next.ticket), 0, 'no last token before its first, whatever the record held before');
   clock.runUntil(clock.now() + 100);
   for (const old of [first.ticket, second.ticket]) {
     assert.equal(engine.abort(old), false);
@@ -256,6 +257,16 @@ test('a ticket kept after its request ended is stale: it never reaches the reque
   assert.ok(engine.generatedOf(next.ticket) > 0);
   clock.run();
   assert.deepEqual([later.tokens, later.finished], [50, 'length'], 'the new request ran to its end');
+});
+
+test('the frontend takes requests one at a time: requests sent at once reach the scheduler frontendOverheadMs apart', () => {
+  const clock = new VirtualClock();
+  const engine = new Engine({ clock, profile: { ...getProfile('small'), frontendOverheadMs: 50 } });
+  const admittedMs: number[] = [];
+  for (let k = 0; k < 3; k++) assert.ok(engine.submit({ ...request(8, 2, { tokens: 0, finished: null, firstMs: null }), onAdmit: (t) => admittedMs.push(t) }).ok);
+  clock.run();
+  assert.equal(admittedMs.length, 3);
+  admittedMs.forEach((t, k) => assert.ok(t >= 50 * (k + 1), `request ${k} admitted at ${t} ms, not before ${50 * (k + 1)}`));
 });
 
 test('the waiting queue is bounded: overflow is a queue_full value', () => {
