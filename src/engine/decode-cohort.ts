@@ -114,6 +114,7 @@ export class DecodeCohort {
   /** Takes entry `i` out (if a member), bringing its counters, blocks and step up to date. */
   unlock(i: number): void {
     const r = this.#run.rec[i]!;
+    if (r === HOLE) return;
     const seqs = this.#seqs;
     const rows = seqs.rows;
     const o = r * STRIDE;

@@ -97,7 +97,8 @@ export class Engine {
     // 136 MB they never used.
     const room = Math.min(512, Math.max(16, 2 * this.#maxNumSeqs));
     this.#run = new RunningSet(room, this.#seqs);
-    const requests = opts.expectedRequests !== undefined ? Math.max(16, Math.ceil(opts.expectedRequests)) : room;
+    const expected = opts.expectedRequests;
+    const requests = expected !== undefined && Number.isFinite(expected) && expected > 0 ? Math.max(16, Math.ceil(expected)) : room;
     this.#seqs.reserve(requests);
     this.#frontend = new FrontendQueue(this.#seqs, requests);
     this.#waiting = new WaitingQueue(this.#seqs, requests);
@@ -142,7 +143,9 @@ export class Engine {
   /**
    * `submit` for a caller that names its requests by number (a non-negative int32): the request's
    * callbacks go to `caller` with `id`, so it needs no object of its own (the simulator's requests
-   * are rows of typed arrays). Returns its ticket, or QUEUE_FULL or TOO_LONG.
+   * are rows of typed arrays). Returns its ticket, or QUEUE_FULL or TOO_LONG. The engine keeps
+   * every caller it is given for its lifetime (a record names its caller by number), as it keeps
+   * sinks: give it one long-lived caller per client, not one per request.
    */
   submitTo(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds?: ArrayLike<number>, sink?: TokenSink): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
     return this.#accept(caller, id, promptTokens, maxTokens, promptTokenIds, sink, caller.onAdmit !== undefined);
@@ -603,23 +606,27 @@ export class Engine {
     n.generationTokensTotal += tokens;
     // Then the callbacks, which may submit or abort: sinks in bulk, then requests one by one.
     if (hasLock || nb > 0) this.#flushSinks(now, lockGapMs, bSink, bGap, nb);
-    for (let k = 0; k < nd; k++) {
-      const r = deliver[k]!;
-      const kind = kinds[k]!;
-      const caller = seqTable.callerOf(r);
-      // (Callbacks may submit and grow the rows: read afresh.)
-      const rows = seqTable.rows;
-      const id = rows[r * STRIDE + ID]!;
-      if (kind === 0) {
-        // Skipped if an earlier callback aborted it.
-        if (rows[r * STRIDE + STATE] === RUNNING) caller.onToken(id, 1, now);
-        continue;
+    // (The shared scratch is given back even if a callback throws.)
+    try {
+      for (let k = 0; k < nd; k++) {
+        const r = deliver[k]!;
+        const kind = kinds[k]!;
+        const caller = seqTable.callerOf(r);
+        // (Callbacks may submit and grow the rows: read afresh.)
+        const rows = seqTable.rows;
+        const id = rows[r * STRIDE + ID]!;
+        if (kind === 0) {
+          // Skipped if an earlier callback aborted it.
+          if (rows[r * STRIDE + STATE] === RUNNING) caller.onToken(id, 1, now);
+          continue;
+        }
+        if (kind === 1) caller.onToken(id, 1, now);
+        caller.onFinish(id, 'length', now);
+        seqTable.recycle(r);
       }
-      if (kind === 1) caller.onToken(id, 1, now);
-      caller.onFinish(id, 'length', now);
-      seqTable.recycle(r);
+    } finally {
+      scratch.done();
     }
-    scratch.done();
     this.#onStepEnd?.(now);
     // The next step starts at once (vLLM's busy loop), not after another timer.
     if (!this.#timer && !this.#inStep) this.#startStep();
