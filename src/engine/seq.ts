@@ -65,7 +65,7 @@ export const LAST_MS = 10;
  * An engine's request records as rows of typed arrays, by record index, and those free for reuse. The engine keeps no
  * table of ticket ids: a ticket names its record and that record's use (at fleet scale, a record
  * per request and an id lookup were a third of a simulation's time). No object per request: a
- * record is one cache line, and hundreds of thousands in flight leave nothing for the garbage
+ * record is one 88-byte row, and hundreds of thousands in flight leave nothing for the garbage
  * collector to copy.
  */
 export class SeqTable {

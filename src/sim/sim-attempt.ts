@@ -24,6 +24,10 @@ const PHASES: readonly RequestRecord['phase'][] = ['warmup', 'profiling'];
 // five cache lines on three pages, now three on one. What the deadline sweep reads of an attempt
 // (filing, flags, first and last-seen token, start, prompt length) is in its first 48 bytes.
 // Int32 fields by their Int32 index in the row, Float64 ones by their Float64 index.
+// The row, by byte: 0-15 Int32 [0-3] A_FLAGS, A_SWEEP, A_SWEEP_REPLICA, R_PROMPT; 16-47 Float64 [2-5]
+// A_WATCH, A_FIRST, A_SEEN, A_START; 48-63 Int32 [12-15] A_TOKENS, A_MAX, A_ROUTE, R_TOKENS; 64-111
+// Float64 [8-13] A_LAST, A_TICKET, R_FIRST, R_LAST, R_START, A_START_SEQ; 112-135 Int32 [28-33]
+// R_FLAGS, R_INDEX, R_REPLICA, R_TENANT, A_POSITION, padding.
 /** Bits: LIVE, ENDED (the attempt's). */
 const A_FLAGS = 0;
 /** The deadline sweep it is filed under (-1: none), and by which replica. */
