@@ -1,3 +1,14 @@
+const NONE32 = new Int32Array(0);
+const NONE16 = new Uint16Array(0);
+// Two empty buckets (a shift by 32 would be one by 0 in JS).
+const EMPTY32 = new Int32Array(2);
+const EMPTY16 = new Uint16Array(2);
+
+/** The bucket of a hash key among 2^(32 - shift) (Fibonacci hashing: its top bits after a multiply). */
+function bucketOf(key: number, shift: number): number {
+  return Math.imul(key, 0x9e3779b1) >>> shift;
+}
+
 /**
  * An engine's KV blocks with vLLM V1's prefix cache on top. A block is either private to one
  * sequence (partial prompt blocks, generated tokens, or caching off) or a cache entry: a full
@@ -16,17 +27,6 @@
  * pool.release(1);                 // its private block
  * pool.free;                       // 100
  */
-const NONE32 = new Int32Array(0);
-const NONE16 = new Uint16Array(0);
-// Two empty buckets (a shift by 32 would be one by 0 in JS).
-const EMPTY32 = new Int32Array(2);
-const EMPTY16 = new Uint16Array(2);
-
-/** The bucket of a hash key among 2^(32 - shift) (Fibonacci hashing: its top bits after a multiply). */
-function bucketOf(key: number, shift: number): number {
-  return Math.imul(key, 0x9e3779b1) >>> shift;
-}
-
 export class BlockPool {
   /** Blocks in the pool. */
   readonly total: number;

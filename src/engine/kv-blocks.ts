@@ -1,13 +1,13 @@
 import { BlockPool } from './block-pool.js';
 import { ENTRIES, REGISTERED, SHARED, STRIDE, TARGET, type SeqTable } from './seq.js';
 
+const NONE = new Int32Array(0);
+
 /**
  * The sequences' side of an engine's KV blocks: how many a number of tokens takes, the cached
  * prefix a prompt starts with, the prompt blocks a sequence offers to the cache as it fills them,
  * and what it gives back when it leaves the running set. The pool itself is `pool`.
  */
-const NONE = new Int32Array(0);
-
 export class KvBlocks {
   readonly pool: BlockPool;
   readonly blockSize: number;
@@ -17,10 +17,11 @@ export class KvBlocks {
   // first, first + 1, ... for its first SHARED blocks (a prompt's blocks are cached together, in
   // consecutive entries), private blocks after them. Its ENTRIES field then holds -2 - first, and
   // the run needs no memory of its own (the lists were 14.7 MB over 1024 engines at 3 s of
-  // `perf/simulate.ts --fleet`, by a heap snapshot: first-touched pages, and a cold cache line at each admission and release). Otherwise its list is a slice of
-  // 2^c slots of one array (c its size class, from its prompt's blocks), taken when a lookup or a
-  // registration breaks the run and given back when it leaves the running set; free slices of a
-  // class are linked through their first slot. ENTRIES then holds the slice's start << 5 | c. -1: none.
+  // `perf/simulate.ts --fleet`, by a heap snapshot: first-touched pages, and a cold cache line at
+  // each admission and release). Otherwise its list is a slice of 2^c slots of one array (c its
+  // size class, from its prompt's blocks), taken when a lookup or a registration breaks the run and
+  // given back when it leaves the running set; free slices of a class are linked through their
+  // first slot. ENTRIES then holds the slice's start << 5 | c. -1: none.
   #lists = NONE;
   #listsTop = 0;
   #freeList = NONE; // (made at the first slice: an engine at fleet scale may never take one)

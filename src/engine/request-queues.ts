@@ -6,8 +6,13 @@ import { PENDING, STATE, STRIDE, WAITING, type SeqTable } from './seq.js';
 // the size. Their room is made at the first push, for `room` requests. They list record indices
 // (-1: taken out).
 
-/** `items` (of `size` slots each) with its [from, to) moved to the front of itself, or of a copy twice the size. */
-function moved<T extends Int32Array | Float64Array>(items: T, from: number, to: number, size: number, make: (n: number) => T): T {
+/**
+ * Room for one more item in `items` (of `size` slots each) whose [from, to) is listed and whose end
+ * is reached: new, for `room` items; or the listed ones moved to the front of itself, or of a copy
+ * twice the size. The caller's range is then [0, to - from).
+ */
+function withRoom<T extends Int32Array | Float64Array>(items: T, from: number, to: number, size: number, room: number, make: (n: number) => T): T {
+  if (items.length === 0) return make(room * size);
   let out = items;
   if (from * 2 < to) out = make(items.length * 2);
   out.set(items.subarray(from * size, to * size));
@@ -51,12 +56,9 @@ export class WaitingQueue {
 
   #append(r: number): void {
     if (this.#tail === this.#items.length) {
-      if (this.#items.length === 0) this.#items = new Int32Array(this.#room);
-      else {
-        this.#items = moved(this.#items, this.#head, this.#tail, 1, (n) => new Int32Array(n));
-        this.#tail -= this.#head;
-        this.#head = 0;
-      }
+      this.#items = withRoom(this.#items, this.#head, this.#tail, 1, this.#room, (n) => new Int32Array(n));
+      this.#tail -= this.#head;
+      this.#head = 0;
     }
     this.#items[this.#tail++] = r;
   }
@@ -122,12 +124,9 @@ export class FrontendQueue {
     const tail = this.#tail;
     const readyMs = (tail > this.#head ? Math.max(nowMs, this.#items[2 * tail - 1]!) : nowMs) + overheadMs;
     if (2 * tail === this.#items.length) {
-      if (this.#items.length === 0) this.#items = new Float64Array(2 * this.#room);
-      else {
-        this.#items = moved(this.#items, this.#head, this.#tail, 2, (n) => new Float64Array(n));
-        this.#tail -= this.#head;
-        this.#head = 0;
-      }
+      this.#items = withRoom(this.#items, this.#head, tail, 2, this.#room, (n) => new Float64Array(n));
+      this.#tail -= this.#head;
+      this.#head = 0;
     }
     const t = 2 * this.#tail++;
     this.#items[t] = r;
