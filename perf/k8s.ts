@@ -7,9 +7,11 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRng, type RequestRecord } from '../src/core/index.js';
-import { endpointSliceOf, parseK8sTarget, startFakeKubeApi, watchServiceEndpoints, writeFakeKubeconfig } from '../src/k8s/index.js';
+import { parseK8sTarget, watchServiceEndpoints } from '../src/k8s/index.js';
 import { mergeShardExports, writeAiperfExports } from '../src/report/index.js';
-import { followServiceEndpoints, startFakeUpstream, startRouter } from '../src/router/index.js';
+import { followServiceEndpoints, startRouter } from '../src/router/index.js';
+import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from '../test/doubles/fake-kube-api.js';
+import { startFakeUpstream } from '../test/doubles/fake-upstream.js';
 import { percentile, summarize } from '../src/stats/index.js';
 
 function arg(name: string, fallback: string): number {

@@ -1,6 +1,6 @@
 // Tokenizers as AIPerf (transformers) loads them: the local Hugging Face cache first, then a
 // download into it, never a request when offline; against a loopback stand-in for the hub
-// (test/hub-server.ts) that serves the hand-written BPE fixture (see test/bench-threads.test.ts).
+// (test/doubles/hub-server.ts) that serves the hand-written BPE fixture (see test/bench-threads.test.ts).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { words } from './sse.js';
 import { chooseTokenizer, hubSettings, loadTokenizer, resolveTokenizer, type HubSettings } from '../src/workload/index.js';
-import { startHub, type HubRepo } from './hub-server.js';
+import { startHub, type HubRepo } from './doubles/hub-server.js';
 import { runCli, startCli } from './helpers.js';
 
 const FIXTURE = readFileSync(fileURLToPath(new URL('./fixtures/tiny-bpe/tokenizer.json', import.meta.url)));

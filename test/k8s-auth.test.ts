@@ -8,15 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   SERVICE_ACCOUNT_DIR,
-  endpointSliceOf,
   loadKubeConnection,
   parseK8sTarget,
-  startFakeKubeApi,
   waitForReadyEndpoints,
   watchServiceEndpoints,
   type EndpointSnapshot,
-  type FakeKubeApi,
 } from '../src/k8s/index.js';
+import { endpointSliceOf, startFakeKubeApi, type FakeKubeApi } from './doubles/fake-kube-api.js';
 import { until } from './helpers.js';
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'tailgate-k8s-auth-'));

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from '../src/k8s/index.js';
-import { followServiceEndpoints, startFakeUpstream, startRouter, type Router } from '../src/router/index.js';
+import { followServiceEndpoints, startRouter, type Router } from '../src/router/index.js';
+import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from './doubles/fake-kube-api.js';
+import { startFakeUpstream } from './doubles/fake-upstream.js';
 import { runCli, startCli, until } from './helpers.js';
 
 const M = 'fake-model';

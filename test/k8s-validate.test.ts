@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from '../src/k8s/index.js';
-import { startFakeUpstream } from '../src/router/index.js';
+import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from './doubles/fake-kube-api.js';
+import { startFakeUpstream } from './doubles/fake-upstream.js';
 import { runCli } from './helpers.js';
 
 const portOf = (url: string): number => Number(new URL(url).port);

@@ -1,15 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  endpointSliceOf,
-  loadKubeConnection,
-  parseK8sTarget,
-  startFakeKubeApi,
-  waitForReadyEndpoints,
-  watchServiceEndpoints,
-  type EndpointSnapshot,
-  writeFakeKubeconfig,
-} from '../src/k8s/index.js';
+import { loadKubeConnection, parseK8sTarget, waitForReadyEndpoints, watchServiceEndpoints, type EndpointSnapshot } from '../src/k8s/index.js';
+import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from './doubles/fake-kube-api.js';
 import { until } from './helpers.js';
 
 /** Resolves with the latest snapshot once `pred` holds for it (bounded). */

@@ -101,7 +101,7 @@ test('merge: folders that hold no shard, and a missing --out, are one-line error
 });
 
 test('a distributed bench: two shards from a common start, one late; merged into one export', async (t) => {
-  const { startFakeUpstream } = await import('../src/router/index.js');
+  const { startFakeUpstream } = await import('./doubles/fake-upstream.js');
   const upstream = await startFakeUpstream('m');
   t.after(() => upstream.close());
   const root = mkdtempSync(join(tmpdir(), 'tailgate-shards-'));

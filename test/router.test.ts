@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { startFakeUpstream, startRouter, type FakeUpstream } from '../src/router/index.js';
+import { startRouter } from '../src/router/index.js';
+import { startFakeUpstream, type FakeUpstream } from './doubles/fake-upstream.js';
 import { runCli, startCli, until } from './helpers.js';
 import { readSse, words } from './sse.js';
 

@@ -10,5 +10,3 @@ export type { EndpointWatch, EndpointWatchOptions, EndpointWatchStats } from './
 export { watchServiceEndpoints } from './watch-endpoints.js';
 export type { ReadyProgress } from './wait-ready.js';
 export { waitForReadyEndpoints } from './wait-ready.js';
-export type { FakeKubeApi, FakeKubeRequest } from './fake-api-server.js';
-export { startFakeKubeApi, endpointSliceOf, writeFakeKubeconfig } from './fake-api-server.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { endpointSnapshot, type EndpointSlice } from './endpoint-slice.js';
 import { loadKubeConnection, type KubeConnection } from './connection.js';
-import { endpointSliceOf } from './fake-api-server.js';
+import { endpointSliceOf } from '../../test/doubles/fake-kube-api.js';
 import { parseK8sTarget } from './target.js';
 
 test('k8s targets parse with and without namespace and port; bad ones name the problem', () => {

@@ -4,7 +4,8 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { vocabWord } from '../core/index.js';
 import { readSse, words } from '../../test/sse.js';
-import { startFakeUpstream, startRouter, type FakeBehaviour, type FakeUpstream, type Router, type RouterOptions } from './index.js';
+import { startFakeUpstream, type FakeBehaviour, type FakeUpstream } from '../../test/doubles/fake-upstream.js';
+import { startRouter, type Router, type RouterOptions } from './index.js';
 
 const M = 'fake-model';
 

@@ -2,7 +2,8 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from '../../test/helpers.js';
 import { readSse, words, type SseRead } from '../../test/sse.js';
-import { startFakeUpstream, startRouter, type FakeBehaviour, type FakeUpstream, type Router, type RouterOptions } from './index.js';
+import { startFakeUpstream, type FakeBehaviour, type FakeUpstream } from '../../test/doubles/fake-upstream.js';
+import { startRouter, type Router, type RouterOptions } from './index.js';
 
 const M = 'fake-model';
 

@@ -4,7 +4,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
-import type { EndpointSlice } from './endpoint-slice.js';
+import type { EndpointSlice } from '../../src/k8s/index.js';
 
 /** A request the fake API server received (a watch's `watch` parameter recorded as `'1'`). */
 export interface FakeKubeRequest {

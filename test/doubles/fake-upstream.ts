@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { countTokens, vocabWord } from '../core/index.js';
+import { countTokens, vocabWord } from '../../src/core/index.js';
 
 /** How a fake worker behaves; mutable while it runs. */
 export interface FakeBehaviour {
