@@ -26,7 +26,7 @@ export function registerFleet(program: Command): void {
     .option('--workers <n>', 'number of workers', intArg(1), 8)
     .option('--port <port>', 'port of worker 0 (worker i gets port+i); 0 picks free ports', intArg(0), 8100)
     .option('--host <addr>', 'bind address', '127.0.0.1')
-    .option('--profile <name>', 'engine profile (h100-qwen3-8b, small)', 'h100-qwen3-8b')
+    .option('--profile <name|file>', 'engine profile: a built-in (h100-qwen3-8b, small) or a profile YAML file (e.g. from tailgate calibrate)', 'h100-qwen3-8b')
     .option('--model <name>', 'served model name', 'Qwen/Qwen3-8B')
     .option('--max-num-seqs <n>', "cap on running sequences per worker (default: the profile's)", intArg(1))
     .option('--max-waiting <n>', "waiting-queue bound per worker, beyond it 429 (default: the profile's)", intArg(0))
@@ -39,7 +39,8 @@ export function registerFleet(program: Command): void {
     .option('--gpu-metrics-port <port>', "serve dcgm-exporter-style GPU telemetry (one GPU per worker, pod = worker id) on this port's /metrics; 0 picks a free port", intArg(0))
     .addHelpText('after', '\nPrints one JSON line per worker, then "ready". Faults count from "ready". POST /admin/faults (loopback) adds one at run time, at= counted from then.')
     .action(async (flags: FleetFlags) => {
-      const [{ startFleet, parseThrottle }, { parseFault }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js')]);
+      const [{ startFleet, parseThrottle }, { parseFault }, { resolveProfile }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js'), import('../calibrate/index.js')]);
+      const profile = resolveProfile(flags.profile);
       const texts = flags.fault ?? [];
       const apiKey = flags.apiKey ?? process.env['VLLM_API_KEY'];
       const throttles = texts.map((t) => parseThrottle(t)).filter((t) => t !== null);
@@ -48,7 +49,7 @@ export function registerFleet(program: Command): void {
         workers: flags.workers,
         port: flags.port,
         host: flags.host,
-        profile: flags.profile,
+        profile,
         model: flags.model,
         tokensPerChunk: flags.tokensPerChunk,
         prefixCaching: flags.prefixCaching,

@@ -11,6 +11,7 @@ interface SimulateFlags {
   json?: string;
   html?: string;
   explain?: boolean;
+  profile?: string;
 }
 
 const collectList = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
@@ -28,6 +29,7 @@ export function registerSimulate(program: Command): void {
     .option('--policies <list>', 'comma-separated routing policies', 'round-robin,least-loaded,p2c,adaptive')
     .option('--trials <n>', 'seeded trials per policy and scenario', intArg(1), 200)
     .option('--seed <n>', 'seed of the first trial (trial t uses seed + t)', intArg(0), 1)
+    .option('--profile <name|file>', "engine profile for every scenario, replacing the scenario's: a built-in name or a profile YAML file (e.g. from tailgate calibrate)")
     .option('--json <file>', 'write the results as JSON')
     .option('--html <file>', 'write a self-contained HTML report')
     .option('--explain', 'per second of the first trial of each policy, where the tokens went: faults, streams stuck on stalled workers, router queue, probation, idle slots, prefill done again')
@@ -47,6 +49,11 @@ export function registerSimulate(program: Command): void {
       }
       for (const file of flags.scenario ?? []) scenarios.push(await sim.loadScenario(file));
       if (scenarios.length === 0) throw new TailgateError('CLI_USAGE', 'give --scenario FILE or --preset NAME (known presets: ' + sim.PRESET_NAMES.join(', ') + ')');
+      if (flags.profile !== undefined) {
+        const { resolveProfile } = await import('../calibrate/index.js');
+        const engineProfile = resolveProfile(flags.profile);
+        for (let i = 0; i < scenarios.length; i++) scenarios[i] = { ...scenarios[i]!, profile: engineProfile.name, engineProfile };
+      }
 
       const tty = process.stderr.isTTY;
       const t0 = performance.now();

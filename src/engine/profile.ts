@@ -1,3 +1,5 @@
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
 import { TailgateError } from '../core/index.js';
 
 /**
@@ -25,6 +27,82 @@ export interface EngineProfile {
   frontendOverheadMs: number;
   /** Longest prompt + max_tokens accepted. */
   maxModelLen: number;
+}
+
+const count = z.number().int().min(1);
+const ms = z.number().min(0);
+
+/**
+ * Every field of `EngineProfile`, as a profile file writes it (YAML, the same camelCase names);
+ * the built-in profiles are checked against it too. `description` is free text (where it came from).
+ */
+export const PROFILE_SCHEMA = z.strictObject({
+  name: z.string().min(1),
+  description: z.string().optional(),
+  maxNumSeqs: count,
+  maxNumBatchedTokens: count,
+  blockSize: count,
+  kvBlocks: count,
+  maxWaiting: z.number().int().min(0),
+  stepBaseMs: z.number().positive(),
+  prefillMsPerToken: ms,
+  decodeMsPerToken: ms,
+  frontendOverheadMs: ms,
+  maxModelLen: count,
+});
+
+/**
+ * Validates a plain object as an engine profile; the message names the field.
+ *
+ * @example
+ * profileFromObject({ ...getProfile('small'), name: 'mine' }, 'mine.yaml').name; // 'mine'
+ * @throws TailgateError CONFIG_INVALID "SOURCE: FIELD: what is wrong"
+ */
+export function profileFromObject(input: unknown, source: string): EngineProfile {
+  const r = PROFILE_SCHEMA.safeParse(input);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    let path = issue.path;
+    let message = issue.message;
+    if (issue.code === 'unrecognized_keys') {
+      path = [...issue.path, issue.keys[0]!];
+      message = 'unknown field';
+    } else if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) message = `missing (expected ${issue.expected})`;
+    const field = path.length > 0 ? path.map(String).join('.') : '(top level)';
+    throw new TailgateError('CONFIG_INVALID', `${source}: ${field}: ${message}`);
+  }
+  const { description: _description, ...profile } = r.data;
+  if (profile.blockSize > profile.maxModelLen) throw new TailgateError('CONFIG_INVALID', `${source}: blockSize: larger than maxModelLen (${profile.maxModelLen})`);
+  return profile;
+}
+
+/**
+ * Parses a profile file's YAML text (`source` names it in errors: a path).
+ *
+ * @example
+ * parseProfile(text, 'fitted.yaml').stepBaseMs;
+ * @throws TailgateError CONFIG_INVALID (not YAML, not a mapping, a bad field)
+ */
+export function parseProfile(text: string, source: string): EngineProfile {
+  const doc = parseDocument(text, { prettyErrors: false });
+  const yamlError = doc.errors[0];
+  if (yamlError) throw new TailgateError('CONFIG_INVALID', `${source}: not valid YAML: ${yamlError.message.split('\n')[0]}`);
+  const value: unknown = doc.toJS();
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new TailgateError('CONFIG_INVALID', `${source}: an engine profile is a YAML mapping (e.g. "name: mine")`);
+  return profileFromObject(value, source);
+}
+
+/** The fields of a profile in the schema's order, for writing a profile file. */
+export const PROFILE_FIELDS = Object.keys(PROFILE_SCHEMA.shape).filter((k) => k !== 'description') as (keyof EngineProfile)[];
+
+/** Looks like a profile file rather than a built-in's name (a path or a YAML extension). */
+export function isProfilePath(nameOrPath: string): boolean {
+  return /\.ya?ml$/i.test(nameOrPath) || nameOrPath.includes('/');
+}
+
+/** A built-in profile, checked by the schema files are checked by. */
+function builtIn(p: EngineProfile): EngineProfile {
+  return Object.freeze(profileFromObject(p, `built-in profile ${p.name}`));
 }
 
 /**
@@ -62,7 +140,7 @@ export interface EngineProfile {
  * heads x 128 dim x 2 (K,V) x 2 bytes) ~= 350k tokens ~= 21k blocks of 16.
  * maxNumSeqs 1024 is recent vLLM's H100 default (the seed's stalled worker reached Running 1022).
  */
-const H100_QWEN3_8B: EngineProfile = {
+const H100_QWEN3_8B: EngineProfile = builtIn({
   name: 'h100-qwen3-8b',
   maxNumSeqs: 1024,
   maxNumBatchedTokens: 8192,
@@ -74,7 +152,7 @@ const H100_QWEN3_8B: EngineProfile = {
   decodeMsPerToken: 0.03,
   frontendOverheadMs: 3,
   maxModelLen: 40_960,
-};
+});
 
 /**
  * `small`: a worker a 2-core machine can serve live, eight at a time. Steps are long (20 ms base)
@@ -83,7 +161,7 @@ const H100_QWEN3_8B: EngineProfile = {
  * Measured at 48 streams of 128/128 (src/engine/engine.test.ts): 2.1k tok/s per worker with
  * caching on and the seed's workload, 2.0k with caching off: prefill is a small share here.
  */
-const SMALL: EngineProfile = {
+const SMALL: EngineProfile = builtIn({
   name: 'small',
   maxNumSeqs: 64,
   maxNumBatchedTokens: 2048,
@@ -95,7 +173,7 @@ const SMALL: EngineProfile = {
   decodeMsPerToken: 0.05,
   frontendOverheadMs: 1,
   maxModelLen: 8192,
-};
+});
 
 /** Built-in profiles by name; `h100-qwen3-8b` is the default. */
 export const PROFILES: Readonly<Record<string, EngineProfile>> = Object.freeze({

@@ -191,7 +191,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const maxSimulatedMs = opts.maxSimulatedMs ?? 3_600_000;
   const clock = new VirtualClock();
   const rng = createRng(seed);
-  const profile = getProfile(scenario.profile);
+  const profile = scenario.engineProfile ?? getProfile(scenario.profile);
   const n = scenario.workers;
   const ids = Array.from({ length: n }, (_, i) => simWorkerId(i));
   const engines = ids.map((id) => new Engine({ clock, profile, id, ...(scenario.maxNumSeqs !== undefined ? { maxNumSeqs: scenario.maxNumSeqs } : {}), ...(scenario.load.kind === 'closed' ? { expectedRequests: (1.125 * scenario.load.concurrency) / n } : {}) }));

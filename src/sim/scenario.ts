@@ -4,7 +4,7 @@ import { LineCounter, parseDocument, isNode } from 'yaml';
 import { z } from 'zod';
 import { durationMs } from '../core/duration-schema.js';
 import { TailgateError, parseDurationMs } from '../core/index.js';
-import { getProfile, parseFault, type FaultSpec } from '../engine/index.js';
+import { getProfile, isProfilePath, parseFault, parseProfile, type EngineProfile, type FaultSpec } from '../engine/index.js';
 import { parseGate, type Gate } from '../gate/index.js';
 import { PRIORITIES, type DeadlineSetting, type Priority } from '../routing/index.js';
 import { SAMPLING_STRATEGIES, defaultSampling, parseTrace, TRACE_BLOCK_TOKENS, type SamplingStrategy, type TraceLine } from '../workload/index.js';
@@ -78,7 +78,10 @@ export interface Scenario {
   name: string;
   description: string;
   workers: number;
+  /** A built-in profile's name, or the name inside `engineProfile`'s file. */
   profile: string;
+  /** The profile read from a file (`profile: path.yaml`, relative to the scenario); unset for a built-in. */
+  engineProfile?: EngineProfile;
   maxNumSeqs?: number;
   model: string;
   /** Closed loop at `concurrency`, open loop at `ratePerS`, a trace's own timestamps (`schedule`), or each tenant's own load (`tenants`). */
@@ -242,8 +245,10 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
   } else if (!replay && (raw.concurrency === undefined) === (raw.rate === undefined)) fail(['concurrency'], 'give exactly one of concurrency (closed loop) or rate (requests per second)');
   if (workload.kind === 'multi-turn' && raw.tenants?.some((t) => t.rate !== undefined)) fail(['workload', 'kind'], 'multi-turn conversations run in a closed loop: give the tenants a concurrency, not a rate');
   if (workload.kind === 'multi-turn' && raw.rate !== undefined) fail(['workload', 'kind'], 'multi-turn conversations run in a closed loop: use concurrency, not rate');
+  let engineProfile: EngineProfile | undefined;
   try {
-    getProfile(raw.profile);
+    if (isProfilePath(raw.profile)) engineProfile = readProfileFile(isAbsolute(raw.profile) ? raw.profile : join(dirname(source), raw.profile));
+    else getProfile(raw.profile);
   } catch (e) {
     fail(['profile'], (e as Error).message);
   }
@@ -277,7 +282,7 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     name: raw.name ?? source,
     description: raw.description ?? '',
     workers: raw.workers,
-    profile: raw.profile,
+    profile: engineProfile?.name ?? raw.profile,
     model: raw.model,
     load: replay ? { kind: 'schedule' } : tenantLoads ? { kind: 'tenants' } : raw.concurrency !== undefined ? { kind: 'closed', concurrency: raw.concurrency } : { kind: 'rate', ratePerS: raw.rate!, mode: raw.rateMode },
     requestCount: raw.requestCount,
@@ -294,6 +299,7 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     gates,
   };
   if (raw.maxNumSeqs !== undefined) s.maxNumSeqs = raw.maxNumSeqs;
+  if (engineProfile !== undefined) s.engineProfile = engineProfile;
   if (raw.tenants !== undefined) {
     s.tenants = raw.tenants.map((t) => {
       const out: SimTenant = { name: t.name, share: t.share, weight: t.weight, priority: t.priority };
@@ -305,6 +311,17 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
     });
   }
   return s;
+}
+
+/** A profile file named by a scenario (a profile's own errors name its file and field). */
+function readProfileFile(path: string): EngineProfile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `cannot read engine profile ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+  }
+  return parseProfile(text, path);
 }
 
 /** The validated `workload:` block; a trace file is read here, relative to the scenario file. */

@@ -1,0 +1,1 @@
+export { formatProfileYaml, resolveProfile } from './profile-file.js';
