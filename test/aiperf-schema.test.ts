@@ -47,7 +47,10 @@ test('a run writes every field and metric tag of AIPerf\'s documented export, wi
   const doc = JSON.parse(await readFile(join(dir, AIPERF_FILES.json), 'utf8')) as Record<string, any>;
 
   assert.equal(doc.schema_version, '1.5');
-  assert.equal(doc.aiperf_version, '0.14.0');
+  assert.equal(doc.aiperf_version, null, 'no AIPerf release wrote this file: compatibility is the schema version');
+  assert.deepEqual(doc.generator, { name: 'tailgate', version: '9.9.9' });
+  assert.deepEqual(doc.ignored_flags, []);
+  assert.deepEqual(doc.output_only_flags, []);
   assert.equal(doc.tailgate.version, '9.9.9', "tailgate's own version lives under its key");
   assert.match(doc.benchmark_id, /^[0-9a-f-]{36}$/);
   assert.ok(!Number.isNaN(Date.parse(doc.start_time)) && !Number.isNaN(Date.parse(doc.end_time)));

@@ -1,16 +1,20 @@
 /**
  * Every flag of `aiperf profile`, as AIPerf's command-line reference lists it (docs/cli-options.md
  * on AIPerf's main branch, 2026, which holds the 0.13 and 0.14 sections), with what tailgate does
- * with it. `tailgate bench` accepts all of them: an `implemented` flag is declared by the bench
- * command with AIPerf's meaning; an `ignored` flag is accepted and prints one warning line saying
- * what AIPerf would have done.
+ * with it. Each flag is in one of three states, never silently ignored:
+ * - `implemented`: declared by the bench command with AIPerf's meaning;
+ * - `refused`: it changes the requests, the load, the dataset or the metrics and bench does not do
+ *   it, so the run stops with exit 2 and one line per flag (`--allow-ignored-flags` runs anyway and
+ *   lists the flag in the exports' `ignored_flags` and on the console at every log level);
+ * - `output-only`: plots, trackers, UI and AIPerf's own internals; accepted and listed in the
+ *   exports' `output_only_flags`.
  */
 
 /** How a flag takes its value: one value, one or more values, or none (a switch). */
 export type AiperfFlagArg = 'value' | 'list' | 'switch';
 
 /** What `tailgate bench` does with an AIPerf flag. */
-export type AiperfFlagStatus = 'implemented' | 'ignored';
+export type AiperfFlagStatus = 'implemented' | 'refused' | 'output-only';
 
 /** One row of the reference: a flag with its aliases. */
 export interface AiperfFlag {
@@ -26,6 +30,16 @@ export interface AiperfFlag {
   example?: string;
 }
 
+/** An AIPerf flag given on the command line that bench does not apply, as the exports list it. */
+export interface UnappliedFlag {
+  /** The name as given (`--public-dataset`). */
+  flag: string;
+  /** The value(s) given; null for a switch. */
+  value: string | string[] | null;
+  /** What AIPerf does with it. */
+  aiperf: string;
+}
+
 const rows: AiperfFlag[] = [];
 let section = '';
 function s(name: string): void {
@@ -35,7 +49,8 @@ function f(names: string, arg: AiperfFlagArg, status: AiperfFlagStatus, does: st
   rows.push({ section, names: names.split(' '), arg, status, does, ...(example !== undefined && { example }) });
 }
 const I = 'implemented';
-const X = 'ignored';
+const R = 'refused';
+const O = 'output-only';
 
 s('Endpoint');
 f('-m --model-names --model', 'list', I, 'model name(s) to request, one per dataset entry by --model-selection-strategy', 'm');
@@ -52,43 +67,43 @@ f('--wait-for-model-interval', 'value', I, 'seconds between readiness probes', '
 f('--reset-kv-cache', 'switch', I, 'POST a KV-cache reset to the server before each run');
 f('--reset-kv-cache-timeout-seconds', 'value', I, 'timeout of the KV-cache reset request', '10');
 f('--reset-kv-cache-path', 'value', I, 'path of the KV-cache reset request', '/reset_prefix_cache');
-f('--server-profiler', 'switch', X, 'start and stop the server\'s profiler around the run');
-f('--server-profiler-timeout-seconds', 'value', X, 'timeout of the profiler control requests', '10');
-f('--server-profiler-start-path', 'value', X, 'path that starts the server profiler', '/start_profile');
-f('--server-profiler-stop-path', 'value', X, 'path that stops the server profiler', '/stop_profile');
+f('--server-profiler', 'switch', R, 'start and stop the server\'s profiler around the run');
+f('--server-profiler-timeout-seconds', 'value', R, 'timeout of the profiler control requests', '10');
+f('--server-profiler-start-path', 'value', R, 'path that starts the server profiler', '/start_profile');
+f('--server-profiler-stop-path', 'value', R, 'path that stops the server profiler', '/stop_profile');
 f('--api-key', 'value', I, 'sent as Authorization: Bearer', 'k');
 f('--transport --transport-type', 'value', I, 'transport protocol (http); tailgate also takes socket or undici', 'http');
 f('--use-legacy-max-tokens', 'switch', I, 'send max_tokens instead of max_completion_tokens');
 f('--use-server-token-count', 'switch', I, 'count tokens from the server\'s usage fields, not the tokenizer');
-f('--connection-reuse-strategy', 'value', X, 'pooled, never or sticky-user-sessions connections', 'pooled');
-f('--download-video-content', 'switch', X, 'download generated video before the request ends');
-f('--request-content-type', 'value', X, 'JSON or multipart request bodies', 'application/json');
-f('--session-header', 'value', X, 'header carrying the per-session affinity id', 'X-Session-ID');
-f('--uuid-and-strip', 'switch', X, 'strip repeated images for vLLM\'s multimodal cache');
+f('--connection-reuse-strategy', 'value', R, 'pooled, never or sticky-user-sessions connections', 'pooled');
+f('--download-video-content', 'switch', R, 'download generated video before the request ends');
+f('--request-content-type', 'value', R, 'JSON or multipart request bodies', 'application/json');
+f('--session-header', 'value', R, 'header carrying the per-session affinity id', 'X-Session-ID');
+f('--uuid-and-strip', 'switch', R, 'strip repeated images for vLLM\'s multimodal cache');
 
 s('Tokenizer');
 f('--tokenizer', 'value', I, 'Hugging Face tokenizer id or path used to count tokens', 'builtin');
 f('--tokenizer-revision', 'value', I, 'hub revision (branch, tag, commit) of the tokenizer', 'main');
-f('--tokenizer-trust-remote-code', 'switch', X, 'allow a hub tokenizer\'s custom code (tailgate runs none: it reads tokenizer.json)');
-f('--apply-chat-template', 'switch', X, 'count input tokens through the chat template');
+f('--tokenizer-trust-remote-code', 'switch', O, 'allow a hub tokenizer\'s custom code (tailgate runs none: it reads tokenizer.json)');
+f('--apply-chat-template', 'switch', R, 'count input tokens through the chat template');
 
 s('Input');
 f('--extra-inputs', 'list', I, 'extra body fields, key:value or JSON', 'temperature:0');
 f('-H --header', 'list', I, 'extra HTTP headers, Name:Value or JSON; one named like bench\'s own (any case) replaces it everywhere, probes and --reset-kv-cache included', 'X-A:1');
 f('--input-file', 'value', I, 'dataset file (tailgate: a Mooncake trace)');
-f('--public-dataset', 'value', X, 'download a public dataset (sharegpt, ...) and send its prompts', 'sharegpt');
-f('--hf-subset', 'value', X, 'subset of a Hugging Face dataset', 'x');
-f('--hf-weka-dataset', 'value', X, 'Hugging Face repo of a Weka trace', 'x/y');
-f('--dataset-filter', 'list', X, 'key=value filters of a public dataset', 'k=v');
+f('--public-dataset', 'value', R, 'download a public dataset (sharegpt, ...) and send its prompts', 'sharegpt');
+f('--hf-subset', 'value', R, 'subset of a Hugging Face dataset', 'x');
+f('--hf-weka-dataset', 'value', R, 'Hugging Face repo of a Weka trace', 'x/y');
+f('--dataset-filter', 'list', R, 'key=value filters of a public dataset', 'k=v');
 f('--custom-dataset-type', 'value', I, 'format of --input-file (tailgate: mooncake_trace)');
-f('--ignore-trace-delays', 'switch', X, 'drop a trace\'s timestamps and inter-turn delays');
-f('--use-think-time-only', 'switch', X, 'Weka traces: delay by recorded think time only');
-f('--max-context-length', 'value', X, 'Weka traces: drop traces above this context', '8192');
+f('--ignore-trace-delays', 'switch', R, 'drop a trace\'s timestamps and inter-turn delays');
+f('--use-think-time-only', 'switch', R, 'Weka traces: delay by recorded think time only');
+f('--max-context-length', 'value', R, 'Weka traces: drop traces above this context', '8192');
 f('--dataset-sampling-strategy', 'value', I, 'sequential, random or shuffle draws of entries', 'shuffle');
-f('--allow-dataset-wrap --no-allow-dataset-wrap', 'switch', X, 'let agentic replay reuse traces across lanes');
+f('--allow-dataset-wrap --no-allow-dataset-wrap', 'switch', R, 'let agentic replay reuse traces across lanes');
 f('--random-seed', 'value', I, 'seed of prompts, lengths and arrivals', '7');
-f('--trace-session-sample-ratio', 'value', X, 'keep this fraction of a Baseten trace\'s sessions', '0.5');
-f('-f --config', 'value', X, 'read options from a YAML file (tailgate reads flags only)', 'aiperf.yaml');
+f('--trace-session-sample-ratio', 'value', R, 'keep this fraction of a Baseten trace\'s sessions', '0.5');
+f('-f --config', 'value', R, 'read options from a YAML file (tailgate reads flags only)', 'aiperf.yaml');
 
 s('Fixed Schedule');
 f('--fixed-schedule', 'switch', I, 'send each trace line at its timestamp');
@@ -108,20 +123,20 @@ f('--conversation-turn-stddev --session-turns-stddev', 'value', I, 'turns per co
 f('--conversation-turn-delay-mean --session-turn-delay-mean', 'value', I, 'think time between turns, ms', '0');
 f('--conversation-turn-delay-stddev --session-turn-delay-stddev', 'value', I, 'think time standard deviation, ms', '0');
 f('--conversation-turn-delay-ratio --session-delay-ratio', 'value', I, 'scales every think time', '1');
-f('--inter-turn-delay-cap-seconds', 'value', X, 'cap each replayed turn delay', '5');
-f('--max-idle-gap-cap-seconds', 'value', X, 'collapse idle gaps of a Baseten trace', '5');
-f('--replay-speedup', 'value', X, 'replay a Baseten trace this many times faster', '2');
-f('--open-loop-replay --no-open-loop-replay', 'switch', X, 'open- or closed-loop Baseten replay');
-f('--open-loop-strict', 'switch', X, 'fire every Baseten row at its timestamp as its own session');
-f('--omit-kv-hints', 'switch', X, 'drop hash_ids/block_size from replayed Baseten bodies');
-f('--force-min-tokens --no-force-min-tokens', 'switch', X, 'pin min_tokens to the recorded output length');
+f('--inter-turn-delay-cap-seconds', 'value', R, 'cap each replayed turn delay', '5');
+f('--max-idle-gap-cap-seconds', 'value', R, 'collapse idle gaps of a Baseten trace', '5');
+f('--replay-speedup', 'value', R, 'replay a Baseten trace this many times faster', '2');
+f('--open-loop-replay --no-open-loop-replay', 'switch', R, 'open- or closed-loop Baseten replay');
+f('--open-loop-strict', 'switch', R, 'fire every Baseten row at its timestamp as its own session');
+f('--omit-kv-hints', 'switch', R, 'drop hash_ids/block_size from replayed Baseten bodies');
+f('--force-min-tokens --no-force-min-tokens', 'switch', R, 'pin min_tokens to the recorded output length');
 
 s('Prompt');
-f('-b --prompt-batch-size --batch-size-text --batch-size', 'value', X, 'texts per embeddings or rankings request', '1');
-f('--prompt-corpus', 'value', X, 'source text of synthetic prompts (sonnet, coding)', 'sonnet');
+f('-b --prompt-batch-size --batch-size-text --batch-size', 'value', R, 'texts per embeddings or rankings request', '1');
+f('--prompt-corpus', 'value', R, 'source text of synthetic prompts (sonnet, coding)', 'sonnet');
 
 s('Cache Bust');
-f('--cache-bust', 'value', X, 'insert a per-conversation marker to defeat prefix caches', 'none');
+f('--cache-bust', 'value', R, 'insert a per-conversation marker to defeat prefix caches', 'none');
 
 s('Prefix Prompt');
 f('--prompt-prefix-pool-size --prefix-prompt-pool-size --num-prefix-prompts', 'value', I, 'distinct shared prefixes', '2');
@@ -133,104 +148,104 @@ s('Input Sequence Length (ISL)');
 f('--prompt-input-tokens-mean --synthetic-input-tokens-mean --isl', 'value', I, 'mean prompt length, tokens', '64');
 f('--prompt-input-tokens-stddev --synthetic-input-tokens-stddev --isl-stddev', 'value', I, 'prompt length standard deviation', '0');
 f('--prompt-input-tokens-block-size --synthetic-input-tokens-block-size --isl-block-size', 'value', I, 'tokens per trace hash id', '512');
-f('--seq-dist --sequence-distribution', 'value', X, 'a mix of (ISL, OSL) pairs with probabilities', '128,64:100');
+f('--seq-dist --sequence-distribution', 'value', R, 'a mix of (ISL, OSL) pairs with probabilities', '128,64:100');
 
 s('Output Sequence Length (OSL)');
 f('--prompt-output-tokens-mean --output-tokens-mean --osl', 'value', I, 'requested output tokens (max_completion_tokens)', '16');
 f('--prompt-output-tokens-stddev --output-tokens-stddev --osl-stddev', 'value', I, 'output length standard deviation', '0');
 
 s('Audio Input');
-f('--audio-batch-size --batch-size-audio', 'value', X, 'audio inputs per request', '0');
-f('--audio-length-mean', 'value', X, 'synthetic audio length, s', '0');
-f('--audio-length-stddev', 'value', X, 'audio length standard deviation, s', '0');
-f('--audio-format', 'value', X, 'wav or mp3', 'wav');
-f('--audio-depths', 'list', X, 'bit depths to draw from', '16');
-f('--audio-sample-rates', 'list', X, 'sample rates to draw from, kHz', '16');
-f('--audio-num-channels', 'value', X, 'mono or stereo', '1');
+f('--audio-batch-size --batch-size-audio', 'value', R, 'audio inputs per request', '0');
+f('--audio-length-mean', 'value', R, 'synthetic audio length, s', '0');
+f('--audio-length-stddev', 'value', R, 'audio length standard deviation, s', '0');
+f('--audio-format', 'value', R, 'wav or mp3', 'wav');
+f('--audio-depths', 'list', R, 'bit depths to draw from', '16');
+f('--audio-sample-rates', 'list', R, 'sample rates to draw from, kHz', '16');
+f('--audio-num-channels', 'value', R, 'mono or stereo', '1');
 
 s('Image Input');
-f('--image-width-mean', 'value', X, 'synthetic image width, px', '0');
-f('--image-width-stddev', 'value', X, 'image width standard deviation', '0');
-f('--image-height-mean', 'value', X, 'synthetic image height, px', '0');
-f('--image-height-stddev', 'value', X, 'image height standard deviation', '0');
-f('--image-batch-size --batch-size-image', 'value', X, 'images per request', '0');
-f('--image-format', 'value', X, 'png, jpeg or random', 'png');
-f('--image-source', 'value', X, 'noise, bundled assets or a folder of images', 'noise');
-f('--image-source-sampling', 'value', X, 'how source images are drawn', 'random-with-replacement');
+f('--image-width-mean', 'value', R, 'synthetic image width, px', '0');
+f('--image-width-stddev', 'value', R, 'image width standard deviation', '0');
+f('--image-height-mean', 'value', R, 'synthetic image height, px', '0');
+f('--image-height-stddev', 'value', R, 'image height standard deviation', '0');
+f('--image-batch-size --batch-size-image', 'value', R, 'images per request', '0');
+f('--image-format', 'value', R, 'png, jpeg or random', 'png');
+f('--image-source', 'value', R, 'noise, bundled assets or a folder of images', 'noise');
+f('--image-source-sampling', 'value', R, 'how source images are drawn', 'random-with-replacement');
 
 s('Video Input');
-f('--video-batch-size --batch-size-video', 'value', X, 'videos per request', '0');
-f('--video-duration', 'value', X, 'synthetic video length, s', '5');
-f('--video-fps', 'value', X, 'frames per second', '4');
-f('--video-width', 'value', X, 'frame width, px', '640');
-f('--video-height', 'value', X, 'frame height, px', '480');
-f('--video-synth-type', 'value', X, 'moving_shapes, grid_clock or noise', 'noise');
-f('--video-format', 'value', X, 'webm or mp4', 'webm');
-f('--video-codec', 'value', X, 'FFmpeg video codec', 'libvpx-vp9');
-f('--video-audio-sample-rate', 'value', X, 'sample rate of the embedded audio', '44100');
-f('--video-audio-num-channels', 'value', X, 'channels of the embedded audio', '0');
-f('--video-audio-codec', 'value', X, 'codec of the embedded audio', 'libopus');
-f('--video-audio-depth', 'value', X, 'bit depth of the embedded audio', '16');
+f('--video-batch-size --batch-size-video', 'value', R, 'videos per request', '0');
+f('--video-duration', 'value', R, 'synthetic video length, s', '5');
+f('--video-fps', 'value', R, 'frames per second', '4');
+f('--video-width', 'value', R, 'frame width, px', '640');
+f('--video-height', 'value', R, 'frame height, px', '480');
+f('--video-synth-type', 'value', R, 'moving_shapes, grid_clock or noise', 'noise');
+f('--video-format', 'value', R, 'webm or mp4', 'webm');
+f('--video-codec', 'value', R, 'FFmpeg video codec', 'libvpx-vp9');
+f('--video-audio-sample-rate', 'value', R, 'sample rate of the embedded audio', '44100');
+f('--video-audio-num-channels', 'value', R, 'channels of the embedded audio', '0');
+f('--video-audio-codec', 'value', R, 'codec of the embedded audio', 'libopus');
+f('--video-audio-depth', 'value', R, 'bit depth of the embedded audio', '16');
 
 s('Rankings');
-f('--rankings-passages-mean', 'value', X, 'passages per ranking request', '1');
-f('--rankings-passages-stddev', 'value', X, 'passages standard deviation', '0');
-f('--rankings-passages-prompt-token-mean', 'value', X, 'tokens per passage', '64');
-f('--rankings-passages-prompt-token-stddev', 'value', X, 'passage length standard deviation', '0');
-f('--rankings-query-prompt-token-mean', 'value', X, 'tokens per query', '64');
-f('--rankings-query-prompt-token-stddev', 'value', X, 'query length standard deviation', '0');
+f('--rankings-passages-mean', 'value', R, 'passages per ranking request', '1');
+f('--rankings-passages-stddev', 'value', R, 'passages standard deviation', '0');
+f('--rankings-passages-prompt-token-mean', 'value', R, 'tokens per passage', '64');
+f('--rankings-passages-prompt-token-stddev', 'value', R, 'passage length standard deviation', '0');
+f('--rankings-query-prompt-token-mean', 'value', R, 'tokens per query', '64');
+f('--rankings-query-prompt-token-stddev', 'value', R, 'query length standard deviation', '0');
 
 s('Synthesis');
-f('--synthesis-speedup-ratio', 'value', X, 'timestamp scaling of synthesized traces', '1');
-f('--synthesis-prefix-len-multiplier', 'value', X, 'prefix branch length multiplier', '1');
-f('--synthesis-prefix-root-multiplier', 'value', X, 'independent radix trees', '1');
-f('--synthesis-prompt-len-multiplier', 'value', X, 'unique prompt length multiplier', '1');
-f('--synthesis-output-len-multiplier', 'value', X, 'output length multiplier', '1');
-f('--synthesis-max-isl', 'value', X, 'skip synthesized lines above this input length', '4096');
-f('--synthesis-max-osl', 'value', X, 'cap synthesized output lengths', '1024');
+f('--synthesis-speedup-ratio', 'value', R, 'timestamp scaling of synthesized traces', '1');
+f('--synthesis-prefix-len-multiplier', 'value', R, 'prefix branch length multiplier', '1');
+f('--synthesis-prefix-root-multiplier', 'value', R, 'independent radix trees', '1');
+f('--synthesis-prompt-len-multiplier', 'value', R, 'unique prompt length multiplier', '1');
+f('--synthesis-output-len-multiplier', 'value', R, 'output length multiplier', '1');
+f('--synthesis-max-isl', 'value', R, 'skip synthesized lines above this input length', '4096');
+f('--synthesis-max-osl', 'value', R, 'cap synthesized output lengths', '1024');
 
 s('Load Generator');
 f('--benchmark-duration', 'value', I, 'profile for this many seconds', '1');
 f('--benchmark-grace-period', 'value', I, 'wait this long for in-flight responses after the duration', '5');
 f('--concurrency', 'value', I, 'requests kept in flight (a comma list sweeps)', '2,4');
-f('--prefill-concurrency', 'value', X, 'cap requests waiting for their first token', '1');
+f('--prefill-concurrency', 'value', R, 'cap requests waiting for their first token', '1');
 f('--request-rate', 'value', I, 'requests per second (a comma list sweeps)', '5');
 f('--arrival-pattern --request-rate-mode', 'value', I, 'constant, poisson, gamma or concurrency_burst arrivals', 'poisson');
 f('--arrival-smoothness --vllm-burstiness', 'value', I, 'shape of gamma arrivals (1 = poisson)', '1');
 f('--request-count --num-requests', 'value', I, 'profiling requests', '4');
 f('--concurrency-ramp-duration', 'value', I, 'ramp concurrency from 1 over this many seconds', '1');
-f('--prefill-concurrency-ramp-duration', 'value', X, 'ramp prefill concurrency', '1');
+f('--prefill-concurrency-ramp-duration', 'value', R, 'ramp prefill concurrency', '1');
 f('--request-rate-ramp-duration', 'value', I, 'ramp the request rate', '1');
-f('--request-rate-series', 'value', X, 'piecewise-linear request-rate file', 'series.json');
+f('--request-rate-series', 'value', R, 'piecewise-linear request-rate file', 'series.json');
 f('--failed-request-threshold', 'value', I, 'abort once this fraction of requests failed', '0.5');
-f('--trajectory-start-min-ratio', 'value', X, 'agentic replay: earliest start within a trajectory', '0.25');
-f('--trajectory-start-max-ratio', 'value', X, 'agentic replay: latest start within a trajectory', '0.75');
-f('--burst-phase-starts', 'switch', X, 'agentic replay: fire each phase\'s first requests together');
-f('--trace-idle-gap-cap-seconds', 'value', X, 'cap idle gaps within one Weka trace', '5');
-f('--system-idle-gap-cap-seconds', 'value', X, 'agentic replay: cap global idle time', '5');
+f('--trajectory-start-min-ratio', 'value', R, 'agentic replay: earliest start within a trajectory', '0.25');
+f('--trajectory-start-max-ratio', 'value', R, 'agentic replay: latest start within a trajectory', '0.75');
+f('--burst-phase-starts', 'switch', R, 'agentic replay: fire each phase\'s first requests together');
+f('--trace-idle-gap-cap-seconds', 'value', R, 'cap idle gaps within one Weka trace', '5');
+f('--system-idle-gap-cap-seconds', 'value', R, 'agentic replay: cap global idle time', '5');
 
 s('Scenario');
-f('--scenario', 'value', X, 'lock the run to a named scenario\'s invariants', 'x');
-f('--unsafe-override', 'switch', X, 'turn scenario lock errors into warnings');
+f('--scenario', 'value', R, 'lock the run to a named scenario\'s invariants', 'x');
+f('--unsafe-override', 'switch', O, 'turn scenario lock errors into warnings');
 
 s('Warmup');
 f('--warmup-request-count --num-warmup-requests', 'value', I, 'warm-up requests, excluded from metrics', '1');
 f('--warmup-duration', 'value', I, 'warm up for this many seconds', '0.5');
-f('--agentic-cache-warmup-duration', 'value', X, 'extra agentic-replay warm-up', '1');
-f('--agentic-warmup-grace-period', 'value', X, 'agentic warm-up grace period', '1');
-f('--num-warmup-sessions', 'value', X, 'sessions used for warm-up', '1');
+f('--agentic-cache-warmup-duration', 'value', R, 'extra agentic-replay warm-up', '1');
+f('--agentic-warmup-grace-period', 'value', R, 'agentic warm-up grace period', '1');
+f('--num-warmup-sessions', 'value', R, 'sessions used for warm-up', '1');
 f('--warmup-concurrency', 'value', I, 'concurrency of the warm-up', '1');
-f('--warmup-prefill-concurrency', 'value', X, 'prefill concurrency of the warm-up', '1');
+f('--warmup-prefill-concurrency', 'value', R, 'prefill concurrency of the warm-up', '1');
 f('--warmup-request-rate', 'value', I, 'request rate of the warm-up', '1');
 f('--warmup-arrival-pattern', 'value', I, 'arrival pattern of the warm-up', 'constant');
 f('--warmup-grace-period', 'value', I, 'wait for warm-up responses this long', '1');
 f('--warmup-concurrency-ramp-duration', 'value', I, 'ramp warm-up concurrency', '1');
-f('--warmup-prefill-concurrency-ramp-duration', 'value', X, 'ramp warm-up prefill concurrency', '1');
+f('--warmup-prefill-concurrency-ramp-duration', 'value', R, 'ramp warm-up prefill concurrency', '1');
 f('--warmup-request-rate-ramp-duration', 'value', I, 'ramp warm-up request rate', '1');
 
 s('User-Centric Rate');
-f('--user-centric-rate', 'value', X, 'per-user pacing at this total rate (KV-cache tests)', '1');
-f('--num-users', 'value', X, 'initial users of --user-centric-rate', '4');
+f('--user-centric-rate', 'value', R, 'per-user pacing at this total rate (KV-cache tests)', '1');
+f('--num-users', 'value', R, 'initial users of --user-centric-rate', '4');
 
 s('Request Cancellation');
 f('--request-cancellation-rate', 'value', I, 'percent of requests to cancel', '10');
@@ -241,44 +256,44 @@ f('--output-artifact-dir --artifact-dir', 'value', I, 'where the exports go', 'a
 f('--profile-export-prefix --profile-export-file', 'value', I, 'base name of every export file', 'run');
 f('--export-level --profile-export-level', 'value', I, 'summary, records or raw', 'records');
 f('--slice-duration', 'value', I, 'also write metrics per time slice of this many seconds', '1');
-f('--auto-plot --no-auto-plot', 'switch', X, 'run `aiperf plot` after the run');
-f('--plot-required', 'switch', X, 'fail when auto-plot fails');
+f('--auto-plot --no-auto-plot', 'switch', O, 'run `aiperf plot` after the run');
+f('--plot-required', 'switch', O, 'fail when auto-plot fails');
 f('--export-outputs-json', 'switch', I, 'write the generated texts to outputs.json');
-f('--otel-url', 'value', X, 'OTLP/HTTP metrics endpoint', 'http://127.0.0.1:4318');
-f('--stream', 'list', X, 'OTel domains to stream (metrics, timing)', 'metrics');
-f('--otel-resource-attributes', 'list', X, 'OTel resource attributes key=value', 'k=v');
-f('--gen-ai-provider', 'value', X, 'GenAI semantic-convention provider', 'x');
-f('--mlflow-tracking-uri', 'value', X, 'MLflow tracking URI', 'http://127.0.0.1:5000');
-f('--mlflow-experiment', 'value', X, 'MLflow experiment', 'x');
-f('--mlflow-run-name', 'value', X, 'MLflow run name', 'x');
-f('--mlflow-tag', 'list', X, 'MLflow tags key:value', 'k:v');
-f('--mlflow-parent-run-id', 'value', X, 'MLflow parent run', 'x');
-f('--mlflow-artifact-glob', 'list', X, 'artifacts uploaded to MLflow', '*.json');
-f('--wandb-project', 'value', X, 'Weights & Biases project (enables its export)', 'x');
-f('--wandb-entity', 'value', X, 'Weights & Biases entity', 'x');
-f('--wandb-run-name', 'value', X, 'Weights & Biases run name', 'x');
-f('--wandb-tag', 'list', X, 'Weights & Biases tags', 'x');
+f('--otel-url', 'value', O, 'OTLP/HTTP metrics endpoint', 'http://127.0.0.1:4318');
+f('--stream', 'list', O, 'OTel domains to stream (metrics, timing)', 'metrics');
+f('--otel-resource-attributes', 'list', O, 'OTel resource attributes key=value', 'k=v');
+f('--gen-ai-provider', 'value', O, 'GenAI semantic-convention provider', 'x');
+f('--mlflow-tracking-uri', 'value', O, 'MLflow tracking URI', 'http://127.0.0.1:5000');
+f('--mlflow-experiment', 'value', O, 'MLflow experiment', 'x');
+f('--mlflow-run-name', 'value', O, 'MLflow run name', 'x');
+f('--mlflow-tag', 'list', O, 'MLflow tags key:value', 'k:v');
+f('--mlflow-parent-run-id', 'value', O, 'MLflow parent run', 'x');
+f('--mlflow-artifact-glob', 'list', O, 'artifacts uploaded to MLflow', '*.json');
+f('--wandb-project', 'value', O, 'Weights & Biases project (enables its export)', 'x');
+f('--wandb-entity', 'value', O, 'Weights & Biases entity', 'x');
+f('--wandb-run-name', 'value', O, 'Weights & Biases run name', 'x');
+f('--wandb-tag', 'list', O, 'Weights & Biases tags', 'x');
 
 s('HTTP Trace');
-f('--export-http-trace', 'switch', X, 'per-request HTTP timing and headers in the records');
-f('--show-trace-timing', 'switch', X, 'print the HTTP timing breakdown');
+f('--export-http-trace', 'switch', O, 'per-request HTTP timing and headers in the records');
+f('--show-trace-timing', 'switch', O, 'print the HTTP timing breakdown');
 
 s('Server Metrics');
 f('--server-metrics', 'list', I, 'scrape these Prometheus endpoints during the run', 'http://127.0.0.1:8000/metrics');
 f('--no-server-metrics', 'switch', I, 'scrape no server metrics');
-f('--server-metrics-formats', 'list', I, 'json, csv, jsonl (parquet is not written)', 'json');
+f('--server-metrics-formats', 'list', I, 'json, csv, jsonl (parquet: refused)', 'json');
 
 s('Network Latency');
-f('--network-latency-automatic', 'switch', X, 'probe TCP RTT and subtract it from latencies');
-f('--network-latency-mean', 'value', X, 'a fixed RTT to subtract, ms', '0');
-f('--network-latency-ping-interval', 'value', X, 'seconds between RTT probes', '1');
+f('--network-latency-automatic', 'switch', R, 'probe TCP RTT and subtract it from latencies');
+f('--network-latency-mean', 'value', R, 'a fixed RTT to subtract, ms', '0');
+f('--network-latency-ping-interval', 'value', R, 'seconds between RTT probes', '1');
 
 s('GPU Telemetry');
 f('--gpu-telemetry', 'list', I, 'DCGM exporter URLs to scrape during the run', 'http://127.0.0.1:9401/metrics');
 f('--no-gpu-telemetry', 'switch', I, 'collect no GPU telemetry');
 
 s('UI');
-f('--ui-type --ui', 'value', X, 'dashboard, simple or none progress display', 'none');
+f('--ui-type --ui', 'value', O, 'dashboard, simple or none progress display', 'none');
 
 s('Multi-Run');
 f('--num-profile-runs', 'value', I, 'repeat the run and report confidence intervals', '1');
@@ -290,75 +305,75 @@ f('--vary-seed-per-trial --no-vary-seed-per-trial', 'switch', I, 'a different se
 f('--convergence-metric', 'value', I, 'stop repeating once this metric is stable', 'request_latency');
 f('--convergence-stat', 'value', I, 'statistic of the metric (avg, p50, ...)', 'avg');
 f('--convergence-threshold', 'value', I, 'stability threshold', '0.1');
-f('--convergence-mode', 'value', I, 'ci_width or cv (distribution is not done)', 'ci_width');
+f('--convergence-mode', 'value', I, 'ci_width or cv (distribution: refused)', 'ci_width');
 f('--parameter-sweep-cooldown-seconds', 'value', I, 'pause between sweep values', '0');
 f('--parameter-sweep-same-seed --no-parameter-sweep-same-seed', 'switch', I, 'same seed for every sweep value');
 f('--parameter-sweep-mode', 'value', I, 'repeated or independent sweep-and-trial order', 'repeated');
-f('--sweep-type', 'value', X, 'grid or zip of several sweep lists', 'grid');
-f('--no-sweep-table', 'switch', X, 'no per-cell sweep table');
-f('--search-space', 'list', X, 'adaptive-search dimensions', 'phases.profiling.concurrency:1,8:int');
-f('--search-metric', 'value', X, 'metric the adaptive search optimizes', 'output_token_throughput');
-f('--search-stat', 'value', X, 'statistic the search optimizes', 'avg');
-f('--search-direction', 'value', X, 'maximize or minimize', 'maximize');
-f('--search-max-iterations', 'value', X, 'search iterations', '2');
-f('--search-initial-points', 'value', X, 'random points before the model', '1');
-f('--search-random-seed', 'value', X, 'seed of the search', '0');
-f('--search-planner', 'value', X, 'search planner plugin', 'bayesian');
-f('--optuna-sampler', 'value', X, 'Optuna sampler', 'tpe');
-f('--optuna-acquisition', 'value', X, 'Optuna acquisition function', 'logei');
-f('--optuna-terminator', 'value', X, 'Optuna stopping rule', 'none');
-f('--search-percentile-pooling', 'value', X, 'mean or pooled percentiles across trials', 'mean');
-f('--bo-constraint-mode', 'value', X, 'deprecated and ignored by AIPerf too', 'x');
-f('--variant --sweep-variant', 'list', X, 'one named sweep variation', 'a: concurrency=1');
-f('--search-sla', 'list', X, 'SLA filter of the search', 'time_to_first_token:p95:lt:200');
-f('--search-sla-tier', 'list', X, 'one tier of SLA filters', 'fast:time_to_first_token:p95:lt:200');
-f('--search-recipe', 'value', X, 'named search recipe', 'max-throughput-ttft-sla');
-f('--ttft-sla-ms', 'value', X, 'TTFT SLA of a recipe', '200');
-f('--isl-osl-pairs', 'value', X, 'ISL/OSL pairs of the pareto-sweep recipe', '128/128');
-f('--itl-sla-ms', 'value', X, 'ITL SLA of a recipe', '10');
-f('--tpot-sla-ms', 'value', X, 'TPOT SLA of a recipe', '10');
-f('--e2e-sla-ms', 'value', X, 'end-to-end latency SLA of a recipe', '1000');
-f('--error-rate-sla', 'value', X, 'error-rate SLA of a recipe', '0.05');
-f('--slo-attainment-fraction', 'value', X, 'fraction of requests meeting every SLO', '0.95');
-f('--search-style', 'value', X, 'search style of max-concurrency-under-sla', 'monotonic');
-f('--degradation-threshold', 'value', X, 'latency degradation of the concurrency-ramp recipe', '0.2');
-f('--degradation-metric-tag', 'value', X, 'metric of the knee detection', 'request_latency');
-f('--degradation-stat', 'value', X, 'statistic of the knee detection', 'p99');
-f('--isl-min', 'value', X, 'smallest ISL of the prefill-ttft-curve recipe', '256');
-f('--isl-max', 'value', X, 'largest ISL of the prefill-ttft-curve recipe', '4096');
-f('--isl-steps', 'value', X, 'ISL steps of the prefill-ttft-curve recipe', '2');
-f('--concurrency-min', 'value', X, 'lowest concurrency of ramp recipes', '1');
-f('--concurrency-max', 'value', X, 'highest concurrency of ramp recipes', '8');
-f('--concurrency-steps', 'value', X, 'concurrency steps of ramp recipes', '2');
-f('--osl-min', 'value', X, 'smallest OSL of the decode-itl-curve recipe', '64');
-f('--osl-max', 'value', X, 'largest OSL of the decode-itl-curve recipe', '1024');
-f('--osl-steps', 'value', X, 'OSL steps of the decode-itl-curve recipe', '2');
+f('--sweep-type', 'value', R, 'grid or zip of several sweep lists', 'grid');
+f('--no-sweep-table', 'switch', O, 'no per-cell sweep table');
+f('--search-space', 'list', R, 'adaptive-search dimensions', 'phases.profiling.concurrency:1,8:int');
+f('--search-metric', 'value', R, 'metric the adaptive search optimizes', 'output_token_throughput');
+f('--search-stat', 'value', R, 'statistic the search optimizes', 'avg');
+f('--search-direction', 'value', R, 'maximize or minimize', 'maximize');
+f('--search-max-iterations', 'value', R, 'search iterations', '2');
+f('--search-initial-points', 'value', R, 'random points before the model', '1');
+f('--search-random-seed', 'value', R, 'seed of the search', '0');
+f('--search-planner', 'value', R, 'search planner plugin', 'bayesian');
+f('--optuna-sampler', 'value', R, 'Optuna sampler', 'tpe');
+f('--optuna-acquisition', 'value', R, 'Optuna acquisition function', 'logei');
+f('--optuna-terminator', 'value', R, 'Optuna stopping rule', 'none');
+f('--search-percentile-pooling', 'value', R, 'mean or pooled percentiles across trials', 'mean');
+f('--bo-constraint-mode', 'value', O, 'deprecated and ignored by AIPerf too', 'x');
+f('--variant --sweep-variant', 'list', R, 'one named sweep variation', 'a: concurrency=1');
+f('--search-sla', 'list', R, 'SLA filter of the search', 'time_to_first_token:p95:lt:200');
+f('--search-sla-tier', 'list', R, 'one tier of SLA filters', 'fast:time_to_first_token:p95:lt:200');
+f('--search-recipe', 'value', R, 'named search recipe', 'max-throughput-ttft-sla');
+f('--ttft-sla-ms', 'value', R, 'TTFT SLA of a recipe', '200');
+f('--isl-osl-pairs', 'value', R, 'ISL/OSL pairs of the pareto-sweep recipe', '128/128');
+f('--itl-sla-ms', 'value', R, 'ITL SLA of a recipe', '10');
+f('--tpot-sla-ms', 'value', R, 'TPOT SLA of a recipe', '10');
+f('--e2e-sla-ms', 'value', R, 'end-to-end latency SLA of a recipe', '1000');
+f('--error-rate-sla', 'value', R, 'error-rate SLA of a recipe', '0.05');
+f('--slo-attainment-fraction', 'value', R, 'fraction of requests meeting every SLO', '0.95');
+f('--search-style', 'value', R, 'search style of max-concurrency-under-sla', 'monotonic');
+f('--degradation-threshold', 'value', R, 'latency degradation of the concurrency-ramp recipe', '0.2');
+f('--degradation-metric-tag', 'value', R, 'metric of the knee detection', 'request_latency');
+f('--degradation-stat', 'value', R, 'statistic of the knee detection', 'p99');
+f('--isl-min', 'value', R, 'smallest ISL of the prefill-ttft-curve recipe', '256');
+f('--isl-max', 'value', R, 'largest ISL of the prefill-ttft-curve recipe', '4096');
+f('--isl-steps', 'value', R, 'ISL steps of the prefill-ttft-curve recipe', '2');
+f('--concurrency-min', 'value', R, 'lowest concurrency of ramp recipes', '1');
+f('--concurrency-max', 'value', R, 'highest concurrency of ramp recipes', '8');
+f('--concurrency-steps', 'value', R, 'concurrency steps of ramp recipes', '2');
+f('--osl-min', 'value', R, 'smallest OSL of the decode-itl-curve recipe', '64');
+f('--osl-max', 'value', R, 'largest OSL of the decode-itl-curve recipe', '1024');
+f('--osl-steps', 'value', R, 'OSL steps of the decode-itl-curve recipe', '2');
 
 s('Accuracy');
-f('--accuracy-benchmark', 'value', X, 'run an accuracy benchmark (mmlu, aime, ...)', 'mmlu');
-f('--accuracy-tasks', 'list', X, 'tasks of the accuracy benchmark', 'anatomy');
-f('--accuracy-n-shots', 'value', X, 'few-shot examples', '0');
-f('--accuracy-enable-cot --accuracy-no-enable-cot', 'switch', X, 'chain-of-thought prompting');
-f('--accuracy-grader', 'value', X, 'grader of the accuracy benchmark', 'exact_match');
-f('--accuracy-system-prompt', 'value', X, 'system prompt of the accuracy benchmark', 'x');
-f('--accuracy-verbose', 'switch', X, 'per-problem grading details');
+f('--accuracy-benchmark', 'value', R, 'run an accuracy benchmark (mmlu, aime, ...)', 'mmlu');
+f('--accuracy-tasks', 'list', R, 'tasks of the accuracy benchmark', 'anatomy');
+f('--accuracy-n-shots', 'value', R, 'few-shot examples', '0');
+f('--accuracy-enable-cot --accuracy-no-enable-cot', 'switch', R, 'chain-of-thought prompting');
+f('--accuracy-grader', 'value', R, 'grader of the accuracy benchmark', 'exact_match');
+f('--accuracy-system-prompt', 'value', R, 'system prompt of the accuracy benchmark', 'x');
+f('--accuracy-verbose', 'switch', O, 'per-problem grading details');
 
 s('Service');
 f('--log-level', 'value', I, 'logging level (TRACE, DEBUG, INFO, WARNING, ERROR, ...)', 'INFO');
 f('-v --verbose', 'switch', I, 'log level DEBUG');
 f('-vv --extra-verbose', 'switch', I, 'log level TRACE');
-f('--record-processor-service-count --record-processors', 'value', X, 'record-processor services for metric computation', '1');
-f('--api-port', 'value', X, 'AIPerf\'s HTTP and WebSocket API port', '9999');
-f('--api-host', 'value', X, 'AIPerf\'s API host', '127.0.0.1');
-f('--stats-interval', 'value', X, 'seconds between realtime stats publishes', '5');
+f('--record-processor-service-count --record-processors', 'value', O, 'record-processor services for metric computation', '1');
+f('--api-port', 'value', O, 'AIPerf\'s HTTP and WebSocket API port', '9999');
+f('--api-host', 'value', O, 'AIPerf\'s API host', '127.0.0.1');
+f('--stats-interval', 'value', O, 'seconds between realtime stats publishes', '5');
 
 s('Workers');
-f('--workers-max --max-workers', 'value', X, 'worker processes (tailgate: see --threads)', '1');
+f('--workers-max --max-workers', 'value', O, 'worker processes (tailgate: see --threads)', '1');
 
 s('ZMQ Communication');
-f('--zmq-host', 'value', X, 'host of AIPerf\'s internal ZMQ bus (tailgate is one process)', '127.0.0.1');
-f('--zmq-ipc-path', 'value', X, 'folder of ZMQ IPC sockets', '/tmp');
-f('--zmq-dual-bind', 'switch', X, 'ZMQ IPC + TCP backend');
+f('--zmq-host', 'value', O, 'host of AIPerf\'s internal ZMQ bus (tailgate is one process)', '127.0.0.1');
+f('--zmq-ipc-path', 'value', O, 'folder of ZMQ IPC sockets', '/tmp');
+f('--zmq-dual-bind', 'switch', O, 'ZMQ IPC + TCP backend');
 
 /** Every flag of `aiperf profile`, in the order of AIPerf's reference. */
 export const AIPERF_FLAGS: readonly AiperfFlag[] = rows;
@@ -366,17 +381,30 @@ export const AIPERF_FLAGS: readonly AiperfFlag[] = rows;
 /** Where the flag list was read: printed in the docs table. */
 export const AIPERF_FLAGS_SOURCE = "AIPerf's command-line reference (docs/cli-options.md, main branch, 2026: the 0.13 and 0.14 sections and later)";
 
-/** The one warning line for an ignored flag. */
-export function ignoredFlagWarning(flag: AiperfFlag, name: string): string {
-  return `warning: ${name}: accepted for AIPerf compatibility and ignored (in AIPerf: ${flag.does})`;
+/** The opt-in that runs a command line with refused flags anyway. */
+export const ALLOW_IGNORED_FLAG = '--allow-ignored-flags';
+
+/** The one line refusing a flag (exit 2). */
+export function refusedFlagLine(flag: UnappliedFlag): string {
+  return `${flag.flag}: in AIPerf: ${flag.aiperf}; tailgate bench does not do this, so it refuses the run (${ALLOW_IGNORED_FLAG} runs without it and lists it in the exports)`;
 }
 
-/** The docs table (Markdown): every flag, its status and what it does. */
+/** The console line for a refused flag run anyway under {@link ALLOW_IGNORED_FLAG} (printed at every log level). */
+export function ignoredFlagLine(flag: UnappliedFlag): string {
+  return `warning: ${flag.flag} ignored (${ALLOW_IGNORED_FLAG}): in AIPerf: ${flag.aiperf}; these results were measured without it`;
+}
+
+const STATUS_LABEL: Record<AiperfFlagStatus, string> = {
+  implemented: 'implemented',
+  refused: `refused (exit 2; ${ALLOW_IGNORED_FLAG}: ignored, listed in the exports)`,
+  'output-only': 'output-only (accepted, listed in the exports)',
+};
+
+/** The docs table (Markdown): every flag, its state and what it does. */
 export function aiperfFlagsMarkdown(): string {
-  const label: Record<AiperfFlagStatus, string> = { implemented: 'implemented', ignored: 'ignored, one warning line' };
   const lines = ['| Section | Flag (aliases) | tailgate | What it does in AIPerf |', '|---|---|---|---|'];
-  for (const r of AIPERF_FLAGS) lines.push(`| ${r.section} | ${r.names.map((n) => `\`${n}\``).join(', ')} | ${label[r.status]} | ${r.does.replace(/\|/g, '\\|')} |`);
+  for (const r of AIPERF_FLAGS) lines.push(`| ${r.section} | ${r.names.map((n) => `\`${n}\``).join(', ')} | ${STATUS_LABEL[r.status]} | ${r.does.replace(/\|/g, '\\|')} |`);
   const count = (st: AiperfFlagStatus): number => AIPERF_FLAGS.filter((r) => r.status === st).length;
-  lines.push('', `${AIPERF_FLAGS.length} flags: ${count('implemented')} implemented, ${count('ignored')} accepted and ignored with a warning.`);
+  lines.push('', `${AIPERF_FLAGS.length} flags: ${count('implemented')} implemented, ${count('refused')} refused, ${count('output-only')} output-only.`);
   return `${lines.join('\n')}\n`;
 }

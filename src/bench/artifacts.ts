@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { aiperfJsonlLine, epochNs, exportFileNames, writeAiperfExports, type RunInfo } from '../report/index.js';
+import { aiperfJsonlLine, epochNs, exportFileNames, writeAiperfExports, type RunInfo, type UnappliedFlagEntry } from '../report/index.js';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { recordMetrics, summarize, timeSeries } from '../stats/index.js';
@@ -27,6 +27,8 @@ export interface BenchArtifactOptions {
   csvAppendix?: string;
   /** `--slice-duration`, ms: also write the metrics per time slice. */
   sliceDurationMs?: number;
+  /** AIPerf flags given but not applied (`ignored_flags`, `output_only_flags` in the JSON export). */
+  aiperfFlags?: { ignored: readonly UnappliedFlagEntry[]; outputOnly: readonly UnappliedFlagEntry[] };
   /** AIPerf `--export-outputs-json`: write `outputs.json` (needs the run's `keepRaw`). @default exportLevel === 'raw' */
   exportOutputsJson?: boolean;
 }
@@ -82,6 +84,7 @@ export async function writeBenchArtifacts(dir: string, result: BenchResult, opts
     ...(opts.filePrefix !== undefined && { filePrefix: opts.filePrefix }),
     ...(opts.telemetryData !== undefined && { telemetryData: opts.telemetryData }),
     ...(opts.csvAppendix !== undefined && { csvAppendix: opts.csvAppendix }),
+    ...(opts.aiperfFlags !== undefined && { aiperfFlags: opts.aiperfFlags }),
     runInfo: { random_seed: result.options.randomSeed, ...opts.runInfo },
     warmupSummary: warmup.length > 0 ? summarize(warmup, summaryOptionsOf(result.options)) : null,
     useServerTokenCount: result.options.useServerTokenCount,

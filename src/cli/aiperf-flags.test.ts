@@ -1,5 +1,5 @@
 // Conformance with `aiperf profile`: every flag of AIPerf's reference (one table, src/bench/aiperf-flags.ts)
-// is accepted by `tailgate bench`; none is a usage error (exit 2). Table-driven from that one list.
+// is implemented, refused (exit 2, one line) or output-only (recorded). Table-driven from that one list.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -9,7 +9,7 @@ import { AIPERF_FLAGS, aiperfFlagsMarkdown } from '../bench/aiperf-flags.js';
 import { resolveBenchOptions } from '../bench/index.js';
 import { isTailgateError } from '../core/index.js';
 import { parseBenchFlags, undeclaredAiperfFlags } from './bench.js';
-import { benchInvocation } from './bench-run.js';
+import { benchInvocation, multiRunPlan } from './bench-run.js';
 
 /** Flags that only make sense with a trace get one (AIPerf refuses them without one too). */
 const NEEDS_TRACE = new Set(['--input-file', '--custom-dataset-type', '--fixed-schedule', '--no-fixed-schedule', '--fixed-schedule-auto-offset']);
@@ -22,48 +22,82 @@ const COMPANION: Record<string, string[]> = {
   '--prefix-prompt-length': ['--num-prefix-prompts', '2'],
 };
 
-test('every AIPerf flag and alias is accepted; none is a usage error', async (t) => {
+/** The argv that gives `name` a valid value (and what it needs alongside). */
+function argvFor(flag: (typeof AIPERF_FLAGS)[number], name: string, trace: string): string[] {
+  const value = name === '--input-file' ? trace : name === '--custom-dataset-type' ? 'mooncake_trace' : flag.example;
+  const argv = ['-m', 'm', name, ...(flag.arg === 'switch' ? [] : [value ?? 'x'])];
+  if (NEEDS_TRACE.has(name) && name !== '--input-file') argv.push('--input-file', trace);
+  argv.push(...(COMPANION[name] ?? []));
+  return argv;
+}
+
+test('every AIPerf flag and alias through the CLI parser: implemented runs, refused exits 2 with one line, output-only is recorded', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'tailgate-flags-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const trace = join(dir, 'trace.jsonl');
   await writeFile(trace, '{"timestamp": 0, "input_length": 8, "output_length": 2}\n');
-  let checked = 0;
+  const checked = { implemented: 0, refused: 0, 'output-only': 0 };
   const failures: string[] = [];
   for (const flag of AIPERF_FLAGS) {
     for (const name of flag.names) {
-      const value = name === '--input-file' ? trace : name === '--custom-dataset-type' ? 'mooncake_trace' : flag.example;
-      const argv = ['-m', 'm', name, ...(flag.arg === 'switch' ? [] : [value ?? 'x'])];
-      if (NEEDS_TRACE.has(name) && name !== '--input-file') argv.push('--input-file', trace);
-      argv.push(...(COMPANION[name] ?? []));
+      const argv = argvFor(flag, name, trace);
       try {
-        const inv = benchInvocation(parseBenchFlags(argv));
-        resolveBenchOptions(inv.options);
-        const warned = inv.notes.some((n) => n.includes(`${name}:`));
-        if (flag.status === 'ignored') assert.ok(warned, `${name} is ignored and must say so in one warning line`);
-        if (flag.status === 'implemented') assert.ok(!warned, `${name} is implemented and must not warn`);
+        if (flag.status === 'refused') {
+          assert.throws(() => benchInvocation(parseBenchFlags(argv)), (e: unknown) => {
+            assert.ok(isTailgateError(e) && e.code === 'CLI_USAGE', `${name}: a usage error (exit 2)`);
+            assert.ok(!e.message.includes('\n'), `${name}: one line`);
+            assert.ok(e.message.startsWith(`${name}: in AIPerf: ${flag.does}; tailgate bench does not`), `${name}: names the flag and what AIPerf does: ${e.message}`);
+            return true;
+          });
+          const allowed = benchInvocation(parseBenchFlags([...argv, '--allow-ignored-flags']));
+          assert.deepEqual(allowed.ignoredFlags.map((f) => f.flag), [name], `${name}: listed as ignored under --allow-ignored-flags`);
+          assert.equal(allowed.ignoredFlags[0]!.aiperf, flag.does);
+          resolveBenchOptions(allowed.options);
+        } else {
+          const inv = benchInvocation(parseBenchFlags(argv));
+          resolveBenchOptions(inv.options);
+          assert.deepEqual(inv.ignoredFlags, [], `${name} is never ignored`);
+          const recorded = inv.outputOnlyFlags.map((f) => f.flag);
+          assert.deepEqual(recorded, flag.status === 'output-only' ? [name] : [], `${name}: recorded as output-only exactly when it is`);
+          assert.ok(!inv.notes.some((n) => n.includes(`${name}:`)), `${name} is not a warning`);
+        }
       } catch (e) {
         const code = isTailgateError(e) ? e.code : (e as { code?: string }).code;
         failures.push(`tailgate bench ${argv.join(' ')}: ${code}: ${(e as Error).message}`);
       }
-      checked++;
+      checked[flag.status]++;
     }
   }
   assert.deepEqual(failures, []);
-  assert.ok(checked >= 250, `only ${checked} names checked`);
+  assert.ok(checked.implemented + checked.refused + checked['output-only'] >= 250, `only ${JSON.stringify(checked)} names checked`);
+  assert.ok(checked.refused > 100 && checked['output-only'] > 20, JSON.stringify(checked));
 });
 
-test('an implemented flag is declared by tailgate bench itself, never by the ignored-flag generator', () => {
+test('an implemented flag is declared by tailgate bench itself, never by the unapplied-flag generator', () => {
   const generated = new Set(undeclaredAiperfFlags().map((g) => g.name));
   for (const flag of AIPERF_FLAGS) {
     for (const name of flag.names) if (flag.status === 'implemented' && name !== '-vv') assert.ok(!generated.has(name), `${name} is marked implemented but not declared`);
   }
 });
 
-test('each ignored flag prints exactly one line, with what AIPerf would have done', () => {
-  const flags = parseBenchFlags(['-m', 'm', '--zmq-host', '10.0.0.1', '--ui', 'none', '--no-auto-plot', '--record-processors', '4']);
-  const notes = benchInvocation(flags).notes;
-  assert.equal(notes.length, 4);
-  assert.match(notes.find((n) => n.includes('--zmq-host'))!, /^warning: --zmq-host: .*ignored.*ZMQ/);
+test('several refused flags: one line each; output-only flags keep their values for the exports', () => {
+  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--public-dataset', 'sharegpt', '--num-users', '4', '--ui', 'none'])), (e: Error) => {
+    const lines = e.message.split('\ntailgate: ');
+    assert.equal(lines.length, 2);
+    assert.match(lines[0]!, /^--public-dataset: in AIPerf: download a public dataset/);
+    assert.match(lines[1]!, /^--num-users: /);
+    return true;
+  });
+  const inv = benchInvocation(parseBenchFlags(['-m', 'm', '--zmq-host', '10.0.0.1', '--ui', 'none', '--no-auto-plot', '--mlflow-tag', 'a:1', 'b:2']));
+  assert.deepEqual(inv.outputOnlyFlags.map((f) => [f.flag, f.value]), [['--no-auto-plot', null], ['--mlflow-tag', ['a:1', 'b:2']], ['--ui', 'none'], ['--zmq-host', '10.0.0.1']]);
+  assert.deepEqual(inv.notes, []);
+});
+
+test('flag values bench does not do are refused, not replaced', () => {
+  const refuses = (argv: string[], re: RegExp): void => assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', ...argv])), { code: 'CLI_USAGE', message: re });
+  refuses(['--server-metrics', '--server-metrics-formats', 'json,parquet'], /parquet/);
+  refuses(['--arrival-pattern', 'concurrency_burst', '--request-rate', '5'], /drop --request-rate/);
+  assert.throws(() => multiRunPlan(parseBenchFlags(['-m', 'm', '--convergence-mode', 'distribution']), { url: 'http://x', model: 'm' }), { code: 'CLI_USAGE', message: /--convergence-mode distribution/ });
 });
 
 test('-v, -vv, --extra-verbose and --log-level choose the log level', () => {

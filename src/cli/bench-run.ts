@@ -31,6 +31,7 @@ import { resetKvCache } from '../bench/server-control.js';
 import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/gpu-telemetry.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
+import { ignoredFlagLine, refusedFlagLine, type UnappliedFlag } from '../bench/aiperf-flags.js';
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
 export interface BenchInvocation {
@@ -55,6 +56,10 @@ export interface BenchInvocation {
   gpuTelemetryUrls: string[];
   /** `--export-outputs-json` (implied by `--export-level raw`). */
   exportOutputsJson: boolean;
+  /** Refused AIPerf flags run anyway under `--allow-ignored-flags`: printed at every log level, listed in the exports. */
+  ignoredFlags: UnappliedFlag[];
+  /** Output-only AIPerf flags given (plots, trackers, UI, AIPerf internals): listed in the exports. */
+  outputOnlyFlags: UnappliedFlag[];
 }
 
 /** AIPerf's `--log-level`, `-v` (DEBUG) and `-vv`/`--extra-verbose` (TRACE), last one named wins over none. */
@@ -71,10 +76,11 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   const models = ((flags['model'] as string | undefined) ?? '').split(',').map((m) => m.trim()).filter((m) => m !== '');
   const model = models[0];
   if (model === undefined) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
-  const notes: string[] = [...((flags['ignoredFlagWarnings'] as string[] | undefined) ?? [])];
+  const ignoredFlags = (flags['aiperfRefused'] as UnappliedFlag[] | undefined) ?? [];
+  if (ignoredFlags.length > 0 && flags['allowIgnoredFlags'] !== true) throw new TailgateError('CLI_USAGE', ignoredFlags.map(refusedFlagLine).join('\ntailgate: '));
+  const notes: string[] = [];
   if (flags['streaming'] === true && flags['endpointType'] === 'embeddings') notes.push('warning: --streaming: the embeddings endpoint does not stream (as in AIPerf); sending non-streaming requests');
   const tokenizer = chooseTokenizer({ tokenizer: flags['tokenizer'] as string | undefined, model, revision: flags['tokenizerRevision'] as string | undefined });
-  if (flags['tokenizerTrustRemoteCode'] === true) notes.push('warning: --tokenizer-trust-remote-code: accepted for AIPerf compatibility and has no effect (tailgate runs no tokenizer code, it reads tokenizer.json)');
   const opts: BenchOptions = {
     url: (flags['url'] as string[] | undefined) ?? ['http://localhost:8000'],
     model,
@@ -94,7 +100,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('requestRate', first(flags['requestRate']));
   // AIPerf's concurrency_burst: every slot starts at once and is refilled, a closed loop.
   if (flags['requestRateMode'] === 'concurrency_burst') {
-    if (flags['requestRate'] !== undefined) notes.push('warning: --arrival-pattern concurrency_burst is a closed loop at --concurrency; --request-rate is ignored');
+    if (flags['requestRate'] !== undefined) throw new TailgateError('CLI_USAGE', '--arrival-pattern concurrency_burst is a closed loop at --concurrency: drop --request-rate (AIPerf refuses the pair too)');
     delete opts.requestRate;
   } else set('requestRateMode', flags['requestRateMode']);
   set('arrivalSmoothness', flags['arrivalSmoothness']);
@@ -126,6 +132,8 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('fixedScheduleStartOffsetMs', flags['fixedScheduleStartOffset']);
   set('fixedScheduleEndOffsetMs', flags['fixedScheduleEndOffset']);
   set('blockTokens', flags['blockTokens']);
+  const formats = ((flags['serverMetricsFormats'] as string[] | undefined) ?? []).flatMap((f) => f.split(','));
+  if (formats.includes('parquet')) throw new TailgateError('CLI_USAGE', '--server-metrics-formats parquet: AIPerf writes a Parquet file; tailgate bench does not (use json, csv or jsonl)');
   const datasetType = flags['customDatasetType'] as string | undefined;
   if (datasetType !== undefined && datasetType !== 'mooncake_trace') {
     throw new TailgateError('CLI_USAGE', `--custom-dataset-type ${datasetType} is not supported yet: only mooncake_trace (a JSONL trace with --input-file)`);
@@ -162,6 +170,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   return {
     options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
     tokenizer, gpuTelemetryUrls: gpuPlan.urls, exportOutputsJson,
+    ignoredFlags, outputOnlyFlags: (flags['aiperfOutputOnly'] as UnappliedFlag[] | undefined) ?? [],
     logLevel: logLevelOf(flags),
     ...(flags['profileExportPrefix'] !== undefined && { filePrefix: flags['profileExportPrefix'] as string }),
     ...(flags['sliceDuration'] !== undefined && { sliceDurationMs: (flags['sliceDuration'] as number) * 1000 }),
@@ -172,11 +181,14 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
 export async function runBenchCommand(flags: Record<string, unknown>, argv: readonly string[] = []): Promise<number> {
-  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix, sliceDurationMs, gpuTelemetryUrls, exportOutputsJson } = benchInvocation(flags);
+  const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix, sliceDurationMs, gpuTelemetryUrls, exportOutputsJson, ignoredFlags, outputOnlyFlags } = benchInvocation(flags);
   const resolved = resolveBenchOptions(opts);
   opts.tokenizer = await resolveTokenizer(tokenizer);
   if (opts.tokenizer.fallback) notes.push(`warning: ${opts.tokenizer.fallback}; counting tokens with the word rule (one token per word)`);
   if (logs(logLevel, 'WARNING')) for (const n of notes) process.stderr.write(`tailgate: ${n}\n`);
+  // A run without a flag the user asked for says so whatever the log level.
+  for (const f of ignoredFlags) process.stderr.write(`tailgate: ${ignoredFlagLine(f)}\n`);
+  const aiperfFlags = { ignored: ignoredFlags, outputOnly: outputOnlyFlags };
   if (logs(logLevel, 'DEBUG')) process.stderr.write(`tailgate: debug: resolved run ${JSON.stringify(resolved, (k, v: unknown) => (k === 'tokenizer' || typeof v === 'function' ? undefined : v))}\n`);
   const showProgress = process.stderr.isTTY === true && !process.env['CI'];
   if (showProgress) opts.onProgress = (p) => process.stderr.write(`\r\x1b[2K${formatProgress(p)}`);
@@ -240,7 +252,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       const { result, telemetry, telemetryText } = await benchOnce(opts, dir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(dir, result, {
-        exportLevel, exportOutputsJson, version: VERSION, runInfo: { cli_command: cliCommand }, ...telemetry,
+        exportLevel, exportOutputsJson, version: VERSION, aiperfFlags, runInfo: { cli_command: cliCommand }, ...telemetry,
         ...(filePrefix !== undefined && { filePrefix }),
         ...(sliceDurationMs !== undefined && { sliceDurationMs }),
         ...(Object.keys(distributed).length > 0 && { extra: distributed }),
@@ -269,7 +281,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       const { result, telemetry, telemetryText } = await benchOnce(runOpts, runDir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(runDir, result, {
-        exportLevel, exportOutputsJson, version: VERSION, ...telemetry,
+        exportLevel, exportOutputsJson, version: VERSION, aiperfFlags, ...telemetry,
         runInfo: { cli_command: cliCommand, trial, run_label: basename(MULTI_RUN_LAYOUT.runDir(trial)), ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) },
         ...(filePrefix !== undefined && { filePrefix }),
         ...(sliceDurationMs !== undefined && { sliceDurationMs }),
@@ -433,11 +445,8 @@ export function multiRunPlan(flags: Record<string, unknown>, opts: BenchOptions)
   const base = opts.randomSeed ?? (consistent && runs > 1 ? 42 : undefined);
   const vary = flags['varySeedPerTrial'] === true;
   const metric = flags['convergenceMetric'] as string | undefined;
-  let mode = (flags['convergenceMode'] as string | undefined) ?? 'ci_width';
-  if (mode === 'distribution') {
-    notes.push('warning: --convergence-mode distribution (a KS test) is not done; judging convergence by ci_width');
-    mode = 'ci_width';
-  }
+  const mode = (flags['convergenceMode'] as string | undefined) ?? 'ci_width';
+  if (mode === 'distribution') throw new TailgateError('CLI_USAGE', '--convergence-mode distribution: in AIPerf a KS test between runs; tailgate bench does not do it (use ci_width or cv)');
   return {
     runs,
     level: (flags['confidenceLevel'] as number | undefined) ?? 0.95,

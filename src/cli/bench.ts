@@ -3,7 +3,7 @@ import { choiceArg, intArg, numberArg } from './args.js';
 import { startAtArg } from './bench-shard.js';
 import { LOG_LEVELS } from './log-level.js';
 import { SAMPLING_STRATEGIES } from '../workload/sampler.js';
-import { AIPERF_FLAGS, ignoredFlagWarning, type AiperfFlag } from '../bench/aiperf-flags.js';
+import { AIPERF_FLAGS, type AiperfFlag, type UnappliedFlag } from '../bench/aiperf-flags.js';
 
 type Parser = (value: string, previous: unknown) => unknown;
 
@@ -137,12 +137,12 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'workerHeader', flags: '--worker-header <name>', description: 'response header naming the worker (default x-tailgate-worker)' },
   { key: 'tokenizer', flags: '--tokenizer <name>', description: 'tokenizer for exact prompt lengths and client token counts: a Hugging Face repo id (local HF cache first, then downloaded into it), a tokenizer.json or its folder, or builtin (one token per word) (default: the model name)' },
   { key: 'tokenizerRevision', flags: '--tokenizer-revision <rev>', description: 'branch, tag or commit of a hub tokenizer (default main)' },
-  { key: 'tokenizerTrustRemoteCode', flags: '--tokenizer-trust-remote-code', description: 'accepted for AIPerf compatibility; tailgate runs no tokenizer code, it reads tokenizer.json' },
   { key: 'transport', flags: '--transport <client>', aliases: ['--transport-type'], description: 'HTTP client: socket (raw HTTP/1.1, default for http://) or undici (default for https://); AIPerf\'s http means the default', parse: choiceArg(['socket', 'undici', 'http'] as const) },
   { key: 'threads', flags: '--threads <n>', description: 'worker threads sharing the load (concurrency, requests and warm-up split evenly; default 1)', parse: intArg(1) },
   { key: 'startAt', flags: '--start-at <time>', description: 'distributed run: start at this common time (ISO 8601 with zone, or epoch seconds); a pod that arrives later starts at once and is reported late', parse: startAtArg },
   { key: 'shardCount', flags: '--shard-count <n>', description: 'distributed run: shards (pods); concurrency, request counts and rate are the whole run\'s and split evenly', parse: intArg(1) },
   { key: 'shardIndex', flags: '--shard-index <i>', description: 'distributed run: this shard (default $JOB_COMPLETION_INDEX); offsets the seed', parse: intArg(0) },
+  { key: 'allowIgnoredFlags', flags: '--allow-ignored-flags', description: 'run even with AIPerf flags bench refuses (see docs/bench.md): each is then ignored, named on the console at every log level and listed in the exports\' ignored_flags' },
   { key: 'logLevel', flags: '--log-level <level>', description: 'TRACE, DEBUG, INFO (default), NOTICE, WARNING, SUCCESS, ERROR or CRITICAL: DEBUG and TRACE print the resolved run; ERROR and above hide warnings', parse: upperChoice(LOG_LEVELS) },
   { key: 'verbose', flags: '-v, --verbose', description: 'log level DEBUG (-vv: TRACE)', parse: countUp },
   { key: 'extraVerbose', flags: '--extra-verbose', description: 'log level TRACE (as -vv)' },
@@ -168,8 +168,8 @@ function declaredNames(): Set<string> {
 }
 
 /**
- * The AIPerf flags `tailgate bench` accepts without declaring them itself (see AIPERF_FLAGS): each
- * is hidden from help and, when given, prints one warning line.
+ * The AIPerf flags `tailgate bench` parses without declaring them itself (see AIPERF_FLAGS), hidden
+ * from help: when given, a refused one stops the run (exit 2) and an output-only one is recorded.
  */
 export function undeclaredAiperfFlags(): Array<{ flag: AiperfFlag; name: string }> {
   const declared = declaredNames();
@@ -203,23 +203,28 @@ function declare(cmd: Command): void {
   }
 }
 
-/** One warning line per ignored AIPerf flag given on the command line. */
-function ignoredWarnings(raw: Record<string, unknown>, cmd?: Command): string[] {
-  const lines: string[] = [];
+/** The AIPerf flags given on the command line that bench does not apply: refused ones, and output-only ones. */
+function unappliedFlags(raw: Record<string, unknown>, cmd?: Command): { refused: UnappliedFlag[]; outputOnly: UnappliedFlag[] } {
+  const refused: UnappliedFlag[] = [];
+  const outputOnly: UnappliedFlag[] = [];
   for (const { flag, name } of undeclaredAiperfFlags()) {
     const key = ignoredAttr(name);
     const given = cmd ? cmd.getOptionValueSource(key) === 'cli' : raw[key] !== undefined;
-    if (given) lines.push(ignoredFlagWarning(flag, name));
+    if (!given) continue;
+    const v = raw[key];
+    const entry: UnappliedFlag = { flag: name, value: typeof v === 'string' || Array.isArray(v) ? (v as string | string[]) : null, aiperf: flag.does };
+    (flag.status === 'output-only' ? outputOnly : refused).push(entry);
   }
-  return lines;
+  return { refused, outputOnly };
 }
 
 /** Merges alias values into their primary key (the alias wins only where the primary is unset or default). */
 export function mergeAliases(raw: Record<string, unknown>, cmd?: Command): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw)) if (!k.startsWith('__aiperf_')) out[k] = v;
-  const ignored = ignoredWarnings(raw, cmd);
-  if (ignored.length > 0) out['ignoredFlagWarnings'] = ignored;
+  const { refused, outputOnly } = unappliedFlags(raw, cmd);
+  if (refused.length > 0) out['aiperfRefused'] = refused;
+  if (outputOnly.length > 0) out['aiperfOutputOnly'] = outputOnly;
   for (const f of BENCH_FLAGS) {
     const primary = optionKey(f);
     let value = out[primary];

@@ -12,8 +12,8 @@ import { METRIC_CATALOG, OUTPUT_TOKEN_TAGS, isMetricBlock, recordMetrics, type S
  */
 export const AIPERF_SCHEMA_VERSION = '1.5';
 
-/** The AIPerf release whose export tailgate writes (`aiperf_version`; tailgate's own is under `tailgate`). */
-export const AIPERF_COMPAT_VERSION = '0.14.0';
+/** What wrote the file: AIPerf's schema carries compatibility; `aiperf_version` stays null (no AIPerf ran). */
+export const GENERATOR_NAME = 'tailgate';
 
 /** File names, exactly as AIPerf writes them. */
 export const AIPERF_FILES = {
@@ -77,8 +77,21 @@ export interface AiperfExportInput {
   producesTokens?: boolean;
   /** AIPerf's `telemetry_data` (GPU telemetry). */
   telemetryData?: Record<string, unknown>;
+  /**
+   * AIPerf flags given but not applied: refused ones run anyway under `--allow-ignored-flags`
+   * (`ignored_flags`) and output-only ones (`output_only_flags`). @default none
+   */
+  aiperfFlags?: { ignored: readonly UnappliedFlagEntry[]; outputOnly: readonly UnappliedFlagEntry[] };
   /** Appended to the CSV export as is (AIPerf's GPU telemetry section). */
   csvAppendix?: string;
+}
+
+/** One AIPerf flag given but not applied, as `ignored_flags` / `output_only_flags` list it. */
+export interface UnappliedFlagEntry {
+  flag: string;
+  value: string | string[] | null;
+  /** What AIPerf does with it. */
+  aiperf: string;
 }
 
 /** Redacts the value after `--api-key` (and `Authorization` headers) from a command line. */
@@ -106,7 +119,9 @@ export function aiperfJson(input: AiperfExportInput): Record<string, unknown> {
   const ri = input.runInfo ?? {};
   const doc: Record<string, unknown> = {
     schema_version: AIPERF_SCHEMA_VERSION,
-    aiperf_version: AIPERF_COMPAT_VERSION,
+    // AIPerf's schema types this as optional (null for exports no AIPerf release wrote).
+    aiperf_version: null,
+    generator: { name: GENERATOR_NAME, version: input.version ?? '0.1.0' },
     benchmark_id: benchmarkId,
     start_time: input.startTime.toISOString(),
     end_time: input.endTime.toISOString(),
@@ -128,6 +143,8 @@ export function aiperfJson(input: AiperfExportInput): Record<string, unknown> {
       count: g.count,
     })),
     runtime_submission_invalid_reasons: [],
+    ignored_flags: input.aiperfFlags?.ignored ?? [],
+    output_only_flags: input.aiperfFlags?.outputOnly ?? [],
   };
   Object.assign(doc, metricsWithTimestamps(summary, input.originEpochMs ?? input.startTime.getTime()));
   if (input.warmupSummary && input.warmupSummary.profilingCount > 0) doc.warmup_metrics = metricsWithTimestamps(input.warmupSummary, input.originEpochMs ?? input.startTime.getTime());

@@ -1,5 +1,5 @@
-export { writeAiperfExports, aiperfJson, aiperfCsv, aiperfJsonlLine, metricLabel, exportFileNames, redactCommand, errorCode, errorType, epochNs, AIPERF_FILES, AIPERF_SCHEMA_VERSION, AIPERF_COMPAT_VERSION } from './aiperf-exports.js';
-export type { RunInfo } from './aiperf-exports.js';
+export { writeAiperfExports, aiperfJson, aiperfCsv, aiperfJsonlLine, metricLabel, exportFileNames, redactCommand, errorCode, errorType, epochNs, AIPERF_FILES, AIPERF_SCHEMA_VERSION, GENERATOR_NAME } from './aiperf-exports.js';
+export type { RunInfo, UnappliedFlagEntry } from './aiperf-exports.js';
 export type { AiperfExportInput } from './aiperf-exports.js';
 export { formatConsoleTable, metricsTable } from './console-table.js';
 export { junitXml } from './junit.js';
