@@ -18,3 +18,8 @@ export type { ConfidenceBlock, Convergence, AggregateInfo } from './multi-run.js
 export { aggregateRuns, converged, writeAggregate, MULTI_RUN_LAYOUT, AGGREGATE_SCHEMA_VERSION, MIN_RUNS_FOR_CONVERGENCE } from './multi-run.js';
 export { sweepAggregate, sweepDirName, writeSweepAggregate, SWEEP_AGGREGATE_LAYOUT } from './sweep-aggregate.js';
 export type { SweepAggregateInput } from './sweep-aggregate.js';
+export { serverMetricsUrl, startServerMetrics, writeServerMetrics } from './server-metrics.js';
+export type { WaitForModelMode, WaitForModelOptions } from './wait-for-model.js';
+export { waitForModel } from './wait-for-model.js';
+export { resetKvCache } from './server-control.js';
+export { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from './gpu-telemetry.js';

@@ -1,11 +1,11 @@
-// Conformance with `aiperf profile`: every flag of AIPerf's reference (one table, src/bench/aiperf-flags.ts)
+// Conformance with `aiperf profile`: every flag of AIPerf's reference (one table, src/cli/aiperf-flags.ts)
 // is implemented, refused (exit 2, one line) or output-only (recorded). Table-driven from that one list.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AIPERF_FLAGS, aiperfFlagsMarkdown } from '../bench/aiperf-flags.js';
+import { AIPERF_FLAGS, aiperfFlagsMarkdown } from './aiperf-flags.js';
 import { resolveBenchOptions } from '../bench/index.js';
 import { isTailgateError } from '../core/index.js';
 import { parseBenchFlags, undeclaredAiperfFlags } from './bench.js';

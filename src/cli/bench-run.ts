@@ -25,13 +25,11 @@ import {
 import { logs, type LogLevel } from './log-level.js';
 import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
 import { exportFileNames, redactCommand } from '../report/index.js';
-import { serverMetricsUrl, startServerMetrics, writeServerMetrics } from '../bench/server-metrics.js';
-import { waitForModel, type WaitForModelMode } from '../bench/wait-for-model.js';
-import { resetKvCache } from '../bench/server-control.js';
-import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/gpu-telemetry.js';
+import { serverMetricsUrl, startServerMetrics, writeServerMetrics, waitForModel, type WaitForModelMode, resetKvCache } from '../bench/index.js';
+import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/index.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
-import { ignoredFlagLine, refusedFlagLine, type UnappliedFlag } from '../bench/aiperf-flags.js';
+import { ignoredFlagLine, refusedFlagLine, type UnappliedFlag } from './aiperf-flags.js';
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
 export interface BenchInvocation {

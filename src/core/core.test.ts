@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { VirtualClock, createRng, parseDurationMs, parseSizeBytes, TailgateError, countTokens, promptTokenIds, tokenId } from './index.js';
-import { durationMs } from './duration-schema.js';
+import { z } from 'zod';
+import { VirtualClock, createRng, durationSchema, parseDurationMs, parseSizeBytes, TailgateError, countTokens, promptTokenIds, tokenId } from './index.js';
+
+const durationMs = durationSchema(z);
 
 test('virtual clock fires timers in time order, then insertion order, and honours cancel', () => {
   const clock = new VirtualClock();
@@ -65,7 +67,7 @@ test('prompt token ids: one per counted word, equal words equal ids', () => {
   assert.equal(promptTokenIds('').length, 0);
 });
 
-test('durationMs (config files): milliseconds as a number or text with a unit; anything else is one clear issue', () => {
+test('durationSchema (config files): milliseconds as a number or text with a unit; anything else is one clear issue', () => {
   assert.equal(durationMs.parse(250), 250);
   assert.equal(durationMs.parse('1.5s'), 1500);
   assert.equal(durationMs.parse('10m'), 600_000);

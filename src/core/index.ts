@@ -7,3 +7,4 @@ export { TailgateError, isTailgateError } from './errors.js';
 export { parseDurationMs, parseSizeBytes, formatMs } from './units.js';
 export type { Outcome, RequestRecord, TokenCount } from './record.js';
 export { countTokens, vocabWord, tokenId, promptTokenIds } from './tokens.js';
+export { durationSchema } from './duration-schema.js';

@@ -4,9 +4,10 @@ import { readFile } from 'node:fs/promises';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { durationMs } from '../core/duration-schema.js';
-import { TailgateError } from '../core/index.js';
+import { TailgateError, durationSchema } from '../core/index.js';
 import { PRIORITIES, type Dispatcher, type FlowQueueOptions, type FlowTicket, type Priority, type ShedReason } from '../routing/index.js';
+
+const durationMs = durationSchema(z);
 
 const priority = z.enum(PRIORITIES as [Priority, ...Priority[]]);
 const positive = z.number().positive('expected a number > 0');

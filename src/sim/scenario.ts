@@ -2,12 +2,13 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { LineCounter, parseDocument, isNode } from 'yaml';
 import { z } from 'zod';
-import { durationMs } from '../core/duration-schema.js';
-import { TailgateError, parseDurationMs } from '../core/index.js';
+import { TailgateError, durationSchema, parseDurationMs } from '../core/index.js';
 import { getProfile, isProfilePath, parseFault, parseProfile, type EngineProfile, type FaultSpec } from '../engine/index.js';
 import { parseGate, type Gate } from '../gate/index.js';
 import { PRIORITIES, type DeadlineSetting, type Priority } from '../routing/index.js';
 import { SAMPLING_STRATEGIES, defaultSampling, parseTrace, TRACE_BLOCK_TOKENS, type SamplingStrategy, type TraceLine } from '../workload/index.js';
+
+const durationMs = durationSchema(z);
 
 /** The seeded bursty stall process of the seed report (see `burstyStalls` in engine/). */
 export interface BurstySpec {

@@ -1,9 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { LineCounter, isMap, isScalar, parseDocument, type Document, type Node } from 'yaml';
 import { z } from 'zod';
-import { durationMs } from '../core/duration-schema.js';
-import { TailgateError } from '../core/index.js';
+import { TailgateError, durationSchema } from '../core/index.js';
 import { INPUT_FIELDS, kebab, type ValidateInput } from './input.js';
+
+const durationMs = durationSchema(z);
 
 const int = (min: number) => z.number().int(`expected an integer >= ${min}`).min(min, `expected an integer >= ${min}`);
 const num = (min: number) => z.number().min(min, `expected a number >= ${min}`);
