@@ -2,7 +2,7 @@ import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { createWriteStream } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { TailgateError, parseDurationMs } from '../core/index.js';
-import { POLICY_NAMES, type DeadlineSetting, type PolicyName, type PrefixOptions } from '../routing/index.js';
+import { POLICY_NAMES, ROUTER_DEFAULTS, type DeadlineSetting, type PolicyName, type PrefixOptions } from '../routing/index.js';
 import { choiceArg, collect, durationArg, intArg, numberArg, sizeArg } from './args.js';
 
 interface RouteFlags {
@@ -172,14 +172,14 @@ export function registerRoute(program: Command): void {
     .option('--prefix-balance-rel <x>', 'prefix affinity only while a worker holds < x times the fleet mean, or the absolute bound (default 1.25)', numberArg(1))
     .option('--seed <n>', 'seed of every random choice', intArg(0), 1)
     .option('--max-inflight-per-worker <n>', 'per-worker in-flight cap; more wait in the router (default for adaptive and prefix: 1.25 x the fair share, at least 8; none otherwise)', intArg(1))
-    .option('--max-queue <n>', 'requests that may wait in the router; beyond it 429', intArg(0), 4096)
-    .option('--queue-timeout <dur>', 'a request waiting longer in the router gets 503', durationArg, 60_000)
+    .option('--max-queue <n>', 'requests that may wait in the router; beyond it 429', intArg(0), ROUTER_DEFAULTS.maxQueue)
+    .option('--queue-timeout <dur>', 'a request waiting longer in the router gets 503', durationArg, ROUTER_DEFAULTS.queueTimeoutMs)
     .option('--ttft-deadline <auto|dur|off>', 're-dispatch a stream with no first token by then (default: auto for adaptive and prefix, off otherwise)', deadlineArg)
     .option('--stall-deadline <auto|dur|off>', 'migrate a stream silent this long mid-way (default: auto for adaptive and prefix, off otherwise)', deadlineArg)
-    .option('--deadline-floor <dur>', 'floor of the auto deadlines', durationArg, 1000)
-    .option('--max-resend-share <x>', 'long-run share of requests that may be sent twice', numberArg(0), 0.1)
+    .option('--deadline-floor <dur>', 'floor of the auto deadlines', durationArg, ROUTER_DEFAULTS.deadlineFloorMs)
+    .option('--max-resend-share <x>', 'long-run share of requests that may be sent twice', numberArg(0), ROUTER_DEFAULTS.maxResendShare)
     .option('--max-body <size>', 'request body limit, beyond it 413', sizeArg, 4 * 1024 * 1024)
-    .option('--max-retries <n>', 'retries elsewhere after a failure before any byte reached the client', intArg(0), 2)
+    .option('--max-retries <n>', 'retries elsewhere after a failure before any byte reached the client', intArg(0), ROUTER_DEFAULTS.maxRetries)
     .option('--ca <file>', 'PEM CA bundle for https backends')
     .option('--tls-cert <file>', 'serve clients over TLS: PEM certificate chain (reloaded on SIGHUP or when the file changes)')
     .option('--tls-key <file>', 'the PEM private key of --tls-cert')
@@ -192,9 +192,9 @@ export function registerRoute(program: Command): void {
     .option('--body-timeout <dur>', 'a request body silent this long between two reads gets 408 (nginx client_body_timeout)', durationArg, 30_000)
     .option('--keep-alive-timeout <dur>', 'an idle client connection is closed after this (nginx keepalive_timeout)', durationArg, 65_000)
     .option('--max-requests-per-connection <n>', 'a client connection is closed after this many requests, 0 = no limit (nginx keepalive_requests)', intArg(0), 1000)
-    .option('--upstream-header-timeout <dur>', 'a worker that sends no response head this long after the request fails it (retried elsewhere)', durationArg, 600_000)
-    .option('--upstream-idle-timeout <dur>', 'a response silent this long fails (Envoy stream_idle_timeout); a stream ends with an error frame', durationArg, 300_000)
-    .option('--send-timeout <dur>', 'a client that takes no byte of its response this long is disconnected (nginx send_timeout)', durationArg, 60_000)
+    .option('--upstream-header-timeout <dur>', 'a worker that sends no response head this long after the request fails it (retried elsewhere)', durationArg, ROUTER_DEFAULTS.upstreamHeaderTimeoutMs)
+    .option('--upstream-idle-timeout <dur>', 'a response silent this long fails (Envoy stream_idle_timeout); a stream ends with an error frame', durationArg, ROUTER_DEFAULTS.upstreamIdleTimeoutMs)
+    .option('--send-timeout <dur>', 'a client that takes no byte of its response this long is disconnected (nginx send_timeout)', durationArg, ROUTER_DEFAULTS.sendTimeoutMs)
     .option('--discover <k8s://ns/svc[:port]>', 'follow the ready endpoints of a Kubernetes Service (EndpointSlices; KUBECONFIG or in-cluster credentials)')
     .option('--flows [file]', 'flow control: priorities, fair queuing between tenants, per-tenant limits; the YAML file (re-read on SIGHUP) sets weights, limits and per-model priorities')
     .option('--tenant-header <name>', 'header naming the tenant (default: a hash of the API key); turns flow control on')

@@ -1,5 +1,5 @@
 import type { Clock } from '../core/index.js';
-import { EjectionRule } from '../routing/index.js';
+import { EjectionRule, ROUTER_DEFAULTS } from '../routing/index.js';
 import type { Backend } from './backend.js';
 
 /** Health settings. */
@@ -49,11 +49,11 @@ export class HealthTracker {
     this.#backends = backends;
     this.#clock = clock;
     this.#opts = {
-      probeIntervalMs: opts.probeIntervalMs ?? 1000,
-      probeTimeoutMs: opts.probeTimeoutMs ?? 1000,
-      ejectAfterFailures: opts.ejectAfterFailures ?? 3,
-      baseEjectMs: opts.baseEjectMs ?? 2000,
-      maxEjectMs: opts.maxEjectMs ?? 60_000,
+      probeIntervalMs: opts.probeIntervalMs ?? ROUTER_DEFAULTS.probeIntervalMs,
+      probeTimeoutMs: opts.probeTimeoutMs ?? ROUTER_DEFAULTS.probeTimeoutMs,
+      ejectAfterFailures: opts.ejectAfterFailures ?? ROUTER_DEFAULTS.ejectAfterFailures,
+      baseEjectMs: opts.baseEjectMs ?? ROUTER_DEFAULTS.baseEjectMs,
+      maxEjectMs: opts.maxEjectMs ?? ROUTER_DEFAULTS.maxEjectMs,
     };
     this.#onChange = onChange;
     this.#onEject = onEject;

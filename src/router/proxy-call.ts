@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { countTokens, promptTokenIds, type Clock } from '../core/index.js';
 import { blockHashes } from '../engine/index.js';
 import { DONE_FRAME, errorFrame, readStreamChunk, type NormalizedRequest, type StreamChunk, type Usage } from '../openai/index.js';
-import type { Dispatcher, RouteRequest, ShedReason, WorkerStats, WorkerView } from '../routing/index.js';
+import { decideDeadline, type DeadlineFacts, type DeadlineLimits, type DeadlineVerdict, type Dispatcher, type RouteRequest, type ShedReason, type WorkerStats, type WorkerView } from '../routing/index.js';
 import type { BucketHistogram } from '../stats/index.js';
 import { BodyScanner, decodeBody, encodeRequest, type BodyFraming } from '../wire/index.js';
 import type { Backend } from './backend.js';
@@ -503,6 +503,37 @@ class Attempt implements ExchangeHandler {
   }
 }
 
+/** The deadline rule's questions about one call's attempt, each worked out only when the rule reads it. */
+class CallFacts implements DeadlineFacts {
+  constructor(
+    readonly call: ProxyCall,
+    readonly a: Attempt,
+  ) {}
+
+  get otherWorker(): boolean {
+    return this.call.canResendFrom(this.a);
+  }
+
+  get migratable(): boolean {
+    return this.call.migratable(this.a);
+  }
+
+  get budgetLeft(): boolean {
+    return this.call.ctx.dispatcher.resendBudgetLeft();
+  }
+
+  get workerStalledWhole(): boolean {
+    return this.call.ctx.dispatcher.stalledWhole(this.a.backend.id);
+  }
+
+  get workerProducedSinceStart(): boolean {
+    return this.call.ctx.dispatcher.producedSince(this.a.backend.id, this.a.startMs);
+  }
+}
+
+/** Facts of a call with no attempt on a worker (the rule never reads them). */
+const NO_FACTS: DeadlineFacts = { otherWorker: false, migratable: false, budgetLeft: false, workerStalledWhole: false, workerProducedSinceStart: false };
+
 /** How a call ended, for the access log. */
 export type CallOutcome = 'ok' | 'http_error' | 'upstream_error' | 'stream_error' | 'client_aborted' | 'rejected' | 'drained';
 
@@ -622,65 +653,91 @@ export class ProxyCall {
     a.send(this.#continuation ?? this.#rawBody);
   }
 
-  /** Periodic check (the router's sweep): queue timeout, first-token deadline (of a prompt this long), stall deadline. */
-  checkDeadlines(nowMs: number, ttftDeadlineMs: (promptTokens: number) => number, stallDeadlineMs: number): void {
+  /**
+   * Periodic check (the router's sweep): asks the one deadline rule (routing/deadline-decision.ts)
+   * what this call gets now and applies its verdict. `ttftDeadlineMs` gives the first-token deadline
+   * of a prompt this long; `limits` are the sweep's deadlines.
+   */
+  checkDeadlines(nowMs: number, ttftDeadlineMs: (promptTokens: number) => number, limits: DeadlineLimits): void {
     if (this.finished) return;
-    if (this.queuedAtMs >= 0) {
-      if (nowMs - this.queuedAtMs > this.ctx.queueTimeoutMs && this.ctx.dispatcher.cancel(this.routeReq)) {
-        this.queuedAtMs = -1;
-        this.#giveUp(503, `no worker had room within ${this.ctx.queueTimeoutMs} ms`, 'queue_timeout');
-      }
-      return;
-    }
     const a = this.attempt;
-    if (!a || a.released) return;
+    const live = a !== undefined && !a.released;
+    const waitsFirst = live && this.resent === null && a.firstContentMs < 0 && this.norm.stream;
+    const v = decideDeadline({
+      nowMs,
+      queuedAtMs: this.queuedAtMs,
+      sent: live,
+      startMs: live ? a.startMs : 0,
+      headed: live && a.headed,
+      firstToken: live && a.firstContentMs >= 0,
+      lastTokenMs: live ? a.lastTokenMs : 0,
+      pausedAtMs: live && a.paused ? a.pausedAtMs : -1,
+      stream: this.norm.stream,
+      resent: this.resent !== null,
+      ttftDeadlineMs: waitsFirst ? ttftDeadlineMs(this.routeReq.promptTokens) : Number.POSITIVE_INFINITY,
+      limits,
+      facts: live ? new CallFacts(this, a) : NO_FACTS,
+    });
+    if (v.action === 'none' || v.action === 'wait') return;
     const ctx = this.ctx;
-    if (a.paused) {
-      // the client takes nothing: its stream is not the worker's stall (nginx's send_timeout)
-      if (nowMs - a.pausedAtMs > ctx.sendTimeoutMs) this.res.destroy();
+    if (v.action === 'queue-timeout') {
+      if (!ctx.dispatcher.cancel(this.routeReq)) return;
+      this.queuedAtMs = -1;
+      this.#giveUp(503, `no worker had room within ${ctx.queueTimeoutMs} ms`, 'queue_timeout');
       return;
     }
-    if (!a.headed) {
-      if (nowMs - a.startMs > ctx.upstreamHeaderTimeoutMs) this.preByteFailure(a, `sent no response head within ${ctx.upstreamHeaderTimeoutMs} ms`, undefined);
-      return;
+    if (!live) return;
+    switch (v.action) {
+      case 'disconnect':
+        this.res.destroy();
+        return;
+      case 'head-timeout':
+        this.preByteFailure(a, `sent no response head within ${ctx.upstreamHeaderTimeoutMs} ms`, undefined);
+        return;
+      case 'idle-timeout':
+        a.failIdle(`sent nothing for ${ctx.upstreamIdleTimeoutMs} ms`);
+        return;
+      case 'redispatch':
+        this.#redispatch(a, v);
+        return;
+      default:
+        this.#stalled(a, v, nowMs);
     }
-    if (nowMs - a.lastTokenMs > ctx.upstreamIdleTimeoutMs) {
-      a.failIdle(`sent nothing for ${ctx.upstreamIdleTimeoutMs} ms`);
-      return;
-    }
-    if (!this.norm.stream) return;
-    const d = ctx.dispatcher;
-    const m = ctx.metrics;
-    if (a.firstContentMs < 0) {
-      if (this.resent !== null || nowMs - a.startMs < ttftDeadlineMs(this.routeReq.promptTokens) || !this.#canResendFrom(a)) return;
-      if (!d.tryResend()) return;
-      this.resent = 'redispatched';
-      m.redispatched.inc({ worker: a.backend.id });
-      // Only a worker that produced nothing meanwhile is suspected; a busy one is queueing (the request
-      // still moves: at a fleet's slot capacity, suspecting busy workers took capacity away when short).
-      if (d.missedFirstToken(a.backend.id, a.startMs, a.position)) ctx.health.failure(a.backend);
-      a.cancel();
-      this.#exclude(a.backend.id);
-      this.dispatch();
-      return;
-    }
-    if (nowMs - a.lastTokenMs < stallDeadlineMs) return;
-    // A worker stalled as a whole has all its streams moved at once, outside the re-send budget.
-    const canMove = this.#canResendFrom(a) && this.#migratable(a) && d.tryResend(a.backend.id);
-    a.cancel();
-    m.failed.inc({ worker: a.backend.id });
-    ctx.health.failure(a.backend);
-    // A stream that cannot be continued elsewhere (no other worker, a token-id prompt, the re-send
-    // budget spent, already moved once) ends with vLLM's error frame: it never hangs.
-    if (!canMove || !this.#migrate(a)) this.#giveUp(502, `worker ${a.backend.id} stalled mid-stream (silent for ${Math.round(nowMs - a.lastTokenMs)} ms) and the stream cannot be migrated`, 'upstream_failed');
   }
 
-  #canResendFrom(a: Attempt): boolean {
+  /** A stream with no first token by its deadline goes to another worker (its worker blamed if it produced nothing meanwhile). */
+  #redispatch(a: Attempt, v: DeadlineVerdict): void {
+    const d = this.ctx.dispatcher;
+    if (v.spendBudget) d.tryResend();
+    this.resent = 'redispatched';
+    this.ctx.metrics.redispatched.inc({ worker: a.backend.id });
+    if (v.blame) this.ctx.health.failure(a.backend);
+    else d.noteQueueing(a.backend.id, a.position);
+    a.cancel();
+    this.#exclude(a.backend.id);
+    this.dispatch();
+  }
+
+  /** A stream silent past the stall deadline: migrated, or ended with an error frame. */
+  #stalled(a: Attempt, v: DeadlineVerdict, nowMs: number): void {
+    const ctx = this.ctx;
+    if (v.action === 'migrate' && v.spendBudget) ctx.dispatcher.tryResend();
+    a.cancel();
+    ctx.metrics.failed.inc({ worker: a.backend.id });
+    if (v.blame) ctx.health.failure(a.backend);
+    // A stream that cannot be continued elsewhere (no other worker, a token-id prompt, the re-send
+    // budget spent, already moved once) ends with vLLM's error frame: it never hangs.
+    if (v.action !== 'migrate' || !this.#migrate(a)) this.#giveUp(502, `worker ${a.backend.id} stalled mid-stream (silent for ${Math.round(nowMs - a.lastTokenMs)} ms) and the stream cannot be migrated`, 'upstream_failed');
+  }
+
+  /** Another worker than `a`'s (and those tried before) serves this call's model. */
+  canResendFrom(a: Attempt): boolean {
     const exclude = new Set(this.tried).add(a.backend.id);
     return this.ctx.dispatcher.canServe(this.routeReq.model, exclude);
   }
 
-  #migratable(a: Attempt): boolean {
+  /** `a`'s stream can be continued elsewhere (migration on, one choice, not moved before, tokens left). */
+  migratable(a: Attempt): boolean {
     return this.ctx.migrate && this.norm.stream && this.norm.n === 1 && this.resent === null && (this.norm.maxTokens === null || this.norm.maxTokens - a.received().chunks >= 1);
   }
 
@@ -729,7 +786,7 @@ export class ProxyCall {
     this.ctx.metrics.failed.inc({ worker: a.backend.id });
     this.ctx.health.failure(a.backend);
     if (this.finished) return;
-    if (this.#migratable(a) && this.#canResendFrom(a) && this.ctx.dispatcher.tryResend() && this.#migrate(a)) return;
+    if (this.migratable(a) && this.canResendFrom(a) && this.ctx.dispatcher.tryResend() && this.#migrate(a)) return;
     this.#giveUp(502, `worker ${a.backend.id} ${reason}`, 'upstream_failed');
   }
 

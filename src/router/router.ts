@@ -3,7 +3,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { AddressInfo } from 'node:net';
 import { RealClock, TailgateError, countTokens, createRng } from '../core/index.js';
 import { malformedJson, modelNotFound, validateRequest, type EndpointKind, type NormalizedRequest } from '../openai/index.js';
-import { Dispatcher, createPolicy, usesAdaptiveDefaults, type DeadlineSetting } from '../routing/index.js';
+import { Dispatcher, ROUTER_DEFAULTS, createPolicy, usesAdaptiveDefaults, type DeadlineLimits, type DeadlineSetting } from '../routing/index.js';
 import { Backend, type BackendPoolOptions } from './backend.js';
 import { BackendSet, forgetWorkerGauges } from './dynamic-backends.js';
 import { clusterMetricsSource } from './cluster.js';
@@ -18,7 +18,6 @@ const ENDPOINTS: Record<string, EndpointKind> = { '/v1/chat/completions': 'chat'
 /** vLLM's routes outside `/v1/` that take a body naming a model (every `POST /v1/*` is routed too). */
 const OTHER_ROUTES = new Set(['/tokenize', '/detokenize', '/pooling', '/classify', '/score', '/rerank', '/v2/rerank', '/invocations']);
 const GET_ROUTES = new Set(['/v1/models', '/health', '/ready', '/live', '/workers', '/metrics', '/flows']);
-const SWEEP_MS = 50;
 
 /**
  * Starts the load-aware OpenAI-compatible router and resolves once it listens and has probed
@@ -43,18 +42,18 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   const backends = dedupe(opts.backends).map((u) => new Backend(u, pool));
   const byId = new Map(backends.map((b) => [b.id, b]));
   const off: DeadlineSetting = 'off';
-  const floor = opts.deadlineFloorMs ?? 1000;
+  const floor = opts.deadlineFloorMs ?? ROUTER_DEFAULTS.deadlineFloorMs;
   const dispatcher = new Dispatcher({
     policy: createPolicy(policyName, { now: () => clock.now(), ...(opts.prefix !== undefined && { prefix: opts.prefix }) }),
     rng: createRng(opts.seed ?? 1),
     now: () => clock.now(),
     maxInflightPerWorker: opts.maxInflightPerWorker ?? (adaptive ? 'auto' : Number.POSITIVE_INFINITY),
-    maxQueue: opts.maxQueue ?? 4096,
+    maxQueue: opts.maxQueue ?? ROUTER_DEFAULTS.maxQueue,
     ttftDeadline: opts.ttftDeadline ?? (adaptive ? 'auto' : off),
     stallDeadline: opts.stallDeadline ?? (adaptive ? 'auto' : off),
     ttftDeadlineFloorMs: floor,
     stallDeadlineFloorMs: floor,
-    maxResendShare: opts.maxResendShare ?? 0.1,
+    maxResendShare: opts.maxResendShare ?? ROUTER_DEFAULTS.maxResendShare,
     ...(flowConfig && { flows: FlowControl.queueOptions(flowConfig) }),
   });
   for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
@@ -79,11 +78,11 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     health,
     backends: byId,
     active,
-    maxRetries: opts.maxRetries ?? 2,
-    queueTimeoutMs: opts.queueTimeoutMs ?? 60_000,
-    upstreamHeaderTimeoutMs: opts.upstreamHeaderTimeoutMs ?? 600_000,
-    upstreamIdleTimeoutMs: opts.upstreamIdleTimeoutMs ?? 300_000,
-    sendTimeoutMs: opts.sendTimeoutMs ?? 60_000,
+    maxRetries: opts.maxRetries ?? ROUTER_DEFAULTS.maxRetries,
+    queueTimeoutMs: opts.queueTimeoutMs ?? ROUTER_DEFAULTS.queueTimeoutMs,
+    upstreamHeaderTimeoutMs: opts.upstreamHeaderTimeoutMs ?? ROUTER_DEFAULTS.upstreamHeaderTimeoutMs,
+    upstreamIdleTimeoutMs: opts.upstreamIdleTimeoutMs ?? ROUTER_DEFAULTS.upstreamIdleTimeoutMs,
+    sendTimeoutMs: opts.sendTimeoutMs ?? ROUTER_DEFAULTS.sendTimeoutMs,
     migrate: opts.migrate ?? adaptive,
     accessLog: opts.accessLog,
   };
@@ -238,9 +237,17 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     const now = clock.now();
     if (flowControl) dispatcher.shedExpired();
     const stall = dispatcher.stallDeadlineMs();
+    const limits: DeadlineLimits = {
+      queueTimeoutMs: ctx.queueTimeoutMs,
+      upstreamHeaderTimeoutMs: ctx.upstreamHeaderTimeoutMs,
+      upstreamIdleTimeoutMs: ctx.upstreamIdleTimeoutMs,
+      sendTimeoutMs: ctx.sendTimeoutMs,
+      stallDeadlineMs: stall,
+      noTargetGiveUpMs: stall,
+    };
     ttftByPrompt.clear();
-    for (const call of active) call.checkDeadlines(now, ttft, stall);
-  }, SWEEP_MS);
+    for (const call of active) call.checkDeadlines(now, ttft, limits);
+  }, ROUTER_DEFAULTS.sweepMs);
   sweep.unref();
 
   await health.start();

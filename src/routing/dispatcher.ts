@@ -1,4 +1,5 @@
 import type { Rng } from '../core/index.js';
+import { ROUTER_DEFAULTS } from './defaults.js';
 import { FlowQueue, type FlowQueueOptions, type FlowQueueStat, type FlowTicket, type ShedReason } from './flow-queue.js';
 import type { FleetLatency, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 import { ResendBudget } from './resend-budget.js';
@@ -44,7 +45,7 @@ export interface DispatcherOptions {
    * @default the adaptive policy's `now`, if it has one
    */
   now?: () => number;
-  /** Requests that may wait for room; one more is rejected. @default 1024 */
+  /** Requests that may wait for room; one more is rejected. @default 4096 (ROUTER_DEFAULTS.maxQueue) */
   maxQueue?: number;
   /** Time to first content token before a request is re-dispatched. @default 'auto' */
   ttftDeadline?: DeadlineSetting;
@@ -221,11 +222,11 @@ export class Dispatcher {
     this.#slotsMemoryMs = opts.slotsMemoryMs ?? 60_000;
     this.#halfOpenMax = opts.halfOpenMaxInflight ?? 1;
     this.#refreshMs = opts.fleetRefreshMs ?? 100;
-    this.#maxQueue = opts.maxQueue ?? 1024;
+    this.#maxQueue = opts.maxQueue ?? ROUTER_DEFAULTS.maxQueue;
     this.#flows = opts.flows && new FlowQueue({ maxQueue: this.#maxQueue, ...opts.flows });
     this.#opts = opts;
     this.#now = opts.now ?? (opts.policy as { now?: () => number }).now;
-    this.#budget = new ResendBudget(opts.maxResendShare ?? 0.1, opts.resendBurst ?? 64);
+    this.#budget = new ResendBudget(opts.maxResendShare ?? ROUTER_DEFAULTS.maxResendShare, opts.resendBurst ?? ROUTER_DEFAULTS.resendBurst);
     // The policy's window on the persistent entries: no view is built or copied per pick.
     const list = this.#list;
     const eligible = (w: WorkerEntry, entry: QueueEntry, cap: number, lend: boolean): boolean => this.#eligible(w, entry, cap, lend);
@@ -369,15 +370,30 @@ export class Dispatcher {
    * while another has a slot free.
    */
   missedFirstToken(id: string, sentMs: number, position: number): boolean {
+    if (!this.producedSince(id, sentMs)) return true;
+    this.noteQueueing(id, position);
+    return false;
+  }
+
+  /**
+   * A request sent to a producing worker `id` as its `position`-th in flight had no first token by
+   * its deadline: with the `auto` cap, the worker takes at most `position - 1` for a while (see
+   * {@link Dispatcher.missedFirstToken}).
+   */
+  noteQueueing(id: string, position: number): void {
     const w = this.#workers.get(id);
-    if (!w || !(w.stats.lastProgressMs > sentMs)) return true;
-    if (this.#cap !== 'auto') return false;
+    if (!w || this.#cap !== 'auto') return;
     const nowMs = this.#now ? this.#now() : Number.NaN;
     const slots = Math.max(this.#capFloor, position - 1);
     if (w.slots === Number.POSITIVE_INFINITY) this.#slotWorkers++;
     if (slots < w.slots || nowMs > w.slotsUntilMs) w.slots = slots;
     w.slotsUntilMs = Number.isNaN(nowMs) ? Number.POSITIVE_INFINITY : nowMs + this.#slotsMemoryMs;
-    return false;
+  }
+
+  /** Whether `id` sent a token to any of its requests after `sinceMs` (false for an unknown worker). */
+  producedSince(id: string, sinceMs: number): boolean {
+    const w = this.#workers.get(id);
+    return w !== undefined && w.stats.lastProgressMs > sinceMs;
   }
 
   /** The requests `id` was seen to run at once (null: none learned, or forgotten). */
@@ -576,7 +592,7 @@ export class Dispatcher {
     const fleet = this.#fleet(ANY_MODEL);
     if (!(fleet.ttftMs >= 0)) return this.#opts.noDataDeadlineMs ?? 10_000;
     const lengthFactor = this.#promptTokensEwma > 0 ? Math.max(1, promptTokens / this.#promptTokensEwma) : 1;
-    return Math.max(this.#opts.ttftDeadlineFloorMs ?? 1000, (this.#opts.ttftDeadlineFactor ?? 3) * fleet.ttftMs * lengthFactor);
+    return Math.max(this.#opts.ttftDeadlineFloorMs ?? ROUTER_DEFAULTS.deadlineFloorMs, (this.#opts.ttftDeadlineFactor ?? 3) * fleet.ttftMs * lengthFactor);
   }
 
   /**
@@ -589,7 +605,7 @@ export class Dispatcher {
     if (typeof s === 'number') return s;
     const fleet = this.#fleet(ANY_MODEL);
     if (!(fleet.itlMs >= 0)) return this.#opts.noDataDeadlineMs ?? 10_000;
-    return Math.max(this.#opts.stallDeadlineFloorMs ?? 1000, (this.#opts.stallDeadlineFactor ?? 20) * fleet.itlMs);
+    return Math.max(this.#opts.stallDeadlineFloorMs ?? ROUTER_DEFAULTS.deadlineFloorMs, (this.#opts.stallDeadlineFactor ?? 20) * fleet.itlMs);
   }
 
   /**
@@ -600,8 +616,13 @@ export class Dispatcher {
     const s = (kind === 'ttft' ? this.#opts.ttftDeadline : this.#opts.stallDeadline) ?? 'auto';
     if (s === 'off') return Number.POSITIVE_INFINITY;
     if (typeof s === 'number') return s;
-    const floor = (kind === 'ttft' ? this.#opts.ttftDeadlineFloorMs : this.#opts.stallDeadlineFloorMs) ?? 1000;
+    const floor = (kind === 'ttft' ? this.#opts.ttftDeadlineFloorMs : this.#opts.stallDeadlineFloorMs) ?? ROUTER_DEFAULTS.deadlineFloorMs;
     return Math.min(this.#opts.noDataDeadlineMs ?? 10_000, floor);
+  }
+
+  /** Whether the capped re-send budget has a re-send left (spends nothing). */
+  resendBudgetLeft(): boolean {
+    return this.#budget.available;
   }
 
   /**

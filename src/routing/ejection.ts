@@ -1,3 +1,5 @@
+import { ROUTER_DEFAULTS } from './defaults.js';
+
 /** Settings of the passive ejection rule; every default is the router's. */
 export interface EjectionOptions {
   /** Consecutive failures (refused, reset, 5xx, missed deadline) that eject a worker. @default 3 */
@@ -54,9 +56,9 @@ export class EjectionRule {
 
   constructor(opts: EjectionOptions = {}) {
     this.#opts = {
-      ejectAfterFailures: opts.ejectAfterFailures ?? 3,
-      baseEjectMs: opts.baseEjectMs ?? 2000,
-      maxEjectMs: opts.maxEjectMs ?? 60_000,
+      ejectAfterFailures: opts.ejectAfterFailures ?? ROUTER_DEFAULTS.ejectAfterFailures,
+      baseEjectMs: opts.baseEjectMs ?? ROUTER_DEFAULTS.baseEjectMs,
+      maxEjectMs: opts.maxEjectMs ?? ROUTER_DEFAULTS.maxEjectMs,
       maxEjectedShare: opts.maxEjectedShare ?? 0.5,
     };
   }

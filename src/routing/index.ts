@@ -18,3 +18,6 @@ export type { EjectionOptions, EjectionRecord, FailureVerdict } from './ejection
 export { EjectionRule, freshEjectionRecord } from './ejection.js';
 export type { FlowPush, FlowQueueOptions, FlowQueueStat, FlowTicket, Priority, ShedReason } from './flow-queue.js';
 export { FlowQueue, PRIORITIES } from './flow-queue.js';
+export { ROUTER_DEFAULTS } from './defaults.js';
+export type { DeadlineAction, DeadlineFacts, DeadlineLimits, DeadlineSituation, DeadlineVerdict } from './deadline-decision.js';
+export { decideDeadline } from './deadline-decision.js';

@@ -18,6 +18,11 @@ export class ResendBudget {
     this.#tokens = Math.min(this.#burst, this.#tokens + this.#share);
   }
 
+  /** A re-send is left (spends nothing). */
+  get available(): boolean {
+    return this.#tokens >= 1;
+  }
+
   /** Spends one re-send if the budget allows it. */
   trySpend(): boolean {
     if (this.#tokens < 1) return false;

@@ -1,5 +1,5 @@
 import type { Clock, Rng } from '../core/index.js';
-import { Dispatcher, EjectionRule, createPolicy, freshEjectionRecord, usesAdaptiveDefaults, type DeadlineSetting, type EjectionRecord, type FlowQueueOptions, type PolicyName } from '../routing/index.js';
+import { Dispatcher, EjectionRule, ROUTER_DEFAULTS, createPolicy, freshEjectionRecord, usesAdaptiveDefaults, type DeadlineSetting, type EjectionRecord, type FlowQueueOptions, type PolicyName } from '../routing/index.js';
 
 /** Settings of one simulated router replica, defaulted as the live router defaults them. */
 export interface FrontendSettings {
@@ -19,7 +19,7 @@ export interface FrontendSettings {
 }
 
 /**
- * The live router's defaults (src/router/router.ts, health.ts): adaptive gets the `auto`
+ * The live router's defaults (ROUTER_DEFAULTS, routing/defaults.ts): adaptive gets the `auto`
  * per-worker cap (a multiple of the fair share) and `auto` deadlines, the other policies no cap
  * and no deadlines.
  */
@@ -27,15 +27,15 @@ export function routerDefaults(policy: PolicyName, overrides: Partial<Pick<Front
   const adaptive = usesAdaptiveDefaults(policy);
   return {
     maxInflightPerWorker: overrides.maxInflightPerWorker ?? (adaptive ? 'auto' : Number.POSITIVE_INFINITY),
-    maxQueue: overrides.maxQueue ?? 4096,
+    maxQueue: overrides.maxQueue ?? ROUTER_DEFAULTS.maxQueue,
     ttftDeadline: overrides.ttftDeadline ?? (adaptive ? 'auto' : 'off'),
     stallDeadline: overrides.stallDeadline ?? (adaptive ? 'auto' : 'off'),
-    deadlineFloorMs: 1000,
-    maxResendShare: 0.1,
-    ejectAfterFailures: 3,
-    baseEjectMs: 2000,
-    maxEjectMs: 60_000,
-    probeIntervalMs: 1000,
+    deadlineFloorMs: ROUTER_DEFAULTS.deadlineFloorMs,
+    maxResendShare: ROUTER_DEFAULTS.maxResendShare,
+    ejectAfterFailures: ROUTER_DEFAULTS.ejectAfterFailures,
+    baseEjectMs: ROUTER_DEFAULTS.baseEjectMs,
+    maxEjectMs: ROUTER_DEFAULTS.maxEjectMs,
+    probeIntervalMs: ROUTER_DEFAULTS.probeIntervalMs,
   };
 }
 

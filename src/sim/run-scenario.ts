@@ -1,7 +1,7 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
 import { Engine, FaultSchedule, QUEUE_FULL, TOO_LONG, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import type { FlowTicket, PolicyName, Priority, RouteRequest, WorkerView } from '../routing/index.js';
+import { ROUTER_DEFAULTS, decideDeadline, type DeadlineFacts, type DeadlineLimits, type DeadlineVerdict, type Dispatcher, type FlowTicket, type PolicyName, type Priority, type RouteRequest, type WorkerView } from '../routing/index.js';
 import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/index.js';
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
@@ -12,6 +12,49 @@ import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
 
 const NO_TENANT: FlowTicket = { tenant: '', priority: 'standard' };
+
+/** The router's deadline sweep period (the simulator sweeps as often as the live router). */
+const SWEEP_MS = ROUTER_DEFAULTS.sweepMs;
+
+/**
+ * The simulated router's deadlines besides the stall deadline: it has no queue, head, idle or
+ * send timeout, and a stalled stream with nowhere to go waits for its worker.
+ */
+const SIM_LIMITS: Omit<DeadlineLimits, 'stallDeadlineMs'> = {
+  queueTimeoutMs: Number.POSITIVE_INFINITY,
+  upstreamHeaderTimeoutMs: Number.POSITIVE_INFINITY,
+  upstreamIdleTimeoutMs: Number.POSITIVE_INFINITY,
+  sendTimeoutMs: Number.POSITIVE_INFINITY,
+  noTargetGiveUpMs: Number.POSITIVE_INFINITY,
+};
+
+/** The deadline rule's questions about one simulated attempt (only due attempts are asked; a simulated stream always migrates). */
+class SimFacts implements DeadlineFacts {
+  readonly migratable = true;
+
+  constructor(
+    readonly d: Dispatcher,
+    readonly model: string,
+    readonly workerId: string,
+    readonly startMs: number,
+  ) {}
+
+  get otherWorker(): boolean {
+    return this.d.canServe(this.model, new Set([this.workerId]));
+  }
+
+  get budgetLeft(): boolean {
+    return this.d.resendBudgetLeft();
+  }
+
+  get workerStalledWhole(): boolean {
+    return this.d.stalledWhole(this.workerId);
+  }
+
+  get workerProducedSinceStart(): boolean {
+    return this.d.producedSince(this.workerId, this.startMs);
+  }
+}
 
 /** Options of {@link runScenario}. */
 export interface SimOptions {
@@ -384,11 +427,13 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     }
   };
 
-  /** Cancels an attempt that hit a deadline and sends the request elsewhere (once per request). */
-  const resend = (a: number, feIndex: number, kind: 'redispatch' | 'migrate'): void => {
+  /** Cancels an attempt that hit a deadline and sends the request elsewhere (once per request), as the verdict says. */
+  const resend = (a: number, feIndex: number, v: DeadlineVerdict): void => {
     const fe = frontends[feIndex]!;
     const q = attempts.req(a);
     const workerId = attempts.workerId(a);
+    const kind = v.action === 'migrate' ? 'migrate' : 'redispatch';
+    if (v.spendBudget) fe.dispatcher.tryResend();
     attempts.end(a);
     requests.markResent(q, kind);
     if (kind === 'redispatch') redispatched++;
@@ -396,20 +441,20 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       migrated++;
       redoneTokens += requests.tokens(q);
     }
-    if (kind === 'migrate' || fe.dispatcher.missedFirstToken(workerId, attempts.startMs(a), attempts.position(a))) fe.failure(attempts.route(a).worker);
+    if (v.blame) fe.failure(attempts.route(a).worker);
+    else if (kind === 'redispatch') fe.dispatcher.noteQueueing(workerId, attempts.position(a));
     engines[attempts.route(a).worker]!.abort(attempts.ticket(a));
     fe.dispatcher.release(workerId, ticketOf(q));
     dispatch(q, feIndex, new Set([workerId]));
   };
 
-  // The router's periodic deadline sweep (src/router/router.ts: every 50 ms). No deadline is
+  // The router's periodic deadline sweep (every ROUTER_DEFAULTS.sweepMs, as src/router/router.ts). No deadline is
   // shorter than the dispatcher's bound, so each attempt is filed under the first sweep at which it
   // could be due and looked at from then on, not at every sweep (at fleet scale, looking at every
   // attempt 20 times a second was a third of the run); past its first token, an attempt is watched
   // with its route's others (StreamWatch), looked at only when its engine's oldest last token is
   // old enough (each stream once a second was most of what adaptive cost over p2c). What is due is
   // taken in the order the attempts started, as the router's sweep takes it, so the outcome is the same.
-  const SWEEP_MS = 50;
   let startSeq = 0;
   // Per replica: attempts by the sweep (time / SWEEP_MS) that looks at them, and the last sweep done.
   const wheels = frontends.map(() => ({ slots: new Map<number, SweepSlot>(), watchSlots: new Map<number, StreamWatch[]>(), done: 0 }));
@@ -537,14 +582,29 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       spareWatchLists.push(list);
     }
     due.sort((x, y) => attempts.startSeq(x >> 1) - attempts.startSeq(y >> 1));
+    const limits: DeadlineLimits = { ...SIM_LIMITS, stallDeadlineMs: stallMs };
     for (let k = 0; k < due.length; k++) {
       const a = due[k]! >> 1;
-      const kind = (due[k]! & 1) === 1 ? 'migrate' : 'redispatch';
       if (!attempts.live(a)) continue;
-      const workerId = attempts.workerId(a);
-      // No other worker, or a spent re-send budget: due again at the next sweep.
-      if (!d.canServe(scenario.model, new Set([workerId])) || !d.tryResend(kind === 'migrate' ? workerId : undefined)) fileForSweep(a, feIndex, now + SWEEP_MS);
-      else resend(a, feIndex, kind);
+      const first = attempts.hasFirstToken(a);
+      const v = decideDeadline({
+        nowMs: now,
+        queuedAtMs: -1,
+        sent: true,
+        startMs: attempts.startMs(a),
+        headed: true,
+        firstToken: first,
+        lastTokenMs: first ? attempts.lastMs(a) : attempts.startMs(a),
+        pausedAtMs: -1,
+        stream: true,
+        resent: false,
+        ttftDeadlineMs: first ? Number.POSITIVE_INFINITY : ttftByPrompt.get(requests.promptTokens(attempts.req(a)))!,
+        limits,
+        facts: new SimFacts(d, scenario.model, attempts.workerId(a), attempts.startMs(a)),
+      });
+      // Not moved now (no other worker, a spent re-send budget): due again at the next sweep.
+      if (v.action === 'redispatch' || v.action === 'migrate') resend(a, feIndex, v);
+      else fileForSweep(a, feIndex, now + SWEEP_MS);
     }
   };
 
