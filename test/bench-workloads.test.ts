@@ -58,7 +58,7 @@ test('bench: multi-turn conversations re-send the history with the answers as re
   const urls = await startTestFleet(t);
   const sent: string[] = [];
   const r = await runBench({
-    url: urls, model: MODEL, streaming: true, concurrency: 2, requestCount: 6, inputTokensMean: 10, outputTokensMean: 5,
+    url: urls, model: MODEL, streaming: true, concurrency: 2, inputTokensMean: 10, outputTokensMean: 5,
     conversationNum: 2, conversationTurnMean: 3, conversationTurnDelayMeanMs: 50, sharedSystemPromptLength: 20, randomSeed: 3,
     onCall: (c) => sent.push(c.text),
   });

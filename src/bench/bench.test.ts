@@ -3,7 +3,13 @@ import assert from 'node:assert/strict';
 import { buildDataset } from '../workload/index.js';
 import { aiperfInputConfig, judge, parseBaseUrl, parseExtraInputs, parseGoodput, parseHeaders, requestPayload, resolveBenchOptions } from './index.js';
 
-test('extra inputs: JSON values are parsed, other values stay strings, JSON objects merge', () => {
+test('extra inputs as AIPerf parses them: commas split pairs, values coerced by its rules, JSON objects merge', () => {
+  assert.deepEqual(parseExtraInputs(['a:1,b:2']), { a: 1, b: 2 });
+  assert.deepEqual(parseExtraInputs(['t:0.7, ignore_eos:TRUE ,x:None,y:null,z:-3,w:007,v:1.,u:.5,s:-0.25,r:1e5,q:abc']), {
+    t: 0.7, ignore_eos: true, x: null, y: null, z: -3, w: '007', v: 1, u: 0.5, s: -0.25, r: '1e5', q: 'abc',
+  });
+  assert.throws(() => parseExtraInputs(['stop:["a","b"]']), { code: 'CONFIG_INVALID', message: /KEY:VALUE/ }, 'a JSON list is split at its comma, as in AIPerf: use a JSON object');
+  assert.deepEqual(parseExtraInputs(['{"stop": ["a", "b"], "t": "0.5"}']), { stop: ['a', 'b'], t: '0.5' }, 'a JSON object keeps its values as typed');
   assert.deepEqual(parseExtraInputs(['temperature:0', 'ignore_eos:true', 'stop:end', 'min_tokens:128', 'url:http://x:1']), {
     temperature: 0, ignore_eos: true, stop: 'end', min_tokens: 128, url: 'http://x:1',
   });

@@ -22,11 +22,26 @@ function splitPair(flag: string, item: string, example: string): [string, string
 }
 
 /**
- * AIPerf `--extra-inputs`: `key:value` items (a value that parses as JSON is used as such:
- * `temperature:0` is the number 0, `ignore_eos:true` a boolean) or a JSON object.
+ * A `key:value` value as AIPerf coerces it: `true`/`false` (any case) booleans, `none`/`null`
+ * null, integers without a leading zero, numbers with one dot; anything else stays a string.
+ *
+ * @example coerceValue('0.7') // 0.7; coerceValue('007') // '007'; coerceValue('[1]') // '[1]'
+ */
+export function coerceValue(value: string): unknown {
+  const lower = value.toLowerCase();
+  if (lower === 'true' || lower === 'false') return lower === 'true';
+  if (lower === 'none' || lower === 'null') return null;
+  if (/^-?(0|[1-9][0-9]*)$/.test(value)) return Number(value);
+  if (/^-?[0-9]*\.[0-9]*$/.test(value) && /[0-9]/.test(value)) return Number(value);
+  return value;
+}
+
+/**
+ * AIPerf `--extra-inputs`: each item is a JSON object, or comma-separated `key:value` pairs split
+ * at the first colon, each value coerced by {@link coerceValue} (AIPerf's rules, not JSON's).
  *
  * @example
- * parseExtraInputs(['temperature:0', 'stop:end']); // { temperature: 0, stop: 'end' }
+ * parseExtraInputs(['temperature:0.7,ignore_eos:true', 'stop:end']); // { temperature: 0.7, ignore_eos: true, stop: 'end' }
  */
 export function parseExtraInputs(items: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -35,14 +50,10 @@ export function parseExtraInputs(items: readonly string[]): Record<string, unkno
       Object.assign(out, parseJsonObject('--extra-inputs', item));
       continue;
     }
-    const [k, raw] = splitPair('--extra-inputs', item, 'temperature:0');
-    let value: unknown = raw;
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      // a plain string value
+    for (const pair of item.split(',')) {
+      const [k, raw] = splitPair('--extra-inputs', pair, 'temperature:0');
+      out[k] = coerceValue(raw);
     }
-    out[k] = value;
   }
   return out;
 }

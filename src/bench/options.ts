@@ -1,7 +1,7 @@
 import { TailgateError, createRng } from '../core/index.js';
 import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
-import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, type ArrivalMode, type SamplingStrategy, type Tokenizer } from '../workload/index.js';
+import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type SamplingStrategy, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import type { CallResult } from './request-call.js';
 
@@ -207,6 +207,12 @@ export interface ResolvedBenchOptions {
   requestRateMode: ArrivalMode;
   arrivalSmoothness: number;
   requestCount: number | null;
+  /**
+   * Profiling conversations (`--conversation-num` with multi-turn conversations, AIPerf's stop
+   * condition): each runs all its turns, so 10 of 3 turns send 30 requests. Null: the request
+   * count or the duration bounds the run.
+   */
+  sessionCount: number | null;
   warmupRequestCount: number;
   /** Null: no time bound on the warm-up. */
   warmupDurationMs: number | null;
@@ -319,10 +325,11 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   if (o.datasetSamplingStrategy !== undefined && !SAMPLING_STRATEGIES.includes(o.datasetSamplingStrategy)) {
     throw bad(`unknown --dataset-sampling-strategy "${String(o.datasetSamplingStrategy)}" (use one of: ${SAMPLING_STRATEGIES.join(', ')})`);
   }
-  const fixedSchedule = workload.kind === 'trace' && (o.fixedSchedule ?? (o.requestRate === undefined && o.concurrency === undefined));
+  // As AIPerf: a trace with timestamps runs on them (--concurrency is then a ceiling) unless --no-fixed-schedule.
+  const fixedSchedule = workload.kind === 'trace' && (o.fixedSchedule ?? traceHasTimestamps(workload.file));
   if (o.fixedSchedule && workload.kind !== 'trace') throw bad('--fixed-schedule replays a trace: give it with --input-file');
   if (fixedSchedule) {
-    if (o.requestRate !== undefined) throw bad('--fixed-schedule sends at the trace\'s timestamps: drop --request-rate');
+    if (o.requestRate !== undefined) throw bad('--request-rate: a trace with timestamps is sent at them, as AIPerf sends it (the rate is not used): drop --request-rate, or give --no-fixed-schedule to send its lines at the rate');
     if ((o.warmupRequestCount ?? 0) > 0 || (o.warmupDurationMs ?? 0) > 0) throw bad('--fixed-schedule has no warm-up: drop --warmup-request-count and --warmup-duration');
     if ((o.threads ?? 1) > 1) throw bad('--fixed-schedule runs on one thread: drop --threads');
     if (o.benchmarkDurationMs !== undefined) throw bad('--fixed-schedule runs the trace to its end: drop --benchmark-duration');
@@ -338,8 +345,16 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   }
   const concurrency = o.concurrency ?? 1;
   const durationMs = o.benchmarkDurationMs ?? null;
+  if (o.conversationNum !== undefined && o.requestCount !== undefined) {
+    throw bad('--request-count and --conversation-num are both stop conditions: give one (AIPerf refuses the pair too)');
+  }
+  // AIPerf's --conversation-num counts conversations run: one request each unless they are multi-turn.
+  const multiTurn = workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0);
+  const sessionCount = o.conversationNum !== undefined && multiTurn ? o.conversationNum : null;
+  if (sessionCount !== null && (o.threads ?? 1) > 1) throw bad('--conversation-num with multi-turn conversations runs on one thread: drop --threads');
+  const defaultCount = sessionCount !== null || durationMs !== null || fixedSchedule ? null : Math.max(10, 2 * concurrency);
   // A replayed trace sends every line once unless a count is given.
-  const requestCount = o.requestCount ?? (durationMs === null && !fixedSchedule ? Math.max(10, 2 * concurrency) : null);
+  const requestCount = o.requestCount ?? (o.conversationNum !== undefined && !multiTurn ? o.conversationNum : defaultCount);
   const targets = urls.map((raw) => {
     const { url, origin, basePath } = parseBaseUrl(raw);
     return { url, origin, path: basePath + endpoint };
@@ -356,6 +371,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     requestRateMode: o.requestRateMode ?? 'poisson',
     arrivalSmoothness: o.arrivalSmoothness ?? 1,
     requestCount,
+    sessionCount,
     warmupRequestCount: o.warmupRequestCount ?? 0,
     warmupDurationMs: o.warmupDurationMs !== undefined && o.warmupDurationMs > 0 ? o.warmupDurationMs : null,
     benchmarkDurationMs: durationMs,

@@ -145,7 +145,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + (warm ? o.warmup.gracePeriodMs : o.benchmarkGracePeriodMs), stop);
       try {
         if (o.requestRate === null && !o.fixedSchedule) {
-          await closedLoop(warm ? o.warmup.concurrency : o.concurrency, count, deadline, now, stop.signal, nextSession, one, warm ? o.warmup.concurrencyRampMs : o.concurrencyRampMs);
+          await closedLoop(warm ? o.warmup.concurrency : o.concurrency, count, deadline, now, stop.signal, nextSession, one, warm ? o.warmup.concurrencyRampMs : o.concurrencyRampMs, warm ? null : o.sessionCount);
         } else {
           const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (warm ? 1 : 0);
           const load = warm
@@ -303,7 +303,7 @@ function traceSchedule(sessions: readonly Session[], count: number | null, phase
 /**
  * Every slot starts its first request in the same tick (a real burst), then refills as each ends.
  * A slot runs a session's turns in order, each after the previous answer and its think time; a
- * failed turn ends the conversation.
+ * failed turn ends the conversation. `sessionLimit` bounds the sessions started (each runs to its end).
  */
 async function closedLoop(
   concurrency: number,
@@ -314,14 +314,18 @@ async function closedLoop(
   nextSession: () => Session,
   one: (session: Session, turn: number, answers: readonly string[]) => Promise<CallResult>,
   rampMs = 0,
+  sessionLimit: number | null = null,
 ): Promise<void> {
   let issued = 0;
+  let started = 0;
   const limit = count ?? Number.POSITIVE_INFINITY;
+  const sessions = sessionLimit ?? Number.POSITIVE_INFINITY;
   const more = (): boolean => !stopped.aborted && issued < limit && now() < deadline;
   const slot = async (index: number): Promise<void> => {
     // A ramp opens slot i at rampMs x i / (concurrency - 1): concurrency climbs from 1 to its target.
     if (rampMs > 0 && index > 0) await sleep((rampMs * index) / (concurrency - 1), stopped);
-    while (more()) {
+    while (more() && started < sessions) {
+      started++;
       const session = nextSession();
       const answers: string[] = [];
       for (let k = 0; k < session.turns.length && more(); k++) {
@@ -338,7 +342,7 @@ async function closedLoop(
     }
   };
   const slots: Promise<void>[] = [];
-  for (let i = 0; i < Math.min(concurrency, limit); i++) slots.push(slot(i));
+  for (let i = 0; i < Math.min(concurrency, limit, sessions); i++) slots.push(slot(i));
   await Promise.all(slots);
 }
 

@@ -88,7 +88,7 @@ f('--tokenizer-trust-remote-code', 'switch', O, 'allow a hub tokenizer\'s custom
 f('--apply-chat-template', 'switch', R, 'count input tokens through the chat template');
 
 s('Input');
-f('--extra-inputs', 'list', I, 'extra body fields, key:value or JSON', 'temperature:0');
+f('--extra-inputs', 'list', I, 'extra body fields: comma-separated key:value pairs (values coerced) or JSON', 'temperature:0');
 f('-H --header', 'list', I, 'extra HTTP headers, Name:Value or JSON; one named like bench\'s own (any case) replaces it everywhere, probes and --reset-kv-cache included', 'X-A:1');
 f('--input-file', 'value', I, 'dataset file (tailgate: a Mooncake trace)');
 f('--public-dataset', 'value', R, 'download a public dataset (sharegpt, ...) and send its prompts', 'sharegpt');
@@ -116,7 +116,7 @@ s('Goodput');
 f('--goodput', 'list', I, 'SLOs as metric:threshold for goodput', 'time_to_first_token:2000');
 
 s('Conversation Input');
-f('--conversation-num --num-conversations --num-sessions', 'value', I, 'distinct conversations', '4');
+f('--conversation-num --num-conversations --num-sessions', 'value', I, 'conversations run, each to its last turn (10 x 3 turns = 30 requests); a stop condition', '4');
 f('--num-dataset-entries --num-prompts', 'value', I, 'distinct dataset entries', '10');
 f('--conversation-turn-mean --session-turns-mean', 'value', I, 'turns per conversation', '1');
 f('--conversation-turn-stddev --session-turns-stddev', 'value', I, 'turns per conversation, standard deviation', '0');

@@ -61,6 +61,7 @@ export function applyShard(opts: BenchOptions, shard: ShardSpec): void {
   if (opts.concurrency !== undefined) opts.concurrency = split('--concurrency', opts.concurrency, 1);
   if (opts.requestRate !== undefined) opts.requestRate = opts.requestRate / count;
   if (opts.requestCount !== undefined) opts.requestCount = split('--request-count', opts.requestCount, 1);
+  if (opts.conversationNum !== undefined) opts.conversationNum = split('--conversation-num', opts.conversationNum, 1);
   if (opts.warmupRequestCount !== undefined) opts.warmupRequestCount = split('--warmup-request-count', opts.warmupRequestCount, 0);
   opts.randomSeed = (opts.randomSeed ?? 0) + index;
 }

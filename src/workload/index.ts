@@ -13,6 +13,6 @@ export { answerText, answerTokenIds, concatIds, joinPieces, textPiece, turnInput
 export type { WorkloadOptions } from './build.js';
 export { buildWorkload } from './build.js';
 export type { TraceLine, TraceOptions } from './trace.js';
-export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, timedSessions, traceWorkload } from './trace.js';
+export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, timedSessions, traceHasTimestamps, traceWorkload } from './trace.js';
 export type { SamplingStrategy } from './sampler.js';
 export { SAMPLING_STRATEGIES, defaultSampling, sessionSampler } from './sampler.js';

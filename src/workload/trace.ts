@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { TailgateError, countTokens, createRng, promptTokenIds } from '../core/index.js';
 import { PROMPT_WORDS } from './corpus.js';
 import { concatIds, textPiece, type Piece, type Session, type Workload } from './session.js';
@@ -97,6 +98,32 @@ export async function loadTrace(path: string): Promise<TraceLine[]> {
     throw new TailgateError('CONFIG_INVALID', `cannot read trace ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
   }
   return parseTrace(text, path);
+}
+
+/**
+ * Whether any line of a trace carries a `timestamp`: AIPerf then runs the trace on its fixed
+ * schedule whatever the load flags say. Read synchronously because it decides the run's mode;
+ * stops at the first timestamp. Lines that are not JSON are left to {@link parseTrace} to report.
+ *
+ * @throws TailgateError CONFIG_INVALID (unreadable file)
+ */
+export function traceHasTimestamps(path: string): boolean {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `cannot read trace ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+  }
+  for (const row of text.split('\n')) {
+    if (!row.includes('"timestamp"')) continue;
+    try {
+      const v = JSON.parse(row) as Record<string, unknown> | null;
+      if (v !== null && typeof v === 'object' && v['timestamp'] !== undefined && v['timestamp'] !== null) return true;
+    } catch {
+      // parseTrace names the bad line when the trace is loaded
+    }
+  }
+  return false;
 }
 
 /** Options of {@link traceWorkload}. */
