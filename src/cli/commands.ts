@@ -1,5 +1,6 @@
 import type { CommandModule } from './program.js';
 import { registerBench } from './bench.js';
+import { registerCompare } from './compare.js';
 import { registerDemo } from './demo.js';
 import { registerFleet } from './fleet.js';
 import { registerMerge } from './merge.js';
@@ -8,4 +9,4 @@ import { registerSimulate } from './simulate.js';
 import { registerValidate } from './validate.js';
 
 /** Every command of the CLI, in the order `--help` lists them. */
-export const COMMANDS: readonly CommandModule[] = [registerDemo, registerBench, registerFleet, registerRoute, registerValidate, registerSimulate, registerMerge];
+export const COMMANDS: readonly CommandModule[] = [registerDemo, registerBench, registerFleet, registerRoute, registerValidate, registerSimulate, registerMerge, registerCompare];

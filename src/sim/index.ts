@@ -11,3 +11,5 @@ export { KEEP_RECORDS_LIMIT, runMonteCarlo } from './monte-carlo.js';
 export { wilsonInterval } from './wilson.js';
 export type { SimulateRun } from './sim-output.js';
 export { formatSimulate, simulateJson, simulateReportDoc } from './sim-output.js';
+export type { SimExportOptions } from './sim-export.js';
+export { writeSimRun } from './sim-export.js';

@@ -149,7 +149,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     if (t.bench) {
       await writeBenchArtifacts(join(o.outDir, label), t.bench, {
         version: TAILGATE_VERSION,
-        extra: { validate: trialJson(t), scrape: t.series, host_pressure: t.host },
+        extra: { validate: trialJson(t), scrape: t.series, host_pressure: t.host, gpu_telemetry: t.gpu?.perWorker ?? null },
       });
     }
     const tp = metricValue(t.summary, 'output_token_throughput', 'avg');

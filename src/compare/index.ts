@@ -1,0 +1,11 @@
+export type { LoadSettings, RunSide, TrialData } from './load-run.js';
+export { loadDifference, loadOf, readRunSide } from './load-run.js';
+export type { FigureDef, FigureKind, Scope, TrialFigure } from './figures.js';
+export { trialFigures } from './figures.js';
+export type { CompareOptions, FigureComparison } from './judge.js';
+export { compareSides } from './judge.js';
+export type { CompareFinding } from './paragraph.js';
+export { describeComparison } from './paragraph.js';
+export type { CompareResult, RunCompareOptions } from './run-compare.js';
+export { compareJson, compareReportDoc, formatCompare, runCompare } from './run-compare.js';
+export { historySides } from './history.js';
