@@ -1,6 +1,7 @@
 // Typed lint: the rule that matters most here is no floating promises.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layersConfig } from './eslint-layers.mjs';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'tailgate-demo/', '**/*.mjs', 'eslint.config.js'] },
@@ -17,4 +18,5 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  layersConfig,
 );
