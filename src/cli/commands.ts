@@ -1,5 +1,6 @@
 import type { CommandModule } from './program.js';
 import { registerBench } from './bench.js';
+import { registerCalibrate } from './calibrate.js';
 import { registerCompare } from './compare.js';
 import { registerDemo } from './demo.js';
 import { registerFleet } from './fleet.js';
@@ -9,4 +10,4 @@ import { registerSimulate } from './simulate.js';
 import { registerValidate } from './validate.js';
 
 /** Every command of the CLI, in the order `--help` lists them. */
-export const COMMANDS: readonly CommandModule[] = [registerDemo, registerBench, registerFleet, registerRoute, registerValidate, registerSimulate, registerMerge, registerCompare];
+export const COMMANDS: readonly CommandModule[] = [registerDemo, registerBench, registerFleet, registerRoute, registerValidate, registerSimulate, registerCalibrate, registerMerge, registerCompare];

@@ -1,0 +1,284 @@
+import { TailgateError, createRng } from '../core/index.js';
+import type { EngineProfile } from '../engine/index.js';
+import type { Level, LevelFigures } from './level.js';
+import { nelderMead, nonNegativeLeastSquares } from './least-squares.js';
+import { predictLevel, simLevelOf } from './predict.js';
+
+/** The parameters a fit can set, and whether the data pinned each one down. */
+export type FittedName = 'stepBaseMs' | 'prefillMsPerToken' | 'decodeMsPerToken' | 'frontendOverheadMs' | 'maxNumSeqs' | 'kvBlocks';
+
+/** One fitted parameter with its 95% interval. */
+export interface FittedParam {
+  name: FittedName;
+  value: number;
+  low: number;
+  high: number;
+  /** False: the data says little about it (the value is the base profile's or a rough estimate; see the warnings). */
+  pinned: boolean;
+  /** How it was found, in a few words. */
+  method: string;
+}
+
+/** Options of {@link fitProfile}. */
+export interface FitOptions {
+  /** Where the fields the data cannot show come from (block size, token budget, ...). */
+  base: EngineProfile;
+  /** The fitted profile's name. @default 'calibrated' */
+  name?: string;
+  /** Seed of the bootstrap and the simulations. @default 1 */
+  seed?: number;
+  /** Rounds of "simulate, measure the analytic model's error, refit". @default 1 */
+  rounds?: number;
+  /** Simulated evaluations of the prefill/frontend search (each runs every level). @default 30 */
+  evaluations?: number;
+  /** Bootstrap resamples for the step-time intervals. @default 400 */
+  resamples?: number;
+  /** Skip the intervals (leave-one-out refits need only the values). @default false */
+  noIntervals?: boolean;
+}
+
+/** What {@link fitProfile} found. */
+export interface FitResult {
+  profile: EngineProfile;
+  params: FittedParam[];
+  warnings: string[];
+  /** Simulated runs the fit made. */
+  simulations: number;
+}
+
+/** A level as the step-time regression sees it (per worker, per ms). */
+interface StepRow {
+  /** Mean step time: the ITL mean. */
+  stepMs: number;
+  /** Prefill tokens per step: request rate x step time x prompt tokens prefilled. */
+  prefill: number;
+  /** Decodes per step: request rate x step time x (output tokens - 1). */
+  decode: number;
+  /** Standard error of stepMs. */
+  se: number;
+}
+
+/** Relative spread of the prefill/decode ratio below which the two costs cannot be told apart. */
+const COLLINEAR_SPREAD = 0.15;
+/** Floors of the relative standard errors a level's TTFT p50 and ITL mean are weighed by. */
+const TTFT_REL_SE_FLOOR = 0.05;
+const ITL_REL_SE_FLOOR = 0.02;
+/** A parameter whose 95% interval is wider than this share of its value is reported as not pinned down. */
+const LOOSE_SHARE = 0.5;
+
+/**
+ * Checks that levels can be fitted together: at least two, one model, one server.
+ *
+ * @throws TailgateError CONFIG_INVALID naming the file and what is wrong
+ */
+export function checkLevels(levels: readonly Level[]): void {
+  if (levels.length === 0) throw new TailgateError('CLI_USAGE', 'give at least two RUNs (bench output directories or profile_export_aiperf.json files)');
+  if (levels.length === 1) throw new TailgateError('CONFIG_INVALID', `${levels[0]!.source}: a single load level cannot be fitted: give runs at two or more concurrencies or rates`);
+  const first = levels[0]!;
+  for (const l of levels.slice(1)) {
+    if (l.model !== first.model) throw new TailgateError('CONFIG_INVALID', `${l.source}: model "${l.model}" differs from "${first.model}" in ${first.source}: fit one model at a time`);
+    if (l.server !== first.server) throw new TailgateError('CONFIG_INVALID', `${l.source}: server ${l.server || '(none named)'} differs from ${first.server || '(none named)'} in ${first.source}: fit one server at a time`);
+    if (l.workers !== first.workers) throw new TailgateError('CONFIG_INVALID', `${l.source}: ${l.workers} workers differ from ${first.workers} in ${first.source}: fit one fleet size at a time`);
+  }
+}
+
+/**
+ * Fits an engine profile to measured load levels (docs/calibrate.md has the method):
+ * 1. step time: mean step = base + prefill cost x prefill tokens per step + decode cost x decodes
+ *    per step, where in steady state per step the engine prefills (request rate x step x prompt
+ *    tokens) and decodes (request rate x step x (output tokens - 1)); with the ITL mean as the
+ *    step, that is linear in the three costs: non-negative least squares on relative errors;
+ * 2. frontend time: golden-section search on the simulator's TTFT p50 against the measured one;
+ * 3. the simulator runs every level; the gap between its ITL and the linear formula (ramp-up,
+ *    drain, steps without prefill) is taken off the measured ITL and 1-2 are done again.
+ * Intervals: a parametric bootstrap of step 1 over the ITL's standard errors; for the frontend
+ * time, TTFT p50's standard error over the simulator's slope.
+ *
+ * @example
+ * const fit = fitProfile(runs.map(readRun), { base: getProfile('small') });
+ * fit.profile.decodeMsPerToken;
+ * @throws TailgateError CONFIG_INVALID for levels that cannot be fitted (see `checkLevels`)
+ */
+export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResult {
+  checkLevels(levels);
+  const warnings: string[] = [];
+  const sims = levels.map(simLevelOf);
+  let simulations = 0;
+  const simulate = (p: EngineProfile): LevelFigures[] => {
+    simulations += sims.length;
+    return sims.map((s) => predictLevel(s, p, opts.seed ?? 1));
+  };
+  const rows = levels.map(stepRow);
+  const ratios = rows.map((r) => r.prefill / r.decode);
+  const collinear = Math.max(...ratios) / Math.min(...ratios) - 1 < COLLINEAR_SPREAD;
+  const priorRatio = opts.base.decodeMsPerToken > 0 ? opts.base.prefillMsPerToken / opts.base.decodeMsPerToken : 0;
+  if (collinear) warnings.push(`every level prefills about ${fmt(Math.min(...ratios))} prompt tokens per decode: the ITL cannot tell prefill from decode cost, so the prefill cost rests on TTFT alone (started from the base profile's ratio, ${fmt(priorRatio)} x decode cost). Levels with different input/output lengths pin it down.`);
+  let [stepBase, prefill, decode] = fitStep(rows, rows.map((r) => r.stepMs), collinear ? priorRatio : null);
+  const capFit = fitCap(levels, opts.base, warnings);
+  const kvFit = fitKv(levels, opts.base, warnings);
+  const fMax = Math.max(0.1, Math.min(...levels.map((l) => l.measured.ttftP50Ms)));
+  let frontend = fMax / 4;
+  const profileOf = (): EngineProfile => ({ ...opts.base, name: opts.name ?? 'calibrated', stepBaseMs: stepBase, prefillMsPerToken: prefill, decodeMsPerToken: decode, frontendOverheadMs: frontend, maxNumSeqs: capFit.value, kvBlocks: Math.round(kvFit.value) });
+  // Prefill cost and frontend time are searched on the simulator's TTFT and ITL; base and decode
+  // cost follow from them in closed form (least squares on the ITL targets).
+  let targets = rows.map((r) => r.stepMs);
+  // Each level weighs by its figures' relative standard errors, floored (a live clock's own error).
+  const ttftRelSe = levels.map((l) => Math.max(TTFT_REL_SE_FLOOR, (l.measured.ttftP50SeMs ?? 0) / l.measured.ttftP50Ms));
+  const itlRelSe = levels.map((l) => Math.max(ITL_REL_SE_FLOOR, (l.measured.itlMeanSeMs ?? 0) / l.measured.itlMeanMs));
+  const aScale = Math.max(prefill, priorRatio * decode, 1e-4);
+  const set = (x: readonly number[]): void => {
+    prefill = Math.abs(x[0]!) * aScale;
+    frontend = Math.min(fMax, Math.abs(x[1]!));
+    [stepBase, decode] = fitGivenPrefill(rows, targets, prefill);
+  };
+  const error = (x: readonly number[]): number => {
+    set(x);
+    const got = simulate(profileOf());
+    return got.reduce((e, g, i) => e + (Math.log(g.ttftP50Ms / levels[i]!.measured.ttftP50Ms) / ttftRelSe[i]!) ** 2 + (Math.log(g.itlMeanMs / levels[i]!.measured.itlMeanMs) / itlRelSe[i]!) ** 2, 0);
+  };
+  let x = nelderMead(error, [prefill / aScale, frontend], [0.5, fMax / 4], opts.evaluations ?? 30);
+  set(x);
+  for (let round = 0; round < (opts.rounds ?? 1); round++) {
+    const got = simulate(profileOf());
+    // The simulator's own ITL against the linear formula on its own rates: the formula's error at this level.
+    targets = rows.map((r, i) => {
+      const simRow = stepRow({ ...levels[i]!, measured: got[i]! });
+      return r.stepMs - (got[i]!.itlMeanMs - (stepBase + prefill * simRow.prefill + decode * simRow.decode));
+    });
+    x = nelderMead(error, x, [0.2 * Math.max(Math.abs(x[0]!), 0.1), 0.2 * Math.max(Math.abs(x[1]!), 0.1)], Math.ceil((opts.evaluations ?? 30) / 2));
+    set(x);
+  }
+  const profile = profileOf();
+  if (opts.noIntervals === true) {
+    const params = [point('stepBaseMs', stepBase), point('prefillMsPerToken', prefill), point('decodeMsPerToken', decode), point('frontendOverheadMs', frontend), capFit, kvFit];
+    return { profile, params, warnings, simulations };
+  }
+  const seed = opts.seed ?? 1;
+  const [aLow, aHigh, fLow, fHigh] = ttftIntervals(levels, profile, (p) => simulate(p));
+  const boot = bootstrapStep(rows, targets, prefill, opts.resamples ?? 400, seed);
+  const params: FittedParam[] = [
+    { name: 'stepBaseMs', value: stepBase, low: boot[0]![0], high: boot[0]![1], pinned: true, method: 'least squares on ITL mean (given the prefill cost), bootstrap interval' },
+    { name: 'prefillMsPerToken', value: prefill, low: aLow, high: aHigh, pinned: true, method: 'Nelder-Mead on simulated TTFT p50 and ITL mean' },
+    { name: 'decodeMsPerToken', value: decode, low: boot[1]![0], high: boot[1]![1], pinned: true, method: 'least squares on ITL mean (given the prefill cost), bootstrap interval' },
+    { name: 'frontendOverheadMs', value: frontend, low: fLow, high: fHigh, pinned: true, method: 'Nelder-Mead on simulated TTFT p50 and ITL mean' },
+    capFit,
+    kvFit,
+  ];
+  for (const p of params) {
+    if (p.pinned && p.value > 0 && (p.high - p.low) / 2 > LOOSE_SHARE * p.value) {
+      p.pinned = false;
+      warnings.push(`${p.name} is poorly determined by these levels: ${fmt(p.value)} (95% interval ${fmt(p.low)} to ${fmt(p.high)})`);
+    }
+  }
+  return { profile, params, warnings, simulations };
+}
+
+/** A level's step-time regression row; request rate per worker per ms. */
+function stepRow(level: Level): StepRow {
+  const rate = level.measured.requestsPerS / level.workers / 1000;
+  const t = level.measured.itlMeanMs;
+  const hit = level.serverMetrics?.prefixHitRatio ?? 0;
+  return {
+    stepMs: t,
+    prefill: rate * t * level.inputTokens * (1 - hit),
+    decode: rate * t * (level.outputTokens - 1),
+    se: level.measured.itlMeanSeMs ?? 0.02 * t,
+  };
+}
+
+/** Non-negative least squares on relative errors; with `ratio`, prefill cost = ratio x decode cost. */
+function fitStep(rows: readonly StepRow[], targets: readonly number[], ratio: number | null): [number, number, number] {
+  const w = targets.map((t) => 1 / Math.max(t, 1e-9));
+  if (ratio !== null) {
+    const x = nonNegativeLeastSquares(rows.map((r, i) => [w[i]!, (r.decode + ratio * r.prefill) * w[i]!]), targets.map((t, i) => t * w[i]!)) ?? [0, 0];
+    return [x[0]!, ratio * x[1]!, x[1]!];
+  }
+  const x = nonNegativeLeastSquares(rows.map((r, i) => [w[i]!, r.prefill * w[i]!, r.decode * w[i]!]), targets.map((t, i) => t * w[i]!)) ?? [0, 0, 0];
+  return [x[0]!, x[1]!, x[2]!];
+}
+
+/** Base and decode cost by least squares on relative errors, the prefill cost given. */
+function fitGivenPrefill(rows: readonly StepRow[], targets: readonly number[], prefill: number): [number, number] {
+  const w = targets.map((t) => 1 / Math.max(t, 1e-9));
+  const x = nonNegativeLeastSquares(rows.map((r, i) => [w[i]!, r.decode * w[i]!]), targets.map((t, i) => (t - prefill * rows[i]!.prefill) * w[i]!)) ?? [0, 0];
+  return [x[0]!, x[1]!];
+}
+
+/** Base and decode cost refitted on ITL targets drawn from their standard errors: [low, high] of each. */
+function bootstrapStep(rows: readonly StepRow[], targets: readonly number[], prefill: number, resamples: number, seed: number): [number, number][] {
+  const rng = createRng(seed);
+  const draws: number[][] = [[], []];
+  for (let b = 0; b < resamples; b++) {
+    fitGivenPrefill(rows, rows.map((r, i) => rng.normal(targets[i]!, r.se)), prefill).forEach((v, j) => draws[j]!.push(v));
+  }
+  return draws.map((d) => {
+    d.sort((x, y) => x - y);
+    return [d[Math.floor(0.025 * (d.length - 1))]!, d[Math.ceil(0.975 * (d.length - 1))]!];
+  });
+}
+
+const point = (name: FittedName, value: number): FittedParam => ({ name, value, low: value, high: value, pinned: true, method: 'fitted (no interval asked for)' });
+
+/**
+ * 95% intervals of prefill cost and frontend time: the simulator's TTFT p50 slopes in both
+ * (finite differences) against TTFT p50's standard errors, as a linearised least-squares covariance.
+ */
+function ttftIntervals(levels: readonly Level[], profile: EngineProfile, simulate: (p: EngineProfile) => LevelFigures[]): [number, number, number, number] {
+  const da = Math.max(1e-5, 0.2 * profile.prefillMsPerToken);
+  const df = Math.max(0.05, 0.2 * profile.frontendOverheadMs);
+  const base = simulate(profile);
+  const byA = simulate({ ...profile, prefillMsPerToken: profile.prefillMsPerToken + da });
+  const byF = simulate({ ...profile, frontendOverheadMs: profile.frontendOverheadMs + df });
+  let saa = 0;
+  let sff = 0;
+  let saf = 0;
+  levels.forEach((l, i) => {
+    const se = l.measured.ttftP50SeMs ?? 0.05 * l.measured.ttftP50Ms;
+    const ja = (byA[i]!.ttftP50Ms - base[i]!.ttftP50Ms) / da / se;
+    const jf = (byF[i]!.ttftP50Ms - base[i]!.ttftP50Ms) / df / se;
+    saa += ja * ja;
+    sff += jf * jf;
+    saf += ja * jf;
+  });
+  const det = saa * sff - saf * saf;
+  const halfA = det > 0 ? 1.96 * Math.sqrt(sff / det) : Number.POSITIVE_INFINITY;
+  const halfF = det > 0 ? 1.96 * Math.sqrt(saa / det) : Number.POSITIVE_INFINITY;
+  const a = profile.prefillMsPerToken;
+  const f = profile.frontendOverheadMs;
+  return [Math.max(0, a - halfA), a + halfA, Math.max(0, f - halfF), f + halfF];
+}
+
+/** The running cap: the most running sequences seen at a level where requests also waited. */
+function fitCap(levels: readonly Level[], base: EngineProfile, warnings: string[]): FittedParam {
+  const capped = levels.filter((l) => l.serverMetrics !== null && l.serverMetrics.waitingMax >= 1 && l.load.kind === 'closed' && l.serverMetrics.runningMax < l.load.concurrency / l.workers - 0.5);
+  const perWorkerMax = Math.max(...levels.map((l) => (l.load.kind === 'closed' ? l.load.concurrency / l.workers : 0)));
+  if (capped.length > 0) {
+    const value = Math.round(Math.max(...capped.map((l) => l.serverMetrics!.runningMax)));
+    return { name: 'maxNumSeqs', value, low: value, high: value, pinned: true, method: `vllm:num_requests_running peak where requests waited (${capped.map((l) => l.label).join(', ')})` };
+  }
+  const value = Math.max(base.maxNumSeqs, Math.ceil(perWorkerMax));
+  warnings.push(`maxNumSeqs: no level shows the running cap (no server metrics with requests waiting below the concurrency); kept at ${value}, at least the highest concurrency per worker measured`);
+  return { name: 'maxNumSeqs', value, low: Math.ceil(perWorkerMax), high: Number.POSITIVE_INFINITY, pinned: false, method: 'not shown by the data' };
+}
+
+/** KV capacity from cache usage: blocks the running sequences hold over the usage share, per level. */
+function fitKv(levels: readonly Level[], base: EngineProfile, warnings: string[]): FittedParam {
+  const estimates = levels.flatMap((l) => {
+    const m = l.serverMetrics;
+    if (m === null || m.kvUsageAvg === null || m.kvUsageAvg < 0.02) return [];
+    const blocks = (m.runningAvg * (l.inputTokens + l.outputTokens / 2)) / base.blockSize;
+    return [blocks / m.kvUsageAvg];
+  });
+  if (estimates.length === 0) {
+    warnings.push(`kvBlocks: no level used 2% of the KV cache or more (or no server metrics); kept at ${base.kvBlocks}`);
+    return { name: 'kvBlocks', value: base.kvBlocks, low: base.kvBlocks, high: base.kvBlocks, pinned: false, method: 'not shown by the data' };
+  }
+  estimates.sort((a, b) => a - b);
+  const value = estimates[Math.floor(estimates.length / 2)]!;
+  return { name: 'kvBlocks', value: Math.round(value), low: estimates[0]!, high: estimates.at(-1)!, pinned: true, method: 'running x blocks per sequence / vllm:kv_cache_usage_perc (median over levels)' };
+}
+
+/** Four significant digits. */
+export function fmt(v: number): string {
+  return Number.isFinite(v) ? String(Number(v.toPrecision(4))) : String(v);
+}

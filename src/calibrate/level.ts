@@ -1,0 +1,49 @@
+/** The figures the fit compares, each the AIPerf statistic it is read from. */
+export interface LevelFigures {
+  /** output_token_throughput.avg, tokens/s over all workers. */
+  outputTokPerS: number;
+  /** request_throughput.avg, requests/s over all workers. */
+  requestsPerS: number;
+  ttftP50Ms: number;
+  /** Absent when the file has none (a published table with p50 and p95 only). */
+  ttftP99Ms: number | null;
+  itlP50Ms: number;
+  /** inter_token_latency.avg (the mean step time the fit reads); p50 when the file has no avg. */
+  itlMeanMs: number;
+  latencyP50Ms: number;
+  /** Standard error of itlMeanMs (std / sqrt(count)), null when the file gives no spread. */
+  itlMeanSeMs: number | null;
+  /** Standard error of ttftP50Ms (1.25 std / sqrt(count)), null when the file gives no spread. */
+  ttftP50SeMs: number | null;
+}
+
+/** What the server's own /metrics showed during the level (AIPerf's server_metrics_export.json). */
+export interface LevelServerMetrics {
+  runningMax: number;
+  runningAvg: number;
+  waitingMax: number;
+  kvUsageAvg: number | null;
+  /** Share of prompt tokens found in the prefix cache over the run, null when not reported. */
+  prefixHitRatio: number | null;
+  preemptions: number | null;
+}
+
+/** One load level read from one RUN: the workload, the load, and what was measured. */
+export interface Level {
+  /** The file it was read from (named in errors and reports). */
+  source: string;
+  /** A short label: c=8 or rate=4/s. */
+  label: string;
+  model: string;
+  /** The endpoint benchmarked (the first URL), '' when the file does not say. */
+  server: string;
+  load: { kind: 'closed'; concurrency: number } | { kind: 'rate'; ratePerS: number };
+  /** Workers behind the endpoint (tailgate's per-worker block; 1 when the file does not say). */
+  workers: number;
+  inputTokens: number;
+  outputTokens: number;
+  requestCount: number;
+  warmupRequestCount: number;
+  measured: LevelFigures;
+  serverMetrics: LevelServerMetrics | null;
+}

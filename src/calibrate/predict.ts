@@ -1,0 +1,75 @@
+import type { EngineProfile } from '../engine/index.js';
+import { runScenario, scenarioFromObject, type Scenario } from '../sim/index.js';
+import type { Level, LevelFigures } from './level.js';
+
+/** Requests a simulated level is capped at (beyond a few waves the figures no longer move). */
+const SIM_REQUESTS_MIN = 200;
+const SIM_WAVES = 4;
+
+/** The workload of a level as the simulator runs it: prefill counts only the tokens the prefix cache did not hold. */
+export interface SimLevel {
+  load: Level['load'];
+  workers: number;
+  /** Prompt tokens each request prefills (its length less its prefix-cache hits). */
+  prefillTokens: number;
+  outputTokens: number;
+  requestCount: number;
+  warmupRequestCount: number;
+}
+
+/** The simulator's view of a measured level. */
+export function simLevelOf(level: Level): SimLevel {
+  const hit = level.serverMetrics?.prefixHitRatio ?? 0;
+  return {
+    load: level.load,
+    workers: level.workers,
+    prefillTokens: Math.max(1, Math.round(level.inputTokens * (1 - hit))),
+    outputTokens: Math.max(2, Math.round(level.outputTokens)),
+    requestCount: level.requestCount,
+    warmupRequestCount: level.warmupRequestCount,
+  };
+}
+
+/** The scenario that replays a level on `profile` (prompts never repeat: the prefix cache's share is taken out of the prompt). */
+export function levelScenario(level: SimLevel, profile: EngineProfile): Scenario {
+  const perWave = level.load.kind === 'closed' ? level.load.concurrency : Math.ceil(level.load.ratePerS);
+  const requests = Math.min(level.requestCount, Math.max(SIM_REQUESTS_MIN, SIM_WAVES * perWave));
+  const warmup = Math.min(level.warmupRequestCount, perWave);
+  const s = scenarioFromObject({
+    name: 'calibrate',
+    workers: level.workers,
+    ...(level.load.kind === 'closed' ? { concurrency: level.load.concurrency } : { rate: level.load.ratePerS, rateMode: 'poisson' }),
+    requestCount: requests,
+    warmupRequestCount: warmup,
+    inputTokens: { mean: level.prefillTokens },
+    outputTokens: { mean: level.outputTokens },
+    datasetEntries: requests + warmup,
+  }, 'calibrate');
+  return { ...s, profile: profile.name, engineProfile: profile };
+}
+
+/**
+ * A level's figures as the simulator predicts them on `profile` (one seeded run, virtual time).
+ *
+ * @example
+ * predictLevel(simLevelOf(level), profile).itlP50Ms;
+ */
+export function predictLevel(level: SimLevel, profile: EngineProfile, seed = 1): LevelFigures {
+  const r = runScenario(levelScenario(level, profile), level.workers > 1 ? 'least-loaded' : 'round-robin', seed, { keepChunks: false, sampleMs: 1000, recordMode: 'summary' });
+  const m = r.summary.metrics;
+  const block = (tag: string, stat: 'p50' | 'p99' | 'avg'): number => {
+    const b = m[tag] as Record<string, number> | undefined;
+    return b?.[stat] ?? Number.NaN;
+  };
+  return {
+    outputTokPerS: block('output_token_throughput', 'avg'),
+    requestsPerS: block('request_throughput', 'avg'),
+    ttftP50Ms: block('time_to_first_token', 'p50'),
+    ttftP99Ms: block('time_to_first_token', 'p99'),
+    itlP50Ms: block('inter_token_latency', 'p50'),
+    itlMeanMs: block('inter_token_latency', 'avg'),
+    latencyP50Ms: block('request_latency', 'p50'),
+    itlMeanSeMs: null,
+    ttftP50SeMs: null,
+  };
+}

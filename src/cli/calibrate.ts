@@ -1,0 +1,67 @@
+import type { Command } from 'commander';
+import { TailgateError } from '../core/index.js';
+import { intArg } from './args.js';
+
+interface CalibrateFlags {
+  output?: string;
+  base: string;
+  name: string;
+  json?: string;
+  html?: string;
+  predict?: string;
+  seed: number;
+}
+
+/** `--predict concurrency=2,8,32` or `request-rate=1,2.5` as loads. */
+export function parsePredict(text: string): ({ kind: 'closed'; concurrency: number } | { kind: 'rate'; ratePerS: number })[] {
+  const m = /^(concurrency|request-rate)=(.+)$/.exec(text.trim());
+  if (!m) throw new TailgateError('CLI_USAGE', `--predict: expected concurrency=2,8,32 or request-rate=1,2.5 (got "${text}")`);
+  return m[2]!.split(',').map((v) => {
+    const x = Number(v.trim());
+    if (!Number.isFinite(x) || x <= 0 || (m[1] === 'concurrency' && !Number.isInteger(x))) throw new TailgateError('CLI_USAGE', `--predict: "${v}" is not a ${m[1] === 'concurrency' ? 'positive whole number' : 'positive rate'}`);
+    return m[1] === 'concurrency' ? { kind: 'closed' as const, concurrency: x } : { kind: 'rate' as const, ratePerS: x };
+  });
+}
+
+/** `tailgate calibrate RUN... -o profile.yaml`: fits an engine profile from measured load levels. */
+export function registerCalibrate(program: Command): void {
+  program
+    .command('calibrate')
+    .description('fit an engine profile (step time, frontend time, caps) from bench/validate/AIPerf runs at several load levels; check it level by level')
+    .argument('<runs...>', 'bench/validate output directories or AIPerf profile_export_aiperf.json files, one per load level')
+    .option('-o, --output <file>', 'write the fitted profile YAML here (for fleet/simulate --profile)')
+    .option('--base <name|file>', 'profile the fields the data cannot show come from (block size, token budget, ...)', 'h100-qwen3-8b')
+    .option('--name <name>', "the fitted profile's name", 'calibrated')
+    .option('--predict <loads>', 'predict AIPerf figures at other loads of the same workload: concurrency=2,8,32 or request-rate=1,2.5 (JSON on stdout)')
+    .option('--json <file>', 'write the fit report as JSON')
+    .option('--html <file>', 'write the fit report as a self-contained HTML file')
+    .option('--seed <n>', 'seed of the simulations and the bootstrap', intArg(0), 1)
+    .action(async (runs: string[], flags: CalibrateFlags) => {
+      const c = await import('../calibrate/index.js');
+      const loads = flags.predict !== undefined ? parsePredict(flags.predict) : [];
+      const base = c.resolveProfile(flags.base);
+      const levels = runs.map((r) => c.readRun(r));
+      const report = c.calibrate(levels, { base, name: flags.name, seed: flags.seed });
+      const { writeFile } = await import('node:fs/promises');
+      const write = async (file: string, text: string): Promise<void> => {
+        try {
+          await writeFile(file, text);
+        } catch (e) {
+          throw new TailgateError('CONFIG_INVALID', `cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+        }
+      };
+      if (flags.output !== undefined) {
+        const notes = Object.fromEntries(report.fit.params.map((p) => [p.name, `${p.pinned ? 'fitted' : 'NOT pinned down'}: 95% [${p.low.toPrecision(4)}, ${p.high.toPrecision(4)}]`]));
+        await write(flags.output, c.formatProfileYaml(report.fit.profile, `tailgate calibrate from ${levels.map((l) => l.label).join(', ')} (${levels[0]!.model || 'model not named'}); other fields from ${base.name}`, notes));
+      }
+      const predictions = c.predictAt(loads, levels, report, flags.seed);
+      process.stderr.write(c.formatCalibration(report, flags.output ?? null));
+      if (predictions.length > 0) process.stdout.write(`${JSON.stringify(predictions, null, 2)}\n`);
+      if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(c.calibrationJson(report, predictions), null, 2)}\n`);
+      if (flags.html !== undefined) {
+        const { renderHtmlReport } = await import('../report/index.js');
+        await write(flags.html, renderHtmlReport(c.calibrationReportDoc(report, report.fit.profile)));
+      }
+      process.exitCode = 0;
+    });
+}
