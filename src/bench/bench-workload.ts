@@ -27,6 +27,7 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     outputTokensMean: o.outputTokensMean ?? 1,
     outputTokensStddev: o.outputTokensStddev,
     tokenizer: o.tokenizer,
+    ...(o.sequenceDistribution !== null && { sequenceDistribution: o.sequenceDistribution }),
     prefixGroups: w.prefixGroups,
     prefixTokens: w.prefixTokens,
     prefixRole: w.prefixRole,

@@ -1,7 +1,7 @@
 import { TailgateError, createRng } from '../core/index.js';
 import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
-import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type SamplingStrategy, type Tokenizer } from '../workload/index.js';
+import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import type { CallResult } from './request-call.js';
 
@@ -57,6 +57,8 @@ export interface BenchOptions {
   outputTokensMean?: number;
   /** @default 0 */
   outputTokensStddev?: number;
+  /** AIPerf `--sequence-distribution`: each prompt's (ISL, OSL) drawn from these pairs instead of the means. */
+  sequenceDistribution?: readonly SequencePair[];
   /** @default 100 */
   numDatasetEntries?: number;
   /** @default 0 */
@@ -221,6 +223,8 @@ export interface ResolvedBenchOptions {
   inputTokensMean: number;
   inputTokensStddev: number;
   outputTokensMean: number | null;
+  /** `--sequence-distribution` pairs; null: the means and spreads above. */
+  sequenceDistribution: readonly SequencePair[] | null;
   outputTokensStddev: number;
   numDatasetEntries: number;
   randomSeed: number;
@@ -322,6 +326,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--output-tokens-mean', o.outputTokensMean, 1);
   numAtLeast('--output-tokens-stddev', o.outputTokensStddev, 0);
   const workload = resolveWorkload(o);
+  if (o.sequenceDistribution !== undefined && workload.kind === 'trace') throw bad('--sequence-distribution draws synthetic prompt lengths: a trace brings its own (drop one)');
   if (o.datasetSamplingStrategy !== undefined && !SAMPLING_STRATEGIES.includes(o.datasetSamplingStrategy)) {
     throw bad(`unknown --dataset-sampling-strategy "${String(o.datasetSamplingStrategy)}" (use one of: ${SAMPLING_STRATEGIES.join(', ')})`);
   }
@@ -379,6 +384,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     inputTokensMean: o.inputTokensMean ?? 550,
     inputTokensStddev: o.inputTokensStddev ?? 0,
     outputTokensMean: o.outputTokensMean ?? null,
+    sequenceDistribution: o.sequenceDistribution ?? null,
     outputTokensStddev: o.outputTokensStddev ?? 0,
     numDatasetEntries: o.numDatasetEntries ?? 100,
     randomSeed: o.randomSeed ?? 0,
@@ -482,6 +488,9 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       prompt: {
         input_tokens: { mean: r.inputTokensMean, stddev: r.inputTokensStddev },
         output_tokens: { mean: r.outputTokensMean, stddev: r.outputTokensStddev },
+        ...(r.sequenceDistribution !== null && {
+          sequence_distribution: r.sequenceDistribution.map((p) => ({ isl: p.isl, isl_stddev: p.islStddev, osl: p.osl, osl_stddev: p.oslStddev, prob: p.prob })),
+        }),
       },
       conversation: conversationConfig(r),
       ...(r.workload.kind === 'synthetic' && r.workload.prefixGroups + r.workload.userContextTokens > 0 && { prefix_prompt: prefixConfig(r.workload) }),
@@ -563,6 +572,6 @@ export function requestHeadersOf(o: ResolvedBenchOptions, streaming: boolean): R
 export function payloadOptionsOf(o: ResolvedBenchOptions, sessionIndex = 0): PayloadOptions {
   return {
     model: o.modelOf(sessionIndex), endpointType: o.endpointType, streaming: o.streaming,
-    sendMaxTokens: o.outputTokensMean !== null || o.workload.kind === 'trace', useLegacyMaxTokens: o.useLegacyMaxTokens, extraInputs: o.extraInputs,
+    sendMaxTokens: o.outputTokensMean !== null || o.sequenceDistribution !== null || o.workload.kind === 'trace', useLegacyMaxTokens: o.useLegacyMaxTokens, extraInputs: o.extraInputs,
   };
 }

@@ -148,7 +148,7 @@ s('Input Sequence Length (ISL)');
 f('--prompt-input-tokens-mean --synthetic-input-tokens-mean --isl', 'value', I, 'mean prompt length, tokens', '64');
 f('--prompt-input-tokens-stddev --synthetic-input-tokens-stddev --isl-stddev', 'value', I, 'prompt length standard deviation', '0');
 f('--prompt-input-tokens-block-size --synthetic-input-tokens-block-size --isl-block-size', 'value', I, 'tokens per trace hash id', '512');
-f('--seq-dist --sequence-distribution', 'value', R, 'a mix of (ISL, OSL) pairs with probabilities', '128,64:100');
+f('--seq-dist --sequence-distribution', 'value', I, 'a mix of (ISL, OSL) pairs with probabilities', '128,64:100');
 
 s('Output Sequence Length (OSL)');
 f('--prompt-output-tokens-mean --output-tokens-mean --osl', 'value', I, 'requested output tokens (max_completion_tokens)', '16');

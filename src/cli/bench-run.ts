@@ -23,7 +23,7 @@ import {
   type Convergence,
 } from '../bench/index.js';
 import { logs, type LogLevel } from './log-level.js';
-import { chooseTokenizer, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
+import { chooseTokenizer, parseSequenceDistribution, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
 import { exportFileNames, redactCommand } from '../report/index.js';
 import { serverMetricsUrl, startServerMetrics, writeServerMetrics, waitForModel, type WaitForModelMode, resetKvCache } from '../bench/index.js';
 import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/index.js';
@@ -112,6 +112,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('inputTokensStddev', flags['islStddev']);
   set('outputTokensMean', flags['osl']);
   set('outputTokensStddev', flags['oslStddev']);
+  set('sequenceDistribution', flags['sequenceDistribution'], parseSequenceDistribution);
   set('numDatasetEntries', flags['numDatasetEntries']);
   set('randomSeed', flags['randomSeed']);
   set('numPrefixPrompts', flags['numPrefixPrompts']);

@@ -72,6 +72,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'islStddev', flags: '--synthetic-input-tokens-stddev <n>', aliases: ['--prompt-input-tokens-stddev', '--isl-stddev'], description: 'prompt length standard deviation', parse: numberArg(0) },
   { key: 'osl', flags: '--output-tokens-mean <n>', aliases: ['--prompt-output-tokens-mean', '--osl'], description: 'requested output tokens (max_tokens)', parse: intArg(1) },
   { key: 'oslStddev', flags: '--output-tokens-stddev <n>', aliases: ['--prompt-output-tokens-stddev', '--osl-stddev'], description: 'output length standard deviation', parse: numberArg(0) },
+  { key: 'sequenceDistribution', flags: '--sequence-distribution <dist>', aliases: ['--seq-dist'], description: 'a mix of (ISL, OSL) pairs, each prompt drawn by weight, as AIPerf: "64,32:50;256|16,64:50" (ISL[|STDDEV],OSL[|STDDEV]:PERCENT; or [(ISL,OSL):P,...] or {"pairs": [...]}); replaces --isl/--osl' },
   { key: 'numDatasetEntries', flags: '--num-dataset-entries <n>', aliases: ['--num-prompts'], description: 'distinct prompts (default 100)', parse: intArg(1) },
   { key: 'datasetSamplingStrategy', flags: '--dataset-sampling-strategy <s>', description: `how requests draw dataset entries: ${SAMPLING_STRATEGIES.join(', ')} (default shuffle; sequential for --input-file)`, parse: choiceArg(SAMPLING_STRATEGIES) },
   { key: 'randomSeed', flags: '--random-seed <n>', description: 'seed for prompts and arrivals (default 0)', parse: intArg(0) },

@@ -2,6 +2,7 @@ import { TailgateError, createRng } from '../core/index.js';
 import { buildDataset, promptOfLength, sampleLength } from './dataset.js';
 import { joinPieces, textPiece, type Piece, type Session, type Turn, type Workload } from './session.js';
 import { defaultTokenizer, type Tokenizer } from './tokenizer.js';
+import type { SequencePair } from './sequence-distribution.js';
 
 /** Options of {@link buildWorkload}; AIPerf's flag for each is named in its comment. */
 export interface WorkloadOptions {
@@ -15,6 +16,8 @@ export interface WorkloadOptions {
   outputTokensStddev: number;
   /** @default defaultTokenizer */
   tokenizer?: Tokenizer;
+  /** AIPerf `--sequence-distribution`: each user message's (ISL, OSL) drawn from these pairs. */
+  sequenceDistribution?: readonly SequencePair[];
   /** Shared prefixes: this many groups, session i in group i mod N (`--num-prefix-prompts`). @default 0 */
   prefixGroups?: number;
   /** Tokens of each group's prefix (`--prefix-prompt-length`, `--shared-system-prompt-length`). */
@@ -91,6 +94,7 @@ export function buildWorkload(opts: WorkloadOptions): Workload {
     outputTokensMean: opts.outputTokensMean,
     outputTokensStddev: opts.outputTokensStddev,
     tokenizer,
+    ...(opts.sequenceDistribution !== undefined && { sequenceDistribution: opts.sequenceDistribution }),
   });
 
   const prefixRng = createRng(opts.seed ^ 0x6a09e667);

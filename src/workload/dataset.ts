@@ -1,6 +1,7 @@
 import { TailgateError, createRng, type Rng } from '../core/index.js';
 import { PROMPT_WORDS } from './corpus.js';
 import { defaultTokenizer, fitToTokens, type Tokenizer } from './tokenizer.js';
+import { samplePair, type SequencePair } from './sequence-distribution.js';
 
 /** One synthetic request: a prompt of exactly `inputTokens` tokens and the output length to ask for. */
 export interface DatasetEntry {
@@ -20,6 +21,8 @@ export interface DatasetOptions {
   outputTokensStddev: number;
   /** @default defaultTokenizer (one token per word) */
   tokenizer?: Tokenizer;
+  /** AIPerf `--sequence-distribution`: each entry's (ISL, OSL) drawn from these pairs instead of the means. */
+  sequenceDistribution?: readonly SequencePair[];
 }
 
 /**
@@ -47,8 +50,9 @@ export function buildDataset(opts: DatasetOptions): DatasetEntry[] {
   const words = rng.fork();
   const out: DatasetEntry[] = [];
   for (let index = 0; index < opts.entries; index++) {
-    const inputTokens = sampleLength(lengths, opts.inputTokensMean, opts.inputTokensStddev);
-    const maxTokens = sampleLength(lengths, opts.outputTokensMean, opts.outputTokensStddev);
+    const drawn = opts.sequenceDistribution ? samplePair(lengths, opts.sequenceDistribution) : null;
+    const inputTokens = drawn ? drawn.isl : sampleLength(lengths, opts.inputTokensMean, opts.inputTokensStddev);
+    const maxTokens = drawn ? drawn.osl : sampleLength(lengths, opts.outputTokensMean, opts.outputTokensStddev);
     const prompt = promptOfLength(words, inputTokens, tokenizer);
     out.push({ index, prompt, inputTokens: tokenizer.count(prompt), maxTokens });
   }

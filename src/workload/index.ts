@@ -16,3 +16,5 @@ export type { TraceLine, TraceOptions } from './trace.js';
 export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, timedSessions, traceHasTimestamps, traceWorkload } from './trace.js';
 export type { SamplingStrategy } from './sampler.js';
 export { SAMPLING_STRATEGIES, defaultSampling, sessionSampler } from './sampler.js';
+export type { SequencePair } from './sequence-distribution.js';
+export { parseSequenceDistribution, samplePair } from './sequence-distribution.js';

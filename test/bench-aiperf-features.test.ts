@@ -1,0 +1,40 @@
+// AIPerf features bench implements as AIPerf defines them, each checked on what was sent: bodies at
+// a recording server on loopback and in inputs.json.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startFakeUpstream, type FakeUpstream } from './doubles/fake-upstream.js';
+import { runCli } from './helpers.js';
+
+const MODEL = 'fake-model';
+type Message = { role: string; content: string };
+type Inputs = { data: { session_id: string; payloads: Record<string, unknown>[] }[] };
+
+async function setup(t: TestContext): Promise<{ up: FakeUpstream; dir: string; bench: (...argv: string[]) => Promise<string> }> {
+  const up = await startFakeUpstream(MODEL, { itlMs: 0 });
+  t.after(() => up.close());
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-features-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const bench = async (...argv: string[]): Promise<string> => {
+    const r = await runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '--url', up.url, '--artifact-dir', dir, ...argv]);
+    assert.equal(r.code, 0, r.stderr);
+    return r.stderr;
+  };
+  return { up, dir, bench };
+}
+
+const words = (m: Message[]): number => m.map((x) => x.content).join(' ').split(' ').length;
+
+test('--sequence-distribution "8,2:50;32,4:50": each prompt one of the pairs, ISL and max tokens together', async (t) => {
+  const { up, dir, bench } = await setup(t);
+  await bench('--sequence-distribution', '8,2:50;32,4:50', '--request-count', '40', '--num-dataset-entries', '40', '--concurrency', '4');
+  const sent = up.requests.map((r) => `${words(r.body['messages'] as Message[])}/${r.body['max_completion_tokens'] as number}`);
+  assert.equal(sent.length, 40);
+  assert.deepEqual(new Set(sent), new Set(['8/2', '32/4']), 'only the two pairs, never a mix');
+  const short = sent.filter((s) => s === '8/2').length;
+  assert.ok(short >= 10 && short <= 30, `about half are the first pair (${short} of 40)`);
+  const inputs = JSON.parse(await readFile(join(dir, 'inputs.json'), 'utf8')) as Inputs;
+  assert.deepEqual(new Set(inputs.data.map((s) => `${words(s.payloads[0]!['messages'] as Message[])}/${s.payloads[0]!['max_completion_tokens'] as number}`)), new Set(['8/2', '32/4']));
+});
