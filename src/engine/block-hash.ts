@@ -7,18 +7,29 @@
  * blockHashes([1, 2, 3, 4, 5], 2).length; // 2
  */
 export function blockHashes(tokenIds: ArrayLike<number>, blockSize: number): number[] {
+  return chainBlockHashes(null, tokenIds, blockSize);
+}
+
+/**
+ * The hashes of the full blocks of `tokenIds` that follow a block hashed `parent` (null: they
+ * start the prompt): how a KV event's stored blocks are re-hashed from their token ids.
+ *
+ * @example
+ * chainBlockHashes(blockHashes([1, 2], 2)[0]!, [3, 4], 2); // blockHashes([1, 2, 3, 4], 2).slice(1)
+ */
+export function chainBlockHashes(parent: number | null, tokenIds: ArrayLike<number>, blockSize: number): number[] {
   const full = Math.floor(tokenIds.length / blockSize);
   const out = new Array<number>(full);
-  let parent = 0x811c9dc5;
+  let chain: number = parent ?? 0x811c9dc5;
   for (let b = 0; b < full; b++) {
-    let h = parent;
+    let h = chain;
     for (let i = b * blockSize; i < (b + 1) * blockSize; i++) {
       const t = tokenIds[i]!;
       h = Math.imul(h ^ (t & 0xffff), 0x01000193);
       h = Math.imul(h ^ (t >>> 16), 0x01000193);
     }
     out[b] = h >>> 0;
-    parent = h;
+    chain = h;
   }
   return out;
 }

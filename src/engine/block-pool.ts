@@ -55,6 +55,8 @@ export class BlockPool {
   readonly #spare: number[] = [];
   #matchedIdle = 0;
   #matchedFirst = -1;
+  /** Told each evicted entry's hash (unsigned); null: nobody listens (one check per eviction). */
+  onEvict: ((hash: number) => void) | null = null;
 
   constructor(total: number) {
     this.total = total;
@@ -73,6 +75,13 @@ export class BlockPool {
   /** Blocks held in the cache (referenced or idle). */
   get cached(): number {
     return this.#size;
+  }
+
+  /** The hashes (unsigned) of every block the cache holds, referenced or idle, in entry order. */
+  hashes(): number[] {
+    const out: number[] = [];
+    for (let e = 0; e < this.#created; e++) if (this.#keys[2 * e + 1]! >= 0) out.push(this.#keys[2 * e]! >>> 0);
+    return out;
   }
 
   /** Of the entries the last `match` or `matchRun` found, how many were idle (acquiring them uses free blocks). */
@@ -271,6 +280,7 @@ export class BlockPool {
     }
     this.#keys[2 * e + 1] = -1; // no longer an entry (see #holds)
     this.#spare.push(e);
+    if (this.onEvict !== null) this.onEvict(this.#keys[2 * e]! >>> 0);
   }
 
   // (Links are entry numbers + 1, 0 for none.)

@@ -95,6 +95,23 @@ export interface EngineFault {
   slowFactor?: number;
 }
 
+/**
+ * Receives an engine's prefix-cache changes as vLLM's KV events name them (BlockStored,
+ * BlockRemoved), and the end of each step, where vLLM publishes the step's events as one batch.
+ * Hashes are the engine's block hashes (`blockHashes`), unsigned. Must not call back into the engine.
+ */
+export interface KvEventSink {
+  /**
+   * Blocks `from` .. `from + count - 1` of a prompt (hashes in `hashes`) became cache entries; the
+   * block before them (`hashes[from - 1]`) is their parent. `tokenIds`: the prompt's ids.
+   */
+  stored(hashes: readonly number[], from: number, count: number, tokenIds: ArrayLike<number>, blockSize: number): void;
+  /** The entry under `hash` was evicted. */
+  removed(hash: number): void;
+  /** A step ended at `nowMs` (after its tokens were delivered). */
+  stepEnd(nowMs: number): void;
+}
+
 export interface EngineOptions {
   clock: Clock;
   profile: EngineProfile;
@@ -114,4 +131,6 @@ export interface EngineOptions {
    * most of their construction time.
    */
   expectedRequests?: number;
+  /** Told of every block the prefix cache stores and evicts (KV events). @default none */
+  kvEvents?: KvEventSink;
 }

@@ -10,7 +10,7 @@ import { FREE, HOLE, RunningSet } from './running-set.js';
 import { ADMITTED, BLOCKS, COMPUTED, DONE, FIN, FLAGS, GENERATED, ID, LAST_MS, MAX, ON_ADMIT, PROMPT, RUNNING, SINK, SLOT, STATE, STEP, STRIDE, TARGET, TIME_STRIDE, WAITING, SeqTable } from './seq.js';
 import { StepScratch } from './step-scratch.js';
 
-export type { EngineCaller, EngineFault, EngineOptions, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
+export type { EngineCaller, EngineFault, EngineOptions, KvEventSink, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
 
 /**
  * A vLLM-like continuous-batching worker driven only by a Clock (REFERENCE §4): a running set
@@ -90,7 +90,7 @@ export class Engine {
     this.#maxNumSeqs = opts.maxNumSeqs ?? opts.profile.maxNumSeqs;
     this.#maxWaiting = opts.maxWaiting ?? opts.profile.maxWaiting;
     this.#blockSize = opts.profile.blockSize;
-    this.#kv = new KvBlocks(opts.profile.kvBlocks, opts.profile.blockSize, opts.prefixCaching ?? true, this.#seqs);
+    this.#kv = new KvBlocks(opts.profile.kvBlocks, opts.profile.blockSize, opts.prefixCaching ?? true, this.#seqs, opts.kvEvents ?? null);
     this.#onStepEnd = opts.onStepEnd;
     // Room that grows with use (doubling; holes are compacted once they are half the entries):
     // sized for maxNumSeqs up front, a 1024-worker fleet's engines allocated and faulted in
@@ -125,6 +125,11 @@ export class Engine {
   /** KV blocks held by the prefix cache, referenced or idle. */
   get cachedBlocks(): number {
     return this.#kv.pool.cached;
+  }
+
+  /** The block hashes the prefix cache holds now (its true content: what KV events describe). */
+  cachedHashList(): number[] {
+    return this.#kv.pool.hashes();
   }
 
   get maxNumSeqs(): number {
@@ -175,6 +180,7 @@ export class Engine {
     const r = this.#seqs.take();
     if (r < 0) return QUEUE_FULL;
     const ticket = this.#seqs.start(r, caller, id < 0 ? r : id, promptTokens, maxTokens, sink, hashes, onAdmit);
+    if (this.#kv.sink !== null) this.#kv.tokenIds[r] = promptTokenIds ?? null;
     // A busy engine takes the due ones at its next step's start, an idle one sets one timer for the oldest.
     this.#frontend.push(r, this.#clock.now(), this.profile.frontendOverheadMs);
     this.#queued++;
@@ -628,6 +634,7 @@ export class Engine {
       scratch.done();
     }
     this.#onStepEnd?.(now);
+    this.#kv.sink?.stepEnd(now);
     // The next step starts at once (vLLM's busy loop), not after another timer.
     if (!this.#timer && !this.#inStep) this.#startStep();
   }

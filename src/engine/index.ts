@@ -1,9 +1,9 @@
 export type { EngineProfile } from './profile.js';
 export { PROFILES, DEFAULT_PROFILE, PROFILE_FIELDS, PROFILE_SCHEMA, getProfile, isProfilePath, parseProfile, profileFromObject } from './profile.js';
-export type { EngineCaller, EngineRequest, EngineStats, EngineFault, EngineOptions, SubmitResult, Ticket, TokenSink } from './engine-types.js';
+export type { EngineCaller, KvEventSink, EngineRequest, EngineStats, EngineFault, EngineOptions, SubmitResult, Ticket, TokenSink } from './engine-types.js';
 export { QUEUE_FULL, TOO_LONG } from './engine-types.js';
 export { Engine } from './engine.js';
-export { blockHashes, cachedBlockHashes } from './block-hash.js';
+export { blockHashes, cachedBlockHashes, chainBlockHashes } from './block-hash.js';
 export type { FaultKind, FaultSpec } from './fault.js';
 export { FAULT_KINDS, parseFault, formatFault } from './fault.js';
 export type { BurstyStallOptions } from './bursty.js';

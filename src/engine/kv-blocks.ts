@@ -1,4 +1,5 @@
 import { BlockPool } from './block-pool.js';
+import type { KvEventSink } from './engine-types.js';
 import { ENTRIES, REGISTERED, SHARED, STRIDE, TARGET, type SeqTable } from './seq.js';
 
 const NONE = new Int32Array(0);
@@ -26,12 +27,21 @@ export class KvBlocks {
   #listsTop = 0;
   #freeList = NONE; // (made at the first slice: an engine at fleet scale may never take one)
   readonly #seqs: SeqTable;
+  /** Told of stores and evictions (null: no KV events). */
+  readonly sink: KvEventSink | null;
+  /** With a sink: by record, its prompt's token ids (what a BlockStored carries). */
+  readonly tokenIds: (ArrayLike<number> | null)[] = [];
+  // The run of blocks one `register` call stored so far (first block, count): one BlockStored each.
+  #runFrom = 0;
+  #runCount = 0;
 
-  constructor(blocks: number, blockSize: number, caching: boolean, seqs: SeqTable) {
+  constructor(blocks: number, blockSize: number, caching: boolean, seqs: SeqTable, sink: KvEventSink | null = null) {
     this.#seqs = seqs;
     this.pool = new BlockPool(blocks);
     this.blockSize = blockSize;
     this.caching = caching;
+    this.sink = sink;
+    if (sink !== null) this.pool.onEvict = (h) => sink.removed(h);
   }
 
   blocksFor(tokens: number): number {
@@ -114,18 +124,21 @@ export class KvBlocks {
     const hashes = seqs.hashes[r]!;
     const upTo = Math.min(hashes.length, Math.floor(tokens / this.blockSize));
     let shared = rows[o + SHARED]!;
+    const sink = this.sink;
     for (let b = rows[o + REGISTERED]!; b < upTo; b++) {
       if (list >= 0) {
         const at = list >>> 5;
         const e = this.pool.register(hashes[b]!, b > 0 ? this.#lists[at + b - 1]! + 1 : -1);
         this.#lists[at + b] = e;
         if (e >= 0) shared++;
+        if (e >= 0 && sink !== null) this.#stored(r, hashes, b);
         continue;
       }
       // A run so far: entries first, first + 1, ... for the first `shared` blocks, then private ones.
       const first = -2 - list;
       const e = this.pool.register(hashes[b]!, b === shared && b > 0 ? first + b : -1);
       if (e < 0) continue;
+      if (sink !== null) this.#stored(r, hashes, b);
       if (b === shared && (b === 0 || e === first + b)) {
         if (b === 0) rows[o + ENTRIES] = list = -2 - e;
         shared++;
@@ -141,6 +154,24 @@ export class KvBlocks {
     }
     rows[o + SHARED] = shared;
     if (upTo > rows[o + REGISTERED]!) rows[o + REGISTERED] = upTo;
+    if (this.#runCount > 0) this.#flushStored(r, hashes);
+  }
+
+  /** Block `b` of record `r`'s prompt was stored: it extends the current run, or ends it and starts one. */
+  #stored(r: number, hashes: readonly number[], b: number): void {
+    if (this.#runCount > 0 && this.#runFrom + this.#runCount === b) {
+      this.#runCount++;
+      return;
+    }
+    if (this.#runCount > 0) this.#flushStored(r, hashes);
+    this.#runFrom = b;
+    this.#runCount = 1;
+  }
+
+  #flushStored(r: number, hashes: readonly number[]): void {
+    const ids = this.tokenIds[r];
+    if (ids) this.sink!.stored(hashes, this.#runFrom, this.#runCount, ids, this.blockSize);
+    this.#runCount = 0;
   }
 
   /**

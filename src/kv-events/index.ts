@@ -1,0 +1,12 @@
+export type { BlockHash, BlockStored, BlockRemoved, AllBlocksCleared, KvEvent, KvEventBatch, DecodedBatch } from './wire.js';
+export { encodeBatch, decodeBatch, KvWireError, seqBytes, readSeq } from './wire.js';
+export { MsgpackWriter } from './msgpack-writer.js';
+export type { KvEventsConfig } from './config.js';
+export { parseKvEventsConfig, offsetEndpoint, bindsEndpoint, publishes } from './config.js';
+export { EngineKvEvents } from './engine-events.js';
+export type { KvPublisherOptions } from './publisher.js';
+export { KvEventPublisher } from './publisher.js';
+export type { KvSubscriberOptions, KvSubscriberCounts } from './subscriber.js';
+export { KvEventSubscriber } from './subscriber.js';
+export type { KvBlockIndexOptions, KvIndexCounts } from './block-index.js';
+export { KvBlockIndex } from './block-index.js';
