@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Publisher } from 'zeromq';
 import { VirtualClock } from '../core/index.js';
 import { blockHashes, Engine, getProfile } from '../engine/index.js';
 import { KvBlockIndex } from './block-index.js';
+import { zeromq } from './deps.js';
 import { EngineKvEvents } from './engine-events.js';
 import { KvEventPublisher } from './publisher.js';
 import { KvEventSubscriber } from './subscriber.js';
@@ -132,7 +132,7 @@ test('over ZMQ on loopback: a lost batch is replayed, a restart clears the worke
 });
 
 test('a message that is not [topic, 8-byte seq, batch] is counted and skipped', async (t) => {
-  const raw = new Publisher({ linger: 0 });
+  const raw = new (zeromq().Publisher)({ linger: 0 });
   await raw.bind('tcp://127.0.0.1:*');
   t.after(() => raw.close());
   const seen: number[] = [];

@@ -1,5 +1,5 @@
-import { Publisher, Router } from 'zeromq';
 import { bindsEndpoint } from './config.js';
+import { zeromq, type ZmqPublisher, type ZmqRouter } from './deps.js';
 import { encodeBatch, seqBytes, type KvEventBatch } from './wire.js';
 
 /** Options of {@link KvEventPublisher.start}, as vLLM's ZmqEventPublisher takes them. */
@@ -39,8 +39,8 @@ export class KvEventPublisher {
   readonly replayEndpoint: string | null;
   /** Batches dropped because the send queue was full. */
   dropped = 0;
-  readonly #pub: Publisher;
-  readonly #replay: Router | null;
+  readonly #pub: ZmqPublisher;
+  readonly #replay: ZmqRouter | null;
   readonly #topic: Buffer;
   readonly #ringSeq: number[];
   readonly #ringPayload: Buffer[];
@@ -51,7 +51,7 @@ export class KvEventPublisher {
   #closed = false;
   #replayLoop: Promise<void> = Promise.resolve();
 
-  private constructor(pub: Publisher, replay: Router | null, opts: KvPublisherOptions, endpoint: string, replayEndpoint: string | null) {
+  private constructor(pub: ZmqPublisher, replay: ZmqRouter | null, opts: KvPublisherOptions, endpoint: string, replayEndpoint: string | null) {
     this.#pub = pub;
     this.#replay = replay;
     this.endpoint = endpoint;
@@ -65,8 +65,9 @@ export class KvEventPublisher {
 
   /** Binds (or connects) the sockets; resolves once they are ready. */
   static async start(opts: KvPublisherOptions): Promise<KvEventPublisher> {
+    const { Publisher, Router } = zeromq();
     const pub = new Publisher({ sendHighWaterMark: opts.hwm ?? 100_000, linger: 0 });
-    let replay: Router | null = null;
+    let replay: ZmqRouter | null = null;
     try {
       let endpoint = opts.endpoint;
       if (bindsEndpoint(endpoint)) {
@@ -121,7 +122,7 @@ export class KvEventPublisher {
     }
   }
 
-  async #serveReplays(router: Router): Promise<void> {
+  async #serveReplays(router: ZmqRouter): Promise<void> {
     try {
       for await (const frames of router) {
         // [identity, empty delimiter, start seq]: a REQ (or DEALER) peer's request; anything else is ignored, as vLLM does.

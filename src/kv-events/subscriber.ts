@@ -1,4 +1,4 @@
-import { Dealer, Subscriber } from 'zeromq';
+import { zeromq, type ZmqDealer, type ZmqSubscriber } from './deps.js';
 import { decodeBatch, readSeq, seqBytes, type DecodedBatch } from './wire.js';
 
 /** Options of {@link KvEventSubscriber}. */
@@ -53,14 +53,14 @@ export class KvEventSubscriber {
   /** The `ts` of the last batch applied (wall-clock seconds, the worker's). */
   lastBatchTs = 0;
   readonly #opts: KvSubscriberOptions;
-  readonly #sub: Subscriber;
-  #dealer: Dealer | null = null;
+  readonly #sub: ZmqSubscriber;
+  #dealer: ZmqDealer | null = null;
   #closed = false;
   readonly #loop: Promise<void>;
 
   constructor(opts: KvSubscriberOptions) {
     this.#opts = opts;
-    this.#sub = new Subscriber({ linger: 0 });
+    this.#sub = new (zeromq().Subscriber)({ linger: 0 });
     this.#sub.connect(opts.endpoint);
     this.#sub.subscribe(opts.topic ?? '');
     this.#loop = this.#run();
@@ -126,7 +126,7 @@ export class KvEventSubscriber {
     const ep = this.#opts.replayEndpoint;
     if (!ep || this.#closed) return from;
     if (this.#dealer === null) {
-      this.#dealer = new Dealer({ linger: 0, receiveTimeout: this.#opts.replayTimeoutMs ?? 1000 });
+      this.#dealer = new (zeromq().Dealer)({ linger: 0, receiveTimeout: this.#opts.replayTimeoutMs ?? 1000 });
       this.#dealer.connect(ep);
     }
     const d = this.#dealer;

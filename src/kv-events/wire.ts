@@ -3,7 +3,7 @@
 // encoded as an array [ts, events, data_parallel_rank] (trailing defaults omitted). Each event is
 // a tagged Struct: since vLLM PR #42892 a map whose first key is "type" (the class name), fields
 // in declaration order, fields equal to their default omitted; before it, an array [tag, ...fields].
-import { decode } from '@msgpack/msgpack';
+import { msgpackDecode } from './deps.js';
 import { MsgpackWriter } from './msgpack-writer.js';
 
 /** A block hash as an engine sent it: an unsigned 64-bit integer (a number when it fits 2^53, else a bigint). */
@@ -152,7 +152,7 @@ export class KvWireError extends Error {
 export function decodeBatch(payload: Uint8Array): DecodedBatch {
   let raw: unknown;
   try {
-    raw = decode(payload, { useBigInt64: true });
+    raw = msgpackDecode(payload);
   } catch (e) {
     throw new KvWireError(`not msgpack: ${(e as Error).message}`);
   }
