@@ -529,10 +529,14 @@ class CallFacts implements DeadlineFacts {
   get workerProducedSinceStart(): boolean {
     return this.call.ctx.dispatcher.producedSince(this.a.backend.id, this.a.startMs);
   }
+
+  get workerLastTokenMs(): number {
+    return this.call.ctx.dispatcher.silentSinceMs(this.a.backend.id);
+  }
 }
 
 /** Facts of a call with no attempt on a worker (the rule never reads them). */
-const NO_FACTS: DeadlineFacts = { otherWorker: false, migratable: false, budgetLeft: false, workerStalledWhole: false, workerProducedSinceStart: false };
+const NO_FACTS: DeadlineFacts = { otherWorker: false, migratable: false, budgetLeft: false, workerStalledWhole: false, workerProducedSinceStart: false, workerLastTokenMs: 0 };
 
 /** How a call ended, for the access log. */
 export type CallOutcome = 'ok' | 'http_error' | 'upstream_error' | 'stream_error' | 'client_aborted' | 'rejected' | 'drained';
@@ -718,13 +722,16 @@ export class ProxyCall {
     this.dispatch();
   }
 
-  /** A stream silent past the stall deadline: migrated, or ended with an error frame. */
+  /** A stream silent past the stall deadline (its worker stalled, or busy with others): migrated, or ended with an error frame. */
   #stalled(a: Attempt, v: DeadlineVerdict, nowMs: number): void {
     const ctx = this.ctx;
     if (v.action === 'migrate' && v.spendBudget) ctx.dispatcher.tryResend();
     a.cancel();
-    ctx.metrics.failed.inc({ worker: a.backend.id });
-    if (v.blame) ctx.health.failure(a.backend);
+    // a stream preempted by a worker that keeps producing is no failure of that worker
+    if (v.blame) {
+      ctx.metrics.failed.inc({ worker: a.backend.id });
+      ctx.health.failure(a.backend);
+    }
     // A stream that cannot be continued elsewhere (no other worker, a token-id prompt, the re-send
     // budget spent, already moved once) ends with vLLM's error frame: it never hangs.
     if (v.action !== 'migrate' || !this.#migrate(a)) this.#giveUp(502, `worker ${a.backend.id} stalled mid-stream (silent for ${Math.round(nowMs - a.lastTokenMs)} ms) and the stream cannot be migrated`, 'upstream_failed');

@@ -243,6 +243,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
       upstreamIdleTimeoutMs: ctx.upstreamIdleTimeoutMs,
       sendTimeoutMs: ctx.sendTimeoutMs,
       stallDeadlineMs: stall,
+      busyStallDeadlineMs: ROUTER_DEFAULTS.busyStallFactor * stall,
       noTargetGiveUpMs: stall,
     };
     ttftByPrompt.clear();

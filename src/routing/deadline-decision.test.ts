@@ -2,14 +2,17 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decideDeadline, type DeadlineAction, type DeadlineFacts, type DeadlineSituation } from './index.js';
 
-const FACTS: DeadlineFacts = { otherWorker: true, migratable: true, budgetLeft: true, workerStalledWhole: false, workerProducedSinceStart: true };
+/** By default its worker last produced (for any stream) at 8000: silent for the stall deadline at 10000. */
+const FACTS: DeadlineFacts = { otherWorker: true, migratable: true, budgetLeft: true, workerStalledWhole: false, workerProducedSinceStart: true, workerLastTokenMs: 8000 };
+/** Its worker produced for another stream 50 ms ago. */
+const BUSY = { workerLastTokenMs: 9950 };
 
 /** A stream on a worker, past its first token, heard from 100 ms ago; stall deadline 1 s (the live router's limits). */
 function streaming(over: Partial<DeadlineSituation> = {}, facts: Partial<DeadlineFacts> = {}): DeadlineSituation {
   return {
     nowMs: 10_000, queuedAtMs: -1, sent: true, startMs: 5000, headed: true, firstToken: true, lastTokenMs: 9900, pausedAtMs: -1,
     stream: true, resent: false, ttftDeadlineMs: 2000,
-    limits: { queueTimeoutMs: 60_000, upstreamHeaderTimeoutMs: 600_000, upstreamIdleTimeoutMs: 300_000, sendTimeoutMs: 60_000, stallDeadlineMs: 1000, noTargetGiveUpMs: 1000 },
+    limits: { queueTimeoutMs: 60_000, upstreamHeaderTimeoutMs: 600_000, upstreamIdleTimeoutMs: 300_000, sendTimeoutMs: 60_000, stallDeadlineMs: 1000, busyStallDeadlineMs: 5000, noTargetGiveUpMs: 1000 },
     facts: { ...FACTS, ...facts },
     ...over,
   };
@@ -44,6 +47,10 @@ const TABLE: [string, DeadlineSituation, DeadlineAction, boolean, boolean][] = [
   ['stalled with its whole worker: outside the budget', streaming({ lastTokenMs: 9000 }, { workerStalledWhole: true, budgetLeft: false }), 'migrate', true, false],
   ['stalled, the budget spent: the live router ends it', streaming({ lastTokenMs: 9000 }, { budgetLeft: false }), 'give-up', true, false],
   ['stalled, not migratable: the live router ends it', streaming({ lastTokenMs: 9000 }, { migratable: false }), 'give-up', true, false],
+  ['silent past the stall deadline on a worker that produces for others (preempted): not stalled', streaming({ lastTokenMs: 9000 }, BUSY), 'none', false, false],
+  ['silent past the longer bound on a producing worker: moved, never blamed', streaming({ lastTokenMs: 5000 }, BUSY), 'migrate', false, true],
+  ['silent past the longer bound on a producing worker, the budget spent: waits, never cut', streaming({ lastTokenMs: 5000 }, { ...BUSY, budgetLeft: false }), 'wait', false, false],
+  ['silent past the longer bound on a producing worker, moved before: waits, never cut', streaming({ lastTokenMs: 5000 }, { ...BUSY, migratable: false }), 'wait', false, false],
   ['stalled, no other worker: the simulator waits for its worker', streaming({ lastTokenMs: 9000, limits: SIM_LIMITS }, { otherWorker: false }), 'wait', false, false],
 ];
 

@@ -15,8 +15,13 @@ export interface DeadlineLimits {
   upstreamIdleTimeoutMs: number;
   /** A client that takes no byte of its response this long is disconnected. */
   sendTimeoutMs: number;
-  /** Silence mid-stream before a stream is judged stalled. */
+  /** Silence mid-stream before a stream is judged stalled (when its worker is silent too). */
   stallDeadlineMs: number;
+  /**
+   * Silence of one stream whose worker still produces for others (vLLM preempted it: KV cache
+   * full) before it is moved elsewhere; its worker is never blamed for it.
+   */
+  busyStallDeadlineMs: number;
   /**
    * Silence after which a stalled stream that cannot be moved ends with an error frame; until
    * then it waits for its worker. (The live router: its stall deadline; the simulator: never.)
@@ -39,6 +44,8 @@ export interface DeadlineFacts {
   readonly workerStalledWhole: boolean;
   /** Its worker sent a token to any stream since this attempt was sent. */
   readonly workerProducedSinceStart: boolean;
+  /** When its worker last sent a token to any stream (or, if later, last went from idle to busy). */
+  readonly workerLastTokenMs: number;
 }
 
 /** Where one request stands when the sweep looks at it (times in ms, on the runtime's clock). */
@@ -100,6 +107,7 @@ const REDISPATCH_BLAMED = verdict('redispatch', true, true);
 const REDISPATCH_QUEUEING = verdict('redispatch', false, true);
 const MIGRATE_IN_BUDGET = verdict('migrate', true, true);
 const MIGRATE_STALLED_WHOLE = verdict('migrate', true, false);
+const MIGRATE_PREEMPTED = verdict('migrate', false, true);
 const GIVE_UP = verdict('give-up', true);
 
 /**
@@ -131,7 +139,14 @@ export function decideDeadline(s: DeadlineSituation): DeadlineVerdict {
   }
   const silentMs = now - s.lastTokenMs;
   if (silentMs < limits.stallDeadlineMs) return NONE;
-  // A worker stalled as a whole has all its streams moved at once, outside the re-send budget.
+  if (now - facts.workerLastTokenMs < limits.stallDeadlineMs) {
+    // One silent stream on a worker that still produces for others: preempted (vLLM, KV cache
+    // full) or queued, not stalled. Moved after a longer bound if it can be; never blamed.
+    if (silentMs < limits.busyStallDeadlineMs) return NONE;
+    return facts.otherWorker && facts.migratable && facts.budgetLeft ? MIGRATE_PREEMPTED : WAIT;
+  }
+  // Its worker produced nothing for any stream: stalled, and blamed. A worker stalled as a whole
+  // (while another produced) has all its streams moved at once, outside the re-send budget.
   if (facts.otherWorker && facts.migratable) {
     if (facts.workerStalledWhole) return MIGRATE_STALLED_WHOLE;
     if (facts.budgetLeft) return MIGRATE_IN_BUDGET;

@@ -24,6 +24,11 @@ export const ROUTER_DEFAULTS = {
   upstreamIdleTimeoutMs: 300_000,
   /** A client that takes no byte of its response this long is disconnected (ms; nginx send_timeout). */
   sendTimeoutMs: 60_000,
+  /**
+   * A silent stream whose worker still produces for other streams (vLLM preempted it: KV cache
+   * full) is moved after this many stall deadlines, and its worker is not blamed.
+   */
+  busyStallFactor: 5,
   /** Active health probe period (ms). */
   probeIntervalMs: 1000,
   /** A health probe slower than this fails (ms). */

@@ -390,6 +390,14 @@ export class Dispatcher {
     w.slotsUntilMs = Number.isNaN(nowMs) ? Number.POSITIVE_INFINITY : nowMs + this.#slotsMemoryMs;
   }
 
+  /**
+   * When `id` last sent a token to any of its requests, or, if later, last went from idle to busy:
+   * where its silence starts (-Infinity for an unknown worker).
+   */
+  silentSinceMs(id: string): number {
+    return this.#workers.get(id)?.stats.silentSinceMs ?? Number.NEGATIVE_INFINITY;
+  }
+
   /** Whether `id` sent a token to any of its requests after `sinceMs` (false for an unknown worker). */
   producedSince(id: string, sinceMs: number): boolean {
     const w = this.#workers.get(id);

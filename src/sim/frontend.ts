@@ -62,6 +62,8 @@ export class Frontend {
    */
   readonly #madeHalfOpen: boolean[] = [];
   #ejectedNow = 0;
+  /** Ejections so far (a worker ejected twice counts twice). */
+  ejections = 0;
 
   constructor(clock: Clock, policy: PolicyName, rng: Rng, workerIds: readonly string[], settings: FrontendSettings) {
     this.#clock = clock;
@@ -104,6 +106,7 @@ export class Frontend {
     if (verdict === 'suspect') this.#halfOpen(index);
     if (verdict !== 'ejected') return;
     this.#ejectedNow++;
+    this.ejections++;
     this.dispatcher.setHealthy(id, false);
     const p = this.settings.probeIntervalMs;
     this.#clock.setTimer(Math.ceil(r.ejectedUntilMs / p) * p, () => {

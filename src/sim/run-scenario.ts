@@ -20,7 +20,7 @@ const SWEEP_MS = ROUTER_DEFAULTS.sweepMs;
  * The simulated router's deadlines besides the stall deadline: it has no queue, head, idle or
  * send timeout, and a stalled stream with nowhere to go waits for its worker.
  */
-const SIM_LIMITS: Omit<DeadlineLimits, 'stallDeadlineMs'> = {
+const SIM_LIMITS: Omit<DeadlineLimits, 'stallDeadlineMs' | 'busyStallDeadlineMs'> = {
   queueTimeoutMs: Number.POSITIVE_INFINITY,
   upstreamHeaderTimeoutMs: Number.POSITIVE_INFINITY,
   upstreamIdleTimeoutMs: Number.POSITIVE_INFINITY,
@@ -53,6 +53,10 @@ class SimFacts implements DeadlineFacts {
 
   get workerProducedSinceStart(): boolean {
     return this.d.producedSince(this.workerId, this.startMs);
+  }
+
+  get workerLastTokenMs(): number {
+    return this.d.silentSinceMs(this.workerId);
   }
 }
 
@@ -99,6 +103,10 @@ export interface SimResult {
   migrated: number;
   /** Requests the router queue refused (429). */
   rejected: number;
+  /** Workers ejected by the router replicas (summed over replicas; a worker ejected twice counts twice). */
+  ejections: number;
+  /** Requests the engines preempted (KV cache full; vLLM's `num_preemptions`). */
+  preemptions: number;
   /** Output tokens the engines generated (all phases, including attempts later abandoned). */
   generatedTokens: number;
   /** Prompt tokens the engines' prefix caches served / were asked for (all phases; vLLM's counters). */
@@ -582,7 +590,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       spareWatchLists.push(list);
     }
     due.sort((x, y) => attempts.startSeq(x >> 1) - attempts.startSeq(y >> 1));
-    const limits: DeadlineLimits = { ...SIM_LIMITS, stallDeadlineMs: stallMs };
+    const limits: DeadlineLimits = { ...SIM_LIMITS, stallDeadlineMs: stallMs, busyStallDeadlineMs: ROUTER_DEFAULTS.busyStallFactor * stallMs };
     for (let k = 0; k < due.length; k++) {
       const a = due[k]! >> 1;
       if (!attempts.live(a)) continue;
@@ -761,8 +769,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   let prefixCacheHits = 0;
   let prefixCacheQueries = 0;
   let prefillTokens = 0;
+  let preemptions = 0;
   for (const e of engines) {
     const st = e.stats();
+    preemptions += st.preemptionsTotal;
     generatedTokens += st.generationTokensTotal;
     prefixCacheHits += st.prefixCacheHitsTotal;
     prefixCacheQueries += st.prefixCacheQueriesTotal;
@@ -797,6 +807,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     redispatched,
     migrated,
     rejected,
+    ejections: frontends.reduce((sum, fe) => sum + fe.ejections, 0),
+    preemptions,
     generatedTokens,
     prefixCacheHits,
     prefixCacheQueries,

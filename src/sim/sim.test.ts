@@ -234,3 +234,18 @@ test('histogram mode groups errors as summarize does: bounded, messages cut to 3
   assert.equal(groups.length, 20);
   assert.ok(groups.every((g) => g.message.length <= 300));
 });
+
+test('preemption is not a stall: streams a full KV cache preempts while their worker streams to others complete, and no worker is blamed', () => {
+  // 50 streams of 2500 tokens on 2 small workers: 25 x ~2600 tokens each is twice what a worker's
+  // KV cache holds (2048 blocks of 16), so the engines preempt (vLLM's recompute) while they keep
+  // streaming to the others; a preempted stream is silent far past the stall deadline.
+  const s = scenarioFromObject({ workers: 2, profile: 'small', concurrency: 50, requestCount: 50, warmupRequestCount: 0, inputTokens: { mean: 100, stddev: 0 }, outputTokens: { mean: 2500, stddev: 0 } }, 'test');
+  const r = runScenario(s, 'adaptive', 1, { keepChunks: false });
+  assert.ok(r.preemptions > 0, 'the engines preempted');
+  assert.equal(r.ejections, 0, 'no worker ejected');
+  assert.equal(r.records.length, 50);
+  for (const rec of r.records) {
+    assert.equal(rec.outcome, 'ok', rec.error ?? '');
+    assert.equal(rec.outputTokens.client, 2500);
+  }
+});
