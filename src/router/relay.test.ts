@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { vocabWord } from '../core/index.js';
+import { until } from '../../test/helpers.js';
 import { readSse, words } from '../../test/sse.js';
 import { startFakeUpstream, type FakeBehaviour, type FakeUpstream } from '../../test/doubles/fake-upstream.js';
 import { startRouter, type Router, type RouterOptions } from './index.js';
@@ -26,8 +27,7 @@ function chat(maxTokens: number): string {
 }
 
 async function settle(r: Router): Promise<void> {
-  for (let i = 0; i < 100 && r.workers().some((w) => w.inflight > 0); i++) await new Promise((res) => setTimeout(res, 10));
-  assert.deepEqual(r.workers().map((w) => w.inflight), r.workers().map(() => 0), 'every in-flight count returns to 0');
+  await until('every in-flight count to return to 0', () => r.workers().every((w) => w.inflight === 0));
 }
 
 test('a long relayed stream (past the 64 KiB checkpoint) migrates with every word once and usage for the whole answer', async (t) => {
@@ -35,7 +35,7 @@ test('a long relayed stream (past the 64 KiB checkpoint) migrates with every wor
   const r = await router(t, ups, { policy: 'adaptive', stallDeadline: 150, ttftDeadline: 'off' });
   const pending = fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: chat(700), headers: { 'content-type': 'application/json' } });
   // the worker that got the request stalls; the other one serves the continuation
-  while (ups.every((u) => u.requests.length === 0)) await new Promise((res) => setTimeout(res, 5));
+  await until('a worker to receive the request', () => ups.some((u) => u.requests.length > 0));
   for (const u of ups) if (u.requests.length === 0) u.behaviour = {};
   const res = await pending;
   assert.equal(res.status, 200);
@@ -243,7 +243,7 @@ test('relayed streams on one kept-alive client connection: each a whole chunked 
     received = Buffer.alloc(0);
     socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     const end = Buffer.from('\r\n0\r\n\r\n');
-    for (let k = 0; k < 500 && received.indexOf(end) < 0; k++) await new Promise((res) => setTimeout(res, 10));
+    await until('the last chunk', () => received.includes(end), 5000);
     const text = received.toString('latin1');
     const headEnd = text.indexOf('\r\n\r\n');
     assert.match(text.slice(0, headEnd), /^HTTP\/1\.1 200 OK\r\n/);

@@ -104,9 +104,9 @@ test('a full router queue answers 429 with Retry-After', async (t) => {
   const ups = await fleet(t, [{ itlMs: 30 }]);
   const r = await router(t, ups, { maxInflightPerWorker: 1, maxQueue: 1, ttftDeadline: 'off', stallDeadline: 'off' });
   const first = post(r, chat(10));
-  await new Promise((res) => setTimeout(res, 30));
+  await until('the first request on the worker', () => ups[0]!.open === 1);
   const second = post(r, chat(2));
-  await new Promise((res) => setTimeout(res, 30));
+  await until('the second request in the queue', async () => /^tailgate_router_queue_length 1$/m.test(await r.metrics()));
   const res = await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: chat(2), headers: { 'content-type': 'application/json' } });
   assert.equal(res.status, 429);
   assert.equal(res.headers.get('retry-after'), '1');
@@ -208,21 +208,21 @@ test('a first token late on a worker that keeps streaming to others moves the re
 test('adaptive learns the slots of a worker seen queueing and shows them in /workers', async (t) => {
   const ups = await fleet(t, [{ itlMs: 20 }, { itlMs: 20 }]);
   const r = await router(t, ups, { policy: 'adaptive', ttftDeadline: 150, stallDeadline: 'off', seed: 4 });
-  // long streams keep both workers producing, ten on each: sent one after another (a stream's head
-  // comes with its first token), so the policy sees each in flight and alternates; sent all at once,
-  // the split varied with the machine's load (12/8 left a short request 9th in line)
+  // long streams keep both workers producing, about ten on each: sent one after another (a stream's
+  // head comes with its first token), so the policy sees each in flight; the split still follows the
+  // latency each worker showed (12/8 under load), so what is learned is checked against it
   const long: Response[] = [];
   for (let k = 0; k < 20; k++) long.push(await fetch(`${r.url}/v1/chat/completions`, { method: 'POST', body: chat(100), headers: { 'content-type': 'application/json' } }));
-  const before = (await (await fetch(`${r.url}/workers`)).json()) as { inflight: number }[];
-  assert.deepEqual(before.map((w) => w.inflight), [10, 10]);
+  const before = new Map(((await (await fetch(`${r.url}/workers`)).json()) as { id: string; inflight: number }[]).map((w) => [w.id, w.inflight]));
+  assert.equal([...before.values()].reduce((a, b) => a + b, 0), 20);
   // from now on both queue new requests behind a long wait, like full engines
   for (const u of ups) u.behaviour = { itlMs: 20, ttftMs: 1500 };
   const short = await Promise.all(Array.from({ length: 2 }, () => post(r, chat(2))));
   for (const got of short) assert.equal(got.text, words(2));
   const workers = (await (await fetch(`${r.url}/workers`)).json()) as { id: string; slots: number | null; ejected: boolean; inflight: number }[];
-  // a request sent as the 11th in flight waited: that worker runs 10 at once
-  const learned = workers.filter((w) => w.slots !== null).map((w) => w.slots!);
-  assert.ok(learned.length > 0 && learned.every((n) => n === 10), JSON.stringify(workers));
+  // a request sent beside the n in flight on a worker waited: that worker runs n at once
+  const learned = workers.filter((w) => w.slots !== null);
+  assert.ok(learned.length > 0 && learned.every((w) => w.slots === before.get(w.id)), `${JSON.stringify(workers)} after ${JSON.stringify([...before])}`);
   assert.ok(workers.every((w) => !w.ejected));
   await Promise.all(long.map((res) => res.text()));
   await settle(r);
@@ -251,7 +251,8 @@ test('migrates a stream whose worker resets mid-way; without migration the strea
   const ups = await fleet(t, [{ resetAfter: 2 }, { resetAfter: 2 }]);
   const r = await router(t, ups, { policy: 'adaptive', stallDeadline: 'off', ttftDeadline: 'off', seed: 9 });
   const pending = post(r, JSON.stringify({ model: M, prompt: 'one two three', max_tokens: 6, stream: true }), '/v1/completions');
-  await new Promise((res) => setTimeout(res, 1));
+  // polled every 1 ms: the other worker must be mended before the first one resets, two tokens in
+  await until('a worker to receive the request', () => ups.some((u) => u.requests.length > 0), 10_000, 1);
   for (const u of ups) if (u.requests.length === 0) u.behaviour = {};
   const got = await pending;
   assert.deepEqual(got.errors, []);
@@ -290,7 +291,7 @@ test('/workers, /metrics, /ready report the fleet; close() drains open streams',
   assert.ok(workers.every((w) => w.healthy && !w.ejected && w.inflight === 0 && w.slots === null && w.url.startsWith('http://')));
   assert.equal((await fetch(`${r.url}/ready`)).status, 200);
   const streaming = post(r, chat(40));
-  await new Promise((res) => setTimeout(res, 30));
+  await until('the request to reach a worker', () => ups[0]!.requests.length + ups[1]!.requests.length === 1, 10_000, 1);
   const closed = r.close();
   const got = await streaming;
   await closed;
