@@ -38,7 +38,7 @@ const chat = (maxTokens: number, extra: Record<string, unknown> = {}) => ({
   model: MODEL, messages: [{ role: 'user', content: 'name some words' }], max_tokens: maxTokens, stream: true, ...extra,
 });
 
-test('a fleet with --api-key behind a router with --backend-api-key: probes and requests carry the key; the client\'s own key still passes through', async (t) => {
+test('a fleet with --api-key behind a router with --backend-api-key: probes carry the key; a request carries it only once it passed a client key', async (t) => {
   const f = await fleet(t, 2, { apiKey: 'sekret' });
   const direct = await fetch(`${f.workers[0]!.url}/v1/models`);
   assert.equal(direct.status, 401);
@@ -48,12 +48,20 @@ test('a fleet with --api-key behind a router with --backend-api-key: probes and 
   const r = await router(t, f, { backendApiKey: 'sekret' });
   const models = (await (await fetch(`${r.url}/v1/models`)).json()) as { data: { id: string }[] };
   assert.deepEqual(models.data.map((m) => m.id), [MODEL], 'the router learned the model through the key');
-  const ok = await post(`${r.url}/v1/chat/completions`, chat(4));
-  assert.equal(ok.status, 200);
+  const bare = await post(`${r.url}/v1/chat/completions`, chat(4));
+  assert.equal(bare.status, 401, 'without client keys the worker key is not lent to anyone: the worker still guards itself');
+  assert.equal(await bare.text(), '{"error":"Unauthorized"}');
+  const own = await post(`${r.url}/v1/chat/completions`, chat(4), { authorization: 'Bearer sekret' });
+  assert.equal(own.status, 200, "the client's own Authorization is forwarded as it came");
+  assert.equal(readSse(await own.text()).text, words(4));
+
+  const keyed = await router(t, f, { backendApiKey: 'sekret', apiKeys: [{ key: 'client-key' }] });
+  const ok = await post(`${keyed.url}/v1/chat/completions`, chat(4), { authorization: 'Bearer client-key' });
+  assert.equal(ok.status, 200, 'a client key passes and the worker key goes on in its place');
   assert.equal(readSse(await ok.text()).text, words(4));
-  const wrong = await post(`${r.url}/v1/chat/completions`, chat(4), { authorization: 'Bearer not-the-key' });
-  assert.equal(wrong.status, 401, "the client's Authorization is forwarded, not replaced");
-  assert.equal(await wrong.text(), '{"error":"Unauthorized"}');
+  const workerKey = await post(`${keyed.url}/v1/chat/completions`, chat(4), { authorization: 'Bearer sekret' });
+  assert.equal(workerKey.status, 401, 'the worker key is not a client key');
+  assert.equal(((await workerKey.json()) as { error: { type: string } }).error.type, 'AuthenticationError');
 });
 
 test('n: 2 streams and answers two choices through the router', async (t) => {

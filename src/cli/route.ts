@@ -1,7 +1,9 @@
 import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { createWriteStream } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { InvalidArgumentError, type Command } from 'commander';
 import { TailgateError, parseDurationMs } from '../core/index.js';
+import type { ClientKey, RouterOptions } from '../router/index.js';
 import { POLICY_NAMES, ROUTER_DEFAULTS, type DeadlineSetting, type PolicyName, type PrefixOptions } from '../routing/index.js';
 import { choiceArg, collect, durationArg, intArg, numberArg, sizeArg } from './args.js';
 
@@ -27,6 +29,11 @@ interface RouteFlags {
   maxRetries: number;
   ca?: string;
   backendApiKey?: string;
+  apiKey?: string[];
+  apiKeyFile?: string;
+  adminPort?: number;
+  adminHost: string;
+  metricsOnAdmin?: boolean;
   tlsCert?: string;
   tlsKey?: string;
   accessLog?: string | boolean;
@@ -107,33 +114,66 @@ function untilSignal(): Promise<void> {
   });
 }
 
+/** Reads and checks a certificate and key pair (a file that is not PEM, or a key that does not match, is a one-line CONFIG_INVALID). */
 function readTls(certFile: string, keyFile: string): { cert: Buffer; key: Buffer } {
+  let pair: { cert: Buffer; key: Buffer };
   try {
-    return { cert: readFileSync(certFile), key: readFileSync(keyFile) };
+    pair = { cert: readFileSync(certFile), key: readFileSync(keyFile) };
   } catch (e) {
     throw new TailgateError('CONFIG_INVALID', `cannot read the TLS certificate or key: ${(e as Error).message}`, { cause: e });
   }
+  try {
+    createSecureContext(pair);
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `the TLS certificate ${certFile} and key ${keyFile} are not a PEM pair that loads: ${(e as Error).message}`, { cause: e });
+  }
+  return pair;
 }
 
-/** Reloads the certificate on SIGHUP and when either file changes (cert-manager rotates files in place); a bad pair keeps the old one. */
-function reloadTlsOnChange(router: import('../router/index.js').Router, certFile: string, keyFile: string): () => void {
-  const reload = () => {
+/** A TCP port, 0 to 65535 (0 picks a free one). */
+function portArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('expected a port from 0 to 65535');
+  return n;
+}
+
+/** Reloads the certificate when either file changes (cert-manager rotates files in place) and on SIGHUP (the returned reload); a bad pair keeps the old one. */
+function reloadTlsOnChange(router: import('../router/index.js').Router, certFile: string, keyFile: string): { reload: Reloader; stop: () => void } {
+  const reload = (): Promise<string> => {
     try {
       router.setTls(readTls(certFile, keyFile));
-      process.stderr.write('tailgate route: TLS certificate reloaded\n');
+      return Promise.resolve('TLS certificate reloaded');
     } catch (e) {
-      process.stderr.write(`tailgate route: TLS certificate not reloaded, keeping the previous one: ${(e as Error).message}\n`);
+      return Promise.resolve(`TLS certificate not reloaded, keeping the previous one: ${(e as Error).message}`);
     }
   };
   const onChange = (now: Stats, before: Stats) => {
-    if (now.mtimeMs !== before.mtimeMs) reload();
+    if (now.mtimeMs !== before.mtimeMs) void reload().then(say);
   };
-  process.on('SIGHUP', reload);
   for (const f of [certFile, keyFile]) watchFile(f, { interval: 2000, persistent: false }, onChange);
-  return () => {
-    process.off('SIGHUP', reload);
+  return { reload, stop: () => {
     for (const f of [certFile, keyFile]) unwatchFile(f, onChange);
+  } };
+}
+
+/** One thing SIGHUP re-reads; resolves with the line that says what happened (never rejects). */
+type Reloader = () => Promise<string>;
+
+function say(line: string): void {
+  process.stderr.write(`tailgate route: ${line}\n`);
+}
+
+/**
+ * SIGHUP never ends the router (logrotate and the docs send it): from the moment the command
+ * starts, it runs whatever `reloaders` holds then, and says so when there is nothing to reload.
+ */
+function onHangup(reloaders: Reloader[], nothing: string): () => void {
+  const hangup = () => {
+    if (reloaders.length === 0) return say(`SIGHUP: nothing to reload (${nothing})`);
+    for (const r of reloaders) void r().then(say);
   };
+  process.on('SIGHUP', hangup);
+  return () => process.off('SIGHUP', hangup);
 }
 
 /** Starts following a Service; the first list's failure is reported and retried, not fatal (the API may come later). */
@@ -161,7 +201,7 @@ export function registerRoute(program: Command): void {
   program
     .command('route')
     .description('load-aware OpenAI-compatible router in front of vLLM/SGLang/Dynamo workers')
-    .option('--port <port>', 'listen port (0 picks a free one)', intArg(0), 8000)
+    .option('--port <port>', 'listen port (0 picks a free one)', portArg, 8000)
     .option('--host <addr>', 'bind address', '127.0.0.1')
     .option('--backend <url>', 'worker base URL, repeatable (http://host:port)', collect)
     .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array)')
@@ -183,7 +223,12 @@ export function registerRoute(program: Command): void {
     .option('--ca <file>', 'PEM CA bundle for https backends')
     .option('--tls-cert <file>', 'serve clients over TLS: PEM certificate chain (reloaded on SIGHUP or when the file changes)')
     .option('--tls-key <file>', 'the PEM private key of --tls-cert')
-    .option('--backend-api-key <key>', "the workers' API key (vLLM --api-key), sent on probes and on requests without Authorization (default: $TAILGATE_BACKEND_API_KEY, which keeps it out of ps)")
+    .option('--backend-api-key <key>', "the workers' API key (vLLM --api-key), sent on probes and in place of the client's key on requests that passed --api-key (default: $TAILGATE_BACKEND_API_KEY, which keeps it out of ps)")
+    .option('--api-key <keys>', "clients' API keys (Authorization: Bearer KEY, as vLLM's --api-key), repeatable or comma-separated; without one, worker routes and /v1/models answer 401 (default: $TAILGATE_API_KEY, which keeps them out of ps)", collect)
+    .option('--api-key-file <file>', "YAML file of client keys, each with an optional tenant and max-priority (re-read on SIGHUP): keys: [{key: K, tenant: T, max-priority: standard}]")
+    .option('--admin-port <port>', 'serve /workers and /flows on a listener of their own (default: on the API port, to loopback clients only)', portArg)
+    .option('--admin-host <addr>', 'bind address of --admin-port', '127.0.0.1')
+    .option('--metrics-on-admin', 'serve /metrics only where /workers is (default: on the API port, where Prometheus scrapes it)')
     .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
     .option('--procs <n>', 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', intArg(1), 1)
     .option('--drain-delay <dur>', 'on SIGTERM, /ready answers 503 at once but requests are still served this long (until the endpoint change propagates)', durationArg, 5000)
@@ -199,113 +244,169 @@ export function registerRoute(program: Command): void {
     .option('--flows [file]', 'flow control: priorities, fair queuing between tenants, per-tenant limits; the YAML file (re-read on SIGHUP) sets weights, limits and per-model priorities')
     .option('--tenant-header <name>', 'header naming the tenant (default: a hash of the API key); turns flow control on')
     .option('--priority-header <name>', 'header naming the priority: critical, standard or sheddable (default x-tailgate-priority); turns flow control on')
-    .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /workers, /flows, /metrics, /health, /ready, /live.')
-    .action(async (flags: RouteFlags) => {
-      const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
-      const { policy, prefix } = routePolicy(flags);
-      if (backends.length === 0 && flags.discover === undefined) throw new TailgateError('CLI_USAGE', 'no backend given (use --backend URL, --backends-file FILE or --discover k8s://NAMESPACE/SERVICE)');
-      // Bad targets and credentials fail here, before anything listens.
-      let kube: import('../k8s/index.js').KubeConnection | undefined;
-      if (flags.discover !== undefined) {
-        const k8s = await import('../k8s/index.js');
-        k8s.parseK8sTarget(flags.discover);
-        kube = k8s.loadKubeConnection();
-        await kube.load();
-      }
-      const routerLib = await import('../router/index.js');
-      if (flags.procs > 1 && !routerLib.isRouterClusterWorker()) {
-        // The primary only forks and waits; each forked process runs this same command.
-        const c = await routerLib.startRouterCluster(flags.procs);
-        process.stdout.write(`${JSON.stringify({ url: c.url, procs: flags.procs })}\nready\n`);
-        await untilSignal();
-        await c.close();
-        process.exitCode = 0;
-        return;
-      }
-      let ca: Buffer | undefined;
-      if (flags.ca) {
-        try {
-          ca = readFileSync(flags.ca);
-        } catch (e) {
-          throw new TailgateError('CONFIG_INVALID', `cannot read CA file ${flags.ca}: ${(e as Error).message}`, { cause: e });
-        }
-      }
-      if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined)) throw new TailgateError('CLI_USAGE', '--tls-cert and --tls-key go together');
-      const tlsFiles = flags.tlsCert !== undefined && flags.tlsKey !== undefined ? { cert: flags.tlsCert, key: flags.tlsKey } : undefined;
-      const tls = tlsFiles && readTls(tlsFiles.cert, tlsFiles.key);
-      let accessLog: ((line: string) => void) | undefined;
-      let logStream: ReturnType<typeof createWriteStream> | undefined;
-      if (flags.accessLog === true) accessLog = (line) => process.stdout.write(`${line}\n`);
-      else if (typeof flags.accessLog === 'string') {
-        const s = (logStream = createWriteStream(flags.accessLog, { flags: 'a' }));
-        const path = flags.accessLog;
-        await new Promise<void>((resolve, reject) => {
-          s.once('open', () => resolve());
-          s.once('error', (e) => reject(new TailgateError('CONFIG_INVALID', `cannot open the access log ${path}: ${e.message}`, { cause: e })));
-        });
-        s.on('error', (e) => process.stderr.write(`tailgate route: access log ${path}: ${e.message}\n`));
-        accessLog = (line) => s.write(`${line}\n`);
-      }
-      const inCluster = routerLib.isRouterClusterWorker();
-      const backendApiKey = flags.backendApiKey ?? process.env['TAILGATE_BACKEND_API_KEY'];
-      const flowsOn = flags.flows !== undefined || flags.tenantHeader !== undefined || flags.priorityHeader !== undefined;
-      const router = await routerLib.startRouter({
-        backends,
-        port: flags.port,
-        host: flags.host,
-        policy,
-        prefix,
-        seed: flags.seed,
-        maxQueue: flags.maxQueue,
-        queueTimeoutMs: flags.queueTimeout,
-        deadlineFloorMs: flags.deadlineFloor,
-        maxResendShare: flags.maxResendShare,
-        maxBodyBytes: flags.maxBody,
-        maxRetries: flags.maxRetries,
-        drainTimeoutMs: flags.drainTimeout,
-        drainDelayMs: flags.drainDelay,
-        headerTimeoutMs: flags.headerTimeout,
-        bodyTimeoutMs: flags.bodyTimeout,
-        keepAliveTimeoutMs: flags.keepAliveTimeout,
-        maxRequestsPerConnection: flags.maxRequestsPerConnection,
-        upstreamHeaderTimeoutMs: flags.upstreamHeaderTimeout,
-        upstreamIdleTimeoutMs: flags.upstreamIdleTimeout,
-        sendTimeoutMs: flags.sendTimeout,
-        ...(flags.maxInflightPerWorker !== undefined && { maxInflightPerWorker: flags.maxInflightPerWorker }),
-        ...(flags.ttftDeadline !== undefined && { ttftDeadline: flags.ttftDeadline }),
-        ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),
-        ...(ca !== undefined && { ca }),
-        ...(tls !== undefined && { tls }),
-        ...(backendApiKey !== undefined && backendApiKey !== '' && { backendApiKey }),
-        ...(accessLog !== undefined && { accessLog }),
-        ...(inCluster && { clusterMetrics: true }),
-        ...(flags.discover !== undefined && { dynamicBackends: true }),
-        ...(flowsOn && {
-          flows: {
-            ...(typeof flags.flows === 'string' && { file: flags.flows }),
-            ...(flags.tenantHeader !== undefined && { tenantHeader: flags.tenantHeader }),
-            ...(flags.priorityHeader !== undefined && { priorityHeader: flags.priorityHeader }),
-          },
-        }),
-      });
-      const reload = () => {
-        router.reloadFlows().then(
-          () => process.stderr.write('tailgate route: flows config reloaded\n'),
-          (e: unknown) => process.stderr.write(`tailgate route: flows config not reloaded, the old one stays: ${(e as Error).message}\n`),
-        );
-      };
-      if (typeof flags.flows === 'string') process.on('SIGHUP', reload);
-      const discovery = flags.discover === undefined ? undefined : await startDiscovery(routerLib, router, flags.discover, backends, kube!);
-      const stopTls = tlsFiles && reloadTlsOnChange(router, tlsFiles.cert, tlsFiles.key);
-      if (inCluster) routerLib.announceReady(router.url);
-      else process.stdout.write(`${JSON.stringify({ url: router.url })}\nready\n`);
-      await untilSignal();
-      process.off('SIGHUP', reload);
-      stopTls?.();
-      await discovery?.close();
-      await router.close();
-      logStream?.end();
-      process.exitCode = 0;
-      if (inCluster) process.disconnect();
-    });
+    .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /metrics, /health, /ready, /live on the API port; /workers and /flows on --admin-port, or to loopback clients.')
+    .action((flags: RouteFlags) => runRoute(flags));
+}
+
+/** The primary of `--procs N`: forks, forwards SIGHUP, replaces processes that die, drains all on SIGTERM. */
+async function runPrimary(routerLib: typeof import('../router/index.js'), procs: number): Promise<void> {
+  const c = await routerLib.startRouterCluster(procs, {
+    onExit: (e) => say(`router process ${e.pid ?? '?'} exited (${e.signal ?? `code ${e.code}`}); replacing it in ${e.restartInMs} ms`),
+  });
+  const hangup = () => say(`SIGHUP forwarded to ${c.hangup()} router processes`);
+  process.on('SIGHUP', hangup);
+  process.stdout.write(`${JSON.stringify({ url: c.url, procs })}\nready\n`);
+  await untilSignal();
+  process.off('SIGHUP', hangup);
+  await c.close();
+  process.exitCode = 0;
+}
+
+/** `--access-log [file]`: the line writer and the stream to end at exit (none for stdout). */
+async function openAccessLog(flag: string | boolean | undefined): Promise<{ write?: (line: string) => void; end?: () => void }> {
+  if (flag === true) return { write: (line) => process.stdout.write(`${line}\n`) };
+  if (typeof flag !== 'string') return {};
+  const s = createWriteStream(flag, { flags: 'a' });
+  await new Promise<void>((resolve, reject) => {
+    s.once('open', () => resolve());
+    s.once('error', (e) => reject(new TailgateError('CONFIG_INVALID', `cannot open the access log ${flag}: ${e.message}`, { cause: e })));
+  });
+  s.on('error', (e) => say(`access log ${flag}: ${e.message}`));
+  return { write: (line) => s.write(`${line}\n`), end: () => s.end() };
+}
+
+function readCa(file: string | undefined): Buffer | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `cannot read CA file ${file}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** The library options the flags ask for (files already read). */
+function routerOptions(flags: RouteFlags, backends: string[], extra: Partial<RouterOptions>): RouterOptions {
+  const { policy, prefix } = routePolicy(flags);
+  const backendApiKey = flags.backendApiKey ?? process.env['TAILGATE_BACKEND_API_KEY'];
+  const flowsOn = flags.flows !== undefined || flags.tenantHeader !== undefined || flags.priorityHeader !== undefined;
+  return {
+    backends,
+    port: flags.port,
+    host: flags.host,
+    policy,
+    prefix,
+    seed: flags.seed,
+    maxQueue: flags.maxQueue,
+    queueTimeoutMs: flags.queueTimeout,
+    deadlineFloorMs: flags.deadlineFloor,
+    maxResendShare: flags.maxResendShare,
+    maxBodyBytes: flags.maxBody,
+    maxRetries: flags.maxRetries,
+    drainTimeoutMs: flags.drainTimeout,
+    drainDelayMs: flags.drainDelay,
+    headerTimeoutMs: flags.headerTimeout,
+    bodyTimeoutMs: flags.bodyTimeout,
+    keepAliveTimeoutMs: flags.keepAliveTimeout,
+    maxRequestsPerConnection: flags.maxRequestsPerConnection,
+    upstreamHeaderTimeoutMs: flags.upstreamHeaderTimeout,
+    upstreamIdleTimeoutMs: flags.upstreamIdleTimeout,
+    sendTimeoutMs: flags.sendTimeout,
+    ...(flags.maxInflightPerWorker !== undefined && { maxInflightPerWorker: flags.maxInflightPerWorker }),
+    ...(flags.ttftDeadline !== undefined && { ttftDeadline: flags.ttftDeadline }),
+    ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),
+    ...(backendApiKey !== undefined && backendApiKey !== '' && { backendApiKey }),
+    ...(flags.discover !== undefined && { dynamicBackends: true }),
+    ...(flowsOn && {
+      flows: {
+        ...(typeof flags.flows === 'string' && { file: flags.flows }),
+        ...(flags.tenantHeader !== undefined && { tenantHeader: flags.tenantHeader }),
+        ...(flags.priorityHeader !== undefined && { priorityHeader: flags.priorityHeader }),
+      },
+    }),
+    ...extra,
+  };
+}
+
+/** The client keys of `--api-key` (or $TAILGATE_API_KEY) and `--api-key-file`; undefined when none is asked for. */
+async function clientKeys(flags: RouteFlags, routerLib: typeof import('../router/index.js')): Promise<ClientKey[] | undefined> {
+  const given = flags.apiKey ?? (process.env['TAILGATE_API_KEY'] ? [process.env['TAILGATE_API_KEY']] : []);
+  const keys: ClientKey[] = given.flatMap((v) => v.split(',')).map((k) => k.trim()).filter((k) => k !== '').map((key) => ({ key }));
+  if (flags.apiKey !== undefined && keys.length === 0) throw new TailgateError('CLI_USAGE', '--api-key names no key');
+  if (flags.apiKeyFile !== undefined) keys.push(...(await routerLib.loadKeysFile(flags.apiKeyFile)));
+  return keys.length > 0 || flags.apiKeyFile !== undefined ? keys : undefined;
+}
+
+async function runRoute(flags: RouteFlags): Promise<void> {
+  // installed first: a SIGHUP while starting must not end the process either
+  const reloaders: Reloader[] = [];
+  const offHangup = onHangup(reloaders, 'no --flows file, --tls-cert or --api-key-file');
+  try {
+    await serve(flags, reloaders);
+  } finally {
+    offHangup();
+  }
+}
+
+async function serve(flags: RouteFlags, reloaders: Reloader[]): Promise<void> {
+  const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
+  routePolicy(flags);
+  if (backends.length === 0 && flags.discover === undefined) throw new TailgateError('CLI_USAGE', 'no backend given (use --backend URL, --backends-file FILE or --discover k8s://NAMESPACE/SERVICE)');
+  // Bad targets and credentials fail here, before anything listens.
+  let kube: import('../k8s/index.js').KubeConnection | undefined;
+  if (flags.discover !== undefined) {
+    const k8s = await import('../k8s/index.js');
+    k8s.parseK8sTarget(flags.discover);
+    kube = k8s.loadKubeConnection();
+    await kube.load();
+  }
+  const routerLib = await import('../router/index.js');
+  // The primary only forks and waits; each forked process runs this same command.
+  if (flags.procs > 1 && !routerLib.isRouterClusterWorker()) return runPrimary(routerLib, flags.procs);
+  const ca = readCa(flags.ca);
+  if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined)) throw new TailgateError('CLI_USAGE', '--tls-cert and --tls-key go together');
+  const tlsFiles = flags.tlsCert !== undefined && flags.tlsKey !== undefined ? { cert: flags.tlsCert, key: flags.tlsKey } : undefined;
+  const tls = tlsFiles && readTls(tlsFiles.cert, tlsFiles.key);
+  const apiKeys = await clientKeys(flags, routerLib);
+  if (apiKeys === undefined && (flags.backendApiKey ?? process.env['TAILGATE_BACKEND_API_KEY'] ?? '') !== '') {
+    say('the worker key goes on probes only: requests carry it once they pass a client key (--api-key, --api-key-file)');
+  }
+  const log = await openAccessLog(flags.accessLog);
+  const inCluster = routerLib.isRouterClusterWorker();
+  const router = await routerLib.startRouter(routerOptions(flags, backends, {
+    ...(apiKeys !== undefined && { apiKeys }),
+    ...(flags.adminPort !== undefined && { admin: { port: flags.adminPort, host: flags.adminHost } }),
+    ...(flags.metricsOnAdmin === true && { metricsOnAdmin: true }),
+    ...(ca !== undefined && { ca }),
+    ...(tls !== undefined && { tls }),
+    ...(log.write !== undefined && { accessLog: log.write }),
+    ...(inCluster && { clusterMetrics: true }),
+  }));
+  if (typeof flags.flows === 'string') {
+    reloaders.push(() => router.reloadFlows().then(
+      () => 'flows config reloaded',
+      (e: unknown) => `flows config not reloaded, the old one stays: ${(e as Error).message}`,
+    ));
+  }
+  if (flags.apiKeyFile !== undefined) {
+    const file = flags.apiKeyFile;
+    reloaders.push(() => clientKeys(flags, routerLib).then(
+      (keys) => {
+        router.setApiKeys(keys ?? []);
+        return `API keys reloaded (${keys?.length ?? 0})`;
+      },
+      (e: unknown) => `API keys not reloaded from ${file}, the old ones stay: ${(e as Error).message}`,
+    ));
+  }
+  const discovery = flags.discover === undefined ? undefined : await startDiscovery(routerLib, router, flags.discover, backends, kube!);
+  const tlsWatch = tlsFiles && reloadTlsOnChange(router, tlsFiles.cert, tlsFiles.key);
+  if (tlsWatch) reloaders.push(tlsWatch.reload);
+  if (inCluster) routerLib.announceReady(router.url);
+  else process.stdout.write(`${JSON.stringify({ url: router.url })}\nready\n`);
+  await untilSignal();
+  tlsWatch?.stop();
+  await discovery?.close();
+  await router.close();
+  log.end?.();
+  process.exitCode = 0;
+  if (inCluster) process.disconnect();
 }

@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { TailgateError, durationSchema } from '../core/index.js';
+import { capPriority, type ClientKey } from './door.js';
 import { PRIORITIES, type Dispatcher, type FlowQueueOptions, type FlowTicket, type Priority, type ShedReason } from '../routing/index.js';
 
 const durationMs = durationSchema(z);
@@ -42,11 +43,16 @@ export interface FlowOptions {
   file?: string;
 }
 
-/** The tenant of requests that name none, and of names past {@link MAX_TENANTS}. */
+/** The tenant of requests that name none, and of new names when the table is full of busy ones. */
 const DEFAULT_TENANT = 'default';
-/** Distinct tenants tracked (and labelled in metrics); more fall back to the default one. */
-const MAX_TENANTS = 256;
+/**
+ * Unconfigured tenants tracked (and labelled in metrics): past it a new name takes the place of the
+ * least recently seen idle one, else falls back to the default tenant. Tenants of the config or
+ * of a key's entry are always kept, beyond this count.
+ */
+export const MAX_TENANTS = 256;
 const TENANT_RE = /^[\w.:@-]{1,128}$/;
+const SHED_REASONS: readonly ShedReason[] = ['queue_full', 'tenant_full', 'deadline'];
 const WAIT_BUCKETS_S = [0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const TTFT_BUCKETS_S = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -110,6 +116,8 @@ class TokenBucket {
 
 interface TenantState {
   readonly name: string;
+  /** Configured, or named by a key's entry: never evicted. */
+  kept: boolean;
   requests: TokenBucket | undefined;
   tokens: TokenBucket | undefined;
   inflight: number[];
@@ -194,6 +202,7 @@ class FlowMetrics {
   readonly fallbacks: Counter<'field'>;
   readonly wait: Histogram<'tenant' | 'priority'>;
   readonly ttft: Histogram<'tenant' | 'priority'>;
+  readonly evicted: Counter;
 
   constructor(registry: Registry, fc: FlowControl, dispatcher: Dispatcher) {
     const registers = [registry];
@@ -204,6 +213,8 @@ class FlowMetrics {
       labelNames: tp,
       registers,
       collect() {
+        // an evicted tenant's series go with it
+        this.reset();
         for (const t of fc.tenants()) for (const p of PRIORITIES) this.set({ tenant: t.name, priority: p }, 0);
         for (const s of dispatcher.flowStats()) this.set({ tenant: s.tenant, priority: s.priority }, s.queued);
       },
@@ -214,6 +225,7 @@ class FlowMetrics {
       labelNames: tp,
       registers,
       collect() {
+        this.reset();
         for (const t of fc.tenants()) PRIORITIES.forEach((p, b) => this.set({ tenant: t.name, priority: p }, t.inflight[b]!));
       },
     });
@@ -224,6 +236,16 @@ class FlowMetrics {
     this.fallbacks = new Counter({ name: 'tailgate_router_flow_fallbacks_total', help: 'Requests whose tenant or priority header was missing or unknown and fell back to the default.', labelNames: ['field'] as const, registers });
     this.wait = new Histogram({ name: 'tailgate_router_flow_queue_wait_seconds', help: 'Time from arrival to the first worker, per tenant and priority.', labelNames: tp, buckets: WAIT_BUCKETS_S, registers });
     this.ttft = new Histogram({ name: 'tailgate_router_flow_ttft_seconds', help: 'Time from arrival to the first content token (queue wait included), per tenant and priority.', labelNames: tp, buckets: TTFT_BUCKETS_S, registers });
+    this.evicted = new Counter({ name: 'tailgate_router_flow_tenants_evicted_total', help: `Idle unconfigured tenants dropped from the table (at most ${MAX_TENANTS}) to make room for a new name.`, registers });
+  }
+
+  /** Drops every series of an evicted tenant (the label sets stay bounded). */
+  forget(tenant: string): void {
+    for (const priority of PRIORITIES) {
+      for (const m of [this.dispatched, this.lent, this.wait, this.ttft]) m.remove({ tenant, priority });
+      for (const reason of SHED_REASONS) this.shed.remove({ tenant, priority, reason });
+    }
+    for (const limit of ['requests', 'tokens'] as const) this.rateLimited.remove({ tenant, limit });
   }
 }
 
@@ -244,7 +266,7 @@ export class FlowControl {
   readonly #dispatcher: Dispatcher;
   readonly #tenants = new Map<string, TenantState>();
   #config: FlowConfig;
-  readonly #fallbacks = { tenant: 0, priority: 0 };
+  readonly #fallbacks = { tenant: 0, priority: 0, priority_capped: 0 };
 
   constructor(opts: FlowOptions, config: FlowConfig, dispatcher: Dispatcher, registry: Registry) {
     this.#opts = opts;
@@ -277,7 +299,10 @@ export class FlowControl {
   apply(config: FlowConfig, nowMs: number): void {
     this.#config = config;
     this.#dispatcher.configureFlows(FlowControl.queueOptions(config));
-    for (const t of this.#tenants.values()) this.#buckets(t, nowMs);
+    for (const t of this.#tenants.values()) {
+      t.kept ||= this.#configured(t.name);
+      this.#buckets(t, nowMs);
+    }
   }
 
   tenants(): IterableIterator<TenantState> {
@@ -288,9 +313,12 @@ export class FlowControl {
    * Names the request's flow and takes from its tenant's buckets: `ok` with the flow, or a refusal
    * (429) with the seconds until the bucket would let it through.
    */
-  admit(headers: IncomingHttpHeaders, model: string, promptTokens: () => number, maxTokens: number | null, nowMs: number): Admission {
-    const tenant = this.#tenant(this.#tenantName(headers), nowMs);
-    const ticket: FlowTicket = { tenant: tenant.name, priority: this.#priority(headers, model) };
+  admit(headers: IncomingHttpHeaders, model: string, promptTokens: () => number, maxTokens: number | null, nowMs: number, key: ClientKey | null = null): Admission {
+    const tenant = this.#tenant(this.#tenantName(headers, key), nowMs, key?.tenant !== undefined);
+    const claimed = this.#priority(headers, model);
+    const priority = capPriority(claimed, key?.maxPriority);
+    if (priority !== claimed) this.#fallback('priority_capped');
+    const ticket: FlowTicket = { tenant: tenant.name, priority };
     const maxWaitMs = this.#config['sheddable-max-wait'];
     if (ticket.priority === 'sheddable' && maxWaitMs !== undefined) ticket.maxWaitMs = maxWaitMs;
     // counted only for a tenant with a token bucket: the call counts them again for the policy
@@ -340,7 +368,9 @@ export class FlowControl {
     return this.#config.tenants?.[name]?.weight ?? 1;
   }
 
-  #tenantName(headers: IncomingHttpHeaders): string {
+  #tenantName(headers: IncomingHttpHeaders, key: ClientKey | null): string {
+    // a key's own tenant wins over what the request says
+    if (key?.tenant !== undefined) return key.tenant;
     let name: string | undefined;
     const header = this.#tenantHeader;
     if (header !== undefined) {
@@ -353,7 +383,7 @@ export class FlowControl {
       // never the key itself: a short hash names the tenant in metrics and /flows
       if (key) name = `key-${createHash('sha256').update(key).digest('hex').slice(0, 12)}`;
     }
-    if (name !== undefined && TENANT_RE.test(name) && (this.#tenants.has(name) || this.#tenants.size < MAX_TENANTS)) return name;
+    if (name !== undefined && TENANT_RE.test(name) && (this.#tenants.has(name) || this.#configured(name) || this.#room())) return name;
     if (name !== undefined) this.#fallback('tenant');
     return DEFAULT_TENANT;
   }
@@ -368,18 +398,40 @@ export class FlowControl {
     return this.#config.models?.[model] ?? this.#config.priority ?? 'standard';
   }
 
-  #fallback(field: 'tenant' | 'priority'): void {
+  #configured(name: string): boolean {
+    return this.#config.tenants?.[name] !== undefined;
+  }
+
+  /** Room for one more unconfigured tenant: below the bound, or after dropping the least recently seen idle one. */
+  #room(): boolean {
+    let unconfigured = 0;
+    for (const t of this.#tenants.values()) if (!t.kept) unconfigured++;
+    if (unconfigured < MAX_TENANTS) return true;
+    const queued = new Set(this.#dispatcher.flowStats().filter((s) => s.queued > 0).map((s) => s.tenant));
+    for (const t of this.#tenants.values()) {
+      if (t.kept || t.name === DEFAULT_TENANT || queued.has(t.name) || t.inflight.some((n) => n > 0)) continue;
+      this.#tenants.delete(t.name);
+      this.metrics.forget(t.name);
+      this.metrics.evicted.inc();
+      return true;
+    }
+    return false;
+  }
+
+  #fallback(field: 'tenant' | 'priority' | 'priority_capped'): void {
     this.#fallbacks[field]++;
     this.metrics.fallbacks.inc({ field });
   }
 
-  #tenant(name: string, nowMs: number): TenantState {
+  #tenant(name: string, nowMs: number, kept = false): TenantState {
     let t = this.#tenants.get(name);
     if (t === undefined) {
-      t = { name, requests: undefined, tokens: undefined, inflight: [0, 0, 0], dispatched: [0, 0, 0], lent: [0, 0, 0], shed: [0, 0, 0], rateLimited: 0 };
+      t = { name, kept: false, requests: undefined, tokens: undefined, inflight: [0, 0, 0], dispatched: [0, 0, 0], lent: [0, 0, 0], shed: [0, 0, 0], rateLimited: 0 };
       this.#buckets(t, nowMs);
-      this.#tenants.set(name, t);
-    }
+    } else this.#tenants.delete(name);
+    // the map's order is the order last seen: eviction takes the oldest idle one first
+    this.#tenants.set(name, t);
+    t.kept ||= kept || this.#configured(name);
     return t;
   }
 

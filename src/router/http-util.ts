@@ -95,8 +95,11 @@ export function rejectTooLarge(req: IncomingMessage, res: ServerResponse, messag
   sendError(res, 413, message, { connection: 'close' });
 }
 
-/** Client request headers as they go upstream: hop-by-hop dropped, body length set, the worker's credentials when the client sent none. */
-export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number, authorization?: string): Record<string, string> {
+/**
+ * Client request headers as they go upstream: hop-by-hop dropped, body length set. `Authorization`
+ * is what the door left: the worker's key on an authenticated request, else the client's own.
+ */
+export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number): Record<string, string> {
   const out: Record<string, string> = {};
   const named = connectionNamed(h['connection']);
   for (const k in h) {
@@ -107,7 +110,6 @@ export function upstreamHeaders(h: IncomingHttpHeaders, bodyBytes: number, autho
   }
   out['content-length'] = String(bodyBytes);
   if (!out['content-type']) out['content-type'] = 'application/json';
-  if (authorization !== undefined && out['authorization'] === undefined) out['authorization'] = authorization;
   return out;
 }
 

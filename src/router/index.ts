@@ -7,3 +7,5 @@ export type { DiscoveryOptions } from './discovery.js';
 export { followServiceEndpoints } from './discovery.js';
 export type { FlowConfig, FlowOptions } from './flows.js';
 export { loadFlowConfig, parseFlowConfig } from './flows.js';
+export type { ClientKey } from './door.js';
+export { loadKeysFile } from './door.js';

@@ -1,4 +1,5 @@
 import type { DeadlineSetting, PolicyName, PrefixOptions } from '../routing/index.js';
+import type { ClientKey } from './door.js';
 import type { FlowOptions } from './flows.js';
 import type { HealthOptions } from './health.js';
 
@@ -41,8 +42,16 @@ export interface RouterOptions {
   ca?: string | Buffer;
   /** Serve clients over TLS with this PEM certificate chain and key (`https://` URL). @default plain HTTP */
   tls?: TlsFiles;
-  /** Workers' API key (vLLM `--api-key`): sent on health and model probes, and on requests whose client sent no `Authorization`. */
+  /** Workers' API key (vLLM `--api-key`): sent on health and model probes, and in place of the client's key on requests that passed {@link apiKeys} (never on others). */
   backendApiKey?: string;
+  /** Client API keys (`Authorization: Bearer <key>`, as vLLM's `--api-key`): every route to a worker and `/v1/models` answer 401 without one. @default none: no client authentication */
+  apiKeys?: readonly ClientKey[];
+  /** An admin listener of its own for `/workers` and `/flows` (and `/metrics` with {@link metricsOnAdmin}). @default none: they answer on the API port to loopback clients only */
+  admin?: { port: number; host?: string };
+  /** `/metrics` answers only where `/workers` does (the admin listener, or loopback). @default false: on the API port, where Prometheus scrapes it (as vLLM's) */
+  metricsOnAdmin?: boolean;
+  /** A TLS client must finish its handshake within this, else the socket is closed. @default headerTimeoutMs */
+  tlsHandshakeTimeoutMs?: number;
   /** Connections per backend. @default 4096 */
   connectionsPerBackend?: number;
   /** Receives one JSON line per finished request. */
@@ -94,6 +103,8 @@ export interface WorkerStatus {
 export interface Router {
   url: string;
   port: number;
+  /** The admin listener's URL, when {@link RouterOptions.admin} asked for one. */
+  adminUrl?: string;
   workers(): WorkerStatus[];
   /** The Prometheus text of `/metrics`. */
   metrics(): Promise<string>;
@@ -101,6 +112,8 @@ export interface Router {
   setBackends(urls: readonly string[]): void;
   /** Re-reads the flows config file (SIGHUP); on an error the running config stays and the promise rejects. */
   reloadFlows(): Promise<void>;
+  /** Replaces the client API keys at once (SIGHUP with a keys file); throws if started without any. */
+  setApiKeys(keys: readonly ClientKey[]): void;
   /** Not ready at once, serves through `drainDelayMs`, stops accepting, lets streams finish (up to `drainTimeoutMs`), ends the rest with an error frame, closes every connection. */
   close(): Promise<void>;
   /** Replaces the TLS certificate and key for new connections (SIGHUP); throws if started without TLS. */

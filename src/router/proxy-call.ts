@@ -110,7 +110,7 @@ class Attempt implements ExchangeHandler {
   send(body: Buffer): void {
     const call = this.call;
     call.ctx.metrics.dispatched.inc({ worker: this.backend.id });
-    const request = encodeRequest('POST', call.path, this.backend.host, upstreamHeaders(call.req.headers, body.length, this.backend.authorization), body);
+    const request = encodeRequest('POST', call.path, this.backend.host, upstreamHeaders(call.req.headers, body.length), body);
     this.#exchange = this.backend.upstream.send(request, this, this.#keepBody);
   }
 
@@ -841,7 +841,8 @@ export class ProxyCall {
       this.ctx.metrics.clientAborted.inc({ worker: a.backend.id });
       a.cancel();
     }
-    this.finish('client_aborted', null);
+    // nginx's 499: the client closed the connection before the answer was complete
+    this.finish('client_aborted', 499);
   }
 
   /** Marks the call done (exactly once) and writes its access-log line. */
