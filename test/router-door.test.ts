@@ -48,7 +48,7 @@ function raw(url: string, method: string, path: string, headers: Record<string, 
 }
 
 const completion = JSON.stringify({ model: MODEL, prompt: 'hi', max_tokens: 1 });
-const posts = (seen: { method: string }[]) => seen.filter((s) => s.method === 'POST');
+const posts = <T extends { method: string }>(seen: T[]): T[] => seen.filter((s) => s.method === 'POST');
 
 test('a request without a valid key gets 401 in OpenAI shape and never reaches a worker; a valid one goes on with the worker key, never its own', async (t) => {
   const w = await recordingWorker(t);
