@@ -16,6 +16,7 @@ interface FleetFlags {
   gpuMetricsPort?: number;
   prefixCaching: boolean;
   apiKey?: string;
+  kvEventsConfig?: string;
 }
 
 /** `tailgate fleet`: N simulated vLLM workers on loopback, with injectable faults. */
@@ -37,9 +38,11 @@ export function registerFleet(program: Command): void {
     .option('--no-prefix-caching', "turn off vLLM's automatic prefix caching (on by default, as in vLLM V1)")
     .option('--api-key <key>', "as vLLM's --api-key: /v1/* needs Authorization: Bearer KEY, else 401 (default: $VLLM_API_KEY)")
     .option('--gpu-metrics-port <port>', "serve dcgm-exporter-style GPU telemetry (one GPU per worker, pod = worker id) on this port's /metrics; 0 picks a free port", intArg(0))
+    .option('--kv-events-config <json>', 'as vLLM\'s: publish KV events over ZMQ, worker i on the endpoint\'s port + i (and its replay port + i), e.g. \'{"enable_kv_cache_events":true,"endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5657"}\'')
     .addHelpText('after', '\nPrints one JSON line per worker, then "ready". Faults count from "ready". POST /admin/faults (loopback) adds one at run time, at= counted from then.')
     .action(async (flags: FleetFlags) => {
-      const [{ startFleet, parseThrottle }, { parseFault }, { resolveProfile }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js'), import('../calibrate/index.js')]);
+      const [{ startFleet, parseThrottle }, { parseFault }, { resolveProfile }, { parseKvEventsConfig }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js'), import('../calibrate/index.js'), import('../kv-events/index.js')]);
+      const kvEvents = flags.kvEventsConfig !== undefined ? parseKvEventsConfig(flags.kvEventsConfig) : undefined;
       const profile = resolveProfile(flags.profile);
       const texts = flags.fault ?? [];
       const apiKey = flags.apiKey ?? process.env['VLLM_API_KEY'];
@@ -61,9 +64,10 @@ export function registerFleet(program: Command): void {
         ...(flags.gpuMetricsPort !== undefined && { gpuMetricsPort: flags.gpuMetricsPort }),
         ...(apiKey !== undefined && apiKey !== '' && { apiKey }),
         throttles,
+        ...(kvEvents !== undefined && { kvEvents }),
       });
       let out = '';
-      for (const w of fleet.workers) out += `${JSON.stringify({ worker: w.index, id: w.id, url: w.url })}\n`;
+      for (const w of fleet.workers) out += `${JSON.stringify({ worker: w.index, id: w.id, url: w.url, ...(w.kvEvents && { kvEvents: w.kvEvents }) })}\n`;
       if (fleet.gpuMetricsUrl !== null) out += `${JSON.stringify({ gpuMetrics: fleet.gpuMetricsUrl })}\n`;
       process.stdout.write(`${out}ready\n`);
       await new Promise<void>((resolve) => {

@@ -1,5 +1,6 @@
 import { RealClock, TailgateError, createRng, type Clock } from '../core/index.js';
 import { DEFAULT_PROFILE, Engine, FaultSchedule, burstyStalls, getProfile, parseFault, type EngineProfile, type FaultSpec } from '../engine/index.js';
+import { EngineKvEvents, KvEventPublisher, offsetEndpoint, publishes, type KvEventsConfig } from '../kv-events/index.js';
 import { FleetWorker } from './worker.js';
 import { parseThrottle, startGpuMetrics, type GpuMetricsServer, type GpuThrottleSpec } from './gpu-metrics.js';
 import type { AddedFault } from './worker.js';
@@ -43,6 +44,17 @@ export interface FleetOptions {
   gpuMetricsPort?: number;
   /** GPU-side slowdowns (`kind=throttle`): applied to the engine as a slow factor, shown by the GPU telemetry as busy at lowered clocks. */
   throttles?: readonly GpuThrottleSpec[];
+  /**
+   * vLLM's `--kv-events-config`: each worker publishes its KV events as vLLM does, worker i on the
+   * endpoint's port + i and likewise its replay endpoint (vLLM's per-rank offset). @default none
+   */
+  kvEvents?: KvEventsConfig;
+}
+
+/** Where a worker publishes its KV events. */
+export interface KvEventsEndpoints {
+  endpoint: string;
+  replayEndpoint: string | null;
 }
 
 /** A started worker, as other commands see it. */
@@ -52,6 +64,8 @@ export interface FleetWorkerInfo {
   id: string;
   url: string;
   engine: Engine;
+  /** Its KV-event sockets, when the fleet publishes them. */
+  kvEvents: KvEventsEndpoints | null;
 }
 
 export interface Fleet {
@@ -125,6 +139,8 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
     schedule!.add(spec);
     return spec;
   };
+  const kv = opts.kvEvents !== undefined && publishes(opts.kvEvents) ? opts.kvEvents : null;
+  const publishers: (KvEventPublisher | null)[] = new Array<KvEventPublisher | null>(n).fill(null);
   const none = { stalled: false, slowFactor: 1, errorRate: 0, reset: false, refuse: false, unhealthy: false };
   for (let i = 0; i < n; i++) {
     const engine = new Engine({
@@ -133,6 +149,7 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
       prefixCaching: opts.prefixCaching ?? true,
       ...(opts.maxNumSeqs !== undefined && { maxNumSeqs: opts.maxNumSeqs }),
       ...(opts.maxWaiting !== undefined && { maxWaiting: opts.maxWaiting }),
+      ...(kv !== null && { kvEvents: new EngineKvEvents((events) => publishers[i]?.publish({ ts: Date.now() / 1000, events, dataParallelRank: 0 })) }),
     });
     workers.push(
       new FleetWorker({
@@ -153,10 +170,12 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
       }),
     );
   }
+  const closePublishers = () => Promise.all(publishers.map((p) => p?.close()));
   try {
     for (const w of workers) await w.listen();
+    if (kv !== null) for (let i = 0; i < n; i++) publishers[i] = await startPublisher(kv, i);
   } catch (e) {
-    await Promise.all(workers.map((w) => w.close()));
+    await Promise.all([...workers.map((w) => w.close()), closePublishers()]);
     throw e;
   }
   originMs = clock.now();
@@ -171,14 +190,17 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
       gpu = await startGpuMetrics({ port: opts.gpuMetricsPort, host, workers, clock, originMs, throttles, faults: (i) => s.activeFor(i) });
     } catch (e) {
       s.close();
-      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all([...workers.map((w) => w.close()), closePublishers()]);
       throw e;
     }
   }
 
   let closing: Promise<void> | null = null;
   return {
-    workers: workers.map((w) => ({ index: w.index, id: w.id, url: w.url, engine: w.engine })),
+    workers: workers.map((w, i) => {
+      const pub = publishers[i];
+      return { index: w.index, id: w.id, url: w.url, engine: w.engine, kvEvents: pub ? { endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint } : null };
+    }),
     originMs,
     clock,
     gpuMetricsUrl: gpu?.url ?? null,
@@ -192,9 +214,25 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
     close() {
       closing ??= (async () => {
         s.close();
-        await Promise.all([...workers.map((w) => w.close()), gpu?.close()]);
+        await Promise.all([...workers.map((w) => w.close()), gpu?.close(), closePublishers()]);
       })();
       return closing;
     },
   };
+}
+
+/** Worker `i`'s publisher, on the configured endpoints offset by `i` as vLLM offsets a rank's. */
+async function startPublisher(c: KvEventsConfig, i: number): Promise<KvEventPublisher> {
+  try {
+    return await KvEventPublisher.start({
+      endpoint: offsetEndpoint(c.endpoint, i),
+      replayEndpoint: c.replayEndpoint === null ? null : offsetEndpoint(c.replayEndpoint, i),
+      topic: c.topic,
+      bufferSteps: c.bufferSteps,
+      hwm: c.hwm,
+      maxQueueSize: c.maxQueueSize,
+    });
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `--kv-events-config: worker ${i} cannot open ${offsetEndpoint(c.endpoint, i)}: ${(e as Error).message}`, { cause: e });
+  }
 }

@@ -1,4 +1,4 @@
-export type { FleetOptions, Fleet, FleetWorkerInfo } from './fleet.js';
+export type { FleetOptions, Fleet, FleetWorkerInfo, KvEventsEndpoints } from './fleet.js';
 export { startFleet } from './fleet.js';
 export type { AddedFault } from './worker.js';
 export { WorkerMetrics, formatPromFloat } from './metrics.js';
