@@ -8,6 +8,7 @@ import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
 import type { PolicyName } from '../src/routing/index.js';
 import { isMetricBlock } from '../src/stats/index.js';
+import { until } from './helpers.js';
 
 const POLICIES: PolicyName[] = ['round-robin', 'least-loaded', 'p2c', 'adaptive'];
 const OUTPUT_TOKENS = 16;
@@ -44,7 +45,7 @@ async function run(policy: PolicyName, faults: FaultSpec[], requestCount: number
       const bad = r.records
         .filter((x) => x.outcome !== 'ok' || x.outputTokens.client !== OUTPUT_TOKENS || (x.outputTokens.server !== null && x.outputTokens.server !== OUTPUT_TOKENS))
         .map((x) => `${x.outcome} ${x.error ?? ''} client=${x.outputTokens.client} server=${x.outputTokens.server}`);
-      for (let i = 0; i < 50 && router.workers().some((w) => w.inflight > 0); i++) await new Promise((res) => setTimeout(res, 10));
+      await until(`${policy}: every in-flight count back to 0`, () => router.workers().every((w) => w.inflight === 0));
       return {
         policy,
         ttftP99: ttft.p99,

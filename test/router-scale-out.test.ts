@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { runBench } from '../src/bench/index.js';
 import { startFleet } from '../src/fleet/index.js';
 import { isMetricBlock } from '../src/stats/index.js';
-import { startCli } from './helpers.js';
+import { startCli, until } from './helpers.js';
 
 const WORKERS = 4;
 const STALLED = 3;
@@ -78,9 +78,7 @@ test('three router replicas behind one round-robin front: each avoids the stalle
   const urls = replicas.map((r) => (JSON.parse(r.lines[0]!) as { url: string }).url);
   const front = await roundRobinFront(urls.map((u) => Number(new URL(u).port)));
   t.after(() => front.close());
-  for (const u of urls) {
-    for (let i = 0; i < 100 && (await getJson<WorkerRow[]>(`${u}/workers`)).filter((w) => w.healthy).length < WORKERS; i++) await new Promise((r) => setTimeout(r, 50));
-  }
+  for (const u of urls) await until(`every worker healthy on ${u}`, async () => (await getJson<WorkerRow[]>(`${u}/workers`)).filter((w) => w.healthy).length === WORKERS, 20_000, 50);
   const stalledId = fleet.workers[STALLED]!.id;
   // Warm-up (fresh processes on a loaded machine answer the first wave slowly): one short run first.
   const bench = (extra: { requestCount: number } | { benchmarkDurationMs: number }) => runBench({

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { startRouter, type Router } from '../src/router/index.js';
-import { runCli, type CliResult } from './helpers.js';
+import { runCli, until, type CliResult } from './helpers.js';
 
 const MODEL = 'm';
 
@@ -109,8 +109,7 @@ test('every worker slow fails as broad-degradation', async (t) => {
 test('5 of 8 workers serving is caught before measuring, with how many of how many were ready', async (t) => {
   const { fleet, router } = await fleetAndRouter(t, 8);
   for (const i of [1, 4, 6]) fleet.addFault({ worker: i, kind: 'unhealthy', atMs: 0, forMs: 600_000 });
-  // Wait (bounded) until the router's own health probes have seen it.
-  for (let i = 0; i < 50 && router.workers().filter((w) => w.healthy && !w.ejected).length > 5; i++) await new Promise((r) => setTimeout(r, 200));
+  await until("the router's health probes to see 5 of 8 serving", () => router.workers().filter((w) => w.healthy && !w.ejected).length <= 5, 20_000, 200);
   const out = await tempDir(t);
   const r = await runValidateCli(['--url', router.url, '--gpus', '8', ...LOAD, '--ready-timeout', '1500ms', '--max-ttft-p99', '1500', '--out', out]);
   assert.equal(r.code, 1, r.stderr + r.stdout);

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { until } from '../../test/helpers.js';
 import { Collector, readHostPressure, scrapeOnce } from './index.js';
 
 async function listen(server: Server): Promise<string> {
@@ -89,7 +90,7 @@ test('Collector: time series of summed vLLM gauges and router in-flight per work
   });
   c.start();
   // Wait for scrapes, not for a time: a loaded machine may take far longer than 30 ms per interval.
-  for (let waited = 0; (n < 6 || r < 6) && waited < 20_000; waited += 20) await sleep(20);
+  await until('six scrapes of each target', () => n >= 6 && r >= 6, 20_000);
   const series = await c.stop();
   const stoppedAt = performance.now() - origin;
 
