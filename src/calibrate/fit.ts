@@ -27,7 +27,7 @@ export interface FitOptions {
   name?: string;
   /** Seed of the bootstrap and the simulations. @default 1 */
   seed?: number;
-  /** Rounds of "simulate, measure the analytic model's error, refit". @default 1 */
+  /** Rounds of "simulate, measure the analytic model's error, refit" before the search. @default 2 */
   rounds?: number;
   /** Simulated evaluations of the prefill/frontend search (each runs every level). @default 30 */
   evaluations?: number;
@@ -60,6 +60,12 @@ interface StepRow {
 
 /** Relative spread of the prefill/decode ratio below which the two costs cannot be told apart. */
 const COLLINEAR_SPREAD = 0.15;
+const MIN_STEP_BASE_MS = 0.01;
+const HUBER_K = 2;
+/** The frontend times (shares of the lowest TTFT) the search starts from. */
+const FRONTEND_GRID = [0, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4];
+/** Multiples of a value a profile scan tries on each side. */
+const SCAN = [0.98, 0.95, 0.9, 0.8, 0.65, 0.5, 0.3, 0];
 /** Floors of the relative standard errors a level's TTFT p50 and ITL mean are weighed by. */
 const TTFT_REL_SE_FLOOR = 0.05;
 const ITL_REL_SE_FLOOR = 0.02;
@@ -116,51 +122,71 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
   let [stepBase, prefill, decode] = fitStep(rows, rows.map((r) => r.stepMs), collinear ? priorRatio : null);
   const capFit = fitCap(levels, opts.base, warnings);
   const kvFit = fitKv(levels, opts.base, warnings);
-  const fMax = Math.max(0.1, Math.min(...levels.map((l) => l.measured.ttftP50Ms)));
+  const fMax = Math.max(0.1, Math.min(...levels.map((l) => l.measured.ttftMeanMs)));
   let frontend = fMax / 4;
   const profileOf = (): EngineProfile => ({ ...opts.base, name: opts.name ?? 'calibrated', stepBaseMs: stepBase, prefillMsPerToken: prefill, decodeMsPerToken: decode, frontendOverheadMs: frontend, maxNumSeqs: capFit.value, kvBlocks: Math.round(kvFit.value) });
   // Prefill cost and frontend time are searched on the simulator's TTFT and ITL; base and decode
   // cost follow from them in closed form (least squares on the ITL targets).
   let targets = rows.map((r) => r.stepMs);
   // Each level weighs by its figures' relative standard errors, floored (a live clock's own error).
-  const ttftRelSe = levels.map((l) => Math.max(TTFT_REL_SE_FLOOR, (l.measured.ttftP50SeMs ?? 0) / l.measured.ttftP50Ms));
+  const ttftRelSe = levels.map((l) => Math.max(TTFT_REL_SE_FLOOR, (l.measured.ttftMeanSeMs ?? 0) / l.measured.ttftMeanMs));
   const itlRelSe = levels.map((l) => Math.max(ITL_REL_SE_FLOOR, (l.measured.itlMeanSeMs ?? 0) / l.measured.itlMeanMs));
   const aScale = Math.max(prefill, priorRatio * decode, 1e-4);
+  // Prefill may take at most 90% of any level's step (the rest is base and decodes).
+  const aMax = 0.9 * Math.min(...rows.map((r) => (r.prefill > 0 ? r.stepMs / r.prefill : Number.POSITIVE_INFINITY)));
   const set = (x: readonly number[]): void => {
-    prefill = Math.abs(x[0]!) * aScale;
+    prefill = Math.min(Math.abs(x[0]!) * aScale, aMax);
     frontend = Math.min(fMax, Math.abs(x[1]!));
     [stepBase, decode] = fitGivenPrefill(rows, targets, prefill);
   };
   const error = (x: readonly number[]): number => {
     set(x);
     const got = simulate(profileOf());
-    return got.reduce((e, g, i) => e + (Math.log(g.ttftP50Ms / levels[i]!.measured.ttftP50Ms) / ttftRelSe[i]!) ** 2 + (Math.log(g.itlMeanMs / levels[i]!.measured.itlMeanMs) / itlRelSe[i]!) ** 2, 0);
+    return got.reduce((e, g, i) => e + huber(Math.log(g.ttftMeanMs / levels[i]!.measured.ttftMeanMs) / ttftRelSe[i]!) + huber(Math.log(g.itlMeanMs / levels[i]!.measured.itlMeanMs) / itlRelSe[i]!), 0);
   };
-  let x = nelderMead(error, [prefill / aScale, frontend], [0.5, fMax / 4], opts.evaluations ?? 30);
-  set(x);
-  for (let round = 0; round < (opts.rounds ?? 1); round++) {
+  const evaluations = opts.evaluations ?? 30;
+  // The simulator's own ITL against the linear formula on its own rates is the formula's error
+  // at each level (ramp-up, drain, uneven steps); it is taken off the measured ITL and refitted.
+  const correct = (): void => {
     const got = simulate(profileOf());
-    // The simulator's own ITL against the linear formula on its own rates: the formula's error at this level.
     targets = rows.map((r, i) => {
       const simRow = stepRow({ ...levels[i]!, measured: got[i]! });
       return r.stepMs - (got[i]!.itlMeanMs - (stepBase + prefill * simRow.prefill + decode * simRow.decode));
     });
-    x = nelderMead(error, x, [0.2 * Math.max(Math.abs(x[0]!), 0.1), 0.2 * Math.max(Math.abs(x[1]!), 0.1)], Math.ceil((opts.evaluations ?? 30) / 2));
-    set(x);
+  };
+  frontend = fMax / 8;
+  for (let round = 0; round < (opts.rounds ?? 2); round++) {
+    correct();
+    [stepBase, prefill, decode] = fitStep(rows, targets, collinear ? priorRatio : null);
+    prefill = Math.min(prefill, aMax);
   }
+  // TTFT is a staircase in the frontend time (a request waits for the next step boundary), so a
+  // coarse grid picks the start and the simplex polishes from there.
+  const grid = FRONTEND_GRID.map((g) => [prefill / aScale, g * fMax]);
+  const scores = grid.map((x) => error(x));
+  let x = grid[scores.indexOf(Math.min(...scores))]!;
+  x = nelderMead(error, x, [0.3, Math.max(x[1]! / 2, fMax / 16)], evaluations - grid.length);
+  set(x);
+  correct();
+  x = nelderMead(error, x, [0.1 * Math.max(Math.abs(x[0]!), 0.1), 0.1 * Math.max(Math.abs(x[1]!), 1)], Math.ceil(evaluations / 3));
+  set(x);
+  const best = error(x);
   const profile = profileOf();
   if (opts.noIntervals === true) {
     const params = [point('stepBaseMs', stepBase), point('prefillMsPerToken', prefill), point('decodeMsPerToken', decode), point('frontendOverheadMs', frontend), capFit, kvFit];
     return { profile, params, warnings, simulations };
   }
   const seed = opts.seed ?? 1;
-  const [aLow, aHigh, fLow, fHigh] = ttftIntervals(levels, profile, (p) => simulate(p));
+  // Profile scans: the values whose objective stays within 3.84 (chi-square, one degree of freedom) of the best.
+  const [aLow, aHigh] = scanInterval((v) => error([v / aScale, x[1]!]), prefill, best);
+  const [fLow, fHigh] = scanInterval((v) => error([x[0]!, v]), frontend, best);
+  set(x);
   const boot = bootstrapStep(rows, targets, prefill, opts.resamples ?? 400, seed);
   const params: FittedParam[] = [
     { name: 'stepBaseMs', value: stepBase, low: boot[0]![0], high: boot[0]![1], pinned: true, method: 'least squares on ITL mean (given the prefill cost), bootstrap interval' },
-    { name: 'prefillMsPerToken', value: prefill, low: aLow, high: aHigh, pinned: true, method: 'Nelder-Mead on simulated TTFT p50 and ITL mean' },
+    { name: 'prefillMsPerToken', value: prefill, low: aLow, high: aHigh, pinned: true, method: 'Nelder-Mead on simulated TTFT mean and ITL mean' },
     { name: 'decodeMsPerToken', value: decode, low: boot[1]![0], high: boot[1]![1], pinned: true, method: 'least squares on ITL mean (given the prefill cost), bootstrap interval' },
-    { name: 'frontendOverheadMs', value: frontend, low: fLow, high: fHigh, pinned: true, method: 'Nelder-Mead on simulated TTFT p50 and ITL mean' },
+    { name: 'frontendOverheadMs', value: frontend, low: fLow, high: fHigh, pinned: true, method: 'Nelder-Mead on simulated TTFT mean and ITL mean' },
     capFit,
     kvFit,
   ];
@@ -201,7 +227,8 @@ function fitStep(rows: readonly StepRow[], targets: readonly number[], ratio: nu
 function fitGivenPrefill(rows: readonly StepRow[], targets: readonly number[], prefill: number): [number, number] {
   const w = targets.map((t) => 1 / Math.max(t, 1e-9));
   const x = nonNegativeLeastSquares(rows.map((r, i) => [w[i]!, r.decode * w[i]!]), targets.map((t, i) => (t - prefill * rows[i]!.prefill) * w[i]!)) ?? [0, 0];
-  return [x[0]!, x[1]!];
+  // A step always costs something (the schema needs a positive base).
+  return [Math.max(x[0]!, MIN_STEP_BASE_MS), x[1]!];
 }
 
 /** Base and decode cost refitted on ITL targets drawn from their standard errors: [low, high] of each. */
@@ -219,33 +246,30 @@ function bootstrapStep(rows: readonly StepRow[], targets: readonly number[], pre
 
 const point = (name: FittedName, value: number): FittedParam => ({ name, value, low: value, high: value, pinned: true, method: 'fitted (no interval asked for)' });
 
-/**
- * 95% intervals of prefill cost and frontend time: the simulator's TTFT p50 slopes in both
- * (finite differences) against TTFT p50's standard errors, as a linearised least-squares covariance.
- */
-function ttftIntervals(levels: readonly Level[], profile: EngineProfile, simulate: (p: EngineProfile) => LevelFigures[]): [number, number, number, number] {
-  const da = Math.max(1e-5, 0.2 * profile.prefillMsPerToken);
-  const df = Math.max(0.05, 0.2 * profile.frontendOverheadMs);
-  const base = simulate(profile);
-  const byA = simulate({ ...profile, prefillMsPerToken: profile.prefillMsPerToken + da });
-  const byF = simulate({ ...profile, frontendOverheadMs: profile.frontendOverheadMs + df });
-  let saa = 0;
-  let sff = 0;
-  let saf = 0;
-  levels.forEach((l, i) => {
-    const se = l.measured.ttftP50SeMs ?? 0.05 * l.measured.ttftP50Ms;
-    const ja = (byA[i]!.ttftP50Ms - base[i]!.ttftP50Ms) / da / se;
-    const jf = (byF[i]!.ttftP50Ms - base[i]!.ttftP50Ms) / df / se;
-    saa += ja * ja;
-    sff += jf * jf;
-    saf += ja * jf;
-  });
-  const det = saa * sff - saf * saf;
-  const halfA = det > 0 ? 1.96 * Math.sqrt(sff / det) : Number.POSITIVE_INFINITY;
-  const halfF = det > 0 ? 1.96 * Math.sqrt(saa / det) : Number.POSITIVE_INFINITY;
-  const a = profile.prefillMsPerToken;
-  const f = profile.frontendOverheadMs;
-  return [Math.max(0, a - halfA), a + halfA, Math.max(0, f - halfF), f + halfF];
+/** Huber's loss on a standardised residual: squared within HUBER_K, linear beyond (one disturbed level does not pull the fit). */
+function huber(z: number): number {
+  const a = Math.abs(z);
+  return a <= HUBER_K ? a * a : 2 * HUBER_K * a - HUBER_K * HUBER_K;
+}
+
+/** [low, high]: how far a value moves each way before `objective` rises 3.84 over `best` (a grid of multiples). */
+function scanInterval(objective: (v: number) => number, value: number, best: number): [number, number] {
+  const limit = best + 3.84;
+  let low = 0;
+  for (const m of SCAN) {
+    if (objective(value * m) > limit) {
+      low = value * m;
+      break;
+    }
+  }
+  let high = Number.POSITIVE_INFINITY;
+  for (const m of SCAN.map((k) => 2 - k).concat([3, 5])) {
+    if (objective(value * m) > limit) {
+      high = value * m;
+      break;
+    }
+  }
+  return [low, high];
 }
 
 /** The running cap: the most running sequences seen at a level where requests also waited. */

@@ -5,6 +5,8 @@ export interface LevelFigures {
   /** request_throughput.avg, requests/s over all workers. */
   requestsPerS: number;
   ttftP50Ms: number;
+  /** time_to_first_token.avg (smoother in the parameters than p50: the fit reads it); p50 when the file has no avg. */
+  ttftMeanMs: number;
   /** Absent when the file has none (a published table with p50 and p95 only). */
   ttftP99Ms: number | null;
   itlP50Ms: number;
@@ -13,8 +15,8 @@ export interface LevelFigures {
   latencyP50Ms: number;
   /** Standard error of itlMeanMs (std / sqrt(count)), null when the file gives no spread. */
   itlMeanSeMs: number | null;
-  /** Standard error of ttftP50Ms (1.25 std / sqrt(count)), null when the file gives no spread. */
-  ttftP50SeMs: number | null;
+  /** Standard error of ttftMeanMs (std / sqrt(count)), null when the file gives no spread. */
+  ttftMeanSeMs: number | null;
 }
 
 /** What the server's own /metrics showed during the level (AIPerf's server_metrics_export.json). */

@@ -65,11 +65,12 @@ export function predictLevel(level: SimLevel, profile: EngineProfile, seed = 1):
     outputTokPerS: block('output_token_throughput', 'avg'),
     requestsPerS: block('request_throughput', 'avg'),
     ttftP50Ms: block('time_to_first_token', 'p50'),
+    ttftMeanMs: block('time_to_first_token', 'avg'),
     ttftP99Ms: block('time_to_first_token', 'p99'),
     itlP50Ms: block('inter_token_latency', 'p50'),
     itlMeanMs: block('inter_token_latency', 'avg'),
     latencyP50Ms: block('request_latency', 'p50'),
     itlMeanSeMs: null,
-    ttftP50SeMs: null,
+    ttftMeanSeMs: null,
   };
 }

@@ -78,12 +78,13 @@ export function levelOf(doc: Json, file: string): Level {
     outputTokPerS: outTok!,
     requestsPerS: reqs!,
     ttftP50Ms: ttftP50!,
+    ttftMeanMs: stat('time_to_first_token', 'avg') ?? ttftP50!,
     ttftP99Ms: stat('time_to_first_token', 'p99'),
     itlP50Ms: itlP50!,
     itlMeanMs: stat('inter_token_latency', 'avg') ?? itlP50!,
     latencyP50Ms: latencyP50,
     itlMeanSeMs: se('inter_token_latency', 1),
-    ttftP50SeMs: se('time_to_first_token', 1.25),
+    ttftMeanSeMs: stat('time_to_first_token', 'avg') !== null ? se('time_to_first_token', 1) : se('time_to_first_token', 1.25),
   };
   const models = at(doc, 'input_config.endpoint.model_names');
   const urls = at(doc, 'input_config.endpoint.urls');

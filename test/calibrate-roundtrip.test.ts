@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { formatProfileYaml } from '../src/calibrate/index.js';
+import { getProfile, parseProfile, type EngineProfile } from '../src/engine/index.js';
+import { runCli, startCli } from './helpers.js';
+
+/**
+ * The parameters this test picks (not a built-in profile's): long steps, so a loaded machine's
+ * timer lateness (~1 ms) is small beside them; a frontend time near a step, so the waves of
+ * requests that queue at the frontend show it; a running cap the highest level passes.
+ */
+const PICKED: EngineProfile = {
+  ...getProfile('small'),
+  name: 'picked',
+  maxNumSeqs: 12,
+  kvBlocks: 4096,
+  maxNumBatchedTokens: 4096,
+  stepBaseMs: 20,
+  prefillMsPerToken: 0.08,
+  decodeMsPerToken: 3,
+  frontendOverheadMs: 15,
+};
+
+/** Levels differ in lengths as well as load, so prefill and decode costs come apart. */
+const LEVELS = [
+  { concurrency: 2, requests: 8, warmup: 2, isl: 1024, osl: 24 },
+  { concurrency: 6, requests: 18, warmup: 6, isl: 128, osl: 24 },
+  { concurrency: 16, requests: 40, warmup: 16, isl: 256, osl: 32 },
+];
+/** Unmeasured levels of the middle level's workload (the nearest level's lengths are the ones predicted). */
+const UNSEEN = [
+  { concurrency: 5, requests: 15, warmup: 5, isl: 128, osl: 24 },
+  { concurrency: 9, requests: 27, warmup: 9, isl: 128, osl: 24 },
+];
+
+test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, calibrate recovers the profile and predicts 2 more', { timeout: 240_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-calibrate-'));
+  const profileFile = join(dir, 'picked.yaml');
+  writeFileSync(profileFile, formatProfileYaml(PICKED, 'picked by test/calibrate-roundtrip.test.ts', {}));
+  const fleet = await startCli(['fleet', '--workers', '1', '--port', '0', '--no-prefix-caching', '--profile', profileFile]);
+  const url = (JSON.parse(fleet.lines[0]!) as { url: string }).url;
+  const bench = async (l: (typeof LEVELS)[number]): Promise<string> => {
+    const out = join(dir, `c${l.concurrency}`);
+    const r = await runCli(['bench', '--url', url, '--model', 'Qwen/Qwen3-8B', '--streaming', '--server-metrics', '--num-dataset-entries', '200', '--concurrency', String(l.concurrency), '--request-count', String(l.requests), '--warmup-request-count', String(l.warmup), '--isl', String(l.isl), '--osl', String(l.osl), '--artifact-dir', out], { timeoutMs: 60_000 });
+    assert.equal(r.code, 0, r.stderr);
+    return out;
+  };
+  let runs: string[];
+  let unseen: string[];
+  try {
+    runs = [];
+    for (const l of LEVELS) runs.push(await bench(l));
+    unseen = [];
+    for (const l of UNSEEN) unseen.push(await bench(l));
+  } finally {
+    await fleet.stop();
+  }
+  const fitted = join(dir, 'fitted.yaml');
+  const report = join(dir, 'fit.json');
+  const r = await runCli(['calibrate', ...runs, '--base', 'small', '-o', fitted, '--json', report, '--html', join(dir, 'fit.html'), '--predict', `concurrency=${UNSEEN.map((l) => l.concurrency).join(',')}`], { timeoutMs: 60_000 });
+  assert.equal(r.code, 0, r.stderr);
+  process.stderr.write(r.stderr);
+  const profile = parseProfile(readFileSync(fitted, 'utf8'), fitted);
+  for (const field of ['stepBaseMs', 'prefillMsPerToken', 'decodeMsPerToken', 'frontendOverheadMs', 'maxNumSeqs'] as const) {
+    const err = Math.abs(profile[field] / PICKED[field] - 1);
+    assert.ok(err <= 0.05, `${field}: fitted ${profile[field]}, picked ${PICKED[field]} (${(100 * err).toFixed(1)}% off)`);
+  }
+  const predictions = JSON.parse(r.stdout) as { concurrency: number; output_token_throughput: { avg: number }; inter_token_latency: { p50: number }; time_to_first_token: { p50: number } }[];
+  assert.deepEqual(predictions.map((p) => p.concurrency), UNSEEN.map((l) => l.concurrency));
+  predictions.forEach((p, i) => {
+    const live = JSON.parse(readFileSync(join(unseen[i]!, 'profile_export_aiperf.json'), 'utf8')) as Record<string, Record<string, number>>;
+    const within = (name: string, got: number, want: number, share: number): void => assert.ok(Math.abs(got / want - 1) <= share, `c=${p.concurrency} ${name}: predicted ${got.toFixed(2)}, live ${want.toFixed(2)}`);
+    within('output tok/s', p.output_token_throughput.avg, live['output_token_throughput']!['avg']!, 0.05);
+    within('ITL p50', p.inter_token_latency.p50, live['inter_token_latency']!['p50']!, 0.05);
+    within('TTFT p50', p.time_to_first_token.p50, live['time_to_first_token']!['p50']!, 0.15);
+  });
+  const json = JSON.parse(readFileSync(report, 'utf8')) as { levels: unknown[]; leave_one_out_error: Record<string, number> | null };
+  assert.equal(json.levels.length, 3);
+  assert.ok(json.leave_one_out_error !== null);
+});
