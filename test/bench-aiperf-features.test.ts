@@ -38,3 +38,32 @@ test('--sequence-distribution "8,2:50;32,4:50": each prompt one of the pairs, IS
   const inputs = JSON.parse(await readFile(join(dir, 'inputs.json'), 'utf8')) as Inputs;
   assert.deepEqual(new Set(inputs.data.map((s) => `${words(s.payloads[0]!['messages'] as Message[])}/${s.payloads[0]!['max_completion_tokens'] as number}`)), new Set(['8/2', '32/4']));
 });
+
+type JsonlRecord = { metadata: { request_start_ns: number }; metrics: Record<string, { value: number }> };
+
+/** Most requests at once between their send and their first token, from the records' own stamps. */
+function maxInPrefill(records: JsonlRecord[]): number {
+  const edges = records.flatMap((r) => {
+    const start = r.metadata.request_start_ns;
+    return [[start, 1], [start + r.metrics['time_to_first_token']!.value * 1e6, -1]] as const;
+  });
+  // At equal stamps a first token frees its slot before the next send takes it.
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let most = 0;
+  for (const [, d] of edges) most = Math.max(most, (now += d));
+  return most;
+}
+
+test('--prefill-concurrency 2 under --concurrency 8: never more than 2 requests wait for their first token', async (t) => {
+  const { up, dir, bench } = await setup(t);
+  up.behaviour.ttftMs = 40;
+  const read = async (): Promise<JsonlRecord[]> => (await readFile(join(dir, 'profile_export.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as JsonlRecord);
+  await bench('--streaming', '--concurrency', '8', '--prefill-concurrency', '2', '--request-count', '24', '--isl', '8', '--osl', '4');
+  const limited = await read();
+  assert.equal(limited.length, 24);
+  assert.ok(limited.every((r) => r.metrics['time_to_first_token']!.value >= 35), 'every request went through the fake\'s 40 ms prefill (timers may fire a little early)');
+  assert.equal(maxInPrefill(limited), 2);
+  await bench('--streaming', '--concurrency', '8', '--request-count', '24', '--isl', '8', '--osl', '4');
+  assert.ok(maxInPrefill(await read()) > 2, 'without the limit the closed loop prefills up to 8 at once');
+});

@@ -148,6 +148,15 @@ export interface BenchOptions {
   /** AIPerf `--warmup-concurrency-ramp-duration`: the same for the warm-up phase. @default 0 */
   warmupConcurrencyRampMs?: number;
   /**
+   * At most this many requests between being sent and their first token (AIPerf
+   * `--prefill-concurrency`; needs streaming, at most `concurrency`); the warm-up's falls back to it.
+   */
+  prefillConcurrency?: number;
+  /** Ramp the prefill limit from 1 to its target over this many ms (`--prefill-concurrency-ramp-duration`). */
+  prefillConcurrencyRampMs?: number;
+  warmupPrefillConcurrency?: number;
+  warmupPrefillConcurrencyRampMs?: number;
+  /**
    * AIPerf `--request-rate-ramp-duration`: the profiling phase's arrival rate climbs linearly over
    * this long, from `requestRate` x 100 ms / the ramp (AIPerf's start, its 0.1 s update interval) to `requestRate`. @default 0
    */
@@ -247,7 +256,13 @@ export interface ResolvedBenchOptions {
   /** The model each dataset entry asks for, by entry index (one model: always it). */
   modelOf: (sessionIndex: number) => string;
   /** The warm-up's own load; each falls back to the profiling phase's. */
-  warmup: { concurrency: number; concurrencyRampMs: number; requestRate: number | null; requestRateMode: ArrivalMode; requestRateRampMs: number; gracePeriodMs: number };
+  warmup: {
+    concurrency: number; concurrencyRampMs: number; requestRate: number | null; requestRateMode: ArrivalMode; requestRateRampMs: number; gracePeriodMs: number;
+    prefillConcurrency: number | null; prefillConcurrencyRampMs: number;
+  };
+  /** `--prefill-concurrency`: requests allowed between send and first token; null: no limit. */
+  prefillConcurrency: number | null;
+  prefillConcurrencyRampMs: number;
   headers: Record<string, string>;
   apiKey: string | null;
   requestTimeoutMs: number;
@@ -325,6 +340,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--synthetic-input-tokens-stddev', o.inputTokensStddev, 0);
   numAtLeast('--output-tokens-mean', o.outputTokensMean, 1);
   numAtLeast('--output-tokens-stddev', o.outputTokensStddev, 0);
+  checkPrefill(o);
   const workload = resolveWorkload(o);
   if (o.sequenceDistribution !== undefined && workload.kind === 'trace') throw bad('--sequence-distribution draws synthetic prompt lengths: a trace brings its own (drop one)');
   if (o.datasetSamplingStrategy !== undefined && !SAMPLING_STRATEGIES.includes(o.datasetSamplingStrategy)) {
@@ -408,7 +424,11 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
       requestRateMode: o.warmupRequestRateMode ?? o.requestRateMode ?? 'poisson',
       requestRateRampMs: o.warmupRequestRateRampMs ?? 0,
       gracePeriodMs: o.warmupGracePeriodMs ?? o.benchmarkGracePeriodMs ?? 30_000,
+      prefillConcurrency: o.warmupPrefillConcurrency ?? o.prefillConcurrency ?? null,
+      prefillConcurrencyRampMs: o.warmupPrefillConcurrencyRampMs ?? 0,
     },
+    prefillConcurrency: o.prefillConcurrency ?? null,
+    prefillConcurrencyRampMs: o.prefillConcurrencyRampMs ?? 0,
     useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
     apiKey: o.apiKey ?? null,
@@ -419,6 +439,21 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     threads: o.threads ?? 1,
     transport: o.transport ?? (targets.some((t) => t.origin.startsWith('https:')) ? 'undici' : 'socket'),
   };
+}
+
+/** AIPerf's rules for `--prefill-concurrency` and its warm-up and ramp companions. */
+function checkPrefill(o: BenchOptions): void {
+  intAtLeast('--prefill-concurrency', o.prefillConcurrency, 1);
+  intAtLeast('--warmup-prefill-concurrency', o.warmupPrefillConcurrency, 1);
+  numAtLeast('--prefill-concurrency-ramp-duration', o.prefillConcurrencyRampMs, 0, true);
+  numAtLeast('--warmup-prefill-concurrency-ramp-duration', o.warmupPrefillConcurrencyRampMs, 0, true);
+  const any = o.prefillConcurrency ?? o.warmupPrefillConcurrency ?? o.prefillConcurrencyRampMs ?? o.warmupPrefillConcurrencyRampMs;
+  if (any === undefined) return;
+  if (o.streaming !== true) throw bad('--prefill-concurrency requires --streaming (the first token frees a slot), as in AIPerf');
+  if (o.prefillConcurrency !== undefined && o.concurrency !== undefined && o.prefillConcurrency > o.concurrency) {
+    throw bad(`--prefill-concurrency (${o.prefillConcurrency}) must be <= --concurrency (${o.concurrency}), as in AIPerf`);
+  }
+  if ((o.threads ?? 1) > 1) throw bad('--prefill-concurrency runs on one thread: drop --threads');
 }
 
 /** Checks the dataset flags and gathers them (AIPerf's rules: the two prefix styles exclude each other). */
@@ -508,6 +543,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       request_rate_mode: r.requestRateMode,
       ...(r.requestRateMode === 'gamma' && { arrival_smoothness: r.arrivalSmoothness }),
       request_count: r.requestCount,
+      ...(r.prefillConcurrency !== null && { prefill_concurrency: r.prefillConcurrency }),
       warmup_request_count: r.warmupRequestCount,
       warmup_duration: r.warmupDurationMs === null ? null : r.warmupDurationMs / 1000,
       benchmark_duration: r.benchmarkDurationMs === null ? null : r.benchmarkDurationMs / 1000,

@@ -54,6 +54,8 @@ export interface CallOptions {
   group?: CallGroup;
   /** Keep the raw `data` of the first content message (perf: the fleet's own send stamp rides in it). */
   keepFirstData?: boolean;
+  /** Called once: on the first token, or when the call ends without one (AIPerf `--prefill-concurrency` frees its slot). */
+  onFirstToken?: () => void;
 }
 
 export interface CallResult {
@@ -150,6 +152,7 @@ class Call implements BytesHandler {
   #abortReason: 'timeout' | 'aborted' | 'cancelled' | null = null;
   #settled = false;
   #firstData: string | null = null;
+  #onFirst: (() => void) | undefined;
 
   constructor(dispatcher: Pick<BenchDispatcher, 'dispatch'>, req: PreparedRequest, opts: CallOptions, resolve: (r: CallResult) => void) {
     this.#dispatcher = dispatcher;
@@ -158,6 +161,7 @@ class Call implements BytesHandler {
     this.#resolve = resolve;
     this.#startMs = opts.now();
     this.#perfToRunMs = this.#startMs - performance.now();
+    this.#onFirst = opts.onFirstToken;
   }
 
   start(): void {
@@ -231,6 +235,7 @@ class Call implements BytesHandler {
         this.#sse.push(b, rest, end);
         this.#sseIdle = this.#sse.idle;
       }
+      if (this.#onFirst !== undefined && this.#firstMs !== null) this.#firstToken();
       return;
     }
     if (this.#status !== null && (this.#status < 200 || this.#status >= 300 || this.#failure)) {
@@ -466,9 +471,16 @@ class Call implements BytesHandler {
     return { outcome: 'aborted', message: 'cancelled' };
   }
 
+  #firstToken(): void {
+    const f = this.#onFirst!;
+    this.#onFirst = undefined;
+    f();
+  }
+
   #finish(): void {
     if (this.#settled) return;
     this.#settled = true;
+    if (this.#onFirst !== undefined) this.#firstToken();
     if (this.#timer) clearTimeout(this.#timer);
     this.#opts.signal?.removeEventListener('abort', this);
     this.#opts.group?.delete(this);

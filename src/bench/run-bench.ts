@@ -7,6 +7,7 @@ import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
 import { payloadOptionsOf, requestHeadersOf, resolveBenchOptions, summaryOptionsOf, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
+import { PrefillGate } from './prefill-gate.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
 import { runThreads } from './threads.js';
@@ -105,6 +106,8 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         opts.onProgress?.({ phase, completed, total: count, inflight, errors, elapsedMs: now() - phaseStart, durationMs } satisfies BenchProgress);
       const ticker = opts.onProgress ? setInterval(report, PROGRESS_EVERY_MS) : null;
       ticker?.unref();
+      const prefillLimit = phase === 'warmup' ? o.warmup.prefillConcurrency : o.prefillConcurrency;
+      const gate = prefillLimit === null ? null : new PrefillGate(prefillLimit, phase === 'warmup' ? o.warmup.prefillConcurrencyRampMs : o.prefillConcurrencyRampMs);
       const one = async (session: Session, turn: number, answers: readonly string[]): Promise<CallResult> => {
         const i = seq++;
         const target = i % pools.length;
@@ -112,7 +115,10 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         const first = prepared[target]!(session);
         const req = turn === 0 ? first : turnRequest(o, session, turn, answers, first);
         inflight++;
+        // A prefill slot, when limited, is held from before the send to the first token.
+        const held = gate !== null && (await gate.acquire(stop.signal));
         const result = await callOnce(pools[target]!, req, {
+          ...(held && { onFirstToken: () => gate.release() }),
           id: `${opts.idPrefix ?? ''}${phase}-${i}`,
           phase,
           now,
@@ -155,6 +161,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
           await openLoop(o, due, now, stop.signal, (session) => one(session, 0, []), phase === 'profiling' ? monitor : null, () => inflight);
         }
       } finally {
+        gate?.close();
         if (graceTimer) clearTimeout(graceTimer);
         if (ticker) clearInterval(ticker);
         report();

@@ -20,6 +20,10 @@ const COMPANION: Record<string, string[]> = {
   '--num-prefix-prompts': ['--prefix-prompt-length', '16'],
   '--prompt-prefix-length': ['--num-prefix-prompts', '2'],
   '--prefix-prompt-length': ['--num-prefix-prompts', '2'],
+  '--prefill-concurrency': ['--streaming'],
+  '--prefill-concurrency-ramp-duration': ['--streaming'],
+  '--warmup-prefill-concurrency': ['--streaming'],
+  '--warmup-prefill-concurrency-ramp-duration': ['--streaming'],
 };
 
 /** The argv that gives `name` a valid value (and what it needs alongside). */

@@ -150,6 +150,10 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   if (models.length > 1) opts.models = models;
   set('modelSelectionStrategy', flags['modelSelectionStrategy']);
   set('warmupConcurrency', flags['warmupConcurrency']);
+  set('prefillConcurrency', flags['prefillConcurrency']);
+  set('prefillConcurrencyRampMs', flags['prefillConcurrencyRampDuration'], (s: number) => s * 1000);
+  set('warmupPrefillConcurrency', flags['warmupPrefillConcurrency']);
+  set('warmupPrefillConcurrencyRampMs', flags['warmupPrefillConcurrencyRampDuration'], (s: number) => s * 1000);
   set('warmupRequestRate', flags['warmupRequestRate']);
   set('warmupRequestRateMode', flags['warmupArrivalPattern']);
   set('warmupRequestRateRampMs', flags['warmupRequestRateRampDuration'], (s: number) => s * 1000);

@@ -59,6 +59,7 @@ export function applyShard(opts: BenchOptions, shard: ShardSpec): void {
     throw new TailgateError('CLI_USAGE', '--shard-count needs the whole run\'s --concurrency (or --request-rate) to split');
   }
   if (opts.concurrency !== undefined) opts.concurrency = split('--concurrency', opts.concurrency, 1);
+  if (opts.prefillConcurrency !== undefined) opts.prefillConcurrency = split('--prefill-concurrency', opts.prefillConcurrency, 1);
   if (opts.requestRate !== undefined) opts.requestRate = opts.requestRate / count;
   if (opts.requestCount !== undefined) opts.requestCount = split('--request-count', opts.requestCount, 1);
   if (opts.conversationNum !== undefined) opts.conversationNum = split('--conversation-num', opts.conversationNum, 1);
