@@ -149,7 +149,7 @@ export function registerValidate(program: Command): void {
     const onSignal = (): void => {
       signals++;
       if (signals > 1) process.exit(130);
-      process.stderr.write('tailgate: stopping; judging and writing what was measured (again to quit now)\n');
+      process.stderr.write('tailgate: stopping; writing what was measured, marked cancelled (again to quit now)\n');
       stop.abort();
     };
     process.on('SIGINT', onSignal);

@@ -105,7 +105,7 @@ export function gateTrialLines(basis: VerdictBasis, index: number): string {
 export function verdictFailureText(s: Pick<SummaryInput, 'o' | 'verdict' | 'reason' | 'trials' | 'aggregate' | 'sweep' | 'readiness' | 'search'>): string | null {
   if (s.verdict === 'pass') return null;
   const v = s.verdict.toUpperCase();
-  if (!s.readiness.ok || s.trials.length === 0 || s.search) return `${v}: ${s.reason}`;
+  if (!s.readiness.ok || s.trials.length === 0 || s.search || s.verdict === 'cancelled') return `${v}: ${s.reason}`;
   const basis = verdictBasis(s);
   const passed = basis.trials.filter((t) => t.pass).length;
   const head = s.sweep

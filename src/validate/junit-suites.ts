@@ -54,7 +54,7 @@ export function junitSuites(s: JunitSuitesInput): JunitSuite[] {
     classname: 'tailgate.validate',
     timeMs: trialMs(s.trials),
     failure: verdictFailureText(s),
-    failureType: s.verdict === 'flaky' ? 'Flaky' : 'VerdictFailure',
+    failureType: s.verdict === 'flaky' ? 'Flaky' : s.verdict === 'cancelled' ? 'Cancelled' : 'VerdictFailure',
     systemOut: s.reason,
   });
   const first = s.trials.find((t) => t.bench !== null)?.bench?.startTime;

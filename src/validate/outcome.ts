@@ -5,7 +5,8 @@ import type { SearchOutcome } from './search.js';
 import type { TrialOutcome } from './trial.js';
 
 /** Top-level verdict of a validation run. */
-export type Verdict = 'pass' | 'fail' | 'flaky';
+/** `cancelled`: interrupted (Ctrl-C, SIGTERM) before the planned trials ran; no verdict is given for a run cut short. */
+export type Verdict = 'pass' | 'fail' | 'flaky' | 'cancelled';
 
 /** One point of a concurrency sweep, with per-GPU figures so one recipe serves any node size. */
 export interface SweepPointOutcome {
@@ -30,7 +31,7 @@ export interface SweepOutcome {
 export interface ValidateResult {
   verdict: Verdict;
   /** 0 pass, 1 fail or flaky. */
-  exitCode: 0 | 1;
+  exitCode: 0 | 1 | 130;
   /** One sentence: why this verdict. */
   reason: string;
   readiness: Readiness;

@@ -154,7 +154,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     }
     const tp = metricValue(t.summary, 'output_token_throughput', 'avg');
     const p99 = metricValue(t.summary, 'time_to_first_token', 'p99');
-    onEvent(`${label}: ${t.pass ? 'PASS' : 'FAIL'} ${t.shape.shape}${t.shape.worker ? ` (${workerNamerFor(readiness)(t.shape.worker)})` : ''}, ${tp === null ? '-' : Math.round(tp)} tok/s, TTFT p99 ${p99 === null ? '-' : Math.round(p99)} ms`);
+    onEvent(`${label}: ${t.pass ? 'PASS' : t.interrupted ? 'CANCELLED' : 'FAIL'} ${t.shape.shape}${t.shape.worker ? ` (${workerNamerFor(readiness)(t.shape.worker)})` : ''}, ${tp === null ? '-' : Math.round(tp)} tok/s, TTFT p99 ${p99 === null ? '-' : Math.round(p99)} ms`);
     return t;
   };
   let autoText: string | null = null;
@@ -224,7 +224,12 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     verdict = 'fail';
     reason = `The gates passed, but --fail-on-warning and ${warnings.length} worker warning(s): ${warnings.slice(0, 3).map((w) => `${w.workerName} ${w.rule}`).join('; ')}${warnings.length > 3 ? '; ...' : ''}. ${reason}`;
   }
+  if (interrupted) {
+    // what was measured stays in the files, but a run cut short is not judged (nor read as passed)
+    verdict = 'cancelled';
+    reason = `Cancelled by an interrupt after ${trials.length} trial(s)${trials.some((t) => t.interrupted) ? ', the last one cut short' : ''}; no verdict is given for a run cut short.`;
+  }
   const s: SummaryInput = { o, verdict, reason, readiness, trials, aggregate, sweep, search, outDir: o.outDir, autoStop: autoText };
   const { files, doc, summaryText } = await writeOutputs(o, s, { interrupted, startedAt });
-  return { verdict, exitCode: verdict === 'pass' ? 0 : 1, reason, readiness, trials, aggregate, sweep, search, interrupted, outDir: o.outDir, files, doc, summaryText };
+  return { verdict, exitCode: verdict === 'pass' ? 0 : verdict === 'cancelled' ? 130 : 1, reason, readiness, trials, aggregate, sweep, search, interrupted, outDir: o.outDir, files, doc, summaryText };
 }

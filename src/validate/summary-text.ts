@@ -29,7 +29,9 @@ function gatesLine(gates: readonly Gate[]): string {
  */
 export function consoleSummary(s: SummaryInput): string {
   const passed = s.trials.filter((t) => t.pass).length;
-  const head = s.search
+  const head = s.verdict === 'cancelled'
+    ? `tailgate validate: CANCELLED (interrupted after ${s.trials.length} trial(s); not judged)`
+    : s.search
     ? `tailgate validate: ${s.verdict.toUpperCase()} (search: ${s.search.points.length} levels tried, rule ${s.o.passRule})`
     : s.sweep
     ? `tailgate validate: ${s.verdict.toUpperCase()} (sweep of ${s.trials.length} levels)`
@@ -41,12 +43,13 @@ export function consoleSummary(s: SummaryInput): string {
   for (const t of s.trials) {
     const worker = t.shape.worker ? `  ${name(t.shape.worker)}` : '';
     lines.push(
-      `  ${t.label.padEnd(10)} ${(t.pass ? 'PASS' : 'FAIL').padEnd(4)}  ${t.shape.shape.padEnd(shapeW)}  ${int(tput(t)).padStart(9)} tok/s  TTFT p99 ${int(ttft(t)).padStart(7)} ms${worker}`,
+      `  ${t.label.padEnd(10)} ${(t.pass ? 'PASS' : t.interrupted ? 'CUT' : 'FAIL').padEnd(4)}  ${t.shape.shape.padEnd(shapeW)}  ${int(tput(t)).padStart(9)} tok/s  TTFT p99 ${int(ttft(t)).padStart(7)} ms${worker}`,
     );
     if (t.locus) lines.push(`  ${''.padEnd(10)} locus ${t.locus.locus}${t.locus.worker ? `: ${name(t.locus.worker)}` : ''}${t.locus.gpu ? `, ${t.locus.gpu}` : ''}${t.locus.locus === 'unknown' && t.locus.missing.length > 0 ? ` (missing: ${t.locus.missing[0]})` : ''}`);
   }
   const basis = verdictBasis(s);
-  for (const g of basis.gates) lines.push(`  gate ${gateVerdictLine(g, basis.rule)}`);
+  // a run cut short is not judged: its gates are in the files, figures and all, not read out as verdicts
+  if (s.verdict !== 'cancelled') for (const g of basis.gates) lines.push(`  gate ${gateVerdictLine(g, basis.rule)}`);
   const st = s.aggregate?.stats;
   if (st && s.trials.length > 1) {
     const a = st['output_token_throughput.avg'];
