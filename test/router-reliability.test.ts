@@ -163,10 +163,9 @@ test('timeouts: a header sent one byte a second, 300 idle sockets, a stalled bod
   assert.match(one, /\r\nConnection: keep-alive\r\n/i);
 });
 
-test('a stream that stalls after its first token with no worker to move to ends with the error frame then [DONE], a failure of its worker', async (t) => {
-  const f = await fleet(t, 1);
-  const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off' });
-  const res = await post(`${r.url}/v1/chat/completions`, chat(500));
+/** Streams `max` tokens from a one-worker router and stalls the worker for `stallMs` once the first content arrived. */
+async function stallOnce(f: Fleet, r: Router, max: number, stallMs: number): Promise<string> {
+  const res = await post(`${r.url}/v1/chat/completions`, chat(max));
   const reader = res.body!.getReader();
   let raw = '';
   const dec = new TextDecoder();
@@ -177,12 +176,31 @@ test('a stream that stalls after its first token with no worker to move to ends 
     raw += dec.decode(value, { stream: true });
     if (!stalled && raw.includes('"content":" ')) {
       stalled = true;
-      f.addFault({ worker: 0, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: 60_000 });
+      f.addFault({ worker: 0, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: stallMs });
     }
   }
+  return raw;
+}
+
+test('a stalled stream with no worker to move to waits for its worker: the worker recovers and the stream completes, the worker blamed once', async (t) => {
+  const f = await fleet(t, 1);
+  const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off', upstreamIdleTimeoutMs: 20_000 });
+  // silent for 1.5 s, five stall deadlines: it used to end with an error frame after the first
+  const s = readSse(await stallOnce(f, r, 60, 1500));
+  assert.deepEqual(s.errors, []);
+  assert.equal(s.text, words(60), 'every token, once');
+  assert.equal(s.done, 1);
+  assert.match(await r.metrics(), new RegExp(`tailgate_router_requests_failed_total\\{worker="${f.workers[0]!.id}"\\} 1`));
+  assert.equal(r.workers()[0]!.inflight, 0);
+});
+
+test('a stream that stalls after its first token with no worker to move to ends with the error frame then [DONE] at the idle timeout, a failure of its worker', async (t) => {
+  const f = await fleet(t, 1);
+  const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off', upstreamIdleTimeoutMs: 1500 });
+  const raw = await stallOnce(f, r, 500, 60_000);
   const s = readSse(raw);
   assert.equal(s.errors.length, 1);
-  assert.match(s.errors[0]!, /stalled mid-stream .* cannot be migrated/);
+  assert.match(s.errors[0]!, /sent nothing for 1500 ms/);
   assert.equal(s.done, 1);
   assert.ok(raw.endsWith('"code": 500}}\n\ndata: [DONE]\n\n'), "vLLM's error frame, then [DONE]");
   assert.match(await r.metrics(), new RegExp(`tailgate_router_requests_failed_total\\{worker="${f.workers[0]!.id}"\\} 1`));

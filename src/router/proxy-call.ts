@@ -57,6 +57,8 @@ class Attempt implements ExchangeHandler {
   readonly continuation: boolean;
   #released = false;
   cancelled = false;
+  /** Its worker was counted as failing for it (a stalled stream waiting for its worker). */
+  blamed = false;
   firstContentMs = -1;
   lastTokenMs: number;
   paused = false;
@@ -678,12 +680,18 @@ export class ProxyCall {
       pausedAtMs: live && a.paused ? a.pausedAtMs : -1,
       stream: this.norm.stream,
       resent: this.resent !== null,
+      blamed: live && a.blamed,
       ttftDeadlineMs: waitsFirst ? ttftDeadlineMs(this.routeReq.promptTokens) : Number.POSITIVE_INFINITY,
       limits,
       facts: live ? new CallFacts(this, a) : NO_FACTS,
     });
-    if (v.action === 'none' || v.action === 'wait') return;
+    if (v.action === 'none') return;
     const ctx = this.ctx;
+    if (v.action === 'wait') {
+      // a stalled stream with nowhere to go waits for its worker, which is blamed once for it
+      if (v.blame && live) this.#blame(a);
+      return;
+    }
     if (v.action === 'queue-timeout') {
       if (!ctx.dispatcher.cancel(this.routeReq)) return;
       this.queuedAtMs = -1;
@@ -709,6 +717,13 @@ export class ProxyCall {
     }
   }
 
+  /** Counts a stalled stream against its worker (once per attempt). */
+  #blame(a: Attempt): void {
+    a.blamed = true;
+    this.ctx.metrics.failed.inc({ worker: a.backend.id });
+    this.ctx.health.failure(a.backend);
+  }
+
   /** A stream with no first token by its deadline goes to another worker (its worker blamed if it produced nothing meanwhile). */
   #redispatch(a: Attempt, v: DeadlineVerdict): void {
     const d = this.ctx.dispatcher;
@@ -728,12 +743,9 @@ export class ProxyCall {
     if (v.action === 'migrate' && v.spendBudget) ctx.dispatcher.tryResend();
     a.cancel();
     // a stream preempted by a worker that keeps producing is no failure of that worker
-    if (v.blame) {
-      ctx.metrics.failed.inc({ worker: a.backend.id });
-      ctx.health.failure(a.backend);
-    }
+    if (v.blame) this.#blame(a);
     // A stream that cannot be continued elsewhere (no other worker, a token-id prompt, the re-send
-    // budget spent, already moved once) ends with vLLM's error frame: it never hangs.
+    // budget spent, already moved once) ends with vLLM's error frame once it waited its bound.
     if (v.action !== 'migrate' || !this.#migrate(a)) this.#giveUp(502, `worker ${a.backend.id} stalled mid-stream (silent for ${Math.round(nowMs - a.lastTokenMs)} ms) and the stream cannot be migrated`, 'upstream_failed');
   }
 
@@ -790,8 +802,10 @@ export class ProxyCall {
   /** The stream broke after the client saw content: migrate it once, or end it with an error frame. */
   midStreamFailure(a: Attempt, reason: string): void {
     a.cancel();
-    this.ctx.metrics.failed.inc({ worker: a.backend.id });
-    this.ctx.health.failure(a.backend);
+    if (!a.blamed) {
+      this.ctx.metrics.failed.inc({ worker: a.backend.id });
+      this.ctx.health.failure(a.backend);
+    }
     if (this.finished) return;
     if (this.migratable(a) && this.canResendFrom(a) && this.ctx.dispatcher.tryResend() && this.#migrate(a)) return;
     this.#giveUp(502, `worker ${a.backend.id} ${reason}`, 'upstream_failed');

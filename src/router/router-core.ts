@@ -108,7 +108,7 @@ export function startSweep(core: RouterCore): () => void {
       sendTimeoutMs: ctx.sendTimeoutMs,
       stallDeadlineMs: stall,
       busyStallDeadlineMs: ROUTER_DEFAULTS.busyStallFactor * stall,
-      noTargetGiveUpMs: stall,
+      noTargetGiveUpMs: ctx.upstreamIdleTimeoutMs,
     };
     ttftByPrompt.clear();
     for (const call of active) call.checkDeadlines(now, ttft, limits);

@@ -7,12 +7,12 @@ const FACTS: DeadlineFacts = { otherWorker: true, migratable: true, budgetLeft: 
 /** Its worker produced for another stream 50 ms ago. */
 const BUSY = { workerLastTokenMs: 9950 };
 
-/** A stream on a worker, past its first token, heard from 100 ms ago; stall deadline 1 s (the live router's limits). */
+/** A stream on a worker, past its first token, heard from 100 ms ago; stall deadline 1 s (the live router's limits: one with nowhere to go waits up to the idle timeout). */
 function streaming(over: Partial<DeadlineSituation> = {}, facts: Partial<DeadlineFacts> = {}): DeadlineSituation {
   return {
     nowMs: 10_000, queuedAtMs: -1, sent: true, startMs: 5000, headed: true, firstToken: true, lastTokenMs: 9900, pausedAtMs: -1,
-    stream: true, resent: false, ttftDeadlineMs: 2000,
-    limits: { queueTimeoutMs: 60_000, upstreamHeaderTimeoutMs: 600_000, upstreamIdleTimeoutMs: 300_000, sendTimeoutMs: 60_000, stallDeadlineMs: 1000, busyStallDeadlineMs: 5000, noTargetGiveUpMs: 1000 },
+    stream: true, resent: false, blamed: false, ttftDeadlineMs: 2000,
+    limits: { queueTimeoutMs: 60_000, upstreamHeaderTimeoutMs: 600_000, upstreamIdleTimeoutMs: 300_000, sendTimeoutMs: 60_000, stallDeadlineMs: 1000, busyStallDeadlineMs: 5000, noTargetGiveUpMs: 300_000 },
     facts: { ...FACTS, ...facts },
     ...over,
   };
@@ -23,7 +23,7 @@ function waiting(over: Partial<DeadlineSituation> = {}, facts: Partial<DeadlineF
   return streaming({ firstToken: false, startMs: 7000, lastTokenMs: 7000, ...over }, facts);
 }
 
-const SIM_LIMITS = { ...streaming().limits, noTargetGiveUpMs: Number.POSITIVE_INFINITY };
+const SIM_LIMITS = { ...streaming().limits, upstreamIdleTimeoutMs: Number.POSITIVE_INFINITY, noTargetGiveUpMs: Number.POSITIVE_INFINITY };
 
 /** situation -> verdict: [what, situation, action, blamed, spends budget]. */
 const TABLE: [string, DeadlineSituation, DeadlineAction, boolean, boolean][] = [
@@ -45,13 +45,16 @@ const TABLE: [string, DeadlineSituation, DeadlineAction, boolean, boolean][] = [
   ['silent just under the stall deadline', streaming({ lastTokenMs: 9001 }), 'none', false, false],
   ['stalled, in budget', streaming({ lastTokenMs: 9000 }), 'migrate', true, true],
   ['stalled with its whole worker: outside the budget', streaming({ lastTokenMs: 9000 }, { workerStalledWhole: true, budgetLeft: false }), 'migrate', true, false],
-  ['stalled, the budget spent: the live router ends it', streaming({ lastTokenMs: 9000 }, { budgetLeft: false }), 'give-up', true, false],
-  ['stalled, not migratable: the live router ends it', streaming({ lastTokenMs: 9000 }, { migratable: false }), 'give-up', true, false],
+  ['stalled, the budget spent: waits for its worker, blamed once', streaming({ lastTokenMs: 9000 }, { budgetLeft: false }), 'wait', true, false],
+  ['stalled, not migratable: waits for its worker, blamed once', streaming({ lastTokenMs: 9000 }, { migratable: false }), 'wait', true, false],
+  ['stalled, still nowhere to go, blamed before', streaming({ lastTokenMs: 9000, blamed: true }, { migratable: false }), 'wait', false, false],
+  ['stalled, blamed before, now in budget: moved, not blamed again', streaming({ lastTokenMs: 9000, blamed: true }), 'migrate', false, true],
+  ['stalled with nowhere to go past the no-target bound: ended', streaming({ lastTokenMs: 5000, limits: { ...streaming().limits, noTargetGiveUpMs: 5000 } }, { migratable: false }), 'give-up', true, false],
   ['silent past the stall deadline on a worker that produces for others (preempted): not stalled', streaming({ lastTokenMs: 9000 }, BUSY), 'none', false, false],
   ['silent past the longer bound on a producing worker: moved, never blamed', streaming({ lastTokenMs: 5000 }, BUSY), 'migrate', false, true],
   ['silent past the longer bound on a producing worker, the budget spent: waits, never cut', streaming({ lastTokenMs: 5000 }, { ...BUSY, budgetLeft: false }), 'wait', false, false],
   ['silent past the longer bound on a producing worker, moved before: waits, never cut', streaming({ lastTokenMs: 5000 }, { ...BUSY, migratable: false }), 'wait', false, false],
-  ['stalled, no other worker: the simulator waits for its worker', streaming({ lastTokenMs: 9000, limits: SIM_LIMITS }, { otherWorker: false }), 'wait', false, false],
+  ['stalled, no other worker: the simulator waits for its worker (blamed once)', streaming({ lastTokenMs: 0, limits: SIM_LIMITS }, { otherWorker: false }), 'wait', true, false],
 ];
 
 test('the deadline decision, situation by situation', () => {

@@ -24,7 +24,7 @@ export interface DeadlineLimits {
   busyStallDeadlineMs: number;
   /**
    * Silence after which a stalled stream that cannot be moved ends with an error frame; until
-   * then it waits for its worker. (The live router: its stall deadline; the simulator: never.)
+   * then it waits for its worker (the live router: its upstream idle timeout; the simulator: never).
    */
   noTargetGiveUpMs: number;
 }
@@ -69,6 +69,8 @@ export interface DeadlineSituation {
   stream: boolean;
   /** Already re-dispatched or migrated once. */
   resent: boolean;
+  /** Its worker was already blamed for this attempt (a stalled stream waiting for it blames it once). */
+  blamed: boolean;
   /** Its first-token deadline (for its prompt length; Infinity when off). */
   ttftDeadlineMs: number;
   limits: DeadlineLimits;
@@ -108,7 +110,15 @@ const REDISPATCH_QUEUEING = verdict('redispatch', false, true);
 const MIGRATE_IN_BUDGET = verdict('migrate', true, true);
 const MIGRATE_STALLED_WHOLE = verdict('migrate', true, false);
 const MIGRATE_PREEMPTED = verdict('migrate', false, true);
-const GIVE_UP = verdict('give-up', true);
+const GIVE_UP_BLAMED = verdict('give-up', true);
+const WAIT_BLAMED = verdict('wait', true);
+/** The same verdicts for an attempt whose worker was already blamed for it (a worker is blamed once per attempt). */
+const BLAMED_BEFORE = new Map<DeadlineVerdict, DeadlineVerdict>([
+  [MIGRATE_IN_BUDGET, verdict('migrate', false, true)],
+  [MIGRATE_STALLED_WHOLE, verdict('migrate', false, false)],
+  [GIVE_UP_BLAMED, verdict('give-up')],
+  [WAIT_BLAMED, WAIT],
+]);
 
 /**
  * Decides what a request whose deadline may have passed gets. Pure: it reads only `s` (and `s.facts`
@@ -145,11 +155,20 @@ export function decideDeadline(s: DeadlineSituation): DeadlineVerdict {
     if (silentMs < limits.busyStallDeadlineMs) return NONE;
     return facts.otherWorker && facts.migratable && facts.budgetLeft ? MIGRATE_PREEMPTED : WAIT;
   }
-  // Its worker produced nothing for any stream: stalled, and blamed. A worker stalled as a whole
-  // (while another produced) has all its streams moved at once, outside the re-send budget.
+  const v = stalled(s, silentMs);
+  return s.blamed ? BLAMED_BEFORE.get(v)! : v;
+}
+
+/**
+ * A stream whose worker produced nothing for any stream: stalled, and its worker blamed. A worker
+ * stalled as a whole (while another produced) has all its streams moved at once, outside the
+ * re-send budget; a stream with nowhere to go waits for its worker up to the bound, then ends.
+ */
+function stalled(s: DeadlineSituation, silentMs: number): DeadlineVerdict {
+  const facts = s.facts;
   if (facts.otherWorker && facts.migratable) {
     if (facts.workerStalledWhole) return MIGRATE_STALLED_WHOLE;
     if (facts.budgetLeft) return MIGRATE_IN_BUDGET;
   }
-  return silentMs >= limits.noTargetGiveUpMs ? GIVE_UP : WAIT;
+  return silentMs >= s.limits.noTargetGiveUpMs ? GIVE_UP_BLAMED : WAIT_BLAMED;
 }

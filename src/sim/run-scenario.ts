@@ -606,13 +606,21 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
         pausedAtMs: -1,
         stream: true,
         resent: false,
+        blamed: attempts.blamed(a),
         ttftDeadlineMs: first ? Number.POSITIVE_INFINITY : ttftByPrompt.get(requests.promptTokens(attempts.req(a)))!,
         limits,
         facts: new SimFacts(d, scenario.model, attempts.workerId(a), attempts.startMs(a)),
       });
-      // Not moved now (no other worker, a spent re-send budget): due again at the next sweep.
+      // Not moved now (no other worker, a spent re-send budget): due again at the next sweep; a
+      // stalled one waiting for its worker blames it once.
       if (v.action === 'redispatch' || v.action === 'migrate') resend(a, feIndex, v);
-      else fileForSweep(a, feIndex, now + SWEEP_MS);
+      else {
+        if (v.blame) {
+          attempts.setBlamed(a);
+          fe.failure(attempts.route(a).worker);
+        }
+        fileForSweep(a, feIndex, now + SWEEP_MS);
+      }
     }
   };
 

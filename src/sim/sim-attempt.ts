@@ -28,7 +28,7 @@ const PHASES: readonly RequestRecord['phase'][] = ['warmup', 'profiling'];
 // A_WATCH, A_FIRST, A_SEEN, A_START; 48-63 Int32 [12-15] A_TOKENS, A_MAX, A_ROUTE, R_TOKENS; 64-111
 // Float64 [8-13] A_LAST, A_TICKET, R_FIRST, R_LAST, R_START, A_START_SEQ; 112-135 Int32 [28-33]
 // R_FLAGS, R_INDEX, R_REPLICA, R_TENANT, A_POSITION, padding.
-/** Bits: LIVE, ENDED (the attempt's). */
+/** Bits: LIVE, ENDED, BLAMED (the attempt's). */
 const A_FLAGS = 0;
 /** The deadline sweep it is filed under (-1: none), and by which replica. */
 const A_SWEEP = 1;
@@ -74,6 +74,8 @@ const RI = 2 * RT;
 const LIVE = 1;
 /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
 const ENDED = 2;
+/** Its worker was blamed for it (a stalled stream waiting for its worker). */
+const BLAMED = 4;
 
 /** The rows, as both views of one buffer (grown as one). */
 export class Rows {
@@ -365,6 +367,15 @@ export class SimAttempts implements EngineCaller {
 
   live(a: number): boolean {
     return (this.#rows.ints[a * RI + A_FLAGS]! & LIVE) !== 0;
+  }
+
+  /** Its worker was blamed for it. */
+  blamed(a: number): boolean {
+    return (this.#rows.ints[a * RI + A_FLAGS]! & BLAMED) !== 0;
+  }
+
+  setBlamed(a: number): void {
+    this.#rows.ints[a * RI + A_FLAGS] = this.#rows.ints[a * RI + A_FLAGS]! | BLAMED;
   }
 
   ticket(a: number): Ticket {
