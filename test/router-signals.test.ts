@@ -1,6 +1,9 @@
 // Signals an SRE sends a running router: SIGHUP (logrotate, a reload) must never cut a stream,
 // with or without --procs; a --procs process that dies is replaced and counted. Real subprocesses.
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
@@ -104,4 +107,37 @@ test('--procs 2: kill -HUP reaches both processes and cuts no stream; a process 
   assert.match(stderr(), /router process \d+ exited \(SIGKILL\); replacing it in 100 ms/);
   const after = readSse(await (await openStream(url, 3)).body);
   assert.equal(after.text, words(3));
+});
+
+test('--api-key-file: a key names its tenant and caps its priority; kill -HUP swaps the keys at once, and a broken file keeps the old ones', async (t) => {
+  const f = await fleet(t, 1);
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-keys-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'keys.yaml');
+  writeFileSync(file, 'keys:\n  - key: sk-first\n    tenant: team-a\n    max-priority: standard\n');
+  const cli = await startCli(['route', '--port', '0', '--backend', f.workers[0]!.url, '--api-key-file', file, '--flows']);
+  t.after(() => cli.stop());
+  const stderr = stderrOf(cli.child);
+  const { url } = JSON.parse(cli.lines[0]!) as { url: string };
+  const ask = (key: string, headers: Record<string, string> = {}) => fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
+    body: JSON.stringify({ model: MODEL, prompt: 'hi', max_tokens: 2 }),
+  }).then(async (r) => (await r.text(), r.status));
+  assert.equal(await ask('sk-first', { 'x-tailgate-priority': 'critical' }), 200);
+  const flows = (await (await fetch(`${url}/flows`)).json()) as { tenants: { tenant: string; dispatched: Record<string, number> }[]; fallbacks: { priority_capped: number } };
+  assert.deepEqual(flows.tenants.map((x) => [x.tenant, x.dispatched]), [['team-a', { critical: 0, standard: 1, sheddable: 0 }]], 'counted against its tenant, at standard');
+  assert.equal(flows.fallbacks.priority_capped, 1);
+
+  writeFileSync(file, 'keys:\n  - key: sk-second\n');
+  cli.child.kill('SIGHUP');
+  await until('the keys reloaded', () => /API keys reloaded \(1\)/.test(stderr()));
+  assert.equal(await ask('sk-first'), 401, 'the old key stops at once');
+  assert.equal(await ask('sk-second'), 200);
+
+  writeFileSync(file, 'keys: [{ key: "" }]\n');
+  cli.child.kill('SIGHUP');
+  await until('the refusal', () => /API keys not reloaded from .*keys\.yaml, the old ones stay: keys file .*: keys\.0\.key/.test(stderr()));
+  assert.equal(await ask('sk-second'), 200, 'a broken file keeps the running keys');
+  assert.ok(!stderr().includes('sk-second'), 'no key is ever written to the log');
 });
