@@ -67,3 +67,27 @@ test('--prefill-concurrency 2 under --concurrency 8: never more than 2 requests 
   await bench('--streaming', '--concurrency', '8', '--request-count', '24', '--isl', '8', '--osl', '4');
   assert.ok(maxInPrefill(await read()) > 2, 'without the limit the closed loop prefills up to 8 at once');
 });
+
+test('--user-centric-rate 20 --num-users 4: AIPerf\'s steady-state start, each user\'s turns one gap (4 / 20 s) apart', async (t) => {
+  const { up, dir, bench } = await setup(t);
+  await bench('--user-centric-rate', '20', '--num-users', '4', '--session-turns-mean', '3', '--request-count', '14', '--num-dataset-entries', '50', '--isl', '8', '--osl', '2');
+  assert.equal(up.requests.length, 14);
+  type Rec = { metadata: { request_start_ns: number; conversation_id: string; turn_index: number } };
+  const recs = (await readFile(join(dir, 'profile_export.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Rec);
+  const byConversation = new Map<string, Rec[]>();
+  for (const r of recs) byConversation.set(r.metadata.conversation_id, [...(byConversation.get(r.metadata.conversation_id) ?? []), r]);
+  for (const [id, turns] of byConversation) {
+    turns.sort((a, b) => a.metadata.turn_index - b.metadata.turn_index);
+    assert.deepEqual(turns.map((x) => x.metadata.turn_index), turns.map((_, k) => k), `${id}: turns in order from the first`);
+    for (let k = 1; k < turns.length; k++) {
+      const gapMs = (turns[k]!.metadata.request_start_ns - turns[k - 1]!.metadata.request_start_ns) / 1e6;
+      // The gap runs from the previous turn's scheduled time (as in AIPerf), so a late send shortens the next gap by its lateness.
+      assert.ok(gapMs >= 100, `${id}: turn ${k} ${gapMs.toFixed(1)} ms after the previous, the gap is 200 (a closed loop would be ~1 ms)`);
+    }
+  }
+  // AIPerf's virtual history for 4 users of 3 turns: a fresh user (3 turns) at once, then users with 1, 1 and 2 turns left, one slot apart.
+  const firsts = [...byConversation.values()].sort((a, b) => a[0]!.metadata.request_start_ns - b[0]!.metadata.request_start_ns);
+  assert.deepEqual(firsts.slice(0, 4).map((c) => c.length), [3, 1, 1, 2]);
+  const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { input_config: { loadgen: Record<string, unknown> } };
+  assert.deepEqual([doc.input_config.loadgen['user_centric_rate'], doc.input_config.loadgen['num_users']], [20, 4]);
+});

@@ -152,6 +152,13 @@ export interface BenchOptions {
    * `--prefill-concurrency`; needs streaming, at most `concurrency`); the warm-up's falls back to it.
    */
   prefillConcurrency?: number;
+  /**
+   * AIPerf `--user-centric-rate`: requests per second over all users, each user sending its next
+   * turn `numUsers / rate` seconds after its previous one (needs `numUsers` and multi-turn conversations).
+   */
+  userCentricRate?: number;
+  /** AIPerf `--num-users`: the simulated users of `userCentricRate`. */
+  numUsers?: number;
   /** Ramp the prefill limit from 1 to its target over this many ms (`--prefill-concurrency-ramp-duration`). */
   prefillConcurrencyRampMs?: number;
   warmupPrefillConcurrency?: number;
@@ -260,6 +267,8 @@ export interface ResolvedBenchOptions {
     concurrency: number; concurrencyRampMs: number; requestRate: number | null; requestRateMode: ArrivalMode; requestRateRampMs: number; gracePeriodMs: number;
     prefillConcurrency: number | null; prefillConcurrencyRampMs: number;
   };
+  /** `--user-centric-rate`/`--num-users` (with the dataset's turns per conversation); null: another load mode. */
+  userCentric: { ratePerS: number; numUsers: number; sessionTurns: number } | null;
   /** `--prefill-concurrency`: requests allowed between send and first token; null: no limit. */
   prefillConcurrency: number | null;
   prefillConcurrencyRampMs: number;
@@ -361,6 +370,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   if (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0) && o.requestRate !== undefined) {
     throw bad('multi-turn conversations run in a closed loop: use --concurrency, not --request-rate');
   }
+  const userCentric = userCentricOf(o, workload, fixedSchedule);
   for (const tag of Object.keys(o.goodput ?? {})) {
     if (!GOODPUT_TAGS.includes(tag)) throw bad(`unknown --goodput metric "${tag}" (use one of: ${GOODPUT_TAGS.join(', ')})`);
   }
@@ -387,7 +397,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     endpointType,
     streaming: o.streaming ?? false,
     concurrency,
-    maxConcurrency: o.requestRate !== undefined || fixedSchedule ? (o.concurrency ?? null) : null,
+    maxConcurrency: o.requestRate !== undefined || fixedSchedule || userCentric !== null ? (o.concurrency ?? null) : null,
+    userCentric,
     requestRate: o.requestRate ?? null,
     requestRateMode: o.requestRateMode ?? 'poisson',
     arrivalSmoothness: o.arrivalSmoothness ?? 1,
@@ -439,6 +450,22 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     threads: o.threads ?? 1,
     transport: o.transport ?? (targets.some((t) => t.origin.startsWith('https:')) ? 'undici' : 'socket'),
   };
+}
+
+/** AIPerf's rules for `--user-centric-rate` and `--num-users` (its own error texts where it has them). */
+function userCentricOf(o: BenchOptions, workload: BenchWorkloadSpec, fixedSchedule: boolean): ResolvedBenchOptions['userCentric'] {
+  numAtLeast('--user-centric-rate', o.userCentricRate, 0, true);
+  intAtLeast('--num-users', o.numUsers, 1);
+  if (o.userCentricRate === undefined) {
+    if (o.numUsers !== undefined) throw bad('--num-users can only be used with --user-centric-rate');
+    return null;
+  }
+  if (o.numUsers === undefined) throw bad('--user-centric-rate requires --num-users to be set');
+  if (o.requestRate !== undefined || o.requestRateMode !== undefined) throw bad('--user-centric-rate cannot be used together with --request-rate or --arrival-pattern');
+  if (fixedSchedule || workload.kind !== 'synthetic') throw bad('--user-centric-rate runs synthetic conversations: drop --input-file');
+  if (workload.turnsMean < 2) throw bad('--user-centric-rate requires multi-turn conversations (--session-turns-mean >= 2)');
+  if ((o.threads ?? 1) > 1) throw bad('--user-centric-rate runs on one thread: drop --threads');
+  return { ratePerS: o.userCentricRate, numUsers: o.numUsers, sessionTurns: Math.round(workload.turnsMean) };
 }
 
 /** AIPerf's rules for `--prefill-concurrency` and its warm-up and ramp companions. */
@@ -544,6 +571,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       ...(r.requestRateMode === 'gamma' && { arrival_smoothness: r.arrivalSmoothness }),
       request_count: r.requestCount,
       ...(r.prefillConcurrency !== null && { prefill_concurrency: r.prefillConcurrency }),
+      ...(r.userCentric !== null && { user_centric_rate: r.userCentric.ratePerS, num_users: r.userCentric.numUsers }),
       warmup_request_count: r.warmupRequestCount,
       warmup_duration: r.warmupDurationMs === null ? null : r.warmupDurationMs / 1000,
       benchmark_duration: r.benchmarkDurationMs === null ? null : r.benchmarkDurationMs / 1000,

@@ -8,6 +8,7 @@ import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './re
 import { requestPayload } from './payload.js';
 import { payloadOptionsOf, requestHeadersOf, resolveBenchOptions, summaryOptionsOf, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
 import { PrefillGate } from './prefill-gate.js';
+import { userCentricLoop } from './user-centric.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
 import { runThreads } from './threads.js';
@@ -62,7 +63,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     return finish(o, workload, t.records, t.selfCheck, t.startTime, t.endTime, originEpochMs, signal?.aborted ?? false);
   }
   // One pool per target, each able to hold the whole concurrency (round-robin may bunch up).
-  const connections = o.requestRate === null && !o.fixedSchedule ? Math.max(o.concurrency, o.warmup.concurrency) : o.maxConcurrency;
+  const connections = o.requestRate === null && !o.fixedSchedule && o.userCentric === null ? Math.max(o.concurrency, o.warmup.concurrency) : o.maxConcurrency;
   const pools: BenchDispatcher[] = o.targets.map((t) =>
     o.transport === 'socket'
       ? new SocketPool(t.origin, { connections })
@@ -150,7 +151,18 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       const warm = phase === 'warmup';
       const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + (warm ? o.warmup.gracePeriodMs : o.benchmarkGracePeriodMs), stop);
       try {
-        if (o.requestRate === null && !o.fixedSchedule) {
+        if (!warm && o.userCentric !== null) {
+          let issued = 0;
+          const limit = count ?? Number.POSITIVE_INFINITY;
+          await userCentricLoop({
+            ...o.userCentric, now, deadline, stopped: stop.signal, nextSession, ceiling: o.maxConcurrency ?? Number.POSITIVE_INFINITY, inflight: () => inflight,
+            more: () => !stop.signal.aborted && issued < limit && now() < deadline,
+            one: (session, turn, answers) => {
+              issued++;
+              return one(session, turn, answers);
+            },
+          });
+        } else if (o.requestRate === null && !o.fixedSchedule) {
           await closedLoop(warm ? o.warmup.concurrency : o.concurrency, count, deadline, now, stop.signal, nextSession, one, warm ? o.warmup.concurrencyRampMs : o.concurrencyRampMs, warm ? null : o.sessionCount);
         } else {
           const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (warm ? 1 : 0);

@@ -21,6 +21,8 @@ const COMPANION: Record<string, string[]> = {
   '--prompt-prefix-length': ['--num-prefix-prompts', '2'],
   '--prefix-prompt-length': ['--num-prefix-prompts', '2'],
   '--prefill-concurrency': ['--streaming'],
+  '--user-centric-rate': ['--num-users', '4', '--session-turns-mean', '3'],
+  '--num-users': ['--user-centric-rate', '1', '--session-turns-mean', '3'],
   '--prefill-concurrency-ramp-duration': ['--streaming'],
   '--warmup-prefill-concurrency': ['--streaming'],
   '--warmup-prefill-concurrency-ramp-duration': ['--streaming'],
@@ -85,11 +87,11 @@ test('an implemented flag is declared by tailgate bench itself, never by the una
 });
 
 test('several refused flags: one line each; output-only flags keep their values for the exports', () => {
-  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--public-dataset', 'sharegpt', '--num-users', '4', '--ui', 'none'])), (e: Error) => {
+  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--public-dataset', 'sharegpt', '--hf-subset', 'x', '--ui', 'none'])), (e: Error) => {
     const lines = e.message.split('\ntailgate: ');
     assert.equal(lines.length, 2);
     assert.match(lines[0]!, /^--public-dataset: in AIPerf: download a public dataset/);
-    assert.match(lines[1]!, /^--num-users: /);
+    assert.match(lines[1]!, /^--hf-subset: /);
     return true;
   });
   const inv = benchInvocation(parseBenchFlags(['-m', 'm', '--zmq-host', '10.0.0.1', '--ui', 'none', '--no-auto-plot', '--mlflow-tag', 'a:1', 'b:2']));

@@ -244,8 +244,8 @@ f('--warmup-prefill-concurrency-ramp-duration', 'value', I, 'ramp warm-up prefil
 f('--warmup-request-rate-ramp-duration', 'value', I, 'ramp warm-up request rate', '1');
 
 s('User-Centric Rate');
-f('--user-centric-rate', 'value', R, 'per-user pacing at this total rate (KV-cache tests)', '1');
-f('--num-users', 'value', R, 'initial users of --user-centric-rate', '4');
+f('--user-centric-rate', 'value', I, 'per-user pacing at this total rate (KV-cache tests)', '1');
+f('--num-users', 'value', I, 'initial users of --user-centric-rate', '4');
 
 s('Request Cancellation');
 f('--request-cancellation-rate', 'value', I, 'percent of requests to cancel', '10');

@@ -150,6 +150,8 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   if (models.length > 1) opts.models = models;
   set('modelSelectionStrategy', flags['modelSelectionStrategy']);
   set('warmupConcurrency', flags['warmupConcurrency']);
+  set('userCentricRate', flags['userCentricRate']);
+  set('numUsers', flags['numUsers']);
   set('prefillConcurrency', flags['prefillConcurrency']);
   set('prefillConcurrencyRampMs', flags['prefillConcurrencyRampDuration'], (s: number) => s * 1000);
   set('warmupPrefillConcurrency', flags['warmupPrefillConcurrency']);

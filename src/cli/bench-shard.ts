@@ -55,12 +55,14 @@ export function applyShard(opts: BenchOptions, shard: ShardSpec): void {
     if (n < min) throw new TailgateError('CLI_USAGE', `${flag} ${total} is too small to split over ${count} shards`);
     return n;
   };
-  if (opts.requestRate === undefined && opts.concurrency === undefined) {
+  if (opts.requestRate === undefined && opts.concurrency === undefined && opts.userCentricRate === undefined) {
     throw new TailgateError('CLI_USAGE', '--shard-count needs the whole run\'s --concurrency (or --request-rate) to split');
   }
   if (opts.concurrency !== undefined) opts.concurrency = split('--concurrency', opts.concurrency, 1);
   if (opts.prefillConcurrency !== undefined) opts.prefillConcurrency = split('--prefill-concurrency', opts.prefillConcurrency, 1);
   if (opts.requestRate !== undefined) opts.requestRate = opts.requestRate / count;
+  if (opts.userCentricRate !== undefined) opts.userCentricRate = opts.userCentricRate / count;
+  if (opts.numUsers !== undefined) opts.numUsers = split('--num-users', opts.numUsers, 1);
   if (opts.requestCount !== undefined) opts.requestCount = split('--request-count', opts.requestCount, 1);
   if (opts.conversationNum !== undefined) opts.conversationNum = split('--conversation-num', opts.conversationNum, 1);
   if (opts.warmupRequestCount !== undefined) opts.warmupRequestCount = split('--warmup-request-count', opts.warmupRequestCount, 0);

@@ -107,6 +107,8 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'requestTimeoutSeconds', flags: '--request-timeout-seconds <s>', description: 'bound on each whole request (default 600)', parse: positiveNumber },
   { key: 'artifactDir', flags: '--artifact-dir <dir>', aliases: ['--output-artifact-dir'], description: 'where the exports go', defaultValue: 'artifacts' },
   { key: 'concurrencyRampDuration', flags: '--concurrency-ramp-duration <s>', description: 'open the profiling phase\'s --concurrency slots one by one over this many seconds (from 1 to the target)', parse: positiveNumber },
+  { key: 'userCentricRate', flags: '--user-centric-rate <perS>', description: 'AIPerf\'s user-centric load: requests per second over --num-users users, each sending its next turn users/rate seconds after its previous one (multi-turn conversations; the run starts in AIPerf\'s steady state)', parse: positiveNumber },
+  { key: 'numUsers', flags: '--num-users <n>', description: 'simulated users of --user-centric-rate', parse: intArg(1) },
   { key: 'prefillConcurrency', flags: '--prefill-concurrency <n>', description: 'at most N requests between being sent and their first token (needs --streaming; <= --concurrency), as AIPerf', parse: intArg(1) },
   { key: 'prefillConcurrencyRampDuration', flags: '--prefill-concurrency-ramp-duration <s>', description: 'raise the prefill limit from 1 to --prefill-concurrency one slot at a time over this many seconds', parse: positiveNumber },
   { key: 'warmupPrefillConcurrency', flags: '--warmup-prefill-concurrency <n>', description: 'prefill limit of the warm-up (default --prefill-concurrency)', parse: intArg(1) },
