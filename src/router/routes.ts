@@ -36,6 +36,8 @@ export type Route =
  */
 export function normalizePath(raw: string): string | null {
   if (!raw.startsWith('/') || /%(?:2f|5c)|\\/i.test(raw)) return null;
+  // the usual path has nothing to decode or resolve
+  if (!/%|\/\.|\/\//.test(raw)) return raw;
   let decoded: string;
   try {
     decoded = decodeURIComponent(raw);
