@@ -24,7 +24,7 @@ export const LAYERS = {
   report: [...MODELS, 'gate'],
   bench: [...MODELS, 'report'],
   router: [...MODELS, 'k8s', 'kv-events'],
-  sim: [...MODELS, 'gate', 'report'],
+  sim: [...MODELS, 'gate', 'report', 'kv-events'],
   validate: [...MODELS, 'bench', 'gate', 'report'],
   calibrate: [...MODELS, 'report', 'sim'],
   compare: [...MODELS, 'gate', 'report'],

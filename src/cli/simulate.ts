@@ -12,6 +12,7 @@ interface SimulateFlags {
   html?: string;
   explain?: boolean;
   profile?: string;
+  kvEventDelay?: number;
 }
 
 const collectList = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
@@ -25,13 +26,14 @@ export function registerSimulate(program: Command): void {
     .command('simulate')
     .description('what-if in virtual time: the same engines and routing policies, many seeded trials, gate fail probability per policy')
     .option('--scenario <file>', 'scenario YAML file (repeatable)', collectList)
-    .option('--preset <name>', 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-stall-2, aicr-h100-stall-3, aicr-h100-bursty, aicr-h100-slow, aicr-h100-slow-worker, shared-prefix, noisy-neighbour, noisy-neighbour-fifo, noisy-neighbour-alone, batch-interactive (repeatable)', collectList)
+    .option('--preset <name>', 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-stall-2, aicr-h100-stall-3, aicr-h100-bursty, aicr-h100-slow, aicr-h100-slow-worker, shared-prefix, prefix-pressure (compares prefix sources estimate, events, oracle under prefix, 1 and 3 replicas), noisy-neighbour, noisy-neighbour-fifo, noisy-neighbour-alone, batch-interactive (repeatable)', collectList)
     .option('--policies <list>', 'comma-separated routing policies', 'round-robin,least-loaded,p2c,adaptive')
     .option('--trials <n>', 'seeded trials per policy and scenario', intArg(1), 200)
     .option('--seed <n>', 'seed of the first trial (trial t uses seed + t)', intArg(0), 1)
     .option('--profile <name|file>', "engine profile for every scenario, replacing the scenario's: a built-in name or a profile YAML file (e.g. from tailgate calibrate)")
     .option('--json <file>', 'write the results as JSON')
     .option('--html <file>', 'write a self-contained HTML report')
+    .option('--kv-event-delay <ms>', 'with --preset prefix-pressure: how long after an engine step its KV events reach the router', intArg(0), 0)
     .option('--explain', 'per second of the first trial of each policy, where the tokens went: faults, streams stuck on stalled workers, router queue, probation, idle slots, prefill done again')
     .action(async (flags: SimulateFlags) => {
       const sim = await import('../sim/index.js');
@@ -55,6 +57,27 @@ export function registerSimulate(program: Command): void {
         for (let i = 0; i < scenarios.length; i++) scenarios[i] = { ...scenarios[i]!, profile: engineProfile.name, engineProfile };
       }
 
+      const { writeFile } = await import('node:fs/promises');
+      const write = async (file: string, text: string): Promise<void> => {
+        try {
+          await writeFile(file, text);
+        } catch (e) {
+          throw new TailgateError('CONFIG_INVALID', `cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+        }
+      };
+      // A prefix-source comparison runs `prefix` once per source and replica count, not a Monte Carlo of policies.
+      const compared = scenarios.filter((s) => sim.PREFIX_COMPARE_PRESETS.includes(s.name));
+      if (compared.length > 0) {
+        const out = compared.map((s) => sim.comparePrefixSources(s, { seed: flags.seed, kvEventDelayMs: flags.kvEventDelay ?? 0 }));
+        process.stdout.write(out.map((r) => sim.formatPrefixCompare(r)).join('\n'));
+        if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(out.length === 1 ? out[0] : out, null, 2)}\n`);
+        if (compared.length === scenarios.length) {
+          process.exitCode = 0;
+          return;
+        }
+        for (const s of compared) scenarios.splice(scenarios.indexOf(s), 1);
+      }
+
       const tty = process.stderr.isTTY;
       const t0 = performance.now();
       const results = scenarios.map((scenario) =>
@@ -72,14 +95,6 @@ export function registerSimulate(program: Command): void {
       if (tty) process.stderr.write('\r\x1b[K');
       const run = { scenarios: results, policies: policies as (typeof POLICY_NAMES)[number][], trials: flags.trials, seed: flags.seed, wallMs: performance.now() - t0 };
       process.stdout.write(sim.formatSimulate(run));
-      const { writeFile } = await import('node:fs/promises');
-      const write = async (file: string, text: string): Promise<void> => {
-        try {
-          await writeFile(file, text);
-        } catch (e) {
-          throw new TailgateError('CONFIG_INVALID', `cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
-        }
-      };
       if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(sim.simulateJson(run), null, 2)}\n`);
       if (flags.html !== undefined) {
         const { renderHtmlReport } = await import('../report/index.js');

@@ -77,6 +77,11 @@ export class BlockPool {
     return this.#size;
   }
 
+  /** Whether the cache holds a block under `hash`. */
+  has(hash: number): boolean {
+    return this.#find(hash | 0) >= 0;
+  }
+
   /** The hashes (unsigned) of every block the cache holds, referenced or idle, in entry order. */
   hashes(): number[] {
     const out: number[] = [];

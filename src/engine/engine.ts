@@ -127,6 +127,11 @@ export class Engine {
     return this.#kv.pool.cached;
   }
 
+  /** Whether the prefix cache holds the block hashed `hash` now. */
+  holdsBlock(hash: number): boolean {
+    return this.#kv.pool.has(hash);
+  }
+
   /** The block hashes the prefix cache holds now (its true content: what KV events describe). */
   cachedHashList(): number[] {
     return this.#kv.pool.hashes();

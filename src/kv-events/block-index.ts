@@ -9,6 +9,8 @@ export interface KvBlockIndexOptions {
   maxBlocks?: number;
 }
 
+const NO_TOKENS: readonly number[] = [];
+
 interface WorkerBlocks {
   /** The worker's engine hash of each block it holds -> the router's hash of that block. */
   byEngineHash: Map<BlockHash, number>;
@@ -81,7 +83,7 @@ export class KvBlockIndex {
     const parentLocal = parent === null ? null : w.byEngineHash.get(parent);
     if (blockSize === this.blockSize && tokenIds.length >= hashes.length * blockSize && parentLocal !== undefined) {
       local = chainBlockHashes(parentLocal, tokenIds, blockSize);
-    } else this.counts.orphanStores += hashes.length;
+    } else if (blockSize !== 0) this.counts.orphanStores += hashes.length;
     for (let k = 0; k < hashes.length; k++) {
       const h = hashes[k]!;
       if (w.byEngineHash.has(h)) continue;
@@ -112,6 +114,23 @@ export class KvBlockIndex {
     const at = list.indexOf(worker);
     if (at >= 0) list.splice(at, 1);
     if (list.length === 0) this.#holders.delete(key);
+  }
+
+  /**
+   * Stores blocks `from` .. `from + count - 1` of `hashes` for `worker`, keyed by these hashes
+   * as they are (an engine hashing as the router does: the simulator's, which skips re-hashing).
+   */
+  storeHashes(worker: string, hashes: readonly number[], from: number, count: number): void {
+    let w = this.#workers.get(worker);
+    if (w === undefined) this.#workers.set(worker, (w = { byEngineHash: new Map() }));
+    this.#store(worker, w, hashes.slice(from, from + count), null, NO_TOKENS, 0);
+  }
+
+  /** Removes the block `worker` holds under `hash` (its engine hash). */
+  removeHash(worker: string, hash: BlockHash): void {
+    const w = this.#workers.get(worker);
+    if (w === undefined) this.counts.unknownRemovals++;
+    else this.#remove(worker, w, hash);
   }
 
   /** Forgets everything `worker` holds (it cleared its cache, restarted, or its events were lost). */

@@ -1,4 +1,4 @@
-export type { AdaptiveOptions, FleetLatency, PolicyName, PolicyOptions, PrefixOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
+export type { AdaptiveOptions, FleetLatency, KvCacheReport, PolicyName, PolicyOptions, PrefixOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 export { POLICY_NAMES, usesAdaptiveDefaults } from './policy.js';
 export { createPolicy } from './create-policy.js';
 export { AdaptivePolicy } from './adaptive.js';
@@ -7,6 +7,7 @@ export { P2cPolicy } from './p2c.js';
 export { PrefixAffinityPolicy } from './prefix-affinity.js';
 export { PrefixGreedyPolicy } from './prefix-greedy.js';
 export { PrefixIndex } from './prefix-index.js';
+export { deepestHolders } from './prefix-source.js';
 export { RandomPolicy } from './random-policy.js';
 export { RoundRobinPolicy } from './round-robin.js';
 export type { WorkerStatsOptions } from './worker-stats.js';

@@ -162,9 +162,27 @@ export interface PrefixOptions {
    * per-token latency) reaches this is suspected of stalling and gets no affinity. @default 3
    */
   suspectRel?: number;
+  /**
+   * With a cache report (KV events): blocks the router remembers sending most recently, counted
+   * beside the report (which shows a block only once computed). @default 4096
+   */
+  recentBlocks?: number;
+}
+
+/**
+ * What the workers themselves report of their KV caches (vLLM's KV events, or in simulation the
+ * engines' true caches), read by `prefix` instead of its own estimate for the workers it is fresh for.
+ */
+export interface KvCacheReport {
+  /** Whether `workerId`'s report is current; a worker it is not is scored on the router's estimate. */
+  fresh(workerId: string): boolean;
+  /** For each worker holding the first of `hashes`, how many leading blocks of them it holds in a row. */
+  matchDepths(hashes: readonly number[]): ReadonlyMap<string, number>;
 }
 
 /** Options of {@link createPolicy}: adaptive's tuning (the fallback of `prefix`) and prefix affinity. */
 export interface PolicyOptions extends AdaptiveOptions {
   prefix?: PrefixOptions;
+  /** The workers' own report of their caches, for `prefix` (none: its estimate alone). */
+  cacheReport?: KvCacheReport;
 }

@@ -1,8 +1,9 @@
 import { TailgateError, type Rng } from '../core/index.js';
 import { AdaptivePolicy } from './adaptive.js';
 import { ArrayPool, minOfTwo } from './candidates.js';
-import type { PolicyOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
+import type { KvCacheReport, PolicyOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 import { PrefixIndex } from './prefix-index.js';
+import { deepestHolders } from './prefix-source.js';
 
 /**
  * Prefix affinity that cannot hot-spot (`prefix`). The router remembers which worker it sent
@@ -33,8 +34,14 @@ export class PrefixAffinityPolicy implements RoutingPolicy {
   readonly #abs: number;
   readonly #rel: number;
   readonly #suspect: number;
+  /** The workers' own report of their caches, preferred to the index where fresh. */
+  readonly cacheReport: KvCacheReport | undefined;
+  /** With a report: the blocks sent most recently (what the report cannot show yet). */
+  readonly #recent: PrefixIndex | undefined;
 
   constructor(opts: PolicyOptions = {}) {
+    this.cacheReport = opts.cacheReport;
+    this.#recent = opts.cacheReport === undefined ? undefined : new PrefixIndex({ indexBlocks: opts.prefix?.recentBlocks ?? 4096, ...(opts.prefix?.blockSize !== undefined && { blockSize: opts.prefix.blockSize }) });
     const p = opts.prefix ?? {};
     this.#fallback = new AdaptivePolicy(opts);
     this.now = opts.now;
@@ -51,18 +58,18 @@ export class PrefixAffinityPolicy implements RoutingPolicy {
 
   pickFrom(pool: WorkerPool, req: RouteRequest, rng: Rng): WorkerView | undefined {
     const hashes = req.blockHashes;
-    if (hashes === undefined || hashes.length === 0 || this.index.size === 0) return this.#fallback.pickFrom(pool, req, rng);
+    if (hashes === undefined || hashes.length === 0 || (this.index.size === 0 && this.cacheReport === undefined)) return this.#fallback.pickFrom(pool, req, rng);
     const mean = pool.meanInflight();
     const bound = Math.max(mean + this.#abs, this.#rel * mean);
     const fleet = pool.fleetLatency();
     const nowMs = this.now?.();
     const fallback = this.#fallback;
-    const { ids } = this.index.longestMatch(hashes, (id) => {
+    const ids = deepestHolders(hashes, this.index, this.cacheReport, (id) => {
       const i = pool.indexOf(id);
       if (i < 0 || !pool.eligible(i)) return false;
       const w = pool.at(i);
       return w.inflight < bound && fallback.relative(w, fleet, nowMs) < this.#suspect;
-    });
+    }, this.#recent);
     if (ids.length === 0) return fallback.pickFrom(pool, req, rng);
     if (ids.length === 1) return pool.at(pool.indexOf(ids[0]!));
     const a = rng.int(0, ids.length - 1);
@@ -74,11 +81,15 @@ export class PrefixAffinityPolicy implements RoutingPolicy {
   }
 
   assigned(workerId: string, req: RouteRequest): void {
-    if (req.blockHashes !== undefined) this.index.record(workerId, req.blockHashes);
+    if (req.blockHashes !== undefined) {
+      this.index.record(workerId, req.blockHashes);
+      this.#recent?.record(workerId, req.blockHashes);
+    }
   }
 
   forget(workerId: string): void {
     this.index.forget(workerId);
+    this.#recent?.forget(workerId);
   }
 }
 

@@ -93,6 +93,20 @@ export class PrefixIndex {
     return { blocks: 0, ids: [] };
   }
 
+  /**
+   * For each worker `accept` lets through, how many leading blocks of `hashes` it was sent (the
+   * deepest block it holds: hashes chain, so it was sent those before it too). Absent: none.
+   */
+  depths(hashes: readonly number[], accept: (workerId: string) => boolean): Map<string, number> {
+    const out = new Map<string, number>();
+    for (let k = hashes.length - 1; k >= 0; k--) {
+      const e = this.#blocks.get(hashes[k]!);
+      if (e === undefined) continue;
+      for (const id of e.holders) if (!out.has(id) && accept(id)) out.set(id, k + 1);
+    }
+    return out;
+  }
+
   /** Drops `workerId` from every block (it left the fleet). */
   forget(workerId: string): void {
     for (const [h, e] of this.#blocks) {

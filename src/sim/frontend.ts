@@ -1,5 +1,5 @@
 import type { Clock, Rng } from '../core/index.js';
-import { Dispatcher, EjectionRule, ROUTER_DEFAULTS, createPolicy, freshEjectionRecord, usesAdaptiveDefaults, type DeadlineSetting, type EjectionRecord, type FlowQueueOptions, type PolicyName } from '../routing/index.js';
+import { Dispatcher, EjectionRule, ROUTER_DEFAULTS, createPolicy, freshEjectionRecord, usesAdaptiveDefaults, type DeadlineSetting, type EjectionRecord, type FlowQueueOptions, type KvCacheReport, type PolicyName } from '../routing/index.js';
 
 /** Settings of one simulated router replica, defaulted as the live router defaults them. */
 export interface FrontendSettings {
@@ -16,6 +16,8 @@ export interface FrontendSettings {
   probeIntervalMs: number;
   /** Flow control (priority bands, fair queuing between tenants). @default off */
   flows?: FlowQueueOptions;
+  /** The workers' own report of their caches, for `prefix` (KV events or the true caches). @default none */
+  cacheReport?: KvCacheReport;
 }
 
 /**
@@ -69,7 +71,7 @@ export class Frontend {
     this.#clock = clock;
     this.settings = settings;
     this.dispatcher = new Dispatcher({
-      policy: createPolicy(policy, { now: () => clock.now() }),
+      policy: createPolicy(policy, { now: () => clock.now(), ...(settings.cacheReport !== undefined && { cacheReport: settings.cacheReport }) }),
       rng,
       // as the live router: the dispatcher reads the clock (silences, lent slots) whatever the policy
       now: () => clock.now(),

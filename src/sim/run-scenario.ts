@@ -5,6 +5,7 @@ import { ROUTER_DEFAULTS, decideDeadline, type DeadlineFacts, type DeadlineLimit
 import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/index.js';
 import { arrivals } from '../workload/index.js';
 import { Frontend, routerDefaults } from './frontend.js';
+import { eventsReport, oracleReport, type PrefixSource } from './kv-report.js';
 import type { Scenario } from './scenario.js';
 import { AttemptRoute, SimAttempts, SimRequests, type AttemptHost, type ProgressSource } from './sim-attempt.js';
 import { ExplainSamples, explain, type Explanation } from './explain.js';
@@ -80,6 +81,10 @@ export interface SimOptions {
   maxSimulatedMs?: number;
   /** Work out where the lost tokens went (`SimResult.explanation`), from the in-flight samples. @default false */
   explain?: boolean;
+  /** Where `prefix` learns the workers' caches (see `PrefixSource`). @default 'estimate' */
+  prefixSource?: PrefixSource;
+  /** With `prefixSource` 'events': how long after a step ends its KV events reach the router (ms). @default 0 */
+  kvEventDelayMs?: number;
 }
 
 /** One simulated trial: the same records, summary, gates and shape as a live run. */
@@ -245,7 +250,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const profile = scenario.engineProfile ?? getProfile(scenario.profile);
   const n = scenario.workers;
   const ids = Array.from({ length: n }, (_, i) => simWorkerId(i));
-  const engines = ids.map((id) => new Engine({ clock, profile, id, ...(scenario.maxNumSeqs !== undefined ? { maxNumSeqs: scenario.maxNumSeqs } : {}), ...(scenario.load.kind === 'closed' ? { expectedRequests: (1.125 * scenario.load.concurrency) / n } : {}) }));
+  const source = opts.prefixSource ?? 'estimate';
+  const events = source === 'events' ? eventsReport(clock, ids, opts.kvEventDelayMs ?? 0) : null;
+  const engines = ids.map((id, i) => new Engine({ clock, profile, id, ...(events !== null && { kvEvents: events.sinks[i]! }), ...(scenario.maxNumSeqs !== undefined ? { maxNumSeqs: scenario.maxNumSeqs } : {}), ...(scenario.load.kind === 'closed' ? { expectedRequests: (1.125 * scenario.load.concurrency) / n } : {}) }));
 
   const faults = [...scenario.faults];
   const burstySeed = rng.int(0, 0x7fffffff);
@@ -258,6 +265,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const tenants = scenario.tenants ?? [];
   const flowsOn = scenario.router.flows === true;
   const settings = routerDefaults(policy, scenario.router);
+  if (source !== 'estimate') settings.cacheReport = events?.report ?? oracleReport(engines, ids);
   if (flowsOn) settings.flows = { weights: Object.fromEntries(tenants.map((t) => [t.name, t.weight])), ...(scenario.router.lendSlots !== undefined && { lendSlots: scenario.router.lendSlots }) };
   const maxWaitMs = scenario.router.sheddableMaxWaitMs;
   const frontends = Array.from({ length: scenario.router.replicas }, () => new Frontend(clock, policy, rng.fork(), ids, settings));
