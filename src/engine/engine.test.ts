@@ -76,7 +76,7 @@ test("h100-qwen3-8b yields 15k-18k output tok/s per worker at 256 sequences of 1
   const cold = new VirtualClock();
   const uncached = closedLoop(new Engine({ clock: cold, profile: getProfile('h100-qwen3-8b') }), cold, 256, 128, 10_000, 60_000);
   assert.ok(uncached.tokPerS >= 11_000 && uncached.tokPerS < tokPerS * 0.85, `uncached ${uncached.tokPerS.toFixed(0)} tok/s`);
-  // Healthy TTFT p99 in REFERENCE §1 is 0.23-0.97 s; here it comes from prefill waves alone.
+  // Healthy TTFT p99 in docs/reference.md#the-seed is 0.23-0.97 s; here it comes from prefill waves alone.
   assert.ok(uncached.ttftP99Ms >= 100 && uncached.ttftP99Ms <= 1000, `TTFT p99 ${uncached.ttftP99Ms.toFixed(0)} ms`);
 });
 

@@ -13,7 +13,7 @@ import { StepScratch } from './step-scratch.js';
 export type { EngineCaller, EngineFault, EngineOptions, KvEventSink, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
 
 /**
- * A vLLM-like continuous-batching worker driven only by a Clock (REFERENCE §4): a running set
+ * A vLLM-like continuous-batching worker driven only by a Clock (docs/reference.md#the-vllm-worker): a running set
  * capped by maxNumSeqs, a bounded FIFO waiting queue, a per-step token budget spent on one decode
  * token per running sequence then on chunked prefill, KV blocks allocated as sequences grow
  * (admission stops when the cache is full; a sequence that cannot grow preempts the newest),

@@ -108,11 +108,11 @@ function builtIn(p: EngineProfile): EngineProfile {
 /**
  * `h100-qwen3-8b`: Qwen/Qwen3-8B, TP1, one H100 behind a frontend.
  *
- * Starting point (REFERENCE §4): a public Llama-3-8B/H100 fit
+ * Starting point (docs/reference.md#the-vllm-worker): a public Llama-3-8B/H100 fit
  *   step = 5.75 ms + 17.25 us x prefill + 6.0 us x decode,
  * which gives ~11.7 ms and ~22k output tok/s at 256 sequences of 128-in/128-out (per step: 256
  * decodes + two new 128-token prompts), above the 15k-18k tok/s per GPU that the healthy fleets
- * in REFERENCE §1 measure end to end (108k-141k tok/s over 8 GPUs at concurrency 2048).
+ * in docs/reference.md#the-seed measure end to end (108k-141k tok/s over 8 GPUs at concurrency 2048).
  * Those fleets ran vLLM V1, whose prefix cache is on by default, on the seed's workload: 100
  * dataset entries of 128 words reused across all requests, so a repeated prompt finds 7 of its 8
  * blocks cached (vLLM always computes the last block of a block-aligned prompt) and only 16 of its
@@ -134,7 +134,7 @@ function builtIn(p: EngineProfile): EngineProfile {
  * there: when a wave of requests arrives together (burst start, identical lengths finishing in the
  * same step) the last of 256 waits ~0.77 s in that queue. The seed's setup simulated
  * (`tailgate demo --simulate`) gives 126k tok/s and TTFT p50 30 ms / p99 732 ms, inside the
- * healthy H100 figures of REFERENCE §1 (108k-127k, 664-973 ms with round-robin); with the
+ * healthy H100 figures of docs/reference.md#the-seed (108k-127k, 664-973 ms with round-robin); with the
  * frontend modelled as parallel (a fixed delay) p99 was 90 ms, far below every measured fleet.
  * KV: (80 GB x 0.9 - 16.4 GB weights - ~4 GB activations) / 147 KiB per token (36 layers x 8 KV
  * heads x 128 dim x 2 (K,V) x 2 bytes) ~= 350k tokens ~= 21k blocks of 16.

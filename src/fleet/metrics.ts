@@ -25,7 +25,7 @@ const FINISH_REASONS = ['stop', 'length', 'abort', 'error', 'repetition'] as con
 export type MetricsFinishReason = (typeof FINISH_REASONS)[number];
 
 /**
- * One worker's vLLM V1 metrics (REFERENCE §4), rendered by hand in prometheus_client's text format
+ * One worker's vLLM V1 metrics (docs/reference.md#the-vllm-worker), rendered by hand in prometheus_client's text format
  * (labels sorted, `_created` series, Go-style floats): it is scraped every 250 ms, so rendering
  * must cost little. Gauges and token counters come from the engine's own stats at render time.
  */

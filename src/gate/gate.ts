@@ -67,7 +67,7 @@ export function describeResult(r: GateResult): string {
 }
 
 /**
- * The reference cluster-validation gates (REFERENCE §1): output throughput >= 50000 tok/s for a
+ * The reference cluster-validation gates (docs/reference.md#the-seed): output throughput >= 50000 tok/s for a
  * full node, scaled by gpus / gpusPerNode only when part of a node is used; TTFT p99 <= 2000 ms.
  */
 export function seedGates(opts: { gpus: number; gpusPerNode?: number }): Gate[] {

@@ -1,7 +1,7 @@
 import { seedGates } from '../gate/index.js';
 import type { Scenario, SimTenant } from './scenario.js';
 
-/** The seed's setup (REFERENCE §1): 8 H100 workers, AIPerf at concurrency 2048, 128/128, its gates. */
+/** The seed's setup (docs/reference.md#the-seed): 8 H100 workers, AIPerf at concurrency 2048, 128/128, its gates. */
 const AICR_H100: Scenario = {
   name: 'aicr-h100',
   description: '8 x h100-qwen3-8b behind one router, closed loop at 2048 streams, 16384 requests after 2048 warm-up, 128 in / 128 out (the seed setup, healthy)',

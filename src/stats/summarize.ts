@@ -50,7 +50,7 @@ export interface RecordMetrics {
 }
 
 /**
- * The per-request metrics of one ok record (REFERENCE §3): request latency ends at the last
+ * The per-request metrics of one ok record (docs/reference.md#aiperf-metrics): request latency ends at the last
  * content chunk (or the response end when nothing streamed); ITL only when OSL >= 2 and the
  * response streamed at least two chunks (a non-streaming response has no inter-token timing).
  * Written into `into` when given (a caller folding records in one by one reuses one).

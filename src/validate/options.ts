@@ -62,7 +62,7 @@ export interface ResolvedValidateOptions {
   failOnWarning: boolean;
 }
 
-/** Defaults; token lengths, seed and dataset size follow the reference recipe (REFERENCE §1). */
+/** Defaults; token lengths, seed and dataset size follow the reference recipe (docs/reference.md#the-seed). */
 export const VALIDATE_DEFAULTS = {
   concurrencyPerGpu: 256,
   trials: 3,

@@ -176,7 +176,7 @@ export async function waitForWorkers(o: ResolvedValidateOptions, onEvent: Valida
 
 /**
  * One chat (or completions) request that must come back 200 with content, within the generous
- * probe timeout (a cold first request can take ~42 s, REFERENCE §1).
+ * probe timeout (a cold first request can take ~42 s, docs/reference.md#the-seed).
  */
 export async function serveProbe(o: ResolvedValidateOptions, signal?: AbortSignal): Promise<NonNullable<Readiness['probe']>> {
   const t0 = performance.now();

@@ -20,7 +20,7 @@ type RouterCounter = (typeof ROUTER_COUNTERS)[keyof typeof ROUTER_COUNTERS];
 /** Key of a router counter for one worker in the collector's router target, e.g. `router:failed:10.0.0.3:8000`. */
 export const routerCounterKey = (counter: RouterCounter, worker: string): string => `router:${counter}:${worker}`;
 
-/** Worker counters kept (vLLM V1 names, REFERENCE §4, plus prometheus-fastapi-instrumentator's `http_requests_total`). */
+/** Worker counters kept (vLLM V1 names, docs/reference.md#the-vllm-worker, plus prometheus-fastapi-instrumentator's `http_requests_total`). */
 const WORKER_COUNTERS = ['vllm:num_preemptions_total', 'vllm:prefix_cache_hits_total', 'vllm:prefix_cache_queries_total', 'vllm:request_success_total', 'http_requests_total'];
 const FINISHED_ERROR = 'vllm:request_success_total:error';
 const HTTP_5XX = 'http_requests_total:5xx';
