@@ -249,15 +249,14 @@ export function registerRoute(program: Command): void {
 }
 
 /** The primary of `--procs N`: forks, forwards SIGHUP, replaces processes that die, drains all on SIGTERM. */
-async function runPrimary(routerLib: typeof import('../router/index.js'), procs: number): Promise<void> {
+async function runPrimary(routerLib: typeof import('../router/index.js'), procs: number, reloaders: Reloader[]): Promise<void> {
   const c = await routerLib.startRouterCluster(procs, {
     onExit: (e) => say(`router process ${e.pid ?? '?'} exited (${e.signal ?? `code ${e.code}`}); replacing it in ${e.restartInMs} ms`),
   });
-  const hangup = () => say(`SIGHUP forwarded to ${c.hangup()} router processes`);
-  process.on('SIGHUP', hangup);
+  // each process reloads its own files and says so
+  reloaders.push(() => Promise.resolve(`SIGHUP forwarded to ${c.hangup()} router processes`));
   process.stdout.write(`${JSON.stringify({ url: c.url, procs })}\nready\n`);
   await untilSignal();
-  process.off('SIGHUP', hangup);
   await c.close();
   process.exitCode = 0;
 }
@@ -361,7 +360,7 @@ async function serve(flags: RouteFlags, reloaders: Reloader[]): Promise<void> {
   }
   const routerLib = await import('../router/index.js');
   // The primary only forks and waits; each forked process runs this same command.
-  if (flags.procs > 1 && !routerLib.isRouterClusterWorker()) return runPrimary(routerLib, flags.procs);
+  if (flags.procs > 1 && !routerLib.isRouterClusterWorker()) return runPrimary(routerLib, flags.procs, reloaders);
   const ca = readCa(flags.ca);
   if ((flags.tlsCert === undefined) !== (flags.tlsKey === undefined)) throw new TailgateError('CLI_USAGE', '--tls-cert and --tls-key go together');
   const tlsFiles = flags.tlsCert !== undefined && flags.tlsKey !== undefined ? { cert: flags.tlsCert, key: flags.tlsKey } : undefined;
