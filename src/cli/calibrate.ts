@@ -10,6 +10,8 @@ interface CalibrateFlags {
   html?: string;
   predict?: string;
   seed: number;
+  requestCount?: number;
+  warmupRequestCount?: number;
 }
 
 /** `--predict concurrency=2,8,32` or `request-rate=1,2.5` as loads. */
@@ -33,6 +35,8 @@ export function registerCalibrate(program: Command): void {
     .option('--base <name|file>', 'profile the fields the data cannot show come from (block size, token budget, ...)', 'h100-qwen3-8b')
     .option('--name <name>', "the fitted profile's name", 'calibrated')
     .option('--predict <loads>', 'predict AIPerf figures at other loads of the same workload: concurrency=2,8,32 or request-rate=1,2.5 (JSON on stdout)')
+    .option('--request-count <n>', "requests of each predicted run (default: the nearest measured level's)", intArg(1))
+    .option('--warmup-request-count <n>', "warm-up requests of each predicted run (default: the nearest measured level's)", intArg(0))
     .option('--json <file>', 'write the fit report as JSON')
     .option('--html <file>', 'write the fit report as a self-contained HTML file')
     .option('--seed <n>', 'seed of the simulations and the bootstrap', intArg(0), 1)
@@ -54,7 +58,11 @@ export function registerCalibrate(program: Command): void {
         const notes = Object.fromEntries(report.fit.params.map((p) => [p.name, `${p.pinned ? 'fitted' : 'NOT pinned down'}: 95% [${p.low.toPrecision(4)}, ${p.high.toPrecision(4)}]`]));
         await write(flags.output, c.formatProfileYaml(report.fit.profile, `tailgate calibrate from ${levels.map((l) => l.label).join(', ')} (${levels[0]!.model || 'model not named'}); other fields from ${base.name}`, notes));
       }
-      const predictions = c.predictAt(loads, levels, report, flags.seed);
+      const predictions = c.predictAt(loads, levels, report, {
+        seed: flags.seed,
+        ...(flags.requestCount !== undefined && { requestCount: flags.requestCount }),
+        ...(flags.warmupRequestCount !== undefined && { warmupRequestCount: flags.warmupRequestCount }),
+      });
       process.stderr.write(c.formatCalibration(report, flags.output ?? null));
       if (predictions.length > 0) process.stdout.write(`${JSON.stringify(predictions, null, 2)}\n`);
       if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(c.calibrationJson(report, predictions), null, 2)}\n`);

@@ -82,10 +82,24 @@ function plan(cursor: TurnCursor): TurnPlan {
   };
 }
 
+/** Synthetic workloads built lately, by what they are built from (a fit runs one scenario many times: prompts cost more than the run). */
+const recent = new Map<string, Workload>();
+const RECENT_LIMIT = 8;
+
 /** Builds the scenario's sessions: the seed's synthetic prompts, behind prefixes, as conversations, or from a trace. */
 export function workloadOf(scenario: Scenario): Workload {
   const w = scenario.workload ?? { kind: 'synthetic' };
   if (w.kind === 'trace') return traceWorkload(w.lines, { seed: scenario.datasetSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+  const key = JSON.stringify([scenario.datasetSeed, scenario.datasetEntries, scenario.inputTokens, scenario.outputTokens, w]);
+  const hit = recent.get(key);
+  if (hit) return hit;
+  const built = buildSynthetic(scenario, w);
+  if (recent.size >= RECENT_LIMIT) recent.delete(recent.keys().next().value!);
+  recent.set(key, built);
+  return built;
+}
+
+function buildSynthetic(scenario: Scenario, w: Exclude<NonNullable<Scenario['workload']>, { kind: 'trace' }>): Workload {
   return buildWorkload({
     seed: scenario.datasetSeed,
     sessions: scenario.datasetEntries,
