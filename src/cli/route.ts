@@ -25,6 +25,8 @@ interface RouteFlags {
   stallDeadline?: DeadlineSetting;
   deadlineFloor: number;
   maxResendShare: number;
+  failureRescue: boolean;
+  migrateMaxBytes: number;
   maxBody: number;
   maxRetries: number;
   ca?: string;
@@ -218,6 +220,8 @@ export function registerRoute(program: Command): void {
     .option('--stall-deadline <auto|dur|off>', 'migrate a stream silent this long mid-way (default: auto for adaptive and prefix, off otherwise)', deadlineArg)
     .option('--deadline-floor <dur>', 'floor of the auto deadlines', durationArg, ROUTER_DEFAULTS.deadlineFloorMs)
     .option('--max-resend-share <x>', 'long-run share of requests that may be sent twice', numberArg(0), ROUTER_DEFAULTS.maxResendShare)
+    .option('--no-failure-rescue', "a failed worker's streams (crash, reset, whole-worker stall) spend the re-send budget (burst 64) instead of all moving while other workers have room")
+    .option('--migrate-max-bytes <size>', 'text a stream keeps for migration; past it the stream is no longer migratable', sizeArg, ROUTER_DEFAULTS.migrateMaxBytes)
     .option('--max-body <size>', 'request body limit, beyond it 413', sizeArg, 4 * 1024 * 1024)
     .option('--max-retries <n>', 'retries elsewhere after a failure before any byte reached the client', intArg(0), ROUTER_DEFAULTS.maxRetries)
     .option('--ca <file>', 'PEM CA bundle for https backends')
@@ -299,6 +303,8 @@ function routerOptions(flags: RouteFlags, backends: string[], extra: Partial<Rou
     queueTimeoutMs: flags.queueTimeout,
     deadlineFloorMs: flags.deadlineFloor,
     maxResendShare: flags.maxResendShare,
+    failureRescue: flags.failureRescue,
+    migrateMaxBytes: flags.migrateMaxBytes,
     maxBodyBytes: flags.maxBody,
     maxRetries: flags.maxRetries,
     drainTimeoutMs: flags.drainTimeout,

@@ -105,10 +105,11 @@ export class HealthTracker {
     const before = b.routable;
     const ok = await this.#get(b, '/health').then((r) => r.status === 200, () => false);
     if (ok) {
+      // models first: a worker shown routable (/workers) is one the dispatcher already routes to
+      if (b.modelCards === undefined || this.#round % 30 === 0) await this.#fetchModels(b);
       b.probeHealthy = true;
       b.consecutiveProbeFailures = 0;
       if (this.#rule.readmit(b, this.#clock.now())) this.#circuit?.halfOpen(b.id);
-      if (b.modelCards === undefined || this.#round % 30 === 0) await this.#fetchModels(b);
     } else {
       b.consecutiveProbeFailures++;
       b.probeHealthy = false;

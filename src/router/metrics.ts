@@ -16,6 +16,8 @@ export class RouterMetrics {
   readonly clientAborted: Counter<'worker'>;
   readonly redispatched: Counter<'worker'>;
   readonly migrated: Counter<'worker'>;
+  readonly rescued: Counter<'worker'>;
+  readonly unmigratable: Counter<'reason'>;
   readonly retried: Counter<'worker'>;
   readonly drained: Counter<'worker'>;
   readonly ejected: Counter<'worker'>;
@@ -62,6 +64,13 @@ export class RouterMetrics {
     this.clientAborted = counter('tailgate_router_requests_client_aborted_total', 'Requests the client abandoned while on the worker.');
     this.redispatched = counter('tailgate_router_requests_redispatched_total', 'Requests taken from the worker for lack of a first token by the deadline.');
     this.migrated = counter('tailgate_router_requests_migrated_total', 'Streams moved off the worker after it stopped producing tokens.');
+    this.rescued = counter('tailgate_router_failure_rescues_total', "Streams moved off the failed worker (crash, reset, whole-worker stall) outside the re-send budget, while another worker had room.");
+    this.unmigratable = new Counter({
+      name: 'tailgate_router_streams_unmigratable_total',
+      help: "Streams that needed a move and could not: 'budget' (re-send budget spent, no room for a rescue), 'bound' (its text passed --migrate-max-bytes).",
+      labelNames: ['reason'] as const,
+      registers,
+    });
     this.retried = counter('tailgate_router_requests_retried_total', 'Requests retried elsewhere after the worker failed before any byte reached the client.');
     this.drained = counter('tailgate_router_requests_drained_total', "Requests the router ended itself at its drain timeout while stopping (a stream gets an error frame and [DONE]); worker 'none' when still queued.");
     this.ejected = counter('tailgate_router_worker_ejections_total', 'Times the worker was ejected by passive failures.');
@@ -73,7 +82,7 @@ export class RouterMetrics {
     this.registry.registerMetric(this.itl as unknown as Metric);
     this.overhead = new Histogram({ name: 'tailgate_router_overhead_seconds', help: "Router's own time from a complete request to the upstream send (excludes queue wait).", buckets: OVERHEAD_BUCKETS_S, registers });
     for (const b of backends) {
-      for (const c of [this.dispatched, this.completed, this.failed, this.clientAborted, this.redispatched, this.migrated, this.retried, this.drained, this.ejected]) c.inc({ worker: b.id }, 0);
+      for (const c of [this.dispatched, this.completed, this.failed, this.clientAborted, this.redispatched, this.migrated, this.rescued, this.retried, this.drained, this.ejected]) c.inc({ worker: b.id }, 0);
     }
   }
 }

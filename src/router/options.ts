@@ -33,6 +33,13 @@ export interface RouterOptions {
   deadlineFloorMs?: number;
   /** Long-run share of requests that may be sent twice. @default 0.1 */
   maxResendShare?: number;
+  /**
+   * Every stream of a failed worker (crashed, reset, stalled as a whole) moves outside the re-send
+   * budget while another worker has room for it; false: such streams spend the budget (burst 64). @default true
+   */
+  failureRescue?: boolean;
+  /** Text a stream keeps for migration (bytes, UTF-8); past it the stream is no longer migratable (counted). @default 262144 */
+  migrateMaxBytes?: number;
   /** @default 4 MiB */
   maxBodyBytes?: number;
   /** Retries on another worker after a failure before any byte reached the client. @default 2 */

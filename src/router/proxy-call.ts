@@ -30,6 +30,8 @@ export interface CallContext {
   readonly upstreamIdleTimeoutMs: number;
   readonly sendTimeoutMs: number;
   readonly migrate: boolean;
+  /** Text a stream keeps for migration (bytes); past it the stream is no longer migratable. */
+  readonly migrateMaxBytes: number;
   readonly accessLog: ((line: string) => void) | undefined;
 }
 
@@ -525,7 +527,8 @@ class CallFacts implements DeadlineFacts {
   }
 
   get workerStalledWhole(): boolean {
-    return this.call.ctx.dispatcher.stalledWhole(this.a.backend.id);
+    const d = this.call.ctx.dispatcher;
+    return d.failureRescueOn && d.stalledWhole(this.a.backend.id);
   }
 
   get workerProducedSinceStart(): boolean {
@@ -740,7 +743,10 @@ export class ProxyCall {
   /** A stream silent past the stall deadline (its worker stalled, or busy with others): migrated, or ended with an error frame. */
   #stalled(a: Attempt, v: DeadlineVerdict, nowMs: number): void {
     const ctx = this.ctx;
-    if (v.action === 'migrate' && v.spendBudget) ctx.dispatcher.tryResend();
+    if (v.action === 'migrate') {
+      if (v.spendBudget) ctx.dispatcher.tryResend();
+      else ctx.metrics.rescued.inc({ worker: a.backend.id });
+    }
     a.cancel();
     // a stream preempted by a worker that keeps producing is no failure of that worker
     if (v.blame) this.#blame(a);
@@ -807,7 +813,16 @@ export class ProxyCall {
       this.ctx.health.failure(a.backend);
     }
     if (this.finished) return;
-    if (this.migratable(a) && this.canResendFrom(a) && this.ctx.dispatcher.tryResend() && this.#migrate(a)) return;
+    if (this.migratable(a) && this.canResendFrom(a)) {
+      // the failed worker's streams all move while another worker has room, outside the budget
+      const d = this.ctx.dispatcher;
+      const rescue = d.failureRescue(a.backend.id, this.routeReq.model);
+        if (!rescue && !d.tryResend()) this.ctx.metrics.unmigratable.inc({ reason: 'budget' });
+      else if (this.#migrate(a)) {
+        if (rescue) this.ctx.metrics.rescued.inc({ worker: a.backend.id });
+        return;
+      }
+    }
     this.#giveUp(502, `worker ${a.backend.id} ${reason}`, 'upstream_failed');
   }
 

@@ -50,6 +50,7 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
     ttftDeadlineFloorMs: floor,
     stallDeadlineFloorMs: floor,
     maxResendShare: opts.maxResendShare ?? ROUTER_DEFAULTS.maxResendShare,
+    failureRescue: opts.failureRescue ?? ROUTER_DEFAULTS.failureRescue,
     ...(flowConfig && { flows: FlowControl.queueOptions(flowConfig) }),
   });
   for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
@@ -76,6 +77,7 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
     upstreamIdleTimeoutMs: opts.upstreamIdleTimeoutMs ?? ROUTER_DEFAULTS.upstreamIdleTimeoutMs,
     sendTimeoutMs: opts.sendTimeoutMs ?? ROUTER_DEFAULTS.sendTimeoutMs,
     migrate: opts.migrate ?? adaptive,
+    migrateMaxBytes: opts.migrateMaxBytes ?? ROUTER_DEFAULTS.migrateMaxBytes,
     accessLog: opts.accessLog,
   };
   const workers = (): WorkerStatus[] =>

@@ -16,6 +16,10 @@ export const ROUTER_DEFAULTS = {
   maxResendShare: 0.1,
   /** Re-sends allowed in a burst (when one worker with many streams fails). */
   resendBurst: 64,
+  /** A failed worker's streams move outside the re-send budget while another worker has room. */
+  failureRescue: true,
+  /** Text a stream keeps for migration (bytes); past it the stream is no longer migratable. */
+  migrateMaxBytes: 256 * 1024,
   /** Retries on another worker after a failure before any byte reached the client. */
   maxRetries: 2,
   /** A worker that sends no response head this long after the request fails it (ms). */

@@ -66,6 +66,12 @@ export interface DispatcherOptions {
   /** Re-sends allowed in a burst (e.g. when one worker with many streams stalls). @default 64 */
   resendBurst?: number;
   /**
+   * A failed worker's streams (crashed, reset, stalled as a whole) move outside the re-send budget
+   * while another worker has room for them ({@link Dispatcher.failureRescue}): the rescue is sized
+   * to the failure, not to the budget's burst. Off: they spend the budget like any re-send. @default true
+   */
+  failureRescue?: boolean;
+  /**
    * Flow control: waiting requests are ordered by priority band, then fairly between tenants (see
    * {@link FlowQueue}) instead of first come, first served, and a tenant below its weighted share of
    * the slots is lent one over a worker's cap (`lendSlots`); `maxQueue` bounds it unless it sets its own.
@@ -193,6 +199,7 @@ export class Dispatcher {
   readonly #queuedByModel = new Map<string, number>();
   readonly #opts: DispatcherOptions;
   readonly #budget: ResendBudget;
+  readonly #failureRescue: boolean;
   readonly #now: (() => number) | undefined;
   readonly #pool: PickPool;
   readonly #fleetCache = new Map<string, { atMs: number; fleet: FleetLatency }>();
@@ -226,6 +233,7 @@ export class Dispatcher {
     this.#flows = opts.flows && new FlowQueue({ maxQueue: this.#maxQueue, ...opts.flows });
     this.#opts = opts;
     this.#now = opts.now ?? (opts.policy as { now?: () => number }).now;
+    this.#failureRescue = opts.failureRescue ?? true;
     this.#budget = new ResendBudget(opts.maxResendShare ?? ROUTER_DEFAULTS.maxResendShare, opts.resendBurst ?? ROUTER_DEFAULTS.resendBurst);
     // The policy's window on the persistent entries: no view is built or copied per pick.
     const list = this.#list;
@@ -628,6 +636,24 @@ export class Dispatcher {
     return Math.min(this.#opts.noDataDeadlineMs ?? 10_000, floor);
   }
 
+  /** Whether a failed worker's streams move outside the re-send budget (see {@link DispatcherOptions.failureRescue}). */
+  get failureRescueOn(): boolean {
+    return this.#failureRescue;
+  }
+
+  /**
+   * Whether a stream of `fromWorkerId`, which failed under it (crashed, reset, stalled as a whole),
+   * may move outside the re-send budget: failure rescue is on and another worker serving `model` has
+   * room for it now. Each stream moved takes that room, so every stream of a failed worker moves
+   * while the others have room, and none beyond it.
+   */
+  failureRescue(fromWorkerId: string, model: string): boolean {
+    if (!this.#failureRescue) return false;
+    const cap = this.capacity;
+    for (const w of this.#list) if (w.id !== fromWorkerId && serves(w, model) && this.#hasRoom(w, cap)) return true;
+    return false;
+  }
+
   /** Whether the capped re-send budget has a re-send left (spends nothing). */
   resendBudgetLeft(): boolean {
     return this.#budget.available;
@@ -636,12 +662,12 @@ export class Dispatcher {
   /**
    * Spends one re-send from the capped budget; false when the cap is reached. A stream migrating
    * from `fromWorkerId` while that worker is stalled as a whole (requests in flight, no token to any
-   * of them for the stall deadline) goes without spending: its streams all move at once rather than
+   * of them for the stall deadline) goes without spending, with failure rescue on: its streams all move at once rather than
    * trickle out at the budget's rate (the seed's stall: about 3 s of 256 streams stuck, seen with
    * `simulate --explain`), and the budget still caps re-sends from workers that are merely slow.
    */
   tryResend(fromWorkerId?: string): boolean {
-    if (fromWorkerId !== undefined && this.stalledWhole(fromWorkerId)) return true;
+    if (fromWorkerId !== undefined && this.#failureRescue && this.stalledWhole(fromWorkerId)) return true;
     return this.#budget.trySpend();
   }
 
