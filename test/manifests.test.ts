@@ -35,7 +35,21 @@ function variants(): Array<[string, string]> {
     `components: [${JSON.stringify(relative(monitored, join(K8S, 'components/service-monitor')))}]`,
     '',
   ].join('\n'));
-  return (variantDirs = [['single-node', join(K8S, 'overlays/single-node')], ['cluster', join(K8S, 'overlays/cluster')], ['cluster+service-monitor', monitored]]);
+  const watched = withComponents(['components/watch']);
+  return (variantDirs = [['single-node', join(K8S, 'overlays/single-node')], ['cluster', join(K8S, 'overlays/cluster')], ['cluster+service-monitor', monitored], ['cluster+watch', watched]]);
+}
+
+/** A temporary overlay: the cluster overlay with the given components of deploy/k8s. */
+function withComponents(components: string[]): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-kustomize-'));
+  writeFileSync(join(dir, 'kustomization.yaml'), [
+    'apiVersion: kustomize.config.k8s.io/v1beta1',
+    'kind: Kustomization',
+    `resources: [${JSON.stringify(relative(dir, join(K8S, 'overlays/cluster')))}]`,
+    `components: [${components.map((c) => JSON.stringify(relative(dir, join(K8S, c)))).join(', ')}]`,
+    '',
+  ].join('\n'));
+  return dir;
 }
 
 const rendered = new Map<string, Obj[]>();
@@ -306,4 +320,34 @@ test('every container runs a real tailgate command line', { skip: noKubectl }, a
   // And a broken line is caught: the check is not vacuous.
   await assert.rejects(parseCli(['route', '--discover']), /argument missing/);
   await assert.rejects(parseCli(['bench', '--no-such-flag']), /unknown option/);
+});
+
+test('the watch (Deployment with /metrics, or a CronJob of one run each): valid objects, restricted pods, a real validate --every command line on the results volume', { skip: noKubectl }, async () => {
+  for (const component of ['components/watch', 'components/watch-cronjob']) {
+    const objects = render(withComponents([component]));
+    const watch = objects.find((o) => o['metadata']['name'] === 'tailgate-watch' && (o['kind'] === 'Deployment' || o['kind'] === 'CronJob'));
+    assert.ok(watch, `${component}: a tailgate-watch workload`);
+    for (const o of objects.filter((x) => x['metadata']['name'] === 'tailgate-watch')) await validateSchema(o);
+    const tpl = watch['kind'] === 'CronJob' ? watch['spec']['jobTemplate']['spec']['template'] : watch['spec']['template'];
+    assert.deepEqual(restrictedViolations(tpl['spec']), [], component);
+    const c = tpl['spec']['containers'][0] as Obj;
+    assert.equal(c['image'], find(objects, 'Deployment', 'tailgate-router')['spec']['template']['spec']['containers'][0]['image'], 'the router\'s (kustomized) image');
+    const argv = argvOf(c, {});
+    assert.equal(await parseCli(argv), 'validate');
+    assert.ok(argv.includes('--every'), 'a watch');
+    assert.ok(argv[argv.indexOf('--out') + 1]!.startsWith('/results/'), 'the history lives on the results volume');
+    assert.ok((tpl['spec']['volumes'] as Obj[]).some((v) => v['persistentVolumeClaim']?.['claimName'] === 'tailgate-results'));
+    if (watch['kind'] === 'Deployment') {
+      assert.equal(watch['spec']['replicas'], 1, 'one writer of the history');
+      const port = Number(argv[argv.indexOf('--metrics-port') + 1]);
+      assert.equal(c['ports'][0]['containerPort'], port);
+      assert.equal(Number(tpl['metadata']['annotations']['prometheus.io/port']), port);
+      const svc = find(objects, 'Service', 'tailgate-watch');
+      assert.equal(svc['spec']['ports'][0]['targetPort'], c['ports'][0]['name']);
+      for (const [k, v] of Object.entries(svc['spec']['selector'] as Record<string, string>)) assert.equal(tpl['metadata']['labels'][k], v);
+    } else {
+      assert.equal(watch['spec']['concurrencyPolicy'], 'Forbid');
+      assert.equal(argv[argv.indexOf('--watch-runs') + 1], '1', 'one run per schedule');
+    }
+  }
 });

@@ -10,6 +10,7 @@ interface SimulateFlags {
   seed: number;
   json?: string;
   html?: string;
+  export?: string;
   explain?: boolean;
   profile?: string;
   kvEventDelay?: number;
@@ -34,6 +35,7 @@ export function registerSimulate(program: Command): void {
     .option('--json <file>', 'write the results as JSON')
     .option('--html <file>', 'write a self-contained HTML report')
     .option('--kv-event-delay <ms>', 'with --preset prefix-pressure: how long after an engine step its KV events reach the router', intArg(0), 0)
+    .option('--export <dir>', 'also write the first trials (at most 5) of each scenario and policy as validate writes its runs, for tailgate compare')
     .option('--explain', 'per second of the first trial of each policy, where the tokens went: faults, streams stuck on stalled workers, router queue, probation, idle slots, prefill done again')
     .action(async (flags: SimulateFlags) => {
       const sim = await import('../sim/index.js');
@@ -99,6 +101,9 @@ export function registerSimulate(program: Command): void {
       if (flags.html !== undefined) {
         const { renderHtmlReport } = await import('../report/index.js');
         await write(flags.html, renderHtmlReport(sim.simulateReportDoc(run)));
+      }
+      if (flags.export !== undefined) {
+        for (const d of await sim.exportSimulated(flags.export, scenarios, policies as (typeof POLICY_NAMES)[number][], flags.trials, flags.seed)) process.stdout.write(`exported ${d}\n`);
       }
       process.exitCode = 0;
     });

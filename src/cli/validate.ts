@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { choiceArg, collect, durationArg, intArg, numberArg } from './args.js';
+import { addWatchFlags, runWatchIfAsked } from './validate-watch.js';
 
 type Parser = (value: string, previous: unknown) => unknown;
 
@@ -139,11 +140,13 @@ export function registerValidate(program: Command): void {
       cmd.addOption(ao);
     }
   }
+  addWatchFlags(cmd);
   cmd.action(async (_opts: Record<string, unknown>, command: Command) => {
     const { loadRecipe, runValidate } = await import('../validate/index.js');
     const recipePath = command.opts()['recipe'] as string | undefined;
     const recipe = recipePath === undefined ? {} : await loadRecipe(recipePath);
     const input = { ...recipe, ...givenFlags(command) };
+    if (await runWatchIfAsked(command, input)) return;
     const stop = new AbortController();
     let signals = 0;
     const onSignal = (): void => {

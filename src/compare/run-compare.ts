@@ -171,10 +171,12 @@ export async function runCompare(opts: RunCompareOptions): Promise<CompareResult
   if (differs !== null && opts.force !== true) throw new TailgateError('CONFIG_INVALID', `the runs were measured under different load (${differs}); compare like with like, or give --force`);
   const level = opts.level === undefined ? {} : { level: opts.level };
   const rows = compareSides(a, b, level);
-  // B failing where A passes: each failing trial of B against all of A, as the seed's authors compared bad runs with clean ones.
+  // B failing where A passes, some trials and not others (or in several shapes): each failing trial
+  // of B against all of A, as the seed's authors compared bad runs with clean ones.
   const failsA = a.trials.filter((t) => t.verdict === 'fail').length;
   const failing = b.trials.filter((t) => t.verdict === 'fail');
-  const contrasts = failing.length > failsA ? failing.slice(0, 3).map((t) => ({ label: t.label.split('/').pop()!, shape: t.shape, rows: compareSides(a, { ...b, trials: [t] }, level) })) : [];
+  const mixed = failing.length < b.trials.length || new Set(failing.map((t) => t.shape)).size > 1;
+  const contrasts = failing.length > failsA && mixed ? failing.slice(0, 3).map((t) => ({ label: t.label.split('/').pop()!, shape: t.shape, rows: compareSides(a, { ...b, trials: [t] }, level) })) : [];
   const finding = describeComparison(rows, a, b, contrasts);
   const core = { finding, rows, a, b, loadDifference: differs };
   let files: CompareResult['files'] = null;

@@ -16,4 +16,4 @@ export { PREFIX_COMPARE_PRESETS, comparePrefixSources, formatPrefixCompare } fro
 export type { SimulateRun } from './sim-output.js';
 export { formatSimulate, simulateJson, simulateReportDoc } from './sim-output.js';
 export type { SimExportOptions } from './sim-export.js';
-export { writeSimRun } from './sim-export.js';
+export { EXPORT_TRIALS_MAX, exportSimulated, writeSimRun } from './sim-export.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describeGate } from '../gate/index.js';
 import { writeAiperfExports } from '../report/index.js';
 import type { SimResult } from './run-scenario.js';
-import { simWorkerId } from './run-scenario.js';
+import { runScenario, simWorkerId } from './run-scenario.js';
 import type { Scenario } from './scenario.js';
 
 /** Options of {@link writeSimRun}. */
@@ -113,4 +113,27 @@ export async function writeSimRun(dir: string, scenario: Scenario, results: read
     trials,
   };
   await writeFile(join(dir, 'verdict.json'), `${JSON.stringify(doc, null, 2)}\n`);
+}
+
+/** Most trials `--export` writes per scenario and policy (each keeps every record). */
+export const EXPORT_TRIALS_MAX = 5;
+
+/**
+ * `tailgate simulate --export DIR`: the first trials (seeds `seed`, `seed + 1`, ... as the Monte
+ * Carlo's) of each scenario and policy run again keeping every record, written by
+ * {@link writeSimRun} under `DIR/<scenario>-<policy>/`. Returns the folders written.
+ *
+ * @example await exportSimulated('out', [PRESETS['aicr-h100']!], ['round-robin'], 3, 1); // ['out/aicr-h100-round-robin']
+ */
+export async function exportSimulated(dir: string, scenarios: readonly Scenario[], policies: readonly SimResult['policy'][], trials: number, seed: number, opts: SimExportOptions = {}): Promise<string[]> {
+  const out: string[] = [];
+  for (const s of scenarios) {
+    for (const p of policies) {
+      const results = Array.from({ length: Math.min(trials, EXPORT_TRIALS_MAX) }, (_, t) => runScenario(s, p, seed + t));
+      const sub = join(dir, `${s.name}-${p}`);
+      await writeSimRun(sub, s, results, opts);
+      out.push(sub);
+    }
+  }
+  return out;
 }

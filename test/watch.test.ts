@@ -1,0 +1,132 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { markWindows, runWatch, type HistoryEntry, type WatchResult } from '../src/compare/index.js';
+import { burstyStalls, type FaultSpec } from '../src/engine/index.js';
+import { startFleet } from '../src/fleet/index.js';
+import { startRouter } from '../src/router/index.js';
+import { runCli } from './helpers.js';
+
+const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
+
+/**
+ * The bursty stall process (engine/bursty.ts) on a short time scale, seed 56: quiet windows of
+ * mean 7 s, active ones of mean 5 s, stalls of mean 3 s. Over 26 s it stalls worker 0 at 7.9 s
+ * for 4.0 s and worker 2 at 17.9 s for 4.8 s.
+ */
+const PLANTED: FaultSpec[] = burstyStalls({ seed: 56, workers: 4, durationMs: 26_000, quietMs: 7000, activeMs: 5000, meanStallMs: 3000 });
+/** The planted stalls end by 22.7 s: the runs they slowed finish well inside the watch. */
+const WATCH_MS = 32_000;
+
+/**
+ * Watches a 4-worker loopback fleet (with `faults`) behind a round-robin router for WATCH_MS: a
+ * 32-request trial at 8 streams every 1.5 s, gated on TTFT p99 and request latency p99 (a stall
+ * that catches the last requests mid-answer shows in the latter only).
+ */
+async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url: string) => void): Promise<{ result: WatchResult; originEpochMs: number }> {
+  const fleet = await startFleet({ workers: 4, port: 0, profile: 'small', model: 'm', faults });
+  const originEpochMs = Date.now() - (fleet.clock.now() - fleet.originMs);
+  const router = await startRouter({ port: 0, backends: fleet.workers.map((w) => w.url), policy: 'round-robin' });
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), WATCH_MS);
+  try {
+    const result = await runWatch({
+      everyMs: 1500,
+      outDir,
+      input: { url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 4, maxTtftP99: 1000, gate: ['request_latency:p99:<=:2000'], readyTimeout: 5000, trialTimeout: 20_000 },
+      signal: stop.signal,
+      metricsPort: 0,
+      ...(onMetrics && { onListening: onMetrics }),
+    });
+    return { result, originEpochMs };
+  } finally {
+    clearTimeout(timer);
+    await router.close();
+    await fleet.close();
+  }
+}
+
+const overlaps = (a: [number, number], b: [number, number]): boolean => a[0] <= b[1] && b[0] <= a[1];
+
+test('a watch over a fleet with bursty stalls marks each planted window and invents none; a healthy fleet over the same time has none; /metrics lints clean', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-watch-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  assert.equal(PLANTED.length, 2);
+  let metricsUrl = '';
+  let scraped: Promise<string> | null = null;
+  // One after the other: two watches at once on two cores make the client the bottleneck.
+  const bursty = await watchFleet(join(dir, 'bursty'), PLANTED, (url) => {
+    metricsUrl = url;
+    // Scraped live, as Prometheus would, after the first planted stall.
+    scraped = new Promise((resolve, reject) => setTimeout(() => fetch(`${url}/metrics`).then((res) => res.text()).then(resolve, reject), 15_000));
+  });
+  const healthy = await watchFleet(join(dir, 'healthy'), []);
+  assert.ok(metricsUrl.startsWith('http://127.0.0.1:'));
+
+  const planted = PLANTED.map((f): [number, number] => [bursty.originEpochMs + f.atMs, bursty.originEpochMs + f.atMs + f.forMs]);
+  const windows = bursty.result.windows.map((w): [number, number] => [Date.parse(w.start), Date.parse(w.end)]);
+  const runs = bursty.result.entries;
+  assert.ok(runs.length >= 4, `${runs.length} runs`);
+  for (const [i, p] of planted.entries()) assert.ok(windows.some((w) => overlaps(w, p)), `planted stall ${i} (worker ${PLANTED[i]!.worker}) found: ${JSON.stringify(bursty.result.windows)}; runs ${runs.map((e) => `${e.run} ${e.startedAt} ${e.verdict} ${e.shape}`).join(', ')}`);
+  for (const w of windows) assert.ok(planted.some((p) => overlaps(w, p)), `window ${new Date(w[0]).toISOString()} overlaps a planted stall`);
+  assert.ok(bursty.result.windows.every((w) => w.shape !== 'clean' && w.failing > 0), JSON.stringify(bursty.result.windows));
+  assert.equal(healthy.result.windows.length, 0, JSON.stringify(healthy.result.entries.filter((e) => e.verdict !== 'pass')));
+
+  // The files a person and Prometheus read: the history, the windows, the metrics text.
+  const lines = (await readFile(bursty.result.historyFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as HistoryEntry);
+  assert.deepEqual(lines.map((e) => e.run), runs.map((e) => e.run));
+  assert.deepEqual(markWindows(lines), bursty.result.windows);
+  assert.deepEqual(JSON.parse(await readFile(join(dir, 'bursty', 'windows.json'), 'utf8')), bursty.result.windows);
+  assert.ok(lines.every((e) => typeof e.figures['time_to_first_token.p99'] === 'number'));
+  const page = await readFile(join(dir, 'bursty', 'watch.html'), 'utf8');
+  assert.match(page, /data-chart-id="watch-time_to_first_token-p99"|data-chart-id="watch-time-to-first-token-p99"/);
+  assert.match(page, /window 1: [a-z-]+/);
+
+  assert.ok(scraped !== null);
+  const metricsText = await scraped;
+  assert.match(metricsText, /^tailgate_watch_time_to_first_token_p99_seconds \d/m);
+  assert.match(metricsText, /^tailgate_watch_shape_runs_total\{shape="single-worker-backup"\} [1-9]/m);
+  assert.match(metricsText, /^tailgate_watch_last_verdict\{verdict="pass"\} [01]/m);
+  assert.match(metricsText, /^tailgate_watch_windows [12]$/m);
+  if (!hasPromtool) {
+    t.diagnostic('promtool not installed (Debian package prometheus): the lint of /metrics is skipped');
+    return;
+  }
+  const lint = spawnSync('promtool', ['check', 'metrics'], { input: metricsText, encoding: 'utf8' });
+  assert.equal(lint.status, 0, `promtool: ${lint.stdout}${lint.stderr}`);
+});
+
+test('compare --history takes a window of the watch history against the quiet runs', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-watch-compare-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const fleet = await startFleet({ workers: 4, port: 0, profile: 'small', model: 'm' });
+  t.after(() => fleet.close());
+  const router = await startRouter({ port: 0, backends: fleet.workers.map((w) => w.url), policy: 'round-robin' });
+  t.after(() => router.close());
+  const args = ['validate', '--url', router.url, '--model', 'm', '--gpus', '4', '--concurrency-per-gpu', '4', '--synthetic-input-tokens-mean', '16', '--output-tokens-mean', '16', '--request-count', '48', '--warmup-request-count', '0', '--max-ttft-p99', '1000', '--out', dir];
+  // Two quiet runs, then two with worker 1 stalled from the start of each trial.
+  const quiet = await runCli([...args, '--every', '100ms', '--watch-runs', '2', '--metrics-port', '0']);
+  assert.equal(quiet.code, 0, quiet.stderr);
+  assert.match(quiet.stdout, /^watch: metrics on http:\/\/127\.0\.0\.1:\d+\/metrics$/m);
+  assert.match(quiet.stdout, /watch: 2 runs in .*history\.jsonl, 0 failing, 0 window\(s\)/);
+  const stalled = await runCli([...args, '--every', '100ms', '--watch-runs', '2'], {
+    onStderrLine: (line) => {
+      if (/: trial-1: concurrency/.test(line)) fleet.addFault({ worker: 1, kind: 'stall', atMs: fleet.clock.now() - fleet.originMs + 200, forMs: 2000 });
+    },
+  });
+  assert.equal(stalled.code, 0, stalled.stderr);
+  assert.match(stalled.stdout, /watch: 4 runs in .*, 2 failing, 1 window\(s\)\n {2}window 1: .* 2 runs \(2 failing\), mostly single-worker-backup/);
+
+  const r = await runCli(['compare', 'quiet', '1', '--history', join(dir, 'history.jsonl'), '--out', join(dir, 'cmp')]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /\nB's worker 1 \(127\.0\.0\.1:\d+\) backs up to \d+ requests in flight at peak .* B passes 0 of 2 trials \(single-worker-backup \(worker 1 /);
+  const bad = await runCli(['compare', '7', '1', '--history', join(dir, 'history.jsonl')]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /there is no window 7/);
+  const stray = await runCli(['validate', '--url', router.url, '--model', 'm', '--watch-runs', '2']);
+  assert.equal(stray.code, 2);
+  assert.match(stray.stderr, /--watch-runs needs --every/);
+});
