@@ -8,7 +8,8 @@ export interface HistoryEntry {
   run: number;
   startedAt: string;
   finishedAt: string;
-  verdict: 'pass' | 'fail' | 'flaky';
+  /** `cancelled`: the watch was stopped before the run measured enough to judge. */
+  verdict: 'pass' | 'fail' | 'flaky' | 'cancelled';
   /** Passed its gates, but with a named shape other than `clean` or worker warnings. */
   degraded: boolean;
   /** Shape of the run's trial (the first failing one when several). */
@@ -79,7 +80,7 @@ export async function readHistory(file: string): Promise<HistoryEntry[]> {
 }
 
 /** A run that counts as failing for the windows: its verdict, or a serve probe slower than the TTFT ceiling. */
-const troubled = (e: HistoryEntry): boolean => e.verdict !== 'pass' || e.probeSlow === true;
+const troubled = (e: HistoryEntry): boolean => (e.verdict !== 'pass' && e.verdict !== 'cancelled') || e.probeSlow === true;
 
 const mostOf = (xs: readonly string[]): string | null => {
   const n = new Map<string, number>();
@@ -118,7 +119,7 @@ export function markWindows(entries: readonly HistoryEntry[]): TroubleWindow[] {
   };
   for (const e of entries) {
     // A run cut short, or one whose client was the bottleneck, says nothing about the fleet.
-    if (e.interrupted === true || e.shape === 'client-bound') continue;
+    if (e.interrupted === true || e.verdict === 'cancelled' || e.shape === 'client-bound') continue;
     if (troubled(e) || e.degraded) open.push(e);
     else close();
   }

@@ -5,7 +5,7 @@ import type { HistoryEntry, TroubleWindow } from './history.js';
 
 /** Every shape a trial can get (gate/shapes.ts), plus `not-ready`: each has a counter from the start. */
 const SHAPES = ['clean', 'knee-jitter', 'single-worker-backup', 'broad-degradation', 'under-provisioned', 'client-bound', 'errors', 'not-ready'];
-const VERDICTS = ['pass', 'fail', 'flaky'] as const;
+const VERDICTS = ['pass', 'fail', 'flaky', 'cancelled'] as const;
 
 /** `time_to_first_token.p99` in ms -> `tailgate_watch_time_to_first_token_p99_seconds` and the factor to base units. */
 function gaugeName(figure: string, unit: string): { name: string; scale: number; unitText: string } {
