@@ -2,10 +2,12 @@
 // a recording server on loopback and in inputs.json.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFakeUpstream, type FakeUpstream } from './doubles/fake-upstream.js';
+import { startHub } from './doubles/hub-server.js';
 import { runCli } from './helpers.js';
 
 const MODEL = 'fake-model';
@@ -90,4 +92,50 @@ test('--user-centric-rate 20 --num-users 4: AIPerf\'s steady-state start, each u
   assert.deepEqual(firsts.slice(0, 4).map((c) => c.length), [3, 1, 1, 2]);
   const doc = JSON.parse(await readFile(join(dir, 'profile_export_aiperf.json'), 'utf8')) as { input_config: { loadgen: Record<string, unknown> } };
   assert.deepEqual([doc.input_config.loadgen['user_centric_rate'], doc.input_config.loadgen['num_users']], [20, 4]);
+});
+
+test('--public-dataset sharegpt: found as AIPerf and the hub cache find it, sent as its conversations; offline with no copy is one clear error', async (t) => {
+  const { up, dir } = await setup(t);
+  const convo = (i: number) => ({ id: `c${i}`, conversations: [
+    { from: 'human', value: `question ${i} ${'alpha '.repeat(6).trim()}` }, { from: 'gpt', value: 'one two three four five' },
+    { from: 'human', value: `follow ${i} up with more words` }, { from: 'gpt', value: 'six seven eight nine' },
+  ] });
+  const file = JSON.stringify([convo(0), convo(1), { id: 'tiny', conversations: [{ from: 'human', value: 'hi' }, { from: 'gpt', value: 'hello there my friend' }] }, convo(2)]);
+  const hub = await startHub({ 'datasets/anon8231489123/ShareGPT_Vicuna_unfiltered': { commit: 'c'.repeat(40), files: { 'ShareGPT_V3_unfiltered_cleaned_split.json': file }, lfs: ['ShareGPT_V3_unfiltered_cleaned_split.json'] } });
+  t.after(() => hub.close());
+  // AIPerf's cache is relative to the working folder: run from a fresh one (tsx still resolvable from it).
+  const work = join(dir, 'work');
+  await mkdir(work);
+  await symlink(fileURLToPath(new URL('../node_modules', import.meta.url)), join(work, 'node_modules'));
+  const hfCache = (name: string) => ({ HF_HOME: join(dir, name), HF_HUB_CACHE: join(dir, name, 'hub') });
+  const env = { ...hfCache('hf'), HF_ENDPOINT: hub.url, HF_HUB_OFFLINE: '0', HF_TOKEN: '' };
+  const run = (extra: Record<string, string>, out: string) =>
+    runCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '--url', up.url, '--public-dataset', 'sharegpt', '--concurrency', '2', '--conversation-num', '3', '--artifact-dir', join(dir, out)], { cwd: work, env: { ...env, ...extra } });
+
+  const first = await run({}, 'a');
+  assert.equal(first.code, 0, first.stderr);
+  assert.ok(hub.requests.some((r) => r.path.startsWith('/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/resolve/main/')), 'downloaded from HF_ENDPOINT');
+  const sent = up.requests.map((r) => (r.body['messages'] as Message[]).filter((m) => m.role === 'user').map((m) => m.content));
+  assert.equal(sent.length, 6, '--conversation-num 3: three conversations of two turns, in order');
+  assert.deepEqual(sent.filter((u) => u.length === 1).map((u) => u[0]!.split(' ').slice(0, 2).join(' ')).sort(), ['question 0', 'question 1', 'question 2']);
+  assert.ok(sent.filter((u) => u.length === 2).every((u) => u[1]!.startsWith('follow')), 'second turns carry the history and the recorded follow-up');
+  assert.deepEqual([...new Set(up.requests.map((r) => r.body['max_completion_tokens']))].sort(), [4, 5], 'each turn asks for its recorded answer\'s length');
+  const inputs = JSON.parse(await readFile(join(dir, 'a', 'inputs.json'), 'utf8')) as Inputs;
+  assert.equal(inputs.data.length, 3, 'the entry with a 1-token prompt is filtered out, as AIPerf filters it');
+
+  const before = hub.requests.length;
+  const cached = await run({ HF_HUB_OFFLINE: '1' }, 'b');
+  assert.equal(cached.code, 0, cached.stderr);
+  assert.equal(hub.requests.length, before, 'the second run reads the Hugging Face cache, offline');
+
+  const none = await run({ HF_HUB_OFFLINE: '1', ...hfCache('empty-hf') }, 'c');
+  assert.equal(none.code, 2, none.stderr);
+  assert.match(none.stderr, /^tailgate: --public-dataset sharegpt: no copy of ShareGPT_V3_unfiltered_cleaned_split\.json \(not in the Hugging Face cache .* HF_HUB_OFFLINE is set\); put it in \.cache\/aiperf\/datasets/m);
+  assert.ok(!none.stderr.includes('    at '), 'no stack trace');
+
+  await mkdir(join(work, '.cache', 'aiperf', 'datasets'), { recursive: true });
+  await writeFile(join(work, '.cache', 'aiperf', 'datasets', 'ShareGPT_V3_unfiltered_cleaned_split.json'), JSON.stringify([convo(7)]));
+  const aiperfCache = await run({ HF_HUB_OFFLINE: '1', ...hfCache('empty-hf') }, 'd');
+  assert.equal(aiperfCache.code, 0, aiperfCache.stderr);
+  assert.ok(up.requests.slice(-6).every((r) => (r.body['messages'] as Message[])[0]!.content.startsWith('question 7')), 'AIPerf\'s own cache in the working folder comes first (its one conversation, three times)');
 });

@@ -1,4 +1,4 @@
-import { buildWorkload, loadTrace, traceWorkload, type Workload } from '../workload/index.js';
+import { buildWorkload, loadShareGpt, loadTrace, traceWorkload, type Workload } from '../workload/index.js';
 import type { ResolvedBenchOptions } from './options.js';
 
 /**
@@ -9,6 +9,10 @@ import type { ResolvedBenchOptions } from './options.js';
  */
 export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> {
   const w = o.workload;
+  if (w.kind === 'public') {
+    const { sessions } = await loadShareGpt(o.tokenizer, o.outputTokensMean !== null);
+    return { kind: sessions.some((x) => x.turns.length > 1) ? 'multi-turn' : 'synthetic', sessions };
+  }
   if (w.kind === 'trace') {
     let lines = await loadTrace(w.file);
     // AIPerf's window: lines from the start offset (the replay's time 0) to the end offset, both included.

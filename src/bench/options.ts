@@ -59,6 +59,8 @@ export interface BenchOptions {
   outputTokensStddev?: number;
   /** AIPerf `--sequence-distribution`: each prompt's (ISL, OSL) drawn from these pairs instead of the means. */
   sequenceDistribution?: readonly SequencePair[];
+  /** AIPerf `--public-dataset` (sharegpt): its conversations instead of synthetic prompts. */
+  publicDataset?: 'sharegpt';
   /** @default 100 */
   numDatasetEntries?: number;
   /** @default 0 */
@@ -202,7 +204,9 @@ export type BenchWorkloadSpec =
       turnDelayStddevMs: number;
       turnDelayRatio: number;
     }
-  | { kind: 'trace'; file: string; blockTokens: number; autoOffset: boolean; startOffsetMs: number | null; endOffsetMs: number | null };
+  | { kind: 'trace'; file: string; blockTokens: number; autoOffset: boolean; startOffsetMs: number | null; endOffsetMs: number | null }
+  /** AIPerf `--public-dataset`: its conversations, found and filtered as AIPerf does. */
+  | { kind: 'public'; name: 'sharegpt' };
 
 /** One endpoint to send to: `origin` for the connection pool, `path` for the request line. */
 export interface BenchTarget {
@@ -380,7 +384,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     throw bad('--request-count and --conversation-num are both stop conditions: give one (AIPerf refuses the pair too)');
   }
   // AIPerf's --conversation-num counts conversations run: one request each unless they are multi-turn.
-  const multiTurn = workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0);
+  const multiTurn = workload.kind === 'public' || (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0));
   const sessionCount = o.conversationNum !== undefined && multiTurn ? o.conversationNum : null;
   if (sessionCount !== null && (o.threads ?? 1) > 1) throw bad('--conversation-num with multi-turn conversations runs on one thread: drop --threads');
   const defaultCount = sessionCount !== null || durationMs !== null || fixedSchedule ? null : Math.max(10, 2 * concurrency);
@@ -416,7 +420,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     numDatasetEntries: o.numDatasetEntries ?? 100,
     randomSeed: o.randomSeed ?? 0,
     workload,
-    datasetSampling: o.datasetSamplingStrategy ?? defaultSampling(workload.kind),
+    // AIPerf reads a public dataset in order, as it reads a trace.
+    datasetSampling: o.datasetSamplingStrategy ?? defaultSampling(workload.kind === 'public' ? 'trace' : workload.kind),
     fixedSchedule,
     extraInputs: { ...(o.extraInputs ?? {}) },
     useLegacyMaxTokens: o.useLegacyMaxTokens ?? false,
@@ -504,6 +509,14 @@ function resolveWorkload(o: BenchOptions): BenchWorkloadSpec {
     throw bad('--num-prefix-prompts/--prefix-prompt-length and --shared-system-prompt-length/--user-context-prompt-length exclude each other (as in AIPerf)');
   }
   if ((pool > 0) !== (poolLength > 0)) throw bad('--num-prefix-prompts and --prefix-prompt-length go together (both > 0)');
+  if (o.publicDataset !== undefined) {
+    if (o.inputFile !== undefined) throw bad('--public-dataset and --input-file both name the dataset: give one');
+    const shaping = legacy || o.sharedSystemPromptLength !== undefined || o.userContextPromptLength !== undefined || o.conversationTurnMean !== undefined
+      || o.inputTokensMean !== undefined || o.inputTokensStddev !== undefined || o.sequenceDistribution !== undefined;
+    if (shaping) throw bad('--public-dataset sends the dataset\'s own prompts and turns: drop the synthetic prompt, prefix and conversation flags');
+    if (o.requestRate !== undefined) throw bad('--public-dataset sharegpt entries are conversations, run in a closed loop: use --concurrency, not --request-rate');
+    return { kind: 'public', name: o.publicDataset };
+  }
   if (o.inputFile !== undefined) {
     const synthetic = legacy || o.sharedSystemPromptLength !== undefined || o.userContextPromptLength !== undefined || (o.conversationTurnMean ?? 1) > 1;
     if (synthetic) throw bad('--input-file replays a trace: drop the prefix and conversation flags');
@@ -636,6 +649,6 @@ export function requestHeadersOf(o: ResolvedBenchOptions, streaming: boolean): R
 export function payloadOptionsOf(o: ResolvedBenchOptions, sessionIndex = 0): PayloadOptions {
   return {
     model: o.modelOf(sessionIndex), endpointType: o.endpointType, streaming: o.streaming,
-    sendMaxTokens: o.outputTokensMean !== null || o.sequenceDistribution !== null || o.workload.kind === 'trace', useLegacyMaxTokens: o.useLegacyMaxTokens, extraInputs: o.extraInputs,
+    sendMaxTokens: o.outputTokensMean !== null || o.sequenceDistribution !== null || o.workload.kind !== 'synthetic', useLegacyMaxTokens: o.useLegacyMaxTokens, extraInputs: o.extraInputs,
   };
 }

@@ -87,11 +87,11 @@ test('an implemented flag is declared by tailgate bench itself, never by the una
 });
 
 test('several refused flags: one line each; output-only flags keep their values for the exports', () => {
-  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--public-dataset', 'sharegpt', '--hf-subset', 'x', '--ui', 'none'])), (e: Error) => {
+  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--image-batch-size', '2', '--hf-subset', 'x', '--ui', 'none'])), (e: Error) => {
     const lines = e.message.split('\ntailgate: ');
     assert.equal(lines.length, 2);
-    assert.match(lines[0]!, /^--public-dataset: in AIPerf: download a public dataset/);
-    assert.match(lines[1]!, /^--hf-subset: /);
+    assert.match(lines[0]!, /^--hf-subset: in AIPerf: subset of a Hugging Face dataset/);
+    assert.match(lines[1]!, /^--image-batch-size: /);
     return true;
   });
   const inv = benchInvocation(parseBenchFlags(['-m', 'm', '--zmq-host', '10.0.0.1', '--ui', 'none', '--no-auto-plot', '--mlflow-tag', 'a:1', 'b:2']));

@@ -91,7 +91,7 @@ s('Input');
 f('--extra-inputs', 'list', I, 'extra body fields: comma-separated key:value pairs (values coerced) or JSON', 'temperature:0');
 f('-H --header', 'list', I, 'extra HTTP headers, Name:Value or JSON; one named like bench\'s own (any case) replaces it everywhere, probes and --reset-kv-cache included', 'X-A:1');
 f('--input-file', 'value', I, 'dataset file (tailgate: a Mooncake trace)');
-f('--public-dataset', 'value', R, 'download a public dataset (sharegpt, ...) and send its prompts', 'sharegpt');
+f('--public-dataset', 'value', I, 'download a public dataset (sharegpt, ...) and send its prompts', 'sharegpt');
 f('--hf-subset', 'value', R, 'subset of a Hugging Face dataset', 'x');
 f('--hf-weka-dataset', 'value', R, 'Hugging Face repo of a Weka trace', 'x/y');
 f('--dataset-filter', 'list', R, 'key=value filters of a public dataset', 'k=v');

@@ -125,6 +125,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('conversationTurnDelayMeanMs', flags['conversationTurnDelayMean']);
   set('conversationTurnDelayStddevMs', flags['conversationTurnDelayStddev']);
   set('conversationTurnDelayRatio', flags['conversationTurnDelayRatio']);
+  set('publicDataset', flags['publicDataset']);
   set('inputFile', flags['inputFile']);
   set('fixedSchedule', flags['fixedSchedule']);
   set('fixedScheduleAutoOffset', flags['fixedScheduleAutoOffset']);

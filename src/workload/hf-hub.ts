@@ -55,8 +55,9 @@ export function isRevision(rev: string): boolean {
   return /^[\w.\-/]+$/.test(rev) && !rev.startsWith('/') && !rev.split('/').some((s) => s === '..' || s === '.' || s === '');
 }
 
-/** The repo's folder in the cache: `models--org--name`. */
+/** The repo's folder in the cache: `models--org--name`, or `datasets--org--name` for a repo given as `datasets/org/name`. */
 export function repoCacheDir(cacheDir: string, repo: string): string {
+  if (repo.startsWith('datasets/')) return join(cacheDir, `datasets--${repo.slice('datasets/'.length).split('/').join('--')}`);
   return join(cacheDir, `models--${repo.split('/').join('--')}`);
 }
 

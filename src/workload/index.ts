@@ -18,3 +18,5 @@ export type { SamplingStrategy } from './sampler.js';
 export { SAMPLING_STRATEGIES, defaultSampling, sessionSampler } from './sampler.js';
 export type { SequencePair } from './sequence-distribution.js';
 export { parseSequenceDistribution, samplePair } from './sequence-distribution.js';
+export type { PublicDatasetFile } from './public-dataset.js';
+export { SHAREGPT, loadShareGpt, resolveShareGpt, shareGptSessions } from './public-dataset.js';
