@@ -8,6 +8,7 @@ import { POLICY_NAMES, ROUTER_DEFAULTS, type DeadlineSetting, type PolicyName, t
 import { choiceArg, collect, durationArg, intArg, numberArg, sizeArg } from './args.js';
 
 interface RouteFlags {
+  kvEventsConfig?: string;
   port: number;
   host: string;
   backend?: string[];
@@ -209,6 +210,7 @@ export function registerRoute(program: Command): void {
     .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array)')
     .option('--policy <name>', `routing policy (${POLICY_NAMES.join(', ')})`, choiceArg(POLICY_NAMES), 'adaptive')
     .option('--prefix-affinity', 'adaptive with bounded prefix affinity first (the same as --policy prefix)')
+    .option('--kv-events-config <json>', "prefix scores workers on their own KV events: the workers' vLLM --kv-events-config JSON, its endpoint's * (or empty host) read as each backend's host and backend i on port + i, e.g. '{\"endpoint\":\"tcp://*:5557\",\"replay_endpoint\":\"tcp://*:5657\"}'")
     .option('--prefix-index-blocks <n>', 'KV block hashes the prefix policies remember (default 131072)', intArg(1))
     .option('--prefix-balance-abs <n>', 'prefix affinity only while a worker holds < fleet mean + N requests, or the relative bound (default 8)', numberArg(0))
     .option('--prefix-balance-rel <x>', 'prefix affinity only while a worker holds < x times the fleet mean, or the absolute bound (default 1.25)', numberArg(1))
@@ -354,7 +356,13 @@ async function runRoute(flags: RouteFlags): Promise<void> {
 
 async function serve(flags: RouteFlags, reloaders: Reloader[]): Promise<void> {
   const backends = [...(flags.backend ?? []), ...(flags.backendsFile ? readBackendsFile(flags.backendsFile) : [])];
-  routePolicy(flags);
+  const { policy } = routePolicy(flags);
+  let kvEvents: RouterOptions['kvEvents'];
+  if (flags.kvEventsConfig !== undefined) {
+    if (policy !== 'prefix') throw new TailgateError('CLI_USAGE', `--kv-events-config feeds prefix affinity: use it with --policy prefix (or --prefix-affinity), not ${policy}`);
+    const c = (await import('../kv-events/index.js')).parseKvEventsConfig(flags.kvEventsConfig);
+    kvEvents = { endpoint: c.endpoint, replayEndpoint: c.replayEndpoint, topic: c.topic };
+  }
   if (backends.length === 0 && flags.discover === undefined) throw new TailgateError('CLI_USAGE', 'no backend given (use --backend URL, --backends-file FILE or --discover k8s://NAMESPACE/SERVICE)');
   // Bad targets and credentials fail here, before anything listens.
   let kube: import('../k8s/index.js').KubeConnection | undefined;
@@ -378,6 +386,7 @@ async function serve(flags: RouteFlags, reloaders: Reloader[]): Promise<void> {
   const log = await openAccessLog(flags.accessLog);
   const inCluster = routerLib.isRouterClusterWorker();
   const router = await routerLib.startRouter(routerOptions(flags, backends, {
+    ...(kvEvents !== undefined && { kvEvents }),
     ...(apiKeys !== undefined && { apiKeys }),
     ...(flags.adminPort !== undefined && { admin: { port: flags.adminPort, host: flags.adminHost } }),
     ...(flags.metricsOnAdmin === true && { metricsOnAdmin: true }),

@@ -17,6 +17,8 @@ export interface BackendSetDeps {
   pool: BackendPoolOptions;
   /** Drops a removed worker's per-worker gauges, so `/metrics` does not show it healthy for ever. */
   forget?: (id: string) => void;
+  /** A new backend joined (e.g. to follow its KV events). */
+  added?: (b: Backend) => void;
 }
 
 /** `http://h:p` -> `h:p`, the same id {@link Backend} computes (throws CONFIG_INVALID for a bad URL). */
@@ -90,6 +92,7 @@ export class BackendSet {
         backends.push(b);
         byId.set(id, b);
         dispatcher.addWorker(id, { healthy: false });
+        this.#d.added?.(b);
         added.push(b);
       }
     }

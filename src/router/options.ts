@@ -2,6 +2,7 @@ import type { DeadlineSetting, PolicyName, PrefixOptions } from '../routing/inde
 import type { ClientKey } from './door.js';
 import type { FlowOptions } from './flows.js';
 import type { HealthOptions } from './health.js';
+import type { RouterKvEventsOptions } from './kv-sources.js';
 
 /** Options of {@link startRouter}; every default is documented. */
 export interface RouterOptions {
@@ -87,6 +88,8 @@ export interface RouterOptions {
   flows?: FlowOptions;
   /** Backends come and go at run time through `setBackends` (discovery); starting with none is allowed. @default false */
   dynamicBackends?: boolean;
+  /** Follow each worker's KV events (vLLM's ZMQ publisher) and score `prefix` on them (see docs/route.md#kv-events). @default off */
+  kvEvents?: RouterKvEventsOptions;
 }
 
 /** A PEM certificate chain and its private key. */

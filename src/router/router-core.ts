@@ -5,6 +5,7 @@ import { BackendSet, forgetWorkerGauges } from './dynamic-backends.js';
 import { clusterMetricsSource } from './cluster.js';
 import { FlowControl, type FlowConfig } from './flows.js';
 import { HealthTracker } from './health.js';
+import { KvEventSources } from './kv-sources.js';
 import { RouterMetrics } from './metrics.js';
 import type { RouterOptions, WorkerStatus } from './options.js';
 import type { CallContext, ProxyCall } from './proxy-call.js';
@@ -20,6 +21,8 @@ export interface RouterCore {
   readonly ctx: CallContext;
   readonly active: Set<ProxyCall>;
   readonly flowControl: FlowControl | undefined;
+  /** The workers' KV events, when `kvEvents` is set. */
+  readonly kvEvents: KvEventSources | undefined;
   /** The Prometheus text of `/metrics` (summed over `--procs` in a cluster). */
   readonly metricsText: () => Promise<string>;
   workers(): WorkerStatus[];
@@ -38,9 +41,10 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
   const backends = dedupe(opts.backends).map((u) => new Backend(u, pool));
   const byId = new Map(backends.map((b) => [b.id, b]));
   const off: DeadlineSetting = 'off';
+  const kv = opts.kvEvents ? new KvEventSources({ ...opts.kvEvents, ...(opts.prefix?.blockSize !== undefined && { blockSize: opts.prefix.blockSize }) }, () => clock.now()) : undefined;
   const floor = opts.deadlineFloorMs ?? ROUTER_DEFAULTS.deadlineFloorMs;
   const dispatcher = new Dispatcher({
-    policy: createPolicy(policyName, { now: () => clock.now(), ...(opts.prefix !== undefined && { prefix: opts.prefix }) }),
+    policy: createPolicy(policyName, { now: () => clock.now(), ...(opts.prefix !== undefined && { prefix: opts.prefix }), ...(kv !== undefined && { cacheReport: kv }) }),
     rng: createRng(opts.seed ?? 1),
     now: () => clock.now(),
     maxInflightPerWorker: opts.maxInflightPerWorker ?? (adaptive ? 'auto' : Number.POSITIVE_INFINITY),
@@ -55,6 +59,10 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
   });
   for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
   const metrics = new RouterMetrics(dispatcher, backends);
+  if (kv !== undefined) {
+    kv.registerMetrics(metrics.registry);
+    backends.forEach((b, i) => kv.add(b.id, hostOf(b.id), i));
+  }
   const flowControl = opts.flows && flowConfig && new FlowControl(opts.flows, flowConfig, dispatcher, metrics.registry);
   const metricsText = opts.clusterMetrics ? clusterMetricsSource(metrics.registry) : () => metrics.registry.metrics();
   const syncWorker = (b: Backend) => {
@@ -62,7 +70,19 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
     dispatcher.setHealthy(b.id, b.routable);
   };
   const health = new HealthTracker(backends, clock, opts.health ?? {}, syncWorker, (b) => metrics.ejected.inc({ worker: b.id }), dispatcher);
-  const backendSet = new BackendSet({ backends, byId, dispatcher, health, pool, forget: (id) => forgetWorkerGauges(metrics.registry, id) });
+  const backendSet = new BackendSet({
+    backends,
+    byId,
+    dispatcher,
+    health,
+    pool,
+    forget: (id) => {
+      forgetWorkerGauges(metrics.registry, id);
+      kv?.remove(id);
+    },
+    // A discovered worker has its own host: its endpoints are the template's, not offset.
+    ...(kv !== undefined && { added: (b: Backend) => kv.add(b.id, hostOf(b.id), 0) }),
+  });
   const active = new Set<ProxyCall>();
   const ctx: CallContext = {
     dispatcher,
@@ -82,7 +102,7 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
   };
   const workers = (): WorkerStatus[] =>
     backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id), slots: dispatcher.slots(b.id) }));
-  return { clock, dispatcher, backends, metrics, health, backendSet, ctx, active, flowControl: flowControl || undefined, metricsText, workers };
+  return { clock, dispatcher, backends, metrics, health, backendSet, ctx, active, flowControl: flowControl || undefined, kvEvents: kv, metricsText, workers };
 }
 
 /**
@@ -121,4 +141,9 @@ export function startSweep(core: RouterCore): () => void {
 
 function dedupe(urls: readonly string[]): string[] {
   return [...new Set(urls.map((u) => u.trim()).filter((u) => u.length > 0))];
+}
+
+/** `host:port` -> host (brackets of an IPv6 host dropped, as the id has none). */
+function hostOf(id: string): string {
+  return id.slice(0, id.lastIndexOf(':'));
 }

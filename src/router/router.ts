@@ -44,6 +44,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     stopSweep();
     core.health.stop();
     await Promise.all(core.backends.map((b) => b.close()));
+    await core.kvEvents?.close();
     throw e;
   }
   const [apiListener, adminListener] = listening as [Listener, Listener | undefined];
@@ -96,4 +97,5 @@ async function drainAndClose(core: RouterCore, handler: RequestHandler, servers:
   core.health.stop();
   await Promise.all(core.backends.map((b) => b.close()));
   await core.backendSet.close();
+  await core.kvEvents?.close();
 }

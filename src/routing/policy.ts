@@ -178,6 +178,8 @@ export interface KvCacheReport {
   fresh(workerId: string): boolean;
   /** For each worker holding the first of `hashes`, how many leading blocks of them it holds in a row. */
   matchDepths(hashes: readonly number[]): ReadonlyMap<string, number>;
+  /** The policy sent a request of these blocks to `workerId` (a live report then expects its events). */
+  assigned?(workerId: string, hashes: readonly number[]): void;
 }
 
 /** Options of {@link createPolicy}: adaptive's tuning (the fallback of `prefix`) and prefix affinity. */

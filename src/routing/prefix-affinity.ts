@@ -84,6 +84,7 @@ export class PrefixAffinityPolicy implements RoutingPolicy {
     if (req.blockHashes !== undefined) {
       this.index.record(workerId, req.blockHashes);
       this.#recent?.record(workerId, req.blockHashes);
+      this.cacheReport?.assigned?.(workerId, req.blockHashes);
     }
   }
 
