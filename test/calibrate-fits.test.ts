@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fitProfile, levelOf, predictAt, readRun, resolveProfile, type Level } from '../src/calibrate/index.js';
+import { getProfile } from '../src/engine/index.js';
+import { aiperfJson } from '../src/report/index.js';
+import { PRESETS, runScenario, type Scenario } from '../src/sim/index.js';
+import { runCli } from './helpers.js';
+
+const TABLE = new URL('./fixtures/calibrate/vultr-b200-nemotron-nano/', import.meta.url).pathname;
+const tableLevel = (c: number): Level => readRun(join(TABLE, `c${String(c).padStart(4, '0')}.json`));
+const within = (what: string, got: number, want: number, share: number): void => assert.ok(Math.abs(got / want - 1) <= share, `${what}: ${got.toFixed(2)} against ${want.toFixed(2)} (${(100 * (got / want - 1)).toFixed(1)}%)`);
+
+test('a published vLLM table (Vultr, B200, 2048/512): fitted on 4 levels, the 2 between them predicted within 10% on throughput and ITL', () => {
+  const levels = [8, 64, 256, 512].map(tableLevel);
+  const fit = fitProfile(levels, { base: resolveProfile(new URL('./fixtures/calibrate/b200-base.yaml', import.meta.url).pathname), noIntervals: true });
+  // The table gives TTFT in one column and no p99: a file with what it has is fitted on what it has.
+  assert.equal(levels[0]!.measured.ttftP99Ms, null);
+  const rows = predictAt([{ kind: 'closed', concurrency: 16 }, { kind: 'closed', concurrency: 128 }], levels, { fit, levels: [], leaveOneOutError: null, fitMs: 0 }) as { concurrency: number; output_token_throughput: { avg: number }; inter_token_latency: { p50: number } }[];
+  for (const r of rows) {
+    const m = tableLevel(r.concurrency).measured;
+    within(`c=${r.concurrency} output tok/s`, r.output_token_throughput.avg, m.outputTokPerS, 0.1);
+    within(`c=${r.concurrency} ITL p50`, r.inter_token_latency.p50, m.itlP50Ms, 0.1);
+  }
+});
+
+test('the built-in H100 fleet, fitted from its own runs at 3 concurrencies, reproduces demo --simulate\'s healthy row within 5%', () => {
+  const h100 = getProfile('h100-qwen3-8b');
+  const healthy = PRESETS['aicr-h100']!;
+  // One worker's runs, as bench would export them (with the prefix cache's counters a scrape of /metrics gives).
+  const levels = [128, 256, 512].map((c) => {
+    const s: Scenario = { ...healthy, name: `c${c}`, workers: 1, load: { kind: 'closed', concurrency: c }, requestCount: 4 * c, warmupRequestCount: c, gates: [] };
+    const r = runScenario(s, 'round-robin', 1, { keepChunks: false, recordMode: 'summary' });
+    const doc = aiperfJson({
+      summary: r.summary, records: [], exportLevel: 'summary', startTime: new Date(0), endTime: new Date(r.simulatedMs),
+      inputConfig: { endpoint: { model_names: [healthy.model], urls: ['sim'] }, input: { conversation: { num_dataset_entries: healthy.datasetEntries } }, loadgen: { concurrency: c, request_count: 4 * c, warmup_request_count: c } },
+    });
+    const level = levelOf(doc, `c${c}`);
+    level.serverMetrics = { runningMax: c, runningAvg: c, waitingMax: 0, kvUsageAvg: null, prefixHitRatio: r.prefixCacheHits / r.prefixCacheQueries, preemptions: 0 };
+    return level;
+  });
+  // Started far from the answer: the step costs and frontend time of another profile.
+  const fit = fitProfile(levels, { base: { ...h100, stepBaseMs: 5, prefillMsPerToken: 0.01, decodeMsPerToken: 0.05, frontendOverheadMs: 1 }, noIntervals: true });
+  const row = (s: Scenario): Record<string, Record<string, number>> => runScenario(s, 'round-robin', 1, { keepChunks: false, recordMode: 'summary' }).summary.metrics as unknown as Record<string, Record<string, number>>;
+  const want = row(healthy);
+  const got = row({ ...healthy, profile: fit.profile.name, engineProfile: fit.profile });
+  within('output tok/s', got['output_token_throughput']!['avg']!, want['output_token_throughput']!['avg']!, 0.05);
+  within('TTFT p99', got['time_to_first_token']!['p99']!, want['time_to_first_token']!['p99']!, 0.05);
+  within('ITL p50', got['inter_token_latency']!['p50']!, want['inter_token_latency']!['p50']!, 0.05);
+});
+
+test('inputs that cannot be fitted are refused with the file and what is missing; exit 2, one line', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-calibrate-bad-'));
+  const doc = JSON.parse(readFileSync(join(TABLE, 'c0008.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+  const write = (name: string, d: unknown): string => {
+    const f = join(dir, name);
+    writeFileSync(f, JSON.stringify(d));
+    return f;
+  };
+  const good = write('good.json', doc);
+  const other = write('other.json', { ...doc, input_config: { ...doc['input_config'], endpoint: { model_names: ['another/model'], urls: ['vultr-hgx-b200-vllm-0.16.0-tp2'] } } });
+  const { time_to_first_token: _t, ...noTtft } = doc;
+  const blind = write('blind.json', noTtft);
+  const cases: [string[], RegExp][] = [
+    [[good], /good\.json: a single load level cannot be fitted/],
+    [[good, other], /other\.json: model "another\/model" differs from "Nemotron-Nano-30B-FP8" in .*good\.json/],
+    [[good, blind], /blind\.json: no latency figures: time_to_first_token and inter_token_latency/],
+    [[good, join(dir, 'missing')], /missing: cannot read: ENOENT/],
+    [[good, good, '--predict', 'concurrency=x'], /--predict: "x" is not a positive whole number/],
+  ];
+  for (const [args, message] of cases) {
+    const r = await runCli(['calibrate', ...args], { timeoutMs: 30_000 });
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, message);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+  }
+  assert.throws(() => levelOf({ ...doc, input_config: {} }, 'x.json'), /x\.json: no load level/);
+});
