@@ -141,3 +141,28 @@ test('--api-key-file: a key names its tenant and caps its priority; kill -HUP sw
   assert.equal(await ask('sk-second'), 200, 'a broken file keeps the running keys');
   assert.ok(!stderr().includes('sk-second'), 'no key is ever written to the log');
 });
+
+test('--backends-file: kill -HUP re-reads it; a new worker joins, an open stream finishes, an empty file changes nothing', async (t) => {
+  const f = await fleet(t, 2);
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-backends-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'backends.txt');
+  writeFileSync(file, `${f.workers[0]!.url}\n`);
+  const cli = await startCli(['route', '--port', '0', '--backends-file', file]);
+  t.after(() => cli.stop());
+  const stderr = stderrOf(cli.child);
+  const { url } = JSON.parse(cli.lines[0]!) as { url: string };
+  const workers = async () => ((await (await fetch(`${url}/workers`)).json()) as { id: string; healthy: boolean }[]).filter((w) => w.healthy).map((w) => w.id).sort();
+  assert.deepEqual(await workers(), [f.workers[0]!.id]);
+  const open = await openStream(url, 60);
+  await open.started;
+  writeFileSync(file, `# both now\n${f.workers[0]!.url}\n${f.workers[1]!.url}\n`);
+  cli.child.kill('SIGHUP');
+  await until('the second worker to join', async () => (await workers()).length === 2);
+  assert.match(stderr(), /backends reloaded from .*backends\.txt \(2;/);
+  assert.equal(readSse(await open.body).text, words(60), 'the open stream finished');
+  writeFileSync(file, '# nothing\n');
+  cli.child.kill('SIGHUP');
+  await until('the refusal', () => /backends not reloaded: .* names none, the old ones stay/.test(stderr()));
+  assert.deepEqual(await workers(), [f.workers[0]!.id, f.workers[1]!.id].sort());
+});

@@ -207,7 +207,7 @@ export function registerRoute(program: Command): void {
     .option('--port <port>', 'listen port (0 picks a free one)', portArg, 8000)
     .option('--host <addr>', 'bind address', '127.0.0.1')
     .option('--backend <url>', 'worker base URL, repeatable (http://host:port)', collect)
-    .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array)')
+    .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array); re-read on SIGHUP')
     .option('--policy <name>', `routing policy (${POLICY_NAMES.join(', ')})`, choiceArg(POLICY_NAMES), 'adaptive')
     .option('--prefix-affinity', 'adaptive with bounded prefix affinity first (the same as --policy prefix)')
     .option('--kv-events-config <json>', "prefix scores workers on their own KV events: the workers' vLLM --kv-events-config JSON, its endpoint's * (or empty host) read as each backend's host and backend i on port + i, e.g. '{\"endpoint\":\"tcp://*:5557\",\"replay_endpoint\":\"tcp://*:5657\"}'")
@@ -346,7 +346,7 @@ async function clientKeys(flags: RouteFlags, routerLib: typeof import('../router
 async function runRoute(flags: RouteFlags): Promise<void> {
   // installed first: a SIGHUP while starting must not end the process either
   const reloaders: Reloader[] = [];
-  const offHangup = onHangup(reloaders, 'no --flows file, --tls-cert or --api-key-file');
+  const offHangup = onHangup(reloaders, 'no --flows file, --tls-cert, --api-key-file or --backends-file');
   try {
     await serve(flags, reloaders);
   } finally {
@@ -410,6 +410,16 @@ async function serve(flags: RouteFlags, reloaders: Reloader[]): Promise<void> {
       },
       (e: unknown) => `API keys not reloaded from ${file}, the old ones stay: ${(e as Error).message}`,
     ));
+  }
+  // with --discover the Service says which workers there are, not the file
+  if (flags.backendsFile !== undefined && flags.discover === undefined) {
+    const file = flags.backendsFile;
+    reloaders.push(() => Promise.resolve().then(() => {
+      const urls = [...(flags.backend ?? []), ...readBackendsFile(file)];
+      if (urls.length === 0) return `backends not reloaded: ${file} names none, the old ones stay`;
+      router.setBackends(urls);
+      return `backends reloaded from ${file} (${urls.length}; new ones join once probed, missing ones drain)`;
+    }).catch((e: unknown) => `backends not reloaded, the old ones stay: ${(e as Error).message}`));
   }
   const discovery = flags.discover === undefined ? undefined : await startDiscovery(routerLib, router, flags.discover, backends, kube!);
   const tlsWatch = tlsFiles && reloadTlsOnChange(router, tlsFiles.cert, tlsFiles.key);
