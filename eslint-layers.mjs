@@ -27,7 +27,7 @@ export const LAYERS = {
   sim: [...MODELS, 'gate', 'report', 'kv-events'],
   validate: [...MODELS, 'bench', 'gate', 'report'],
   calibrate: [...MODELS, 'report', 'sim'],
-  compare: [...MODELS, 'gate', 'report'],
+  compare: [...MODELS, 'gate', 'report', 'validate'],
   cli: 'any',
 };
 
