@@ -4,7 +4,11 @@
 //
 //   node --import tsx perf/router.ts [--streams 256] [--requests 1024] [--no-install] [--skip-stall]
 //                                    [--rounds 2] [--targets tailgate,nginx] [--cpu-prof DIR] [--baseline DIR]
-//                                    [--node-flags 'V8 FLAGS']
+//                                    [--node-flags 'V8 FLAGS'] [--kv-events]
+//
+// --kv-events: the fleet publishes KV events over ZMQ (as vLLM's --kv-events-config), and two more
+// targets run: `tailgate prefix` and `tailgate prefix +kv-events` (following every worker's events);
+// the last line is the CPU per message of events on against off (the target: within 1.05x).
 //
 // Two rows are the floor of a Node relay (no routing, metrics or parsing): `node bare relay` with
 // stream sockets, and `(handle-level)` reading into one shared buffer and writing with write(2) on
@@ -49,6 +53,10 @@ const NODE_FLAGS = option('--node-flags')?.split(' ').filter((w) => w !== '') ??
 /** Node's own options for every measured Node process. */
 const nodeArgs = [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [])];
 const ROUNDS = flag('--rounds', 2);
+const KV_EVENTS = args.includes('--kv-events');
+// ZMQ ports of the fleet's KV events: worker i publishes on base + i, its replay socket on base + 100 + i.
+const KV_BASE = 20_000 + Math.floor(Math.random() * 20_000);
+const KV_CONFIG = JSON.stringify({ enable_kv_cache_events: true, endpoint: `tcp://*:${KV_BASE}`, replay_endpoint: `tcp://*:${KV_BASE + 100}` });
 const BASELINES = args.flatMap((a, i) => (a === '--baseline' && args[i + 1] !== undefined ? [args[i + 1]!] : []));
 
 function median(xs: number[]): number {
@@ -154,14 +162,14 @@ interface Target {
 
 const dir = mkdtempSync(join(tmpdir(), 'tailgate-perf-'));
 
-function tailgate(policy: string, checkout?: string): Target {
+function tailgate(policy: string, checkout?: string, extra: readonly string[] = []): Target {
   return {
-    name: checkout === undefined ? `tailgate ${policy}` : `tailgate ${policy} (baseline ${checkout})`,
+    name: (checkout === undefined ? `tailgate ${policy}` : `tailgate ${policy} (baseline ${checkout})`) + (extra.includes('--kv-events-config') ? ' +kv-events' : ''),
     async start(backends) {
       const cli = checkout === undefined ? CLI : join(checkout, 'src/cli/main.ts');
       // An older checkout's router may predate --drain-delay (it then stops at once on SIGTERM anyway).
       const drain = checkout === undefined ? ['--drain-delay', '0s'] : [];
-      const p = await startLines(process.execPath, [...nodeArgs, '--import', 'tsx', cli, 'route', '--port', '0', ...drain, '--policy', policy, '--max-inflight-per-worker', '100000', ...backends.flatMap((b) => ['--backend', b])], 'ready');
+      const p = await startLines(process.execPath, [...nodeArgs, '--import', 'tsx', cli, 'route', '--port', '0', ...drain, '--policy', policy, '--max-inflight-per-worker', '100000', ...extra, ...backends.flatMap((b) => ['--backend', b])], 'ready');
       const { url } = JSON.parse(p.lines[0]!) as { url: string };
       return { url, pid: p.child.pid ?? null, stop: () => stop(p.child) };
     },
@@ -398,9 +406,10 @@ async function addStall(workerUrl: string): Promise<void> {
 
 async function main(): Promise<void> {
   const bins = ensureInstalled();
-  const fleet = await startLines(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-num-seqs', String(Math.max(64, Math.ceil(STREAMS / WORKERS) * 2))], 'ready');
+  const fleet = await startLines(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-num-seqs', String(Math.max(64, Math.ceil(STREAMS / WORKERS) * 2)), ...(KV_EVENTS ? ['--kv-events-config', KV_CONFIG] : [])], 'ready');
   const backends = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url: string }).url);
   const targets: Target[] = [tailgate('p2c'), tailgate('adaptive'), ...BASELINES.map((b) => tailgate('adaptive', b)), bareRelay(false), bareRelay(true)];
+  if (KV_EVENTS) targets.push(tailgate('prefix'), tailgate('prefix', undefined, ['--kv-events-config', KV_CONFIG]));
   if (bins.nginx) targets.push(nginx(bins.nginx, 'least_conn'), nginx(bins.nginx, 'random two least_conn'));
   if (bins.haproxy) targets.push(haproxy(bins.haproxy));
   if (ONLY) targets.splice(0, targets.length, ...targets.filter((t) => ONLY.some((w) => t.name.includes(w))));
@@ -501,6 +510,13 @@ async function main(): Promise<void> {
     const a = added(r);
     const within = nginxAdded.length > 0 && r !== nginxCpu ? `; median ${median(a).toFixed(1)}, ${median(a) <= Math.max(...nginxAdded) ? 'within' : 'above'} nginx least_conn's ${Math.min(...nginxAdded).toFixed(1)}..${Math.max(...nginxAdded).toFixed(1)}` : '';
     console.log(`per round, ${r.name}: +TTFT p99 over direct ms ${a.map((x) => x.toFixed(1)).join(', ')}${within}`);
+  }
+  const kvOff = rows.find((r) => r.name === 'tailgate prefix');
+  const kvOn = rows.find((r) => r.name === 'tailgate prefix +kv-events');
+  if (kvOff && kvOn) {
+    const off = samples.get(kvOff)?.usPerMsg ?? [];
+    const on = samples.get(kvOn)?.usPerMsg ?? [];
+    console.log(`\nKV events on / off, CPU per relayed message (tailgate prefix): ${(perMsgUs(kvOn) / perMsgUs(kvOff)).toFixed(3)}x overall; per round ${on.map((x, i) => (x / off[i]!).toFixed(3)).join(', ')} (target: within 1.05x)`);
   }
   if (!bins.nginx || !bins.haproxy) console.log('\n(nginx or haproxy not available: their rows are missing; run without --no-install as root to install them)');
 }
