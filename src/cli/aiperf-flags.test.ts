@@ -103,6 +103,9 @@ test('flag values bench does not do are refused, not replaced', () => {
   const refuses = (argv: string[], re: RegExp): void => assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', ...argv])), { code: 'CLI_USAGE', message: re });
   refuses(['--server-metrics', '--server-metrics-formats', 'json,parquet'], /parquet/);
   refuses(['--arrival-pattern', 'concurrency_burst', '--request-rate', '5'], /drop --request-rate/);
+  refuses(['--connection-reuse-strategy', 'never'], /--connection-reuse-strategy never: AIPerf then opens connections per request/);
+  refuses(['--request-content-type', 'multipart/form-data'], /application\/json only/);
+  assert.doesNotThrow(() => benchInvocation(parseBenchFlags(['-m', 'm', '--connection-reuse-strategy', 'pooled', '--request-content-type', 'application/json'])));
   assert.throws(() => multiRunPlan(parseBenchFlags(['-m', 'm', '--convergence-mode', 'distribution']), { url: 'http://x', model: 'm' }), { code: 'CLI_USAGE', message: /--convergence-mode distribution/ });
 });
 

@@ -75,9 +75,9 @@ f('--api-key', 'value', I, 'sent as Authorization: Bearer', 'k');
 f('--transport --transport-type', 'value', I, 'transport protocol (http); tailgate also takes socket or undici', 'http');
 f('--use-legacy-max-tokens', 'switch', I, 'send max_tokens instead of max_completion_tokens');
 f('--use-server-token-count', 'switch', I, 'count tokens from the server\'s usage fields, not the tokenizer');
-f('--connection-reuse-strategy', 'value', R, 'pooled, never or sticky-user-sessions connections', 'pooled');
+f('--connection-reuse-strategy', 'value', I, 'pooled, never or sticky-user-sessions connections (bench: pooled; the others refused)', 'pooled');
 f('--download-video-content', 'switch', R, 'download generated video before the request ends');
-f('--request-content-type', 'value', R, 'JSON or multipart request bodies', 'application/json');
+f('--request-content-type', 'value', I, 'JSON or multipart request bodies (bench: application/json; others refused)', 'application/json');
 f('--session-header', 'value', R, 'header carrying the per-session affinity id', 'X-Session-ID');
 f('--uuid-and-strip', 'switch', R, 'strip repeated images for vLLM\'s multimodal cache');
 

@@ -132,6 +132,12 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('fixedScheduleStartOffsetMs', flags['fixedScheduleStartOffset']);
   set('fixedScheduleEndOffsetMs', flags['fixedScheduleEndOffset']);
   set('blockTokens', flags['blockTokens']);
+  const reuse = flags['connectionReuseStrategy'] as string | undefined;
+  if (reuse !== undefined && reuse !== 'pooled') throw new TailgateError('CLI_USAGE', `--connection-reuse-strategy ${reuse}: AIPerf then opens connections per request or per user session; tailgate bench keeps one kept-alive pool (pooled, AIPerf's default)`);
+  const contentType = flags['requestContentType'] as string | undefined;
+  if (contentType !== undefined && contentType.split(';')[0]!.trim().toLowerCase() !== 'application/json') {
+    throw new TailgateError('CLI_USAGE', `--request-content-type ${contentType}: AIPerf then sends that body encoding; tailgate bench sends application/json only`);
+  }
   const formats = ((flags['serverMetricsFormats'] as string[] | undefined) ?? []).flatMap((f) => f.split(','));
   if (formats.includes('parquet')) throw new TailgateError('CLI_USAGE', '--server-metrics-formats parquet: AIPerf writes a Parquet file; tailgate bench does not (use json, csv or jsonl)');
   const datasetType = flags['customDatasetType'] as string | undefined;

@@ -98,6 +98,8 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'useServerTokenCount', flags: '--use-server-token-count', description: 'ISL and OSL from the server\'s usage fields instead of the tokenizer' },
   { key: 'extraInputs', flags: '--extra-inputs <kv...>', description: 'extra body fields: "a:1,b:2" (split on commas, values coerced as AIPerf does) or a JSON object; repeatable', parse: collectAll, variadic: true },
   { key: 'header', flags: '-H, --header <h...>', description: 'extra HTTP headers, Name:Value or a JSON object; repeatable', parse: collectAll, variadic: true },
+  { key: 'connectionReuseStrategy', flags: '--connection-reuse-strategy <s>', description: 'pooled (AIPerf\'s default and bench\'s: kept-alive connections reused by any request); never and sticky-user-sessions are refused', parse: choiceArg(['pooled', 'never', 'sticky-user-sessions'] as const) },
+  { key: 'requestContentType', flags: '--request-content-type <type>', description: 'application/json (AIPerf\'s default, what bench sends); multipart bodies are refused' },
   { key: 'apiKey', flags: '--api-key <key>', description: 'sent as Authorization: Bearer <key>' },
   { key: 'waitForModelTimeout', flags: '--wait-for-model-timeout <s>', description: 'before the run, wait up to this many seconds for every --url to serve the model (0: do not wait, the default); not ready by then: exit 1', parse: numberArg(0) },
   { key: 'waitForModelMode', flags: '--wait-for-model-mode <mode>', description: 'how the wait probes: inference (default: a one-token request to the endpoint), models (/v1/models lists the model) or both', parse: choiceArg(['inference', 'models', 'both'] as const) },

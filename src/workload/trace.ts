@@ -22,6 +22,17 @@ export interface TraceLine {
 /** Tokens per hash id, as in the Mooncake traces and AIPerf (`--prompt-input-tokens-block-size`). */
 export const TRACE_BLOCK_TOKENS = 512;
 
+/** Row fields AIPerf's mooncake_trace loader reads that bench does not, with what they mean there. */
+const UNSUPPORTED_FIELDS: ReadonlyArray<readonly [string, string]> = [
+  ['session_id', 'groups rows into one multi-turn session'],
+  ['delay', 'the wait before a session\'s next turn'],
+  ['messages', 'a pre-built message list sent as is'],
+  ['payload', 'a verbatim request body'],
+  ['tools', 'tool definitions sent with the messages'],
+  ['extra', 'extra body fields of the row'],
+  ['context_mode', 'how a session\'s history is carried'],
+];
+
 function lineError(source: string, line: number, message: string): TailgateError {
   return new TailgateError('CONFIG_INVALID', `${source} line ${line}: ${message}`);
 }
@@ -50,6 +61,10 @@ export function parseTrace(text: string, source: string): TraceLine[] {
     }
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw lineError(source, line, 'not a JSON object');
     const o = v as Record<string, unknown>;
+    // Fields of AIPerf's richer Mooncake rows that bench does not replay: refused, never flattened into single requests.
+    for (const [key, what] of UNSUPPORTED_FIELDS) {
+      if (o[key] !== undefined) throw lineError(source, line, `${key} (${what} in AIPerf) is not replayed by tailgate bench; only timestamp, input_length, output_length, hash_ids and text_input are`);
+    }
     const int = (key: string, min: number): number => {
       const x = o[key];
       if (typeof x !== 'number' || !Number.isInteger(x) || x < min) {

@@ -162,3 +162,13 @@ test('gamma arrivals keep the mean gap; smoothness below 1 is burstier, above 1 
     assert.ok(Math.abs(r.cv - 1 / Math.sqrt(k)) < 0.1, `smoothness ${k}: CV ${r.cv}, a gamma's is 1/sqrt(k)`);
   }
 });
+
+test('a trace row with AIPerf\'s multi-turn or verbatim fields is refused, naming the line and field, never flattened', () => {
+  for (const [row, field] of [
+    ['{"session_id": "a", "input_length": 8, "output_length": 2}', 'session_id'],
+    ['{"delay": 2, "input_length": 8, "output_length": 2}', 'delay'],
+    ['{"messages": [{"role": "user", "content": "hi"}], "output_length": 2}', 'messages'],
+  ] as const) {
+    assert.throws(() => parseTrace(`{"input_length": 8, "output_length": 2}\n${row}\n`, 't.jsonl'), { code: 'CONFIG_INVALID', message: new RegExp(`^t\\.jsonl line 2: ${field} \\(.* in AIPerf\\) is not replayed by tailgate bench`) });
+  }
+});
