@@ -8,6 +8,7 @@ import { markWindows, runWatch, type HistoryEntry, type WatchResult } from '../s
 import { burstyStalls, type FaultSpec } from '../src/engine/index.js';
 import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
+import { runValidate } from '../src/validate/index.js';
 import { runCli } from './helpers.js';
 
 const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
@@ -36,7 +37,10 @@ async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url:
     const result = await runWatch({
       everyMs: 1500,
       outDir,
-      input: { url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 4, maxTtftP99: 1000, gate: ['request_latency:p99:<=:2000'], readyTimeout: 5000, trialTimeout: 20_000 },
+      run: (out, signal, onEvent) => runValidate({
+        url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 4,
+        maxTtftP99: 1000, gate: ['request_latency:p99:<=:2000'], readyTimeout: 5000, trialTimeout: 20_000, trials: 1, out, onEvent, ...(signal && { signal }),
+      }),
       signal: stop.signal,
       metricsPort: 0,
       ...(onMetrics && { onListening: onMetrics }),

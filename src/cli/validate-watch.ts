@@ -26,9 +26,10 @@ export async function runWatchIfAsked(command: Command, input: Record<string, un
     if (stray) command.error(`error: --${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --every`, { exitCode: 2 });
     return false;
   }
-  const [{ runWatch }, { resolveValidateOptions }] = await Promise.all([import('../compare/index.js'), import('../validate/index.js')]);
+  const [{ runWatch }, { resolveValidateOptions, runValidate }] = await Promise.all([import('../compare/index.js'), import('../validate/index.js')]);
   // Bad input fails now, not at the first run.
-  const resolved = resolveValidateOptions({ ...input, trials: (input['trials'] as number | undefined) ?? 1 });
+  const each = { ...input, trials: (input['trials'] as number | undefined) ?? 1 };
+  const resolved = resolveValidateOptions(each);
   const stop = new AbortController();
   const onSignal = (): void => {
     process.stderr.write('tailgate: stopping the watch after the run in progress\n');
@@ -40,7 +41,7 @@ export async function runWatchIfAsked(command: Command, input: Record<string, un
     const w = await runWatch({
       everyMs: opts['every'] as number,
       outDir: resolved.outDir,
-      input: input as never,
+      run: (out, signal, onEvent) => runValidate({ ...each, out, onEvent, ...(signal !== undefined && { signal }) }),
       signal: stop.signal,
       onEvent: (line) => process.stderr.write(`${line}\n`),
       onListening: (url) => process.stdout.write(`watch: metrics on ${url}/metrics\n`),

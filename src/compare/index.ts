@@ -13,6 +13,6 @@ export type { HistoryEntry, TroubleWindow } from './history.js';
 export { appendHistory, markWindows, readHistory } from './history.js';
 export type { WatchServer } from './watch-metrics.js';
 export { WatchMetrics, serveWatchMetrics } from './watch-metrics.js';
-export type { WatchOptions, WatchResult } from './watch.js';
+export type { WatchOptions, WatchResult, WatchRun, WatchRunOutcome } from './watch.js';
 export { runWatch } from './watch.js';
 export { watchReportDoc } from './watch-report.js';

@@ -1,10 +1,31 @@
 import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { renderHtmlReport } from '../report/index.js';
-import { runValidate, type ValidateInput, type ValidateResult } from '../validate/index.js';
 import { appendHistory, markWindows, readHistory, type HistoryEntry, type TroubleWindow } from './history.js';
 import { WatchMetrics, serveWatchMetrics } from './watch-metrics.js';
 import { watchReportDoc } from './watch-report.js';
+
+/**
+ * What the watch reads of one validate run (`ValidateResult` fits it): compare/ sits beside
+ * validate/ in the layers, so the CLI hands the watch the run to repeat.
+ */
+export interface WatchRunOutcome {
+  verdict: HistoryEntry['verdict'];
+  reason: string;
+  interrupted: boolean;
+  readiness: { workers: readonly { id: string }[]; probe: { latencyMs: number } | null };
+  trials: readonly {
+    pass: boolean;
+    shape: { shape: string; worker: string | null };
+    locus: { locus: string } | null;
+    warnings: readonly unknown[];
+    gates: readonly { gate: { metric: string; stat: string; op: string }; value: number | null; limit: number }[];
+    summary: { profilingCount: number; metrics: Readonly<Record<string, { unit: string } | undefined>> };
+  }[];
+}
+
+/** Runs one small validate run into `outDir` (the CLI passes `runValidate` with the user's flags). */
+export type WatchRun = (outDir: string, signal: AbortSignal | undefined, onEvent: (line: string) => void) => Promise<WatchRunOutcome>;
 
 /** Options of {@link runWatch}. */
 export interface WatchOptions {
@@ -12,10 +33,10 @@ export interface WatchOptions {
   everyMs: number;
   /** Stop after this many runs. @default never */
   runs?: number;
-  /** Holds `history.jsonl`, `windows.json` and each run's folder under `runs/`. */
+  /** Holds `history.jsonl`, `windows.json`, `watch.html` and each run's folder under `runs/`. */
   outDir: string;
-  /** What each run validates; `trials` defaults to 1 (a small trial), `out` is the watch's. */
-  input: ValidateInput;
+  /** One run: a small validate trial written into the folder it is given. */
+  run: WatchRun;
   /** Serve `/metrics` on this port (0: a free one); none when undefined. */
   metricsPort?: number;
   /** @default '127.0.0.1' */
@@ -36,7 +57,7 @@ export interface WatchResult {
 }
 
 /** One history line from one validate run. */
-function entryOf(r: ValidateResult, run: number, startedAt: Date, dir: string, warm: boolean): HistoryEntry {
+function entryOf(r: WatchRunOutcome, run: number, startedAt: Date, dir: string, warm: boolean): HistoryEntry {
   const trial = r.trials.find((t) => !t.pass) ?? r.trials[0];
   const figures: Record<string, number | null> = {};
   const units: Record<string, string> = {};
@@ -89,8 +110,8 @@ function pause(ms: number, signal?: AbortSignal): Promise<void> {
  * `outDir` is continued, so a CronJob that runs one run at a time builds one history.
  *
  * @example
- * const w = await runWatch({ everyMs: 600_000, outDir: 'watch', input: { url, model: 'm', gpus: 8, maxTtftP99: 2000 }, metricsPort: 9464 });
- * @throws TailgateError CONFIG_INVALID for bad validate options (before the first run)
+ * const w = await runWatch({ everyMs: 600_000, outDir: 'watch', metricsPort: 9464,
+ *   run: (out, signal, onEvent) => runValidate({ ...input, trials: 1, out, signal, onEvent }) });
  */
 export async function runWatch(opts: WatchOptions): Promise<WatchResult> {
   const onEvent = opts.onEvent ?? ((): void => {});
@@ -106,13 +127,7 @@ export async function runWatch(opts: WatchOptions): Promise<WatchResult> {
       const startedAt = new Date();
       const run = (entries[entries.length - 1]?.run ?? 0) + 1;
       const dir = join('runs', `${String(run).padStart(4, '0')}-${startedAt.toISOString().replace(/[:.]/g, '-')}`);
-      const r = await runValidate({
-        ...opts.input,
-        trials: opts.input.trials ?? 1,
-        out: join(opts.outDir, dir),
-        onEvent: (line) => onEvent(`run ${run}: ${line}`),
-        ...(opts.signal !== undefined && { signal: opts.signal }),
-      });
+      const r = await opts.run(join(opts.outDir, dir), opts.signal, (line) => onEvent(`run ${run}: ${line}`));
       // Stopped before it measured anything: nothing to record.
       if (r.interrupted && r.trials.every((t) => t.summary.profilingCount === 0)) break;
       const entry = { ...entryOf(r, run, startedAt, dir, done > 0), ...(r.interrupted && { interrupted: true }) };
