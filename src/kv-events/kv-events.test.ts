@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { until } from '../../test/helpers.js';
 import { VirtualClock } from '../core/index.js';
 import { blockHashes, Engine, getProfile } from '../engine/index.js';
 import { KvBlockIndex } from './block-index.js';
@@ -15,12 +16,6 @@ function prompt(group: number, shared: number, n: number, own: number): number[]
   for (let i = 0; i < shared; i++) ids.push(1000 + group * 7919 + i);
   for (let i = 0; i < own; i++) ids.push(500_000 + n * 977 + i);
   return ids;
-}
-
-/** Polls `ok` every 5 ms until it holds or `ms` pass (a bound on a test, never a timing assertion). */
-async function until(ok: () => boolean, ms = 3000): Promise<void> {
-  for (let waited = 0; !ok() && waited < ms; waited += 5) await new Promise((r) => setTimeout(r, 5));
-  assert.ok(ok(), `condition not met in time: ${ok.toString()}`);
 }
 
 test('an engine under cache pressure reports every store and eviction: the index built from its events is its true cache', () => {
@@ -85,22 +80,22 @@ test('over ZMQ on loopback: a lost batch is replayed, a restart clears the worke
   const stored = (tokens: number[], parent: number | null, hashes: number[]): KvEvent => ({ type: 'BlockStored', blockHashes: hashes, parentBlockHash: parent, tokenIds: tokens, blockSize: 2, loraId: null, medium: 'GPU', loraName: null });
   const h = blockHashes([1, 2, 3, 4, 5, 6], 2);
   // Until the subscription is up, PUB drops messages: those before the first one seen come by replay.
-  for (let i = 0; i < 100 && seen.length === 0; i++) {
-    pub.publish({ ts: 1, events: [stored([1, 2], null, [h[0]!])] });
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  await until(() => sub.lastSeq === pub.nextSequence - 1);
+  await until('the subscription to see a message', () => {
+    if (seen.length === 0) pub.publish({ ts: 1, events: [stored([1, 2], null, [h[0]!])] });
+    return seen.length > 0;
+  }, 2000);
+  await until('the subscriber to catch up with the publisher', () => sub.lastSeq === pub.nextSequence - 1, 3000, 5);
   const base = pub.nextSequence;
   pub.publish({ ts: 2, events: [stored([3, 4], h[0]!, [h[1]!])] }, false); // lost on the wire
   pub.publish({ ts: 3, events: [stored([5, 6], h[1]!, [h[2]!])] });
-  await until(() => sub.lastSeq === base + 1);
+  await until('the subscriber to reach the message after the lost one', () => sub.lastSeq === base + 1, 3000, 5);
   assert.deepEqual(seen, Array.from({ length: base + 2 }, (_, i) => i));
   assert.equal(sub.counts.gapsRecovered, 1);
   assert.equal(index.matchDepths(h).get('w0'), 3);
 
   // The worker runs on (sequence 99), then restarts on the same endpoint: its sequence starts again at 0.
   for (let i = base + 2; i < 100; i++) pub.publish({ ts: 3, events: [stored([5, 6], h[1]!, [h[2]!])] });
-  await until(() => sub.lastSeq === 99);
+  await until('the subscriber to reach sequence 99', () => sub.lastSeq === 99, 3000, 5);
   const endpoint = pub.endpoint;
   await pub.close();
   // (The old socket's port is let go by ZMQ's I/O thread shortly after close.)
@@ -113,22 +108,22 @@ test('over ZMQ on loopback: a lost batch is replayed, a restart clears the worke
   }
   t.after(() => again.close());
   const fresh = blockHashes([9, 9], 2);
-  for (let i = 0; i < 50 && resets.length === 0; i++) {
-    again.publish({ ts: 4, events: [stored([9, 9], null, fresh)] });
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  await until(() => resets.includes('restart'));
+  await until('the restarted publisher to be seen', () => {
+    if (resets.length === 0) again.publish({ ts: 4, events: [stored([9, 9], null, fresh)] });
+    return resets.length > 0;
+  }, 1000);
+  await until('the subscriber to see the restart', () => resets.includes('restart'), 3000, 5);
   assert.equal(index.matchDepths(h).get('w0'), undefined, 'the restarted worker holds none of its old blocks');
-  await until(() => index.holds('w0', fresh[0]!));
+  await until("the index to hold the restarted worker's block", () => index.holds('w0', fresh[0]!), 3000, 5);
 
   // This publisher has no replay socket: a gap is lost, and the worker's part dropped.
   const before = sub.counts.gapsLost;
   again.publish({ ts: 5, events: [stored([7, 7], null, blockHashes([7, 7], 2))] }, false);
   again.publish({ ts: 6, events: [stored([8, 8], null, blockHashes([8, 8], 2))] });
-  await until(() => sub.counts.gapsLost > before);
+  await until('the lost gap to be counted', () => sub.counts.gapsLost > before, 3000, 5);
   assert.ok(resets.includes('lost'));
   assert.equal(index.holds('w0', fresh[0]!), false);
-  await until(() => index.holds('w0', blockHashes([8, 8], 2)[0]!));
+  await until('the index to hold the block stored after the gap', () => index.holds('w0', blockHashes([8, 8], 2)[0]!), 3000, 5);
 });
 
 test('a message that is not [topic, 8-byte seq, batch] is counted and skipped', async (t) => {
@@ -141,14 +136,14 @@ test('a message that is not [topic, 8-byte seq, batch] is counted and skipped', 
   const good = encodeBatch({ ts: 1, events: [{ type: 'AllBlocksCleared' }] });
   const seq = (n: number): Buffer => Buffer.from(BigInt(n).toString(16).padStart(16, '0'), 'hex');
   let n = 0;
-  for (let i = 0; i < 100 && seen.length === 0; i++) {
-    await raw.send(['', seq(n++), good]);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await until('the subscription to see a message', async () => {
+    if (seen.length === 0) await raw.send(['', seq(n++), good]);
+    return seen.length > 0;
+  }, 1000, 10);
   await raw.send(['', Buffer.from([1, 2, 3]), good]); // short sequence frame
   await raw.send(['', seq(n++), Buffer.from('c1', 'hex')]); // not msgpack
   await raw.send(['', seq(n++), good]);
-  await until(() => sub.lastSeq === n - 1);
+  await until('the subscriber to reach the last good frame', () => sub.lastSeq === n - 1, 3000, 5);
   assert.equal(sub.counts.malformedMessages, 2);
   assert.equal(seen[seen.length - 1], n - 1);
 });
