@@ -84,7 +84,7 @@ function plan(cursor: TurnCursor): TurnPlan {
 
 /** Synthetic workloads built lately, by what they are built from (a fit runs one scenario many times: prompts cost more than the run). */
 const recent = new Map<string, Workload>();
-const RECENT_LIMIT = 8;
+const RECENT_LIMIT = 32;
 
 /** Builds the scenario's sessions: the seed's synthetic prompts, behind prefixes, as conversations, or from a trace. */
 export function workloadOf(scenario: Scenario): Workload {
