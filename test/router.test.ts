@@ -88,7 +88,7 @@ test('tailgate route: prints its URL then ready, proxies, reports /workers, drai
   const workers = (await (await fetch(`${url}/workers`)).json()) as { id: string; healthy: boolean; inflight: number }[];
   assert.deepEqual(workers.map((w) => [w.id, w.healthy, w.inflight]), [[up.id, true, 0]]);
   const pending = stream(url, 60, false);
-  await new Promise((res) => setTimeout(res, 40));
+  await until('the stream to be open upstream', () => up.open === 1, 10_000, 5);
   await r.stop();
   const drained = await pending;
   assert.equal(drained.text, words(60), 'SIGTERM lets the open stream finish');

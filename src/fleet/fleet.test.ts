@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { until } from '../../test/helpers.js';
 import { vocabWord } from '../core/index.js';
 import { ChatStreamEncoder, CompletionStreamEncoder, DONE_FRAME } from '../openai/index.js';
 import { startFleet } from './fleet.js';
@@ -48,8 +49,7 @@ test('startFleet: workers, ids, faults from the library API; bad options are CON
   assert.ok(fleet.workers.every((w) => w.url === `http://${w.id}`));
   assert.ok(fleet.faults.length > 0, 'bursty stalls scheduled');
   fleet.addFault({ worker: 1, kind: 'stall', atMs: 0, forMs: 60_000 });
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(fleet.workers[1]!.engine.stalled, true);
+  await until('worker 1 to stall', () => fleet.workers[1]!.engine.stalled);
   assert.equal(fleet.workers[0]!.engine.stalled, false);
   assert.throws(() => fleet.addFault({ worker: 5, kind: 'stall', atMs: 0, forMs: 1 }), { code: 'CONFIG_INVALID' });
 });
@@ -118,8 +118,7 @@ test('POST /admin/faults accepts kind=throttle like --fault: the engine slows, t
   assert.equal(res.status, 200);
   const body = (await res.json()) as { ok: boolean; fault: { kind: string; worker: number; factor: number } };
   assert.deepEqual([body.ok, body.fault.kind, body.fault.worker, body.fault.factor], [true, 'throttle', 1, 4]);
-  await new Promise((r) => setTimeout(r, 30));
-  assert.equal(fleet.workers[1]!.engine.slowFactor, 4);
+  await until('worker 1 to be throttled', () => fleet.workers[1]!.engine.slowFactor === 4);
   assert.equal(fleet.workers[0]!.engine.slowFactor, 1);
   const gpu = await (await fetch(fleet.gpuMetricsUrl!)).text();
   assert.match(gpu, /DCGM_FI_DEV_SM_CLOCK\{gpu="1"[^}]*\} 495\n/, 'SM clock at base / 4');
@@ -140,12 +139,11 @@ test('reset drops connections and refuse stops listening, each for its window on
   const now = fleet.clock.now() - fleet.originMs;
   fleet.addFault({ worker: 0, kind: 'reset', atMs: now, forMs: 400 });
   fleet.addFault({ worker: 1, kind: 'refuse', atMs: now, forMs: 400 });
-  await new Promise((r) => setTimeout(r, 50));
-  assert.notEqual(await health(w0), 200, 'reset: the request is dropped');
+  await until('worker 0 to drop requests', async () => (await health(w0)) !== 200, 400);
   assert.equal(await health(w1), 'ECONNREFUSED');
-  await new Promise((r) => setTimeout(r, 600));
-  assert.equal(await health(w0), 200);
-  assert.equal(await health(w1), 200, 'listening again on the same port');
+  // each fault ends after its 400 ms window: both answer again, worker 1 on the same port
+  await until('worker 0 to answer again', async () => (await health(w0)) === 200);
+  await until('worker 1 to listen again on the same port', async () => (await health(w1)) === 200);
 });
 
 test('n > 1 observes every sequence in vLLM\'s request histograms, streamed or not', async (t) => {
