@@ -30,7 +30,7 @@ function usageJson(u: Usage): string {
 
 /**
  * Encodes a chat completion stream frame by frame, byte for byte in vLLM 0.28's shape
- * (see fixtures/vllm-chat-stream.txt). Frames are template strings: only the text is stringified.
+ * (see testdata/vllm-chat-stream.txt). Frames are template strings: only the text is stringified.
  *
  * @example
  * const e = new ChatStreamEncoder({ id: 'chatcmpl-1', model: 'm', created: 1, includeUsage: true });
@@ -73,7 +73,7 @@ export class ChatStreamEncoder {
   }
 }
 
-/** Encodes a `/v1/completions` stream in vLLM 0.28's shape (fixtures/vllm-completions-stream.txt). No role chunk. */
+/** Encodes a `/v1/completions` stream in vLLM 0.28's shape (testdata/vllm-completions-stream.txt). No role chunk. */
 export class CompletionStreamEncoder {
   private readonly head: string;
   /** The head up to and including the choice's index. */
@@ -137,7 +137,7 @@ export interface ResponseBodyOptions {
   systemFingerprint?: string;
 }
 
-/** A non-streaming chat response, compact and with every field vLLM prints (fixtures/vllm-chat-nonstream.json). */
+/** A non-streaming chat response, compact and with every field vLLM prints (testdata/vllm-chat-nonstream.json). */
 export function chatResponseBody(o: ResponseBodyOptions): string {
   const choices = texts(o).map((t, i) => `{"index":${i},"message":{"role":"assistant","content":${JSON.stringify(t)},"refusal":null,"annotations":null,"audio":null,"function_call":null,"reasoning":null},"logprobs":null,"finish_reason":${FINISH_JSON[o.finishReason]},"stop_reason":${JSON.stringify(o.stopReason ?? null)},"token_ids":null,"routed_experts":null}`);
   return `{"id":${JSON.stringify(o.id)},"object":"chat.completion","created":${o.created},"model":${JSON.stringify(o.model)},"choices":[${choices.join(',')}],"service_tier":null,"system_fingerprint":${JSON.stringify(o.systemFingerprint ?? DEFAULT_SYSTEM_FINGERPRINT)},"usage":{"prompt_tokens":${o.usage.prompt_tokens},"total_tokens":${o.usage.total_tokens},"completion_tokens":${o.usage.completion_tokens},"prompt_tokens_details":null,"completion_tokens_details":null},"prompt_logprobs":null,"prompt_token_ids":null,"prompt_text":null,"kv_transfer_params":null,"ec_transfer_params":null,"metrics":null}`;

@@ -206,7 +206,7 @@ export function formatPrometheusText(samples: readonly Sample[]): string {
 /**
  * Sums the values of every series named `name` whose labels include `where` (all series when omitted).
  *
- * @example sumSamples(samples, 'vllm:request_success_total') // 1529 on fixtures/vllm-metrics.txt
+ * @example sumSamples(samples, 'vllm:request_success_total') // 1529 on src/scrape/testdata/vllm-metrics.txt
  */
 export function sumSamples(samples: readonly Sample[], name: string, where: Record<string, string> = {}): number {
   const keys = Object.keys(where);
