@@ -72,6 +72,24 @@ test('a request without a valid key gets 401 in OpenAI shape and never reaches a
   assert.deepEqual(posts(w.seen).map((s) => [s.path, s.authorization]), [['/v1/completions', 'Bearer worker-key']], "the worker got the worker key, not the client's");
   assert.match(await r.metrics(), /tailgate_router_requests_rejected_total\{reason="unauthorized"\} 36/);
 
+  // Expect: 100-continue without a key: refused before the client uploads anything
+  const { hostname, port } = new URL(r.url);
+  const continued = await new Promise<{ status: number; continued: boolean }>((resolve, reject) => {
+    let sent = false;
+    const req = request({ host: hostname, port, method: 'POST', path: '/v1/completions', headers: { 'content-type': 'application/json', 'content-length': 1 << 20, expect: '100-continue' } }, (res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0, continued: sent });
+    });
+    req.on('continue', () => {
+      sent = true;
+      req.end(Buffer.alloc(1 << 20, 0x20));
+    });
+    req.on('error', reject);
+    req.flushHeaders();
+  });
+  assert.deepEqual(continued, { status: 401, continued: false });
+  assert.deepEqual(posts(w.seen).length, 1);
+
   r.setApiKeys([{ key: 'client-three' }]);
   assert.equal((await raw(r.url, 'POST', '/v1/completions', { authorization: 'Bearer client-two' }, completion)).status, 401, 'a replaced key stops at once');
   assert.equal((await raw(r.url, 'POST', '/v1/completions', { authorization: 'Bearer client-three' }, completion)).status, 200);

@@ -27,6 +27,7 @@ export interface HandlerOptions {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+const UNAUTHORIZED = "Unauthorized: send Authorization: Bearer <one of the router's API keys>";
 
 /**
  * The router's door: normalises the path, matches it against the route table, checks the client's
@@ -60,6 +61,12 @@ export class RequestHandler {
     const onRequest = this.listener(side);
     return (req, res) => {
       const max = this.#opts.maxBodyBytes;
+      // a client without a key uploads nothing either
+      if (this.#opts.keys !== undefined && routeOf(req.method, req.url ?? '/').to === 'worker' && this.#opts.keys.check(req.headers.authorization) === null) {
+        this.#core.metrics.rejected.inc({ reason: 'unauthorized' });
+        sendError(res, 401, UNAUTHORIZED, { 'www-authenticate': 'Bearer', connection: 'close' });
+        return;
+      }
       if (Number(req.headers['content-length']) > max) {
         this.#core.metrics.rejected.inc({ reason: 'body_too_large' });
         sendError(res, 413, `request body is larger than ${max} bytes`, { connection: 'close' });
@@ -106,7 +113,7 @@ export class RequestHandler {
     if (key === null) {
       req.resume();
       this.#core.metrics.rejected.inc({ reason: 'unauthorized' });
-      sendError(res, 401, 'Unauthorized: send Authorization: Bearer <one of the router\'s API keys>', { 'www-authenticate': 'Bearer' });
+      sendError(res, 401, UNAUTHORIZED, { 'www-authenticate': 'Bearer' });
       return false;
     }
     if (this.#opts.workerAuthorization !== undefined) req.headers.authorization = this.#opts.workerAuthorization;
