@@ -96,11 +96,13 @@ export function checkLevels(levels: readonly Level[]): void {
  *    per step, where in steady state per step the engine prefills (request rate x step x prompt
  *    tokens) and decodes (request rate x step x (output tokens - 1)); with the ITL mean as the
  *    step, that is linear in the three costs: non-negative least squares on relative errors;
- * 2. frontend time: golden-section search on the simulator's TTFT p50 against the measured one;
- * 3. the simulator runs every level; the gap between its ITL and the linear formula (ramp-up,
- *    drain, steps without prefill) is taken off the measured ITL and 1-2 are done again.
- * Intervals: a parametric bootstrap of step 1 over the ITL's standard errors; for the frontend
- * time, TTFT p50's standard error over the simulator's slope.
+ * 2. the simulator runs every level; the gap between its ITL and the formula on its own rates
+ *    (ramp-up, drain, uneven steps) is taken off the measured ITL and 1 is solved again (twice);
+ * 3. prefill cost and frontend time: a grid, then Nelder-Mead, on the simulator's TTFT (mean or
+ *    p50, and p99) and ITL against the measured ones (Huber loss), base and decode cost following
+ *    from 1 for each candidate; one more round of 2 and a shorter search.
+ * Intervals: a parametric bootstrap of base and decode cost over the ITL's standard errors;
+ * profile scans (objective within 3.84 of the best) for prefill cost and frontend time.
  *
  * @example
  * const fit = fitProfile(runs.map(readRun), { base: getProfile('small') });

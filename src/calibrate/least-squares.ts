@@ -47,38 +47,6 @@ function solveNormal(rows: readonly (readonly number[])[], y: readonly number[])
 }
 
 /**
- * The x in [lo, hi] where a unimodal `f` is least, by golden-section search.
- *
- * @example
- * goldenSection((x) => (x - 2) ** 2, 0, 5, 30); // ~2
- */
-export function goldenSection(f: (x: number) => number, lo: number, hi: number, iterations: number): number {
-  const g = (Math.sqrt(5) - 1) / 2;
-  let a = lo;
-  let b = hi;
-  let c = b - g * (b - a);
-  let d = a + g * (b - a);
-  let fc = f(c);
-  let fd = f(d);
-  for (let i = 0; i < iterations; i++) {
-    if (fc <= fd) {
-      b = d;
-      d = c;
-      fd = fc;
-      c = b - g * (b - a);
-      fc = f(c);
-    } else {
-      a = c;
-      c = d;
-      fc = fd;
-      d = a + g * (b - a);
-      fd = f(d);
-    }
-  }
-  return fc <= fd ? c : d;
-}
-
-/**
  * The point where `f` is least, by the Nelder-Mead simplex (no derivatives: `f` may be a
  * simulation), from `start` with initial steps `steps`, for at most `evaluations` calls.
  *
