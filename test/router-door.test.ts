@@ -2,7 +2,9 @@
 // unknown routes, the admin routes. Every check is made at the worker: what reached it.
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRouter, type Router, type RouterOptions } from '../src/router/index.js';
@@ -144,4 +146,19 @@ test('/workers and /flows: to loopback clients on the API port, or only on the a
   assert.equal((await raw(remote, 'GET', '/flows')).status, 404);
   assert.equal((await raw(remote, 'GET', '/metrics')).status, 200);
   assert.equal((await raw(`http://127.0.0.1:${open.port}`, 'GET', '/workers')).status, 200);
+});
+
+test('300 made-up tenant names over HTTP: the configured tenant keeps its rate limit (it lost it after 256)', async (t) => {
+  const w = await recordingWorker(t);
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-tenants-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'flows.yaml');
+  writeFileSync(file, 'tenants:\n  paying: { requests-per-s: 0.01, request-burst: 1 }\n');
+  const r = await router(t, w.url, { flows: { file, tenantHeader: 'x-tenant' } });
+  for (let i = 0; i < 300; i++) assert.equal((await raw(r.url, 'POST', '/v1/completions', { 'x-tenant': `made-up-${i}` }, completion)).status, 200);
+  assert.equal((await raw(r.url, 'POST', '/v1/completions', { 'x-tenant': 'paying' }, completion)).status, 200, 'its burst of one');
+  const limited = await raw(r.url, 'POST', '/v1/completions', { 'x-tenant': 'paying' }, completion);
+  assert.equal(limited.status, 429, 'its limit still holds');
+  assert.match(limited.body, /tenant paying is over its requests rate limit/);
+  assert.match(await r.metrics(), /^tailgate_router_flow_tenants_evicted_total 44$/m);
 });
