@@ -23,3 +23,5 @@ export type { WaitForModelMode, WaitForModelOptions } from './wait-for-model.js'
 export { waitForModel } from './wait-for-model.js';
 export { resetKvCache } from './server-control.js';
 export { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from './gpu-telemetry.js';
+export type { MultiRunPlan, RepeatedRuns, RunOne, SweepSpec, Variation } from './repeat-runs.js';
+export { runRepeated } from './repeat-runs.js';

@@ -1,6 +1,5 @@
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import { TailgateError } from '../core/index.js';
-import type { Summary } from '../stats/index.js';
 import {
   formatBenchReport,
   formatProgress,
@@ -10,17 +9,14 @@ import {
   resolveBenchOptions,
   runBench,
   writeBenchArtifacts,
-  converged,
-  writeAggregate,
-  writeSweepAggregate,
-  sweepDirName,
+  runRepeated,
   MULTI_RUN_LAYOUT,
-  SWEEP_AGGREGATE_LAYOUT,
-  type AggregateInfo,
   type BenchArtifactOptions,
   type BenchOptions,
   type BenchResult,
-  type Convergence,
+  type MultiRunPlan,
+  type RunOne,
+  type SweepSpec,
 } from '../bench/index.js';
 import { logs, type LogLevel } from './log-level.js';
 import { chooseTokenizer, parseSequenceDistribution, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
@@ -280,16 +276,9 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       return everyRequestFailed(result) ? 1 : 0;
     }
     for (const n of plan.notes) if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${n}\n`);
-    type Variation = { label: string; index: number; values: Record<string, unknown> };
     let failed = false;
-    /** Trial `i` of a configuration: its seed, and warm-up only before the first when so asked. */
-    const trialOpts = (base: BenchOptions, i: number, seedOffset: number): BenchOptions => {
-      const planned = plan.seedOf(i);
-      const seed = planned === undefined ? (seedOffset > 0 ? (base.randomSeed ?? 0) + seedOffset : undefined) : planned + seedOffset;
-      return { ...base, ...(seed !== undefined && { randomSeed: seed }), ...(i > 0 && plan.warmupOnlyFirst && { warmupRequestCount: 0, warmupDurationMs: 0 }) };
-    };
     /** One run into `runDir` with its exports and console report; its summary, or null when it was cut short. */
-    const runInto = async (runDir: string, runOpts: BenchOptions, trial: number, variation: Variation | null, title: string): Promise<Summary | null> => {
+    const runInto: RunOne = async (runDir, runOpts, trial, variation, title) => {
       const { result, telemetry, telemetryText } = await benchOnce(runOpts, runDir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(runDir, result, {
@@ -307,87 +296,16 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       }
       return result.cancelled ? null : result.summary;
     };
-    const aggregateInfo = (labels: string[], verdict: { converged: boolean; value: number | null } | null): AggregateInfo => ({
-      confidenceLevel: plan.level, runLabels: labels, requestedRuns: plan.runs, cooldownSeconds: plan.cooldownMs / 1000,
-      convergence: plan.convergence ? { ...plan.convergence, converged: verdict?.converged ?? false, value: verdict?.value ?? null } : null,
-      cancelled: ctl.signal.aborted,
+    await runRepeated({
+      dir, opts, plan, sweep, signal: ctl.signal, runOne: runInto,
+      sweepMode: flags['parameterSweepMode'] === 'independent' ? 'independent' : 'repeated',
+      sameSeed: flags['parameterSweepSameSeed'] === true,
+      sweepCooldownMs: ((flags['parameterSweepCooldownSeconds'] as number | undefined) ?? 0) * 1000,
+      out: (line) => process.stdout.write(`${line}\n`),
+      warn: (line) => {
+        if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${line}\n`);
+      },
     });
-    /** The trials of one configuration into `root/<runDir(i)>`, stopping early once converged; their aggregate in `root/aggregate/`. */
-    const trials = async (root: string, base: BenchOptions, variation: Variation | null, seedOffset: number, runDir: (i: number) => string): Promise<Summary[]> => {
-      const summaries: Summary[] = [];
-      const labels: string[] = [];
-      let verdict: { converged: boolean; value: number | null } | null = null;
-      for (let i = 0; i < plan.runs && !ctl.signal.aborted; i++) {
-        if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
-        if (ctl.signal.aborted) break;
-        const label = basename(runDir(i));
-        const s = await runInto(join(root, runDir(i)), trialOpts(base, i, seedOffset), i, variation, `${variation ? `${variation.label} ` : ''}${label} of ${plan.runs}`);
-        if (s === null) break;
-        summaries.push(s);
-        labels.push(label);
-        if (plan.convergence) {
-          verdict = converged(summaries, plan.convergence, plan.level);
-          if (verdict.converged) {
-            process.stdout.write(`converged after ${summaries.length} runs: ${plan.convergence.metric} ${plan.convergence.stat} ${plan.convergence.mode} ${verdict.value!.toFixed(4)} < ${plan.convergence.threshold}\n`);
-            break;
-          }
-        }
-      }
-      if (plan.runs > 1) await writeAggregate(root, summaries, aggregateInfo(labels, verdict));
-      return summaries;
-    };
-    if (sweep === null) await trials(dir, opts, null, 0, MULTI_RUN_LAYOUT.runDir);
-    else {
-      // AIPerf's sweep layout: one folder per value (`concurrency_8`); each value its own seed unless told otherwise.
-      const sameSeed = flags['parameterSweepSameSeed'] === true;
-      const cooldownMs = ((flags['parameterSweepCooldownSeconds'] as number | undefined) ?? 0) * 1000;
-      const variations = sweep.values.map((v, k) => ({
-        label: sweepDirName(sweep.path, v), index: k, values: { [`phases.profiling.${sweep.path}`]: v },
-        opts: { ...opts, [sweep.key]: v } as BenchOptions, seedOffset: sameSeed ? 0 : k,
-      }));
-      const perValue: Summary[][] = variations.map(() => []);
-      const pause = async (k: number): Promise<void> => {
-        if (k > 0 && cooldownMs > 0) await sleep(cooldownMs, ctl.signal);
-      };
-      let sweepOut = join(dir, SWEEP_AGGREGATE_LAYOUT.dir);
-      if (plan.runs === 1) {
-        for (const v of variations) {
-          await pause(v.index);
-          if (ctl.signal.aborted) break;
-          const s = await runInto(join(dir, v.label), trialOpts(v.opts, 0, v.seedOffset), 0, v, v.label);
-          if (s === null) break;
-          perValue[v.index]!.push(s);
-        }
-      } else if (flags['parameterSweepMode'] === 'independent') {
-        // Every trial of a value before the next value: <value>/profile_runs/trial_NNNN, <value>/aggregate.
-        for (const v of variations) {
-          await pause(v.index);
-          if (ctl.signal.aborted) break;
-          perValue[v.index] = await trials(join(dir, v.label), v.opts, v, v.seedOffset, MULTI_RUN_LAYOUT.trialDir);
-        }
-      } else {
-        // AIPerf's default, repeated: the whole sweep once per trial, profile_runs/trial_NNNN/<value>, aggregate/<value>.
-        if (plan.convergence && logs(logLevel, 'WARNING')) process.stderr.write('tailgate: warning: --convergence-metric stops early only with --parameter-sweep-mode independent; every trial of the sweep runs\n');
-        const labels: string[][] = variations.map(() => []);
-        trialsLoop: for (let i = 0; i < plan.runs; i++) {
-          if (i > 0 && plan.cooldownMs > 0) await sleep(plan.cooldownMs, ctl.signal);
-          for (const v of variations) {
-            await pause(v.index);
-            if (ctl.signal.aborted) break trialsLoop;
-            const trialDir = MULTI_RUN_LAYOUT.trialDir(i);
-            const s = await runInto(join(dir, trialDir, v.label), trialOpts(v.opts, i, v.seedOffset), i, v, `${basename(trialDir)} ${v.label}`);
-            if (s === null) break trialsLoop;
-            perValue[v.index]!.push(s);
-            labels[v.index]!.push(basename(trialDir));
-          }
-        }
-        for (const v of variations) await writeAggregate(dir, perValue[v.index]!, aggregateInfo(labels[v.index]!, null), join(dir, MULTI_RUN_LAYOUT.aggregateDir, v.label));
-        sweepOut = join(dir, MULTI_RUN_LAYOUT.aggregateDir, SWEEP_AGGREGATE_LAYOUT.dir);
-      }
-      if (perValue.some((t) => t.length > 0)) {
-        await writeSweepAggregate(sweepOut, { parameter: sweep.path, values: sweep.values, trials: perValue, requestedRuns: plan.runs, confidenceLevel: plan.level });
-      }
-    }
     process.stdout.write(`artifacts: ${dir}\n`);
     if (ctl.signal.aborted) return interruptedCode();
     return failed ? 1 : 0;
@@ -407,7 +325,7 @@ export function serverMetricsUrls(flags: Record<string, unknown>, opts: BenchOpt
 }
 
 /** A comma list given to `--concurrency` or `--request-rate`: AIPerf sweeps its values, one run (or trial set) each. */
-export function sweepOf(flags: Record<string, unknown>): { key: 'concurrency' | 'requestRate'; path: string; values: number[] } | null {
+export function sweepOf(flags: Record<string, unknown>): SweepSpec | null {
   const list = (k: string): number[] | null => (Array.isArray(flags[k]) && (flags[k] as number[]).length > 1 ? (flags[k] as number[]) : null);
   const c = list('concurrency');
   const r = list('requestRate');
@@ -423,29 +341,6 @@ function everyRequestFailed(result: BenchResult): boolean {
   const top = s.errorSummary[0];
   process.stderr.write(`tailgate: every request failed (${s.errorCount}): ${top ? `${top.kind}: ${top.message}` : 'no response'}\n`);
   return true;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-/** How `--num-profile-runs` and its companions repeat the run. */
-export interface MultiRunPlan {
-  runs: number;
-  level: number;
-  cooldownMs: number;
-  warmupOnlyFirst: boolean;
-  seedOf: (run: number) => number | undefined;
-  convergence: Convergence | null;
-  notes: string[];
 }
 
 /** Reads the multi-run flags (AIPerf's defaults: one seed, 42 unless given; warm-up only before the first run). */
