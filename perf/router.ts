@@ -55,7 +55,7 @@ const nodeArgs = [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir',
 const ROUNDS = flag('--rounds', 2);
 const KV_EVENTS = args.includes('--kv-events');
 // ZMQ ports of the fleet's KV events: worker i publishes on base + i, its replay socket on base + 100 + i.
-const KV_BASE = 20_000 + Math.floor(Math.random() * 20_000);
+const KV_BASE = 20_000 + Math.floor(Math.random() * 12_000);
 const KV_CONFIG = JSON.stringify({ enable_kv_cache_events: true, endpoint: `tcp://*:${KV_BASE}`, replay_endpoint: `tcp://*:${KV_BASE + 100}` });
 const BASELINES = args.flatMap((a, i) => (a === '--baseline' && args[i + 1] !== undefined ? [args[i + 1]!] : []));
 

@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { parseKvEventsConfig } from '../src/kv-events/index.js';
-import { startRouter } from '../src/router/index.js';
+import { KV_EVENTS_ANNOTATION, KV_EVENTS_REPLAY_ANNOTATION, followServiceEndpoints, startRouter } from '../src/router/index.js';
+import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from './doubles/fake-kube-api.js';
 import { until } from './helpers.js';
 
 const metric = (text: string, name: string, worker: string): number => {
@@ -15,7 +16,7 @@ const metric = (text: string, name: string, worker: string): number => {
 /** A fleet on free ZMQ ports: worker i on base + i (events) and base + 100 + i (replay). */
 async function fleetWithEvents(): Promise<{ fleet: Fleet; base: number }> {
   for (let tries = 0; ; tries++) {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
     const kvEvents = parseKvEventsConfig(JSON.stringify({ enable_kv_cache_events: true, endpoint: `tcp://*:${base}`, replay_endpoint: `tcp://*:${base + 100}` }));
     try {
       return { fleet: await startFleet({ workers: 3, port: 0, profile: 'small', kvEvents }), base };
@@ -75,4 +76,30 @@ test('a worker sent new blocks whose events never come is scored on the estimate
     return fleet.workers.find((w) => metric(text, 'tailgate_router_requests_dispatched_total', w.id) === 1);
   });
   await until('the silent worker marked stale', async () => metric(await router.metrics(), 'tailgate_kv_events_fresh', sentTo.id) === 0, 10_000);
+});
+
+test('discovery: a pod annotated with its KV-event endpoint is followed there, not at the template', async (t) => {
+  const { fleet } = await fleetWithEvents();
+  t.after(() => fleet.close());
+  const w0 = fleet.workers[0]!;
+  const api = await startFakeKubeApi();
+  t.after(() => api.close());
+  api.upsert('inference', endpointSliceOf('vllm', 'a', Number(new URL(w0.url).port), [['127.0.0.1', true]]));
+  // endpointSliceOf names the pod vllm-a-0; its annotation gives the worker's real endpoints ('*': the pod's address).
+  const wildcard = (ep: string): string => ep.replace(/^tcp:\/\/[^:]+:/, 'tcp://*:');
+  api.setPod('inference', 'vllm-a-0', { [KV_EVENTS_ANNOTATION]: wildcard(w0.kvEvents!.endpoint), [KV_EVENTS_REPLAY_ANNOTATION]: wildcard(w0.kvEvents!.replayEndpoint!) });
+  // The template points nowhere: only the annotation can find the events.
+  const router = await startRouter({ backends: [], dynamicBackends: true, port: 0, policy: 'prefix', kvEvents: { endpoint: 'tcp://*:1' } });
+  t.after(() => router.close());
+  const watch = followServiceEndpoints(router, 'k8s://inference/vllm', { kubeconfig: writeFakeKubeconfig(api, 'x'), minBackoffMs: 20, kvEventsAnnotations: true });
+  t.after(() => watch.close());
+  await watch.synced;
+  await until('the pod read', () => api.requests.some((r) => r.path === '/api/v1/namespaces/inference/pods/vllm-a-0'));
+  await until('worker routable', () => router.workers().some((w) => w.healthy));
+  // Past the pod read, a request's blocks reach the index through the annotated endpoint.
+  await until('the annotated events followed', async () => {
+    const res = await fetch(`${router.url}/v1/completions`, { method: 'POST', body: JSON.stringify({ model: 'Qwen/Qwen3-8B', prompt: Array.from({ length: 40 }, (_, i) => `p${i}`).join(' '), max_tokens: 1 }) });
+    await res.text();
+    return metric(await router.metrics(), 'tailgate_kv_events_blocks', w0.id) >= 2;
+  });
 });

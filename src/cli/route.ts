@@ -180,11 +180,12 @@ function onHangup(reloaders: Reloader[], nothing: string): () => void {
 }
 
 /** Starts following a Service; the first list's failure is reported and retried, not fatal (the API may come later). */
-async function startDiscovery(routerLib: typeof import('../router/index.js'), router: import('../router/index.js').Router, target: string, fixed: string[], connection: import('../k8s/index.js').KubeConnection): Promise<{ close(): Promise<void> }> {
+async function startDiscovery(routerLib: typeof import('../router/index.js'), router: import('../router/index.js').Router, target: string, fixed: string[], connection: import('../k8s/index.js').KubeConnection, kvEventsAnnotations = false): Promise<{ close(): Promise<void> }> {
   let lastError = '';
   const watch = routerLib.followServiceEndpoints(router, target, {
     staticBackends: fixed,
     connection,
+    kvEventsAnnotations,
     onChange: (s) => process.stderr.write(`tailgate: ${target}: ${s.ready.length} ready endpoint(s)${s.notReady.length > 0 ? `, ${s.notReady.length} not ready` : ''}\n`),
     onError: (e, retryInMs) => {
       // One line per distinct error: a long outage does not flood the log.
@@ -421,7 +422,7 @@ async function serve(flags: RouteFlags, reloaders: Reloader[]): Promise<void> {
       return `backends reloaded from ${file} (${urls.length}; new ones join once probed, missing ones drain)`;
     }).catch((e: unknown) => `backends not reloaded, the old ones stay: ${(e as Error).message}`));
   }
-  const discovery = flags.discover === undefined ? undefined : await startDiscovery(routerLib, router, flags.discover, backends, kube!);
+  const discovery = flags.discover === undefined ? undefined : await startDiscovery(routerLib, router, flags.discover, backends, kube!, kvEvents !== undefined);
   const tlsWatch = tlsFiles && reloadTlsOnChange(router, tlsFiles.cert, tlsFiles.key);
   if (tlsWatch) reloaders.push(tlsWatch.reload);
   if (inCluster) routerLib.announceReady(router.url);

@@ -5,7 +5,7 @@ export { endpointSnapshot, sameSnapshot } from './endpoint-slice.js';
 export type { KubeConnection, KubeConnectionOptions, LoadedKube } from './connection.js';
 export { loadKubeConnection, SERVICE_ACCOUNT_DIR } from './connection.js';
 export type { WatchEvent } from './kube-api.js';
-export { K8sApiError } from './kube-api.js';
+export { K8sApiError, readPodAnnotations } from './kube-api.js';
 export type { EndpointWatch, EndpointWatchOptions, EndpointWatchStats } from './watch-endpoints.js';
 export { watchServiceEndpoints } from './watch-endpoints.js';
 export type { ReadyProgress } from './wait-ready.js';

@@ -176,3 +176,16 @@ export async function watchPath<T>(
     );
   });
 }
+
+/** A pod's annotations (`core/v1`), {} when it has none. */
+export async function readPodAnnotations(kube: LoadedKube, namespace: string, name: string, signal: AbortSignal, timeoutMs = 10_000): Promise<Record<string, string>> {
+  const { CoreV1Api } = await import('@kubernetes/client-node');
+  const what = `read pod ${namespace}/${name}`;
+  try {
+    const api = kube.config.makeApiClient(CoreV1Api);
+    const pod = await bounded(api.readNamespacedPod({ namespace, name }), signal, timeoutMs, what);
+    return { ...(pod.metadata?.annotations ?? {}) };
+  } catch (e) {
+    throw apiError(what, kube, e);
+  }
+}

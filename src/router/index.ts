@@ -4,7 +4,7 @@ export type { HealthOptions } from './health.js';
 export type { RouterCluster } from './cluster.js';
 export { startRouterCluster, isRouterClusterWorker, announceReady } from './cluster.js';
 export type { DiscoveryOptions } from './discovery.js';
-export { followServiceEndpoints } from './discovery.js';
+export { followServiceEndpoints, KV_EVENTS_ANNOTATION, KV_EVENTS_REPLAY_ANNOTATION } from './discovery.js';
 export type { FlowConfig, FlowOptions } from './flows.js';
 export { loadFlowConfig, parseFlowConfig } from './flows.js';
 export type { ClientKey } from './door.js';

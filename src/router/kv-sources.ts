@@ -107,14 +107,30 @@ export class KvEventSources implements KvCacheReport {
     return shifted.replace(/^tcp:\/\/(\*|)(?=:)/, `tcp://${host.includes(':') ? `[${host}]` : host}`);
   }
 
-  /** Subscribes to worker `id` (host `host`, backend number `i`). */
+  /** Subscribes to worker `id` (host `host`, backend number `i`) at the template's endpoints. */
   add(id: string, host: string, i: number): void {
     if (this.#sources.has(id)) return;
     const o = this.#opts;
+    this.#subscribe(id, KvEventSources.endpointFor(o.endpoint, host, i), o.replayEndpoint ? KvEventSources.endpointFor(o.replayEndpoint, host, i) : null);
+  }
+
+  /** Follows worker `id` at these endpoints instead (`*` or an empty host read as `host`); its index part starts afresh. */
+  follow(id: string, host: string, endpoint: string, replayEndpoint: string | null): void {
+    const s = this.#sources.get(id);
+    if (s !== undefined) {
+      this.#sources.delete(id);
+      this.index.clearWorker(id);
+      void s.sub.close();
+    }
+    this.#subscribe(id, KvEventSources.endpointFor(endpoint, host, 0), replayEndpoint === null ? null : KvEventSources.endpointFor(replayEndpoint, host, 0));
+  }
+
+  #subscribe(id: string, endpoint: string, replayEndpoint: string | null): void {
+    const o = this.#opts;
     const src: Source = { pendingSinceMs: -1, lagging: false, sub: null as unknown as KvEventSubscriber };
     src.sub = new KvEventSubscriber({
-      endpoint: KvEventSources.endpointFor(o.endpoint, host, i),
-      replayEndpoint: o.replayEndpoint ? KvEventSources.endpointFor(o.replayEndpoint, host, i) : null,
+      endpoint,
+      replayEndpoint,
       topic: o.topic ?? '',
       onBatch: (batch) => {
         src.pendingSinceMs = -1;

@@ -120,6 +120,8 @@ export interface Router {
   metrics(): Promise<string>;
   /** Replaces the backend set while running: new URLs are probed in, missing ones drain (see `BackendSet`). */
   setBackends(urls: readonly string[]): void;
+  /** Follows worker `id`'s KV events at these endpoints (a pod's annotation), not the template's; a no-op without `kvEvents`. */
+  setKvEventEndpoints(id: string, endpoints: { endpoint: string; replayEndpoint: string | null }): void;
   /** Re-reads the flows config file (SIGHUP); on an error the running config stays and the promise rejects. */
   reloadFlows(): Promise<void>;
   /** Replaces the client API keys at once (SIGHUP with a keys file); throws if started without any. */

@@ -56,6 +56,7 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
     workers: () => core.workers(),
     metrics: core.metricsText,
     setBackends: (urls) => core.backendSet.set(urls),
+    setKvEventEndpoints: (id, e) => core.kvEvents?.follow(id, id.slice(0, id.lastIndexOf(':')), e.endpoint, e.replayEndpoint),
     reloadFlows: async () => {
       await core.flowControl?.reload(core.clock.now());
     },

@@ -38,8 +38,12 @@ export interface FakeKubeApi {
   dropWatches(): void;
   /** Answers the next `count` requests with `status` and a Status body. */
   failNext(count: number, status: number): void;
+  /** Creates or replaces a pod (what `GET /api/v1/namespaces/NS/pods/NAME` answers): its annotations. */
+  setPod(namespace: string, name: string, annotations: Record<string, string>): void;
   close(): Promise<void>;
 }
+
+const POD_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/;
 
 interface LoggedEvent {
   rv: number;
@@ -69,6 +73,7 @@ export async function startFakeKubeApi(opts: { token?: string; tls?: { key: stri
   let rv = 1;
   let compactedRv = 0;
   const store = new Map<string, EndpointSlice>();
+  const pods = new Map<string, Record<string, string>>();
   const log: LoggedEvent[] = [];
   const watches = new Set<OpenWatch>();
   const requests: FakeKubeRequest[] = [];
@@ -107,6 +112,13 @@ export async function startFakeKubeApi(opts: { token?: string; tls?: { key: stri
       return json(failures.status, status(failures.status, 'InternalError', 'injected failure'));
     }
     if (opts.token !== undefined && req.headers.authorization !== `Bearer ${opts.token}`) return json(401, status(401, 'Unauthorized', 'Unauthorized'));
+    const pod = POD_PATH.exec(u.pathname);
+    if (pod && req.method === 'GET') {
+      const [ns, name] = [decodeURIComponent(pod[1]!), decodeURIComponent(pod[2]!)];
+      const annotations = pods.get(key(ns, name));
+      if (annotations === undefined) return json(404, status(404, 'NotFound', `pods "${name}" not found`));
+      return json(200, { kind: 'Pod', apiVersion: 'v1', metadata: { name, namespace: ns, annotations } });
+    }
     const m = PATH.exec(u.pathname);
     if (!m || req.method !== 'GET') return json(404, status(404, 'NotFound', `the server could not find the requested resource ${u.pathname}`));
     const namespace = decodeURIComponent(m[1]!);
@@ -203,6 +215,9 @@ export async function startFakeKubeApi(opts: { token?: string; tls?: { key: stri
     },
     failNext(count, code) {
       failures = { count, status: code };
+    },
+    setPod(namespace, name, annotations) {
+      pods.set(key(namespace, name), annotations);
     },
     close: async () => {
       for (const s of sockets) s.destroy();
