@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { levelOf } from './read-run.js';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expandRuns, levelOf } from './read-run.js';
 import { nelderMead, nonNegativeLeastSquares } from './least-squares.js';
 
 test('non-negative least squares: exact where the answer is non-negative, a coefficient held at zero where it would go below', () => {
@@ -31,4 +34,12 @@ test('a level is read from what the file has: rate runs, p50-only files, lengths
   assert.ok(Number.isNaN(l.measured.itlMeanMs), 'no mean: the fit reads the p50');
   assert.equal(l.measured.requestsPerS, 100 / 40);
   assert.equal(l.measured.latencyP50Ms, 80 + 39 * 12);
+});
+
+test('a validate output directory stands for each of its runs, in numeric order', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-expand-'));
+  for (const sub of ['sweep-128', 'sweep-16', 'notes']) mkdirSync(join(dir, sub));
+  for (const sub of ['sweep-128', 'sweep-16']) writeFileSync(join(dir, sub, 'profile_export_aiperf.json'), '{}');
+  assert.deepEqual(expandRuns([dir, join(dir, 'x.json')]), [join(dir, 'sweep-16'), join(dir, 'sweep-128'), join(dir, 'x.json')]);
+  assert.throws(() => expandRuns([join(dir, 'notes')]), /notes: no profile_export_aiperf\.json in it or in its subdirectories/);
 });

@@ -1,6 +1,6 @@
 export { formatProfileYaml, resolveProfile } from './profile-file.js';
 export type { Level, LevelFigures, LevelServerMetrics } from './level.js';
-export { readRun, levelOf } from './read-run.js';
+export { expandRuns, readRun, levelOf } from './read-run.js';
 export type { SimLevel } from './predict.js';
 export { levelScenario, predictLevel, simLevelOf } from './predict.js';
 export type { FitOptions, FitResult, FittedName, FittedParam } from './fit.js';

@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { TailgateError } from '../core/index.js';
 import { AIPERF_FILES } from '../report/index.js';
@@ -14,6 +14,33 @@ function at(o: unknown, path: string): unknown {
   let v: unknown = o;
   for (const k of path.split('.')) v = isObject(v) ? v[k] : undefined;
   return v;
+}
+
+/**
+ * The runs behind each path: a file or a bench output directory is one run; a `validate` output
+ * directory (its exports in `trial-N/`, `sweep-C/` and the like) is each subdirectory that has
+ * an AIPerf export.
+ *
+ * @example
+ * expandRuns(['validate-out']); // ['validate-out/sweep-128', 'validate-out/sweep-256', ...]
+ * @throws TailgateError CONFIG_INVALID for a directory with no export in it or one level down
+ */
+export function expandRuns(paths: readonly string[]): string[] {
+  return paths.flatMap((path) => {
+    let dir: boolean;
+    try {
+      dir = statSync(path).isDirectory();
+    } catch {
+      return [path];
+    }
+    if (!dir || existsSync(join(path, AIPERF_FILES.json))) return [path];
+    const subs = readdirSync(path, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && existsSync(join(path, d.name, AIPERF_FILES.json)))
+      .map((d) => join(path, d.name))
+      .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+    if (subs.length === 0) throw new TailgateError('CONFIG_INVALID', `${path}: no ${AIPERF_FILES.json} in it or in its subdirectories: give a bench/validate output directory or an AIPerf export`);
+    return subs;
+  });
 }
 
 /**

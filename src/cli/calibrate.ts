@@ -44,7 +44,7 @@ export function registerCalibrate(program: Command): void {
       const c = await import('../calibrate/index.js');
       const loads = flags.predict !== undefined ? parsePredict(flags.predict) : [];
       const base = c.resolveProfile(flags.base);
-      const levels = runs.map((r) => c.readRun(r));
+      const levels = c.expandRuns(runs).map((r) => c.readRun(r));
       const report = c.calibrate(levels, { base, name: flags.name, seed: flags.seed });
       const { writeFile } = await import('node:fs/promises');
       const write = async (file: string, text: string): Promise<void> => {
