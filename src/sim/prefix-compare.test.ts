@@ -24,3 +24,17 @@ test('KV events that arrive late cost hit rate, never correctness: every request
   assert.ok(slow.prefixHitRate <= fast.prefixHitRate + 0.01, `delay 2 s: ${slow.prefixHitRate} vs ${fast.prefixHitRate}`);
   assert.ok(Number.isFinite(slow.outputTokensPerS) && slow.outputTokensPerS > 0);
 });
+
+test('a stalled worker with a warm cache gets nothing for it: prefix on KV events keeps the stall scenario clean', async () => {
+  const { reducedStall } = await import('../../test/sim-scenarios.js');
+  const { runScenario } = await import('./index.js');
+  const s = reducedStall();
+  const estimate = runScenario(s, 'prefix', 1, { recordMode: 'summary' });
+  for (const source of ['events', 'oracle'] as const) {
+    const r = runScenario(s, 'prefix', 1, { prefixSource: source, recordMode: 'summary' });
+    assert.equal(r.shape.shape, 'clean', `${source}: ${r.shape.shape}`);
+    assert.ok(r.pass, `${source} passes the gates`);
+    const p99 = (x: typeof r): number => (x.summary.metrics['time_to_first_token'] as { p99: number }).p99;
+    assert.ok(p99(r) <= Math.max(1.1 * p99(estimate), p99(estimate) + 100), `${source} TTFT p99 ${p99(r)} vs estimate ${p99(estimate)}`);
+  }
+});
