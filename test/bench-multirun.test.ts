@@ -38,9 +38,10 @@ test('--num-profile-runs 5 writes profile_runs/run_0001..5 and an aggregate whos
   });
 
   const agg = JSON.parse(readFileSync(join(dir, 'aggregate', 'profile_export_aiperf_aggregate.json'), 'utf8')) as {
-    schema_version: string; num_profile_runs: number; num_successful_runs: number; confidence_level: number; metrics: Record<string, ConfidenceBlock>;
+    schema_version: string; generator: { name: string; version: string }; num_profile_runs: number; num_successful_runs: number; confidence_level: number; metrics: Record<string, ConfidenceBlock>;
   };
   assert.equal(agg.schema_version, '1.0');
+  assert.equal(agg.generator.name, 'tailgate', 'the aggregate says who made it');
   assert.equal(agg.num_profile_runs, 5);
   assert.equal(agg.num_successful_runs, 5);
   assert.equal(agg.confidence_level, 0.95);

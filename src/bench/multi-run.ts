@@ -99,6 +99,8 @@ export interface AggregateInfo {
   cooldownSeconds: number;
   convergence: (Convergence & { converged: boolean; value: number | null }) | null;
   cancelled: boolean;
+  /** tailgate's version, written with its name as `generator` (no AIPerf release wrote the file). */
+  version?: string;
 }
 
 /**
@@ -112,6 +114,7 @@ export async function writeAggregate(dir: string, summaries: readonly Summary[],
   await mkdir(out, { recursive: true });
   const doc = {
     schema_version: AGGREGATE_SCHEMA_VERSION,
+    generator: { name: 'tailgate', version: info.version ?? null },
     aggregation_type: 'confidence',
     num_profile_runs: info.requestedRuns,
     num_successful_runs: summaries.length,

@@ -50,6 +50,8 @@ export interface RepeatedRuns {
   out: (line: string) => void;
   /** Warning lines (the CLI filters them by log level). */
   warn: (line: string) => void;
+  /** tailgate's version, for the aggregates' `generator`. */
+  version?: string;
 }
 
 /**
@@ -68,6 +70,7 @@ export async function runRepeated(r: RepeatedRuns): Promise<void> {
     confidenceLevel: plan.level, runLabels: labels, requestedRuns: plan.runs, cooldownSeconds: plan.cooldownMs / 1000,
     convergence: plan.convergence ? { ...plan.convergence, converged: verdict?.converged ?? false, value: verdict?.value ?? null } : null,
     cancelled: signal.aborted,
+    ...(r.version !== undefined && { version: r.version }),
   });
   /** The trials of one configuration into `root/<runDir(i)>`, stopping early once converged; their aggregate in `root/aggregate/`. */
   const trials = async (root: string, base: BenchOptions, variation: Variation | null, seedOffset: number, runDir: (i: number) => string): Promise<Summary[]> => {

@@ -297,7 +297,7 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       return result.cancelled ? null : result.summary;
     };
     await runRepeated({
-      dir, opts, plan, sweep, signal: ctl.signal, runOne: runInto,
+      dir, opts, plan, sweep, signal: ctl.signal, runOne: runInto, version: VERSION,
       sweepMode: flags['parameterSweepMode'] === 'independent' ? 'independent' : 'repeated',
       sameSeed: flags['parameterSweepSameSeed'] === true,
       sweepCooldownMs: ((flags['parameterSweepCooldownSeconds'] as number | undefined) ?? 0) * 1000,
