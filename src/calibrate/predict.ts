@@ -16,6 +16,8 @@ export interface SimLevel {
   prefillTokens: number;
   /** Distinct prompts to replay (the engine's prefix cache then hits as it did), null: every prompt new. */
   datasetEntries: number | null;
+  /** Requests in flight at once: the concurrency, or for a rate rate x request latency (Little's law). */
+  inFlight: number;
   outputTokens: number;
   requestCount: number;
   warmupRequestCount: number;
@@ -31,6 +33,7 @@ export function simLevelOf(level: Level): SimLevel {
     workers: level.workers,
     prefillTokens: Math.max(1, Math.round(level.inputTokens * (replay ? 1 : 1 - hit))),
     datasetEntries: replay ? level.datasetEntries : null,
+    inFlight: level.load.kind === 'closed' ? level.load.concurrency : Math.max(1, Math.ceil((level.load.ratePerS * level.measured.latencyP50Ms) / 1000)),
     outputTokens: Math.max(2, Math.round(level.outputTokens)),
     requestCount: level.requestCount,
     warmupRequestCount: level.warmupRequestCount,
@@ -39,7 +42,7 @@ export function simLevelOf(level: Level): SimLevel {
 
 /** The scenario that replays a level on `profile` (prompts never repeat: the prefix cache's share is taken out of the prompt). */
 export function levelScenario(level: SimLevel, profile: EngineProfile): Scenario {
-  const perWave = level.load.kind === 'closed' ? level.load.concurrency : Math.max(1, Math.ceil(level.load.ratePerS));
+  const perWave = level.load.kind === 'closed' ? level.load.concurrency : level.inFlight;
   // Measured runs are replayed as they were, up to SIM_WAVES waves; longer ones keep their steady state.
   const long = level.requestCount > SIM_WAVES * perWave;
   const requests = long ? SIM_WAVES * perWave : level.requestCount;

@@ -87,7 +87,9 @@ export function predictAt(loads: readonly PredictLoad[], levels: readonly Level[
     const x = load.kind === 'closed' ? load.concurrency : load.ratePerS;
     const same = levels.filter((l) => l.load.kind === load.kind);
     const near = (same.length > 0 ? same : levels).reduce((best, l) => (Math.abs(loadOf(l) - x) < Math.abs(loadOf(best) - x) ? l : best));
-    const sim = { ...simLevelOf(near), load, requestCount: opts.requestCount ?? near.requestCount, warmupRequestCount: opts.warmupRequestCount ?? near.warmupRequestCount };
+    const from = simLevelOf(near);
+    const inFlight = load.kind === 'closed' ? load.concurrency : Math.max(1, Math.ceil((from.inFlight * load.ratePerS) / loadOf(near)));
+    const sim = { ...from, load, inFlight, requestCount: opts.requestCount ?? near.requestCount, warmupRequestCount: opts.warmupRequestCount ?? near.warmupRequestCount };
     const f = predictLevel(sim, report.fit.profile, seed);
     return {
       ...(load.kind === 'closed' ? { concurrency: load.concurrency } : { request_rate: load.ratePerS }),
