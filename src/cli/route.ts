@@ -9,6 +9,9 @@ import { choiceArg, collect, durationArg, intArg, numberArg, sizeArg } from './a
 
 interface RouteFlags {
   kvEventsConfig?: string;
+  sessionAffinity?: boolean;
+  sessionHeader?: string[];
+  sessionTtl?: number;
   port: number;
   host: string;
   backend?: string[];
@@ -211,6 +214,9 @@ export function registerRoute(program: Command): void {
     .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array); re-read on SIGHUP')
     .option('--policy <name>', `routing policy (${POLICY_NAMES.join(', ')})`, choiceArg(POLICY_NAMES), 'adaptive')
     .option('--prefix-affinity', 'adaptive with bounded prefix affinity first (the same as --policy prefix)')
+    .option('--session-affinity', "keep a session's requests on its worker while it is healthy (headers X-Session-Affinity, X-Correlation-ID, x-session-token unless --session-header)")
+    .option('--session-header <name>', 'a request header naming the session (repeatable; implies --session-affinity)', collect)
+    .option('--session-ttl <duration>', 'forget a session unused this long (default 10m)', durationArg)
     .option('--kv-events-config <json>', "prefix scores workers on their own KV events: the workers' vLLM --kv-events-config JSON, its endpoint's * (or empty host) read as each backend's host and backend i on port + i, e.g. '{\"endpoint\":\"tcp://*:5557\",\"replay_endpoint\":\"tcp://*:5657\"}'")
     .option('--prefix-index-blocks <n>', 'KV block hashes the prefix policies remember (default 131072)', intArg(1))
     .option('--prefix-balance-abs <n>', 'prefix affinity only while a worker holds < fleet mean + N requests, or the relative bound (default 8)', numberArg(0))
@@ -324,6 +330,9 @@ function routerOptions(flags: RouteFlags, backends: string[], extra: Partial<Rou
     ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),
     ...(backendApiKey !== undefined && backendApiKey !== '' && { backendApiKey }),
     ...(flags.discover !== undefined && { dynamicBackends: true }),
+    ...((flags.sessionAffinity === true || flags.sessionHeader !== undefined || flags.sessionTtl !== undefined) && {
+      sessions: { ...(flags.sessionHeader !== undefined && { headers: flags.sessionHeader }), ...(flags.sessionTtl !== undefined && { ttlMs: flags.sessionTtl }) },
+    }),
     ...(flowsOn && {
       flows: {
         ...(typeof flags.flows === 'string' && { file: flags.flows }),

@@ -1,6 +1,9 @@
 export type { Router, RouterOptions, TlsFiles, WorkerStatus } from './options.js';
 export { startRouter } from './router.js';
 export type { HealthOptions } from './health.js';
+export type { RouterKvEventsOptions } from './kv-sources.js';
+export type { SessionOptions } from './sessions.js';
+export { SessionTable, DEFAULT_SESSION_HEADERS } from './sessions.js';
 export type { RouterCluster } from './cluster.js';
 export { startRouterCluster, isRouterClusterWorker, announceReady } from './cluster.js';
 export type { DiscoveryOptions } from './discovery.js';

@@ -3,6 +3,7 @@ import type { ClientKey } from './door.js';
 import type { FlowOptions } from './flows.js';
 import type { HealthOptions } from './health.js';
 import type { RouterKvEventsOptions } from './kv-sources.js';
+import type { SessionOptions } from './sessions.js';
 
 /** Options of {@link startRouter}; every default is documented. */
 export interface RouterOptions {
@@ -88,6 +89,8 @@ export interface RouterOptions {
   flows?: FlowOptions;
   /** Backends come and go at run time through `setBackends` (discovery); starting with none is allowed. @default false */
   dynamicBackends?: boolean;
+  /** Session affinity: a session's requests stay on its worker while it is healthy (see docs/route.md#sessions). @default off */
+  sessions?: SessionOptions;
   /** Follow each worker's KV events (vLLM's ZMQ publisher) and score `prefix` on them (see docs/route.md#kv-events). @default off */
   kvEvents?: RouterKvEventsOptions;
 }

@@ -8,6 +8,7 @@ import type { BucketHistogram } from '../stats/index.js';
 import { BodyScanner, decodeBody, encodeRequest, type BodyFraming } from '../wire/index.js';
 import type { Backend } from './backend.js';
 import type { CallFlow } from './flows.js';
+import type { SessionTable } from './sessions.js';
 import { continuationBody } from './continuation.js';
 import { LAST_CHUNK, markHeadSent, markLastChunkSent, socketFd, unsentHead, writeDirect } from './direct-write.js';
 import type { HealthTracker } from './health.js';
@@ -33,6 +34,8 @@ export interface CallContext {
   /** Text a stream keeps for migration (bytes); past it the stream is no longer migratable. */
   readonly migrateMaxBytes: number;
   readonly accessLog: ((line: string) => void) | undefined;
+  /** Session affinity, when on. */
+  readonly sessions?: SessionTable | undefined;
 }
 
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
@@ -573,6 +576,8 @@ export class ProxyCall {
   #migratedChunks = 0;
   #everQueued = false;
   #firstWorker: string | null = null;
+  /** The session its headers name (session affinity on), or undefined. */
+  #session: string | undefined = undefined;
   /** Its tenant and priority, with flow control on. */
   flow: CallFlow | undefined;
 
@@ -590,6 +595,12 @@ export class ProxyCall {
     else {
       const ids = promptTokenIds(norm.promptText);
       this.routeReq = { model, promptTokens: ids.length, blockHashes: blockHashes(ids, hashSize) };
+    }
+    const sessions = ctx.sessions;
+    if (sessions !== undefined) {
+      this.#session = sessions.sessionOf(req.headers);
+      const on = this.#session === undefined ? undefined : sessions.workerOf(this.#session, this.#receivedMs);
+      if (on !== undefined) this.routeReq.preferWorker = on;
     }
     ctx.active.add(this);
     res.on('close', () => {
@@ -648,6 +659,7 @@ export class ProxyCall {
 
   #onAssign(w: WorkerView, lent: boolean): void {
     this.queuedAtMs = -1;
+    if (this.#session !== undefined) this.ctx.sessions?.assigned(this.#session, w.id, this.ctx.clock.now());
     const b = this.ctx.backends.get(w.id)!;
     if (this.finished) {
       this.ctx.dispatcher.release(w.id, this.flow?.ticket);

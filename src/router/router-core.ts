@@ -6,6 +6,7 @@ import { clusterMetricsSource } from './cluster.js';
 import { FlowControl, type FlowConfig } from './flows.js';
 import { HealthTracker } from './health.js';
 import { KvEventSources } from './kv-sources.js';
+import { SessionTable } from './sessions.js';
 import { RouterMetrics } from './metrics.js';
 import type { RouterOptions, WorkerStatus } from './options.js';
 import type { CallContext, ProxyCall } from './proxy-call.js';
@@ -59,6 +60,8 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
   });
   for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
   const metrics = new RouterMetrics(dispatcher, backends);
+  const sessions = opts.sessions ? new SessionTable(opts.sessions) : undefined;
+  sessions?.registerMetrics(metrics.registry);
   if (kv !== undefined) {
     kv.registerMetrics(metrics.registry);
     backends.forEach((b, i) => kv.add(b.id, hostOf(b.id), i));
@@ -99,6 +102,7 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
     migrate: opts.migrate ?? adaptive,
     migrateMaxBytes: opts.migrateMaxBytes ?? ROUTER_DEFAULTS.migrateMaxBytes,
     accessLog: opts.accessLog,
+    sessions,
   };
   const workers = (): WorkerStatus[] =>
     backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id), slots: dispatcher.slots(b.id) }));

@@ -769,6 +769,11 @@ export class Dispatcher {
   #place(entry: QueueEntry, lend = false): WorkerEntry | undefined {
     if (this.#list.length === 0) return undefined;
     this.#recheckAll();
+    const want = entry.req.preferWorker;
+    if (want !== undefined) {
+      const w = this.#workers.get(want);
+      if (w !== undefined && !w.halfOpen && this.#eligible(w, entry, this.capacity, lend) && !this.stalledWhole(want)) return w;
+    }
     const pool = this.#pool;
     pool.entry = entry;
     pool.cap = this.capacity;

@@ -39,6 +39,12 @@ export interface RouteRequest {
    * for a policy that sets `hashBlockSize`.
    */
   blockHashes?: readonly number[];
+  /**
+   * Session affinity: the worker this request's session is on. The dispatcher places it there
+   * when that worker may take it now (routable, room under its cap, not half-open, not excluded)
+   * and is not silent with requests in flight past the stall deadline; else the policy picks.
+   */
+  preferWorker?: string;
 }
 
 /** The routing policies, by the name the CLI accepts. */
