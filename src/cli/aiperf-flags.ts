@@ -224,6 +224,16 @@ f('--burst-phase-starts', 'switch', R, 'agentic replay: fire each phase\'s first
 f('--trace-idle-gap-cap-seconds', 'value', R, 'cap idle gaps within one Weka trace', '5');
 f('--system-idle-gap-cap-seconds', 'value', R, 'agentic replay: cap global idle time', '5');
 
+s('Adaptive Scale');
+f('--adaptive-scale', 'switch', R, 'ramp the load to the SLA boundary in one run and hold it there (adaptive_scale_events.jsonl, adaptive_scale_summary.json)');
+f('--adaptive-scale-control', 'value', R, 'compact control of the adaptive scale: variable:min,max:type', 'concurrency:1,8:int');
+f('--adaptive-control-variable', 'value', R, 'the load dimension the adaptive scale moves', 'concurrency');
+f('--adaptive-control-min', 'value', R, 'lowest value of the adaptive control', '1');
+f('--adaptive-control-max', 'value', R, 'highest value of the adaptive control', '8');
+f('--adaptive-scale-assessment-period --adaptive-assessment-period', 'value', R, 'seconds between adaptive-scale assessments', '60');
+f('--adaptive-sustain-duration', 'value', R, 'seconds to hold the found boundary', '60');
+f('--adaptive-scale-sla', 'list', R, 'SLA of the adaptive scale, metric:stat:op:threshold', 'request_latency:p95:le:30000');
+
 s('Scenario');
 f('--scenario', 'value', R, 'lock the run to a named scenario\'s invariants', 'x');
 f('--unsafe-override', 'switch', O, 'turn scenario lock errors into warnings');
@@ -379,7 +389,7 @@ f('--zmq-dual-bind', 'switch', O, 'ZMQ IPC + TCP backend');
 export const AIPERF_FLAGS: readonly AiperfFlag[] = rows;
 
 /** Where the flag list was read: printed in the docs table. */
-export const AIPERF_FLAGS_SOURCE = "AIPerf's command-line reference (docs/cli-options.md, main branch, 2026: the 0.13 and 0.14 sections and later)";
+export const AIPERF_FLAGS_SOURCE = "AIPerf's command-line reference (docs/cli-options.md, main branch, 2026: the 0.13 and 0.14 sections and later), and its adaptive-scale page for the --adaptive-scale flags";
 
 /** The opt-in that runs a command line with refused flags anyway. */
 export const ALLOW_IGNORED_FLAG = '--allow-ignored-flags';
