@@ -1,7 +1,9 @@
 // Regenerates the report pictures in docs/ from real runs, rendered by Debian's Chromium at 1280 px:
 //   node --import tsx scripts/screenshot.mjs
 // demo --simulate (seed 100), validate against a live 4-worker fleet whose worker 1 stalls, simulate
-// of the aicr-h100-stall preset (3 trials), and one bench run through the router.
+// of the aicr-h100-stall preset (3 trials), one bench run through the router, compare of the seed's
+// two clusters in simulation, and a 30 s watch over a fleet with bursty stalls.
+//   node --import tsx scripts/screenshot.mjs compare watch   (only those sections)
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -13,7 +15,9 @@ import { runBench } from '../src/bench/index.ts';
 import { startFleet } from '../src/fleet/index.ts';
 import { renderHtmlReport } from '../src/report/index.ts';
 import { startRouter } from '../src/router/index.ts';
-import { PRESETS, runMonteCarlo, simulateReportDoc } from '../src/sim/index.ts';
+import { PRESETS, exportSimulated, runMonteCarlo, simulateReportDoc } from '../src/sim/index.ts';
+import { runCompare, runWatch } from '../src/compare/index.ts';
+import { burstyStalls } from '../src/engine/index.ts';
 import { runValidate, writeBenchReport } from '../src/validate/index.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -39,7 +43,50 @@ async function shoot(file, shots) {
   await page.close();
 }
 
+const only = process.argv.slice(2);
+/** Whether a section runs: all of them by default, or those named on the command line. */
+const want = (name) => only.length === 0 || only.includes(name);
+
 try {
+  if (want('reports')) await reports();
+  if (want('compare')) await compareShots();
+  if (want('watch')) await watchShots();
+} finally {
+  await browser.close();
+  await rm(work, { recursive: true, force: true });
+}
+
+/** 5. compare: the seed's two clusters in simulation, GKE healthy (3 runs) against EKS (the stall, a slow run, a clean one). */
+async function compareShots() {
+  const healthy = { ...PRESETS['aicr-h100'], requestCount: 8192 };
+  const [gke] = await exportSimulated(join(work, 'gke'), [healthy], ['round-robin'], 3, 1);
+  const eks = await exportSimulated(join(work, 'eks'), [{ ...PRESETS['aicr-h100-stall'], requestCount: 8192 }, { ...PRESETS['aicr-h100-slow'], requestCount: 8192 }, healthy], ['round-robin'], 1, 4);
+  const r = await runCompare({ a: [gke], b: eks, outDir: join(work, 'compare') });
+  await shoot(r.files.html, { 'compare-report.png': 'top', 'compare-workers.png': 'section:has(svg.chart[data-chart-id^="worker-"])' });
+}
+
+/** 6. watch: 30 s of a 4-worker fleet whose stalls come in windows (the bursty process on a short time scale, seed 56). */
+async function watchShots() {
+  const faults = burstyStalls({ seed: 56, workers: 4, durationMs: 26_000, quietMs: 7000, activeMs: 5000, meanStallMs: 3000 });
+  const fleet = await startFleet({ workers: 4, port: 0, profile: 'small', model: 'm', faults });
+  const router = await startRouter({ port: 0, backends: fleet.workers.map((w) => w.url), policy: 'round-robin' });
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), 30_000);
+  try {
+    const outDir = join(work, 'watch');
+    await runWatch({
+      everyMs: 1500, outDir, signal: stop.signal,
+      run: (out, signal, onEvent) => runValidate({ url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 0, maxTtftP99: 1000, gate: ['request_latency:p99:<=:2000'], trials: 1, out, onEvent, signal }),
+    });
+    await shoot(join(outDir, 'watch.html'), { 'watch-history.png': 'top' });
+  } finally {
+    clearTimeout(timer);
+    await router.close();
+    await fleet.close();
+  }
+}
+
+async function reports() {
   // 1. The demo, at the seed's scale in virtual time.
   const demoDir = join(work, 'demo');
   const demo = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'demo', '--simulate', '--seed', '100', '--out', demoDir], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -77,7 +124,4 @@ try {
   const simFile = join(work, 'simulate.html');
   await writeFile(simFile, renderHtmlReport(simulateReportDoc({ scenarios: [{ scenario, result }], policies, trials: 3, seed: 100, wallMs })));
   await shoot(simFile, { 'simulate-report.png': 'top', 'simulate-round-robin.png': `section:has(svg.chart[data-chart-id="${scenario.name}-round-robin-inflight"])` });
-} finally {
-  await browser.close();
-  await rm(work, { recursive: true, force: true });
 }

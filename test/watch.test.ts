@@ -9,7 +9,7 @@ import { burstyStalls, type FaultSpec } from '../src/engine/index.js';
 import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
 import { runValidate } from '../src/validate/index.js';
-import { runCli } from './helpers.js';
+import { runCli, startCli } from './helpers.js';
 
 const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
 
@@ -23,14 +23,19 @@ const PLANTED: FaultSpec[] = burstyStalls({ seed: 56, workers: 4, durationMs: 26
 const WATCH_MS = 32_000;
 
 /**
- * Watches a 4-worker loopback fleet (with `faults`) behind a round-robin router for WATCH_MS: a
- * 32-request trial at 8 streams every 1.5 s, gated on TTFT p99 and request latency p99 (a stall
- * that catches the last requests mid-answer shows in the latter only).
+ * Watches a 4-worker loopback fleet (`tailgate fleet` in its own process, with `faults` as --fault
+ * flags) behind a round-robin `tailgate route` (its own process) for WATCH_MS: a 32-request trial at 8 streams every 1.5 s,
+ * no warm-up (a stall a warm-up request waited out would be hidden from the trial), gated on TTFT
+ * p99 and request latency p99 (a stall that catches the last requests mid-answer shows in the latter only).
  */
 async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url: string) => void): Promise<{ result: WatchResult; originEpochMs: number }> {
-  const fleet = await startFleet({ workers: 4, port: 0, profile: 'small', model: 'm', faults });
-  const originEpochMs = Date.now() - (fleet.clock.now() - fleet.originMs);
-  const router = await startRouter({ port: 0, backends: fleet.workers.map((w) => w.url), policy: 'round-robin' });
+  const fleet = await startCli(['fleet', '--workers', '4', '--port', '0', '--profile', 'small', '--model', 'm', ...faults.flatMap((f) => ['--fault', `worker=${f.worker},kind=${f.kind},at=${f.atMs}ms,for=${f.forMs}ms`])]);
+  // Faults count from "ready".
+  const originEpochMs = Date.now();
+  const urls = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url?: string }).url).filter((u): u is string => u !== undefined);
+  // The router in its own process too: this one runs only the watch's client, so it keeps up on a loaded machine.
+  const route = await startCli(['route', '--port', '0', '--policy', 'round-robin', '--drain-delay', '0s', ...urls.flatMap((u) => ['--backend', u])]);
+  const router = { url: (JSON.parse(route.lines.find((l) => l.startsWith('{'))!) as { url: string }).url, close: () => route.stop() };
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), WATCH_MS);
   try {
@@ -38,7 +43,7 @@ async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url:
       everyMs: 1500,
       outDir,
       run: (out, signal, onEvent) => runValidate({
-        url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 4,
+        url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 0,
         maxTtftP99: 1000, gate: ['request_latency:p99:<=:2000'], readyTimeout: 5000, trialTimeout: 20_000, trials: 1, out, onEvent, ...(signal && { signal }),
       }),
       signal: stop.signal,
@@ -49,7 +54,7 @@ async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url:
   } finally {
     clearTimeout(timer);
     await router.close();
-    await fleet.close();
+    await fleet.stop();
   }
 }
 

@@ -155,7 +155,7 @@ export function describeComparison(rows: FigureComparison[], a: RunSide, b: RunS
   const outcomes = rows.filter((r) => r.def.outcome === true && r.beyondNoise);
   const verdicts = `${shapesText(a, name)}; ${shapesText(b, name)}.${mixedText(b, name)}`;
   const side = leadOf(rows, name);
-  const perTrial = contrasts.map((c) => ({ c, l: leadOf(c.rows, name) })).filter((x) => x.l !== null);
+  const perTrial = contrasts.map((c) => ({ c, l: leadOf(c.rows, name) })).filter((x) => x.l !== null && x.l.where !== side?.where);
   if (gap.length === 0 && side === null && perTrial.length === 0) {
     const largest = rows.filter((r) => r.def.kind === 'ratio' && r.ratio !== null).sort((x, y) => Math.abs(Math.log(y.ratio!)) - Math.abs(Math.log(x.ratio!)))[0];
     const lone = outcomes.length > 0 ? ` Only ${outcomes.map((o) => `${o.def.metric} (${fromTo(o)})`).join(', ')} moved, ungated and with nothing behind it.` : '';
@@ -171,8 +171,8 @@ export function describeComparison(rows: FigureComparison[], a: RunSide, b: RunS
   else if (perTrial.length === 0) parts.push('The gated figures differ, but no diagnostic figure moved beyond noise to explain it.');
   const failsA = a.trials.filter((t) => t.verdict === 'fail').length;
   const failsB = b.trials.filter((t) => t.verdict === 'fail').length;
-  if (perTrial.length > 0) {
-    parts.push(`B fails ${failsB} of ${b.trials.length} trials where A fails ${failsA === 0 ? 'none' : `${failsA} of ${a.trials.length}`}. ${perTrial.map(({ c, l }) => `In B's ${c.label}${c.shape ? ` (${c.shape})` : ''}: ${l!.lead}`).join(' ')}`);
+  if (contrasts.length > 0) {
+    parts.push(`B fails ${failsB} of ${b.trials.length} trials where A fails ${failsA === 0 ? 'none' : `${failsA} of ${a.trials.length}`}.${perTrial.map(({ c, l }) => ` In B's ${c.label}${c.shape ? ` (${c.shape})` : ''}: ${l!.lead}`).join('')}`);
   }
   const where = side?.where ?? perTrial[0]?.l?.where ?? null;
   const worker = side !== null ? side.worker : (perTrial[0]?.l?.worker ?? null);
