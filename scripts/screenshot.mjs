@@ -56,11 +56,15 @@ try {
   await rm(work, { recursive: true, force: true });
 }
 
-/** 5. compare: the seed's two clusters in simulation, GKE healthy (3 runs) against EKS (the stall, a slow run, a clean one). */
+/**
+ * 5. compare: the seed's two clusters in simulation, as test/compare.test.ts builds them: GKE healthy
+ * (3 runs) against EKS (worker 3's stall, a broad-degradation window of every worker 3x slower, a clean run).
+ */
 async function compareShots() {
   const healthy = { ...PRESETS['aicr-h100'], requestCount: 8192 };
+  const broad = { ...healthy, name: 'broad-window', faults: Array.from({ length: 8 }, (_, worker) => ({ worker, kind: 'slow', atMs: 2000, forMs: 60_000, factor: 3 })) };
   const [gke] = await exportSimulated(join(work, 'gke'), [healthy], ['round-robin'], 3, 1);
-  const eks = await exportSimulated(join(work, 'eks'), [{ ...PRESETS['aicr-h100-stall'], requestCount: 8192 }, { ...PRESETS['aicr-h100-slow'], requestCount: 8192 }, healthy], ['round-robin'], 1, 4);
+  const eks = await exportSimulated(join(work, 'eks'), [{ ...PRESETS['aicr-h100-stall'], requestCount: 8192 }, broad, healthy], ['round-robin'], 1, 4);
   const r = await runCompare({ a: [gke], b: eks, outDir: join(work, 'compare') });
   await shoot(r.files.html, { 'compare-report.png': 'top', 'compare-workers.png': 'section:has(svg.chart[data-chart-id^="worker-"])' });
 }

@@ -176,7 +176,7 @@ export async function runCompare(opts: RunCompareOptions): Promise<CompareResult
   const failsA = a.trials.filter((t) => t.verdict === 'fail').length;
   const failing = b.trials.filter((t) => t.verdict === 'fail');
   const mixed = failing.length < b.trials.length || new Set(failing.map((t) => t.shape)).size > 1;
-  const contrasts = failing.length > failsA && mixed ? failing.slice(0, 3).map((t) => ({ label: t.label.split('/').pop()!, shape: t.shape, rows: compareSides(a, { ...b, trials: [t] }, level) })) : [];
+  const contrasts = failing.length > failsA && mixed ? failing.slice(0, 3).map((t) => ({ label: b.paths.length > 1 ? t.label : t.label.split('/').pop()!, shape: t.shape, rows: compareSides(a, { ...b, trials: [t] }, level) })) : [];
   const finding = describeComparison(rows, a, b, contrasts);
   const core = { finding, rows, a, b, loadDifference: differs };
   let files: CompareResult['files'] = null;
