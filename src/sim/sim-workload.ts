@@ -85,11 +85,14 @@ function plan(cursor: TurnCursor): TurnPlan {
 /** Synthetic workloads built lately, by what they are built from (a fit runs one scenario many times: prompts cost more than the run). */
 const recent = new Map<string, Workload>();
 const RECENT_LIMIT = 32;
+const RECENT_MAX_TOKENS = 2_000_000;
 
 /** Builds the scenario's sessions: the seed's synthetic prompts, behind prefixes, as conversations, or from a trace. */
 export function workloadOf(scenario: Scenario): Workload {
   const w = scenario.workload ?? { kind: 'synthetic' };
   if (w.kind === 'trace') return traceWorkload(w.lines, { seed: scenario.datasetSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+  // Only workloads small enough to keep (a fleet-scale run's prompts are let go with it).
+  if (scenario.datasetEntries * scenario.inputTokens.mean > RECENT_MAX_TOKENS) return buildSynthetic(scenario, w);
   const key = JSON.stringify([scenario.datasetSeed, scenario.datasetEntries, scenario.inputTokens, scenario.outputTokens, w]);
   const hit = recent.get(key);
   if (hit) return hit;
