@@ -9,6 +9,7 @@ import { BodyScanner, decodeBody, encodeRequest, type BodyFraming } from '../wir
 import type { Backend } from './backend.js';
 import type { CallFlow } from './flows.js';
 import type { SessionTable } from './sessions.js';
+import { sloRefusal, sloTtftMsOf } from './slo.js';
 import { continuationBody } from './continuation.js';
 import { LAST_CHUNK, markHeadSent, markLastChunkSent, socketFd, unsentHead, writeDirect } from './direct-write.js';
 import type { HealthTracker } from './health.js';
@@ -637,6 +638,15 @@ export class ProxyCall {
     if (!d.canServe(this.routeReq.model, this.tried)) {
       this.#giveUp(503, `no healthy worker serves model "${this.routeReq.model}"`, 'no_worker');
       return;
+    }
+    // A sheddable request whose first-token target no worker can meet is refused now, not queued.
+    if (this.flow?.ticket.priority === 'sheddable' && this.resent === null && this.retries === 0) {
+      const slo = sloTtftMsOf(this.req.headers);
+      const why = slo === undefined ? undefined : sloRefusal(d, this.routeReq.model, slo, this.tried);
+      if (why !== undefined) {
+        this.#giveUp(429, why, 'slo_unmeetable', { 'retry-after': '1' });
+        return;
+      }
     }
     const flow = this.flow;
     const exclude = this.tried;
