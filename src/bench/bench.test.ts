@@ -80,3 +80,10 @@ test('client-bound only when a saturated core and a starved loop (or late schedu
   assert.equal(judge(5, null, 99).clientBound, false, 'a busy CPU with a healthy loop is fine');
   assert.equal(judge(5, 120, 95).clientBound, true);
 });
+
+test('warm-up settings fall back to the profiling phase\'s as in AIPerf, ramps included; its grace period is unbounded unless given', () => {
+  const r = resolveBenchOptions({ url: 'http://127.0.0.1:1', model: 'm', concurrencyRampMs: 2000, requestRateRampMs: 3000, benchmarkGracePeriodMs: 5000 });
+  assert.deepEqual([r.warmup.concurrencyRampMs, r.warmup.requestRateRampMs, r.warmup.gracePeriodMs], [2000, 3000, Number.POSITIVE_INFINITY]);
+  const own = resolveBenchOptions({ url: 'http://127.0.0.1:1', model: 'm', concurrencyRampMs: 2000, warmupConcurrencyRampMs: 500, warmupGracePeriodMs: 1000 });
+  assert.deepEqual([own.warmup.concurrencyRampMs, own.warmup.gracePeriodMs], [500, 1000]);
+});

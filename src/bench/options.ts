@@ -435,11 +435,12 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     modelOf: modelChooser(models, o),
     warmup: {
       concurrency: o.warmupConcurrency ?? concurrency,
-      concurrencyRampMs: o.warmupConcurrencyRampMs ?? 0,
+      // AIPerf: each warm-up setting falls back to the profiling phase's; its grace period to none (wait for every response).
+      concurrencyRampMs: o.warmupConcurrencyRampMs ?? o.concurrencyRampMs ?? 0,
       requestRate: o.warmupRequestRate ?? o.requestRate ?? null,
       requestRateMode: o.warmupRequestRateMode ?? o.requestRateMode ?? 'poisson',
-      requestRateRampMs: o.warmupRequestRateRampMs ?? 0,
-      gracePeriodMs: o.warmupGracePeriodMs ?? o.benchmarkGracePeriodMs ?? 30_000,
+      requestRateRampMs: o.warmupRequestRateRampMs ?? o.requestRateRampMs ?? 0,
+      gracePeriodMs: o.warmupGracePeriodMs ?? Number.POSITIVE_INFINITY,
       prefillConcurrency: o.warmupPrefillConcurrency ?? o.prefillConcurrency ?? null,
       prefillConcurrencyRampMs: o.warmupPrefillConcurrencyRampMs ?? 0,
     },

@@ -149,7 +149,8 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
       };
       const deadline = durationMs === null ? Number.POSITIVE_INFINITY : phaseStart + durationMs;
       const warm = phase === 'warmup';
-      const graceTimer = durationMs === null ? null : startGraceTimer(deadline - now() + (warm ? o.warmup.gracePeriodMs : o.benchmarkGracePeriodMs), stop);
+      const graceMs = warm ? o.warmup.gracePeriodMs : o.benchmarkGracePeriodMs;
+      const graceTimer = durationMs === null || !Number.isFinite(graceMs) ? null : startGraceTimer(deadline - now() + graceMs, stop);
       try {
         if (!warm && o.userCentric !== null) {
           let issued = 0;
