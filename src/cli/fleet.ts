@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Tokenizer } from '../workload/index.js';
 import { collect, intArg, sizeArg } from './args.js';
 
 interface FleetFlags {
@@ -17,6 +18,8 @@ interface FleetFlags {
   prefixCaching: boolean;
   apiKey?: string;
   kvEventsConfig?: string;
+  tokenizer?: string;
+  tokenizerRevision?: string;
 }
 
 /** `tailgate fleet`: N simulated vLLM workers on loopback, with injectable faults. */
@@ -39,10 +42,13 @@ export function registerFleet(program: Command): void {
     .option('--api-key <key>', "as vLLM's --api-key: /v1/* needs Authorization: Bearer KEY, else 401 (default: $VLLM_API_KEY)")
     .option('--gpu-metrics-port <port>', "serve dcgm-exporter-style GPU telemetry (one GPU per worker, pod = worker id) on this port's /metrics; 0 picks a free port", intArg(0))
     .option('--kv-events-config <json>', 'as vLLM\'s: publish KV events over ZMQ, worker i on the endpoint\'s port + i (and its replay port + i), e.g. \'{"enable_kv_cache_events":true,"endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5657"}\'')
+    .option('--tokenizer <name|path>', "count prompt tokens with the served model's tokenizer and stream single tokens of it (a tokenizer.json, its folder, or a Hugging Face repo id from the local cache or the hub, as bench finds it); default: one token per word")
+    .option('--tokenizer-revision <rev>', 'branch, tag or commit of a hub --tokenizer', 'main')
     .addHelpText('after', '\nPrints one JSON line per worker, then "ready". Faults count from "ready". POST /admin/faults (loopback) adds one at run time, at= counted from then.')
     .action(async (flags: FleetFlags) => {
       const [{ startFleet, parseThrottle }, { parseFault }, { resolveProfile }, { parseKvEventsConfig }] = await Promise.all([import('../fleet/index.js'), import('../engine/index.js'), import('../calibrate/index.js'), import('../kv-events/index.js')]);
       const kvEvents = flags.kvEventsConfig !== undefined ? parseKvEventsConfig(flags.kvEventsConfig) : undefined;
+      const tokenizer = flags.tokenizer !== undefined ? await fleetTokenizer(flags.tokenizer, flags.model, flags.tokenizerRevision) : undefined;
       const profile = resolveProfile(flags.profile);
       const texts = flags.fault ?? [];
       const apiKey = flags.apiKey ?? process.env['VLLM_API_KEY'];
@@ -65,6 +71,7 @@ export function registerFleet(program: Command): void {
         ...(apiKey !== undefined && apiKey !== '' && { apiKey }),
         throttles,
         ...(kvEvents !== undefined && { kvEvents }),
+        ...(tokenizer !== undefined && { tokenizer }),
       });
       let out = '';
       for (const w of fleet.workers) out += `${JSON.stringify({ worker: w.index, id: w.id, url: w.url, ...(w.kvEvents && { kvEvents: w.kvEvents }) })}\n`;
@@ -81,4 +88,12 @@ export function registerFleet(program: Command): void {
       });
       process.exitCode = 0;
     });
+}
+
+/** `--tokenizer` resolved as bench resolves it, except that a tokenizer that cannot be had is an error, not the word rule. */
+async function fleetTokenizer(name: string, model: string, revision: string | undefined): Promise<Tokenizer> {
+  const [{ chooseTokenizer, resolveTokenizer }, { TailgateError }] = await Promise.all([import('../workload/index.js'), import('../core/index.js')]);
+  const t = await resolveTokenizer(chooseTokenizer({ tokenizer: name, model, revision }));
+  if (t.fallback !== undefined) throw new TailgateError('CONFIG_INVALID', `${t.fallback}; the fleet will not stand in the word rule for a tokenizer asked for`);
+  return t;
 }

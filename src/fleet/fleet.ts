@@ -1,7 +1,9 @@
 import { RealClock, TailgateError, createRng, type Clock } from '../core/index.js';
 import { DEFAULT_PROFILE, Engine, FaultSchedule, burstyStalls, getProfile, parseFault, type EngineProfile, type FaultSpec } from '../engine/index.js';
 import { EngineKvEvents, KvEventPublisher, offsetEndpoint, publishes, type KvEventsConfig } from '../kv-events/index.js';
+import type { Tokenizer } from '../workload/index.js';
 import { FleetWorker } from './worker.js';
+import { tokenizerTokens } from './token-text.js';
 import { parseThrottle, startGpuMetrics, type GpuMetricsServer, type GpuThrottleSpec } from './gpu-metrics.js';
 import type { AddedFault } from './worker.js';
 
@@ -49,6 +51,11 @@ export interface FleetOptions {
    * endpoint's port + i and likewise its replay endpoint (vLLM's per-rank offset). @default none
    */
   kvEvents?: KvEventsConfig;
+  /**
+   * The served model's tokenizer (see `resolveTokenizer`): prompt tokens are counted with it and the
+   * output streams single tokens of it. @default the word rule (one token per word)
+   */
+  tokenizer?: Tokenizer;
 }
 
 /** Where a worker publishes its KV events. */
@@ -114,6 +121,8 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
   const clock = opts.clock ?? new RealClock();
   const host = opts.host ?? '127.0.0.1';
   const model = opts.model ?? 'Qwen/Qwen3-8B';
+  // Pieces are found once here, not per worker or per request.
+  const tokens = opts.tokenizer?.model !== undefined ? tokenizerTokens(opts.tokenizer) : undefined;
   const rng = createRng(opts.seed ?? 1);
   rng.next(); // the first draw of a small-seeded xoroshiro128+ is ~1.0
 
@@ -167,6 +176,7 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
         addFault: addFaultText,
         listFaults: () => schedule?.faults ?? [],
         ...(opts.apiKey !== undefined && { apiKey: opts.apiKey }),
+        ...(tokens !== undefined && { tokens }),
       }),
     );
   }

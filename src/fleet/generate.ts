@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { countTokens, promptTokenIds, vocabWord, type Clock } from '../core/index.js';
+import type { Clock } from '../core/index.js';
 import type { Engine, Ticket } from '../engine/index.js';
 import {
   ChatStreamEncoder,
@@ -12,6 +12,7 @@ import {
   type NormalizedRequest,
 } from '../openai/index.js';
 import type { WorkerMetrics } from './metrics.js';
+import type { TokenText } from './token-text.js';
 
 /** What a generation handler needs from its worker. */
 export interface GenerateContext {
@@ -22,33 +23,37 @@ export interface GenerateContext {
   workerId: string;
   tokensPerChunk: number;
   defaultMaxTokens: number;
+  /** How prompt tokens are counted and output tokens spelled (the word rule, or the model's tokenizer). */
+  tokens: TokenText;
   nextId: () => string;
   /** Sends a JSON error response (status, body) with the worker header. */
   sendError: (res: ServerResponse, status: number, body: object) => void;
 }
 
-const SPACED: string[] = [];
-const QUOTED: string[] = [];
-
-/** JSON string literal of output token i's text (cached: the vocabulary is small). */
-function quotedToken(i: number): string {
-  let q = QUOTED[i];
-  if (q === undefined) {
-    q = JSON.stringify(` ${vocabWord(i)}`);
-    if (i < 4096) QUOTED[i] = q;
-  }
-  return q;
+/**
+ * With `stream_options.continuous_usage_stats` (and `include_usage`, as vLLM requires both), vLLM
+ * puts the running usage on every chunk, after `choices` (before the role chunk's
+ * `prompt_token_ids`): completion tokens so far, 0 on the role chunk.
+ */
+function continuousUsage(v: NormalizedRequest): boolean {
+  const o = v.body['stream_options'];
+  return v.includeUsage && typeof o === 'object' && o !== null && (o as Record<string, unknown>)['continuous_usage_stats'] === true;
 }
 
-/** The output text of tokens [from, to): `vocabWord(i)` each with a leading space. */
-function outputText(from: number, to: number): string {
-  let s = '';
-  for (let i = from; i < to; i++) {
-    let w = SPACED[i];
-    if (w === undefined && i < 4096) w = SPACED[i] = ` ${vocabWord(i)}`;
-    s += w ?? ` ${vocabWord(i)}`;
-  }
-  return s;
+/** vLLM's `UsageInfo` as it serializes it (prompt, total, completion). */
+function usageJson(promptTokens: number, completionTokens: number): string {
+  return `"usage":{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens + completionTokens},"completion_tokens":${completionTokens}}`;
+}
+
+/** One content chunk with the running usage as its last field. */
+function withUsage(frame: string, promptTokens: number, completionTokens: number): string {
+  return `${frame.slice(0, -3)},${usageJson(promptTokens, completionTokens)}}\n\n`;
+}
+
+/** The role chunk (chat only; '' for completions), with usage at 0 completion tokens when asked. */
+function roleFrame(enc: ChatStreamEncoder | CompletionStreamEncoder, continuous: boolean, promptTokens: number): string {
+  const f = enc.role();
+  return continuous ? f.replace('],"prompt_token_ids":', `],${usageJson(promptTokens, 0)},"prompt_token_ids":`) : f;
 }
 
 /**
@@ -74,11 +79,11 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
     serveChoices(ctx, v, res);
     return;
   }
-  const { clock, engine, metrics } = ctx;
-  const offset = continuedTokens(v);
+  const { clock, engine, metrics, tokens } = ctx;
+  const offset = continuedTokens(v, tokens);
   const arrivalMs = clock.now();
-  // Real token ids under the shared rule, so equal text is equal KV blocks in the prefix cache.
-  const promptIds = promptTokenIds(v.promptText);
+  // Token ids (the shared rule's or the tokenizer's), so equal text is equal KV blocks in the prefix cache.
+  const promptIds = tokens.promptIds(v.promptText);
   const promptTokens = promptIds.length;
   const maxTokens = v.maxTokens ?? Math.max(1, Math.min(ctx.defaultMaxTokens, engine.profile.maxModelLen - promptTokens));
   const rawId = ctx.nextId();
@@ -87,6 +92,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   const model = v.model === '' ? ctx.model : v.model;
   const K = ctx.tokensPerChunk;
   const timing = req.headers['x-tailgate-timing'] === '1';
+  const continuous = continuousUsage(v);
   const enc = v.kind === 'chat'
     ? new ChatStreamEncoder({ id, model, created, includeUsage: v.includeUsage })
     : new CompletionStreamEncoder({ id, model, created, includeUsage: v.includeUsage });
@@ -113,11 +119,12 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   const post = probe.slice(cut + 8);
   const ascii = Buffer.byteLength(probe) === probe.length;
   const writeContent = (from: number, to: number) => {
-    let f = pre + (to - from === 1 ? quotedToken(offset + from) : JSON.stringify(outputText(offset + from, offset + to))) + post;
+    let f = pre + (to - from === 1 ? tokens.quoted(offset + from) : JSON.stringify(tokens.text(offset + from, offset + to))) + post;
+    if (continuous) f = withUsage(f, promptTokens, to);
     if (timing) f = stamp(f, arrivalNs);
     if (headPending) {
       headPending = false;
-      f = enc.role() + f;
+      f = roleFrame(enc, continuous, promptTokens) + f;
     }
     if (socket && ascii) {
       // An ASCII frame goes out as latin1: a byte copy, no UTF-8 encoding pass in the write.
@@ -151,12 +158,13 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
       done = true;
       const usage = { prompt_tokens: promptTokens, completion_tokens: generated, total_tokens: promptTokens + generated };
       if (v.stream) {
-        let f = enc.finish(outputText(offset + sent, offset + generated), 'length');
+        let f = enc.finish(tokens.text(offset + sent, offset + generated), 'length');
+        if (continuous) f = withUsage(f, promptTokens, generated);
         if (timing) f = stamp(f, arrivalNs);
-        if (headPending) f = enc.role() + f;
+        if (headPending) f = roleFrame(enc, continuous, promptTokens) + f;
         res.end(f + enc.usage(usage) + DONE_FRAME);
       } else {
-        const o = { id, model, created, text: outputText(offset, offset + generated), finishReason: 'length' as const, usage };
+        const o = { id, model, created, text: tokens.text(offset, offset + generated), finishReason: 'length' as const, usage };
         const body = v.kind === 'chat' ? chatResponseBody(o) : completionResponseBody(o);
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-tailgate-worker': ctx.workerId });
         res.end(body);
@@ -195,10 +203,10 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
  * (`continue_final_message: true`, as the router's migration sends): the model picks up after
  * them, so the continuation is the rest of the answer an uninterrupted run gives.
  */
-function continuedTokens(v: NormalizedRequest): number {
+function continuedTokens(v: NormalizedRequest, tokens: TokenText): number {
   if (v.kind !== 'chat' || v.body['continue_final_message'] !== true || !v.messages) return 0;
   const last = v.messages[v.messages.length - 1];
-  return last?.role === 'assistant' && typeof last.content === 'string' ? countTokens(last.content) : 0;
+  return last?.role === 'assistant' && typeof last.content === 'string' ? tokens.count(last.content) : 0;
 }
 
 /**
@@ -262,11 +270,12 @@ function sendRefusal(ctx: GenerateContext, res: ServerResponse, reason: string, 
  * chunk per choice, one usage chunk for all) or one body with n choices.
  */
 function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerResponse): void {
-  const { clock, engine, metrics } = ctx;
+  const { clock, engine, metrics, tokens } = ctx;
   const arrivalMs = clock.now();
-  const promptIds = promptTokenIds(v.promptText);
+  const promptIds = tokens.promptIds(v.promptText);
   const promptTokens = promptIds.length;
-  const offset = continuedTokens(v);
+  const offset = continuedTokens(v, tokens);
+  const continuous = continuousUsage(v);
   const maxTokens = v.maxTokens ?? Math.max(1, Math.min(ctx.defaultMaxTokens, engine.profile.maxModelLen - promptTokens));
   const rawId = ctx.nextId();
   const id = v.kind === 'chat' ? `chatcmpl-${rawId}` : `cmpl-${rawId}`;
@@ -294,7 +303,7 @@ function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerRes
       res.end(encoders[0]!.usage(usage) + DONE_FRAME);
       return;
     }
-    const o = { id, model, created, text: generated.map((g) => outputText(offset, offset + g)), finishReason: 'length' as const, usage };
+    const o = { id, model, created, text: generated.map((g) => tokens.text(offset, offset + g)), finishReason: 'length' as const, usage };
     const body = v.kind === 'chat' ? chatResponseBody(o) : completionResponseBody(o);
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-tailgate-worker': ctx.workerId });
     res.end(body);
@@ -316,14 +325,16 @@ function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerRes
         generated[i]! += count;
         if (!v.stream || done || generated[i]! >= maxTokens) return;
         head();
-        res.write((sent[i] === 0 ? enc.role() : '') + enc.content(outputText(offset + sent[i]!, offset + generated[i]!)));
+        const f = enc.content(tokens.text(offset + sent[i]!, offset + generated[i]!));
+        res.write((sent[i] === 0 ? roleFrame(enc, continuous, promptTokens) : '') + (continuous ? withUsage(f, promptTokens, generated[i]!) : f));
         sent[i] = generated[i]!;
       },
       onFinish: (reason, now) => {
         if (!timeline.finish(reason, now)) return;
         if (v.stream && !done) {
           head();
-          res.write((sent[i] === 0 ? enc.role() : '') + enc.finish(outputText(offset + sent[i]!, offset + generated[i]!), 'length'));
+          const f = enc.finish(tokens.text(offset + sent[i]!, offset + generated[i]!), 'length');
+          res.write((sent[i] === 0 ? roleFrame(enc, continuous, promptTokens) : '') + (continuous ? withUsage(f, promptTokens, generated[i]!) : f));
         }
         if (--open === 0) end();
       },

@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
-import { createRng, promptTokenIds } from '../core/index.js';
+import { createRng } from '../core/index.js';
 import { errorBody, schemaError, type OpenAiErrorBody } from '../openai/index.js';
 import type { GenerateContext } from './generate.js';
+import type { TokenText } from './token-text.js';
 
 /** Vector size when the request names none (Qwen3-Embedding-0.6B's). */
 export const EMBEDDING_DIMS = 1024;
@@ -11,11 +12,11 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; error: OpenAiErrorBody };
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
 /** The texts of an embeddings `input` (a string, strings, token ids, or lists of token ids). */
-function readInputs(input: unknown): Parsed<{ ids: ArrayLike<number>[] }> {
+function readInputs(input: unknown, tokens: TokenText): Parsed<{ ids: ArrayLike<number>[] }> {
   const bad = { ok: false as const, error: schemaError('input', 'Input should be a valid string, a list of strings, a list of token ids or a list of lists of token ids', 'union_type') };
-  if (typeof input === 'string') return { ok: true, value: { ids: [promptTokenIds(input)] } };
+  if (typeof input === 'string') return { ok: true, value: { ids: [tokens.promptIds(input)] } };
   if (!Array.isArray(input) || input.length === 0) return bad;
-  if (input.every((x) => typeof x === 'string')) return { ok: true, value: { ids: (input as string[]).map((t) => promptTokenIds(t)) } };
+  if (input.every((x) => typeof x === 'string')) return { ok: true, value: { ids: (input as string[]).map((t) => tokens.promptIds(t)) } };
   if (input.every(isInt)) return { ok: true, value: { ids: [input as number[]] } };
   if (input.every((x) => Array.isArray(x) && x.length > 0 && x.every(isInt))) return { ok: true, value: { ids: input as number[][] } };
   return bad;
@@ -44,7 +45,7 @@ function embed(ids: ArrayLike<number>, dims: number): number[] {
  * float32 with `encoding_format: "base64"`.
  */
 export function serveEmbeddings(ctx: GenerateContext, body: Record<string, unknown>, res: ServerResponse): void {
-  const r = readInputs(body['input']);
+  const r = readInputs(body['input'], ctx.tokens);
   if (!r.ok) return ctx.sendError(res, 400, r.error);
   const dims = body['dimensions'];
   if (dims !== undefined && dims !== null && !(isInt(dims) && dims >= 1)) return ctx.sendError(res, 400, schemaError('dimensions', 'Input should be a positive integer', 'int_type'));
@@ -85,7 +86,7 @@ export function serveEmbeddings(ctx: GenerateContext, body: Record<string, unkno
 }
 
 /** `POST /tokenize` (a `prompt`, or chat `messages`): vLLM's `{count, max_model_len, tokens, token_strs}`. */
-export function tokenizeBody(body: Record<string, unknown>, promptText: string, maxModelLen: number): string {
-  const ids = Array.from(promptTokenIds(promptText));
-  return JSON.stringify({ count: ids.length, max_model_len: maxModelLen, tokens: ids, token_strs: body['return_token_strs'] === true ? promptText.split(/\s+/).filter((w) => w.length > 0) : null });
+export function tokenizeBody(body: Record<string, unknown>, promptText: string, maxModelLen: number, tokens: TokenText): string {
+  const ids = Array.from(tokens.promptIds(promptText));
+  return JSON.stringify({ count: ids.length, max_model_len: maxModelLen, tokens: ids, token_strs: body['return_token_strs'] === true ? tokens.pieces(promptText, ids) : null });
 }

@@ -8,6 +8,7 @@ import type { GpuThrottleSpec } from './gpu-metrics.js';
 import { serveGeneration, type GenerateContext } from './generate.js';
 import { serveEmbeddings, tokenizeBody } from './pooling.js';
 import { WorkerMetrics } from './metrics.js';
+import { wordTokens, type TokenText } from './token-text.js';
 
 export interface WorkerOptions {
   index: number;
@@ -28,6 +29,8 @@ export interface WorkerOptions {
   listFaults: () => readonly FaultSpec[];
   /** vLLM's `--api-key`: every `/v1/*` request needs `Authorization: Bearer KEY` (else 401). */
   apiKey?: string;
+  /** How tokens are counted and spelled. @default wordTokens */
+  tokens?: TokenText;
 }
 
 /** What `POST /admin/faults` added: an engine or HTTP fault, or a GPU throttle (`kind=throttle`). */
@@ -74,6 +77,7 @@ export class FleetWorker {
       workerId: '',
       tokensPerChunk: opts.tokensPerChunk,
       defaultMaxTokens: opts.defaultMaxTokens,
+      tokens: opts.tokens ?? wordTokens,
       nextId: () => `${this.index.toString(16).padStart(4, '0')}${(this.#seq++).toString(16).padStart(12, '0')}`,
       sendError,
     };
@@ -257,7 +261,8 @@ export class FleetWorker {
   async #generate(kind: EndpointKind, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): Promise<void> {
     const parsed = await this.#readJson(req, res);
     if (parsed === undefined) return;
-    const v = validateRequest(kind, parsed, { maxModelLen: this.engine.profile.maxModelLen });
+    const tokens = this.#ctx.tokens;
+    const v = validateRequest(kind, parsed, { maxModelLen: this.engine.profile.maxModelLen, ...(tokens !== wordTokens && { countTokens: tokens.count }) });
     if (!v.ok) {
       this.#json(res, v.status, JSON.stringify(v.error));
       return;
@@ -278,7 +283,7 @@ export class FleetWorker {
       this.#json(res, v.status, JSON.stringify(v.error));
       return;
     }
-    this.#json(res, 200, tokenizeBody(parsed, v.value.promptText, this.engine.profile.maxModelLen));
+    this.#json(res, 200, tokenizeBody(parsed, v.value.promptText, this.engine.profile.maxModelLen, this.#ctx.tokens));
   }
 
   async #admin(method: string, req: IncomingMessage, res: ServerResponse): Promise<void> {

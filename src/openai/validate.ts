@@ -9,6 +9,8 @@ export type ValidationResult = { ok: true; value: NormalizedRequest } | { ok: fa
 export interface ValidateOptions {
   /** Reject prompts (and prompt + max_tokens) longer than this, as vLLM does. @default no limit */
   maxModelLen?: number;
+  /** Counts the prompt's tokens for that check (a worker serving a real tokenizer's counts). @default countTokens, the word rule */
+  countTokens?: (text: string) => number;
 }
 
 type Fail = { ok: false; status: number; error: OpenAiErrorBody };
@@ -92,7 +94,7 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
   }
 
   if (opts.maxModelLen !== undefined) {
-    const inputTokens = countTokens(promptText);
+    const inputTokens = (opts.countTokens ?? countTokens)(promptText);
     const m = opts.maxModelLen;
     if (inputTokens > m) {
       const what = kind === 'chat' ? 'messages' : 'prompt';

@@ -1,4 +1,4 @@
-export type { Tokenizer } from './tokenizer.js';
+export type { Tokenizer, TokenizerModel } from './tokenizer.js';
 export { defaultTokenizer, loadTokenizer } from './tokenizer.js';
 export type { TokenizerChoice } from './resolve-tokenizer.js';
 export { chooseTokenizer, resolveTokenizer } from './resolve-tokenizer.js';

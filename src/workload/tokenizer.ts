@@ -10,6 +10,20 @@ export interface Tokenizer {
   readonly source?: string;
   /** Set when this is the word rule standing in for a tokenizer that could not be had: why (one line). */
   readonly fallback?: string;
+  /** The sub-word model behind `count`, for a loaded tokenizer (the fleet speaks in its tokens); absent for the word rule. */
+  readonly model?: TokenizerModel;
+}
+
+/** What a loaded Hugging Face tokenizer offers beyond counting. */
+export interface TokenizerModel {
+  /** Token ids of `text`, without special tokens (what `count` counts). */
+  encode(text: string): number[];
+  /** The text of token ids, special tokens skipped. */
+  decode(ids: readonly number[]): string;
+  /** Ids run 0..vocabSize-1, added tokens included. */
+  readonly vocabSize: number;
+  /** Ids of the added tokens (chat markers, EOS...): never output text. */
+  readonly addedIds: ReadonlySet<number>;
 }
 
 /**
@@ -47,11 +61,14 @@ export async function loadTokenizer(path: string, name = path): Promise<Tokenize
   } catch (e) {
     throw bad(`cannot build a tokenizer from ${file}: ${e instanceof Error ? e.message : String(e)}`);
   }
-  return {
-    name,
-    source: path,
-    count: (text) => (text.length === 0 ? 0 : hf.encode(text, { add_special_tokens: false }).ids.length),
+  const encode = (text: string): number[] => (text.length === 0 ? [] : hf.encode(text, { add_special_tokens: false }).ids);
+  const model: TokenizerModel = {
+    encode,
+    decode: (ids) => hf.decode([...ids], { skip_special_tokens: true }),
+    vocabSize: hf.get_vocab(true).size,
+    addedIds: new Set(hf.get_added_tokens_decoder().keys()),
   };
+  return { name, source: path, count: (text) => encode(text).length, model };
 }
 
 function readJson(file: string, bad: (why: string) => TailgateError): Record<string, unknown> {
