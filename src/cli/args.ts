@@ -26,6 +26,18 @@ export function durationArg(value: string): number {
   }
 }
 
+/** Milliseconds as a duration flag is typed (`60s`, `10m`, `250ms`); parses back to the same. */
+export function durationText(ms: number): string {
+  for (const [unit, size] of [['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (ms > 0 && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
+/** Bytes as a size flag is typed (`4MiB`, `256KiB`); parses back to the same. */
+export function sizeText(bytes: number): string {
+  for (const [unit, size] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) if (bytes > 0 && bytes % size === 0) return `${bytes / size}${unit}`;
+  return String(bytes);
+}
+
 export function sizeArg(value: string): number {
   try {
     return parseSizeBytes(value);

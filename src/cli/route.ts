@@ -5,59 +5,68 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { TailgateError, parseDurationMs } from '../core/index.js';
 import type { ClientKey, RouterOptions } from '../router/index.js';
 import { POLICY_NAMES, ROUTER_DEFAULTS, type DeadlineSetting, type PolicyName, type PrefixOptions } from '../routing/index.js';
-import { choiceArg, collect, durationArg, intArg, numberArg, sizeArg } from './args.js';
+import { choiceArg, collect, durationArg, durationText, intArg, numberArg, sizeArg } from './args.js';
+import { addOptions, libraryOptions, rowsFor, type FlagsOf } from './option-table.js';
 
-interface RouteFlags {
-  kvEventsConfig?: string;
-  sessionAffinity?: boolean;
-  sessionHeader?: string[];
-  sessionTtl?: number;
-  port: number;
-  host: string;
-  backend?: string[];
-  backendsFile?: string;
-  policy: PolicyName;
-  prefixAffinity?: boolean;
-  prefixIndexBlocks?: number;
-  prefixBalanceAbs?: number;
-  prefixBalanceRel?: number;
-  seed: number;
-  maxInflightPerWorker?: number;
-  maxQueue: number;
-  queueTimeout: number;
-  ttftDeadline?: DeadlineSetting;
-  stallDeadline?: DeadlineSetting;
-  deadlineFloor: number;
-  maxResendShare: number;
-  failureRescue: boolean;
-  migrateMaxBytes: number;
-  maxBody: number;
-  maxRetries: number;
-  ca?: string;
-  backendApiKey?: string;
-  apiKey?: string[];
-  apiKeyFile?: string;
-  adminPort?: number;
-  adminHost: string;
-  metricsOnAdmin?: boolean;
-  tlsCert?: string;
-  tlsKey?: string;
-  accessLog?: string | boolean;
-  procs: number;
-  drainTimeout: number;
-  drainDelay: number;
-  headerTimeout: number;
-  bodyTimeout: number;
-  keepAliveTimeout: number;
-  maxRequestsPerConnection: number;
-  upstreamHeaderTimeout: number;
-  upstreamIdleTimeout: number;
-  sendTimeout: number;
-  discover?: string;
-  flows?: string | boolean;
-  tenantHeader?: string;
-  priorityHeader?: string;
-}
+const row = rowsFor<RouterOptions>();
+const D = ROUTER_DEFAULTS;
+const AUTO = 'auto for adaptive and prefix, off otherwise';
+
+/** Every flag of `tailgate route`, declared once: commander's option, its help and default, and the library option it sets. */
+export const ROUTE_OPTIONS = {
+  port: row({ arg: '<port>', help: 'listen port (0 picks a free one)', parse: portArg, default: D.port, lib: 'port' }),
+  host: row<string>({ arg: '<addr>', help: 'bind address', default: D.host, lib: 'host' }),
+  backend: row({ arg: '<url>', help: 'worker base URL, repeatable (http://host:port)', parse: collect }),
+  backendsFile: row<string>({ arg: '<file>', help: 'file with one worker URL per line (or a JSON array); re-read on SIGHUP' }),
+  policy: row({ arg: '<name>', help: `routing policy (${POLICY_NAMES.join(', ')})`, parse: choiceArg(POLICY_NAMES), default: D.policy }),
+  prefixAffinity: row<boolean>({ help: 'adaptive with bounded prefix affinity first (the same as --policy prefix)' }),
+  sessionAffinity: row<boolean>({ help: "keep a session's requests on its worker while it is healthy (headers X-Session-Affinity, X-Correlation-ID, x-session-token unless --session-header)" }),
+  sessionHeader: row({ arg: '<name>', help: 'a request header naming the session (repeatable; implies --session-affinity)', parse: collect }),
+  sessionTtl: row({ arg: '<duration>', help: 'forget a session unused this long', parse: durationArg, defaultNote: durationText(D.sessionTtlMs) }),
+  kvEventsConfig: row<string>({ arg: '<json>', help: "prefix scores workers on their own KV events: the workers' vLLM --kv-events-config JSON, its endpoint's * (or empty host) read as each backend's host and backend i on port + i, e.g. '{\"endpoint\":\"tcp://*:5557\",\"replay_endpoint\":\"tcp://*:5657\"}'" }),
+  prefixIndexBlocks: row({ arg: '<n>', help: 'KV block hashes the prefix policies remember', parse: intArg(1), default: D.prefixIndexBlocks }),
+  prefixBalanceAbs: row({ arg: '<n>', help: 'prefix affinity only while a worker holds < fleet mean + N requests, or the relative bound', parse: numberArg(0), default: D.prefixBalanceAbs }),
+  prefixBalanceRel: row({ arg: '<x>', help: 'prefix affinity only while a worker holds < x times the fleet mean, or the absolute bound', parse: numberArg(1), default: D.prefixBalanceRel }),
+  seed: row({ arg: '<n>', help: 'seed of every random choice', parse: intArg(0), default: D.seed, lib: 'seed' }),
+  maxInflightPerWorker: row({ arg: '<n>', help: 'per-worker in-flight cap; more wait in the router', parse: intArg(1), lib: 'maxInflightPerWorker', defaultNote: `for adaptive and prefix: ${D.capFactor} x the fair share, at least ${D.capFloor}; none otherwise` }),
+  maxQueue: row({ arg: '<n>', help: 'requests that may wait in the router; beyond it 429', parse: intArg(0), default: D.maxQueue, lib: 'maxQueue' }),
+  queueTimeout: row({ arg: '<dur>', help: 'a request waiting longer in the router gets 503', parse: durationArg, default: D.queueTimeoutMs, lib: 'queueTimeoutMs' }),
+  ttftDeadline: row({ arg: '<auto|dur|off>', help: 're-dispatch a stream with no first token by then', parse: deadlineArg, lib: 'ttftDeadline', defaultNote: AUTO }),
+  stallDeadline: row({ arg: '<auto|dur|off>', help: 'migrate a stream silent this long mid-way', parse: deadlineArg, lib: 'stallDeadline', defaultNote: AUTO }),
+  deadlineFloor: row({ arg: '<dur>', help: 'floor of the auto deadlines', parse: durationArg, default: D.deadlineFloorMs, lib: 'deadlineFloorMs' }),
+  maxResendShare: row({ arg: '<x>', help: 'long-run share of requests that may be sent twice', parse: numberArg(0), default: D.maxResendShare, lib: 'maxResendShare' }),
+  failureRescue: row<boolean>({ negate: true, help: `a failed worker's streams (crash, reset, whole-worker stall) spend the re-send budget (burst ${D.resendBurst}) instead of all moving while other workers have room`, lib: 'failureRescue' }),
+  migrateMaxBytes: row({ arg: '<size>', help: 'text a stream keeps for migration; past it the stream is no longer migratable', parse: sizeArg, default: D.migrateMaxBytes, lib: 'migrateMaxBytes' }),
+  maxBody: row({ arg: '<size>', help: 'request body limit, beyond it 413', parse: sizeArg, default: D.maxBodyBytes, lib: 'maxBodyBytes' }),
+  maxRetries: row({ arg: '<n>', help: 'retries elsewhere after a failure before any byte reached the client', parse: intArg(0), default: D.maxRetries, lib: 'maxRetries' }),
+  ca: row<string>({ arg: '<file>', help: 'PEM CA bundle for https backends' }),
+  tlsCert: row<string>({ arg: '<file>', help: 'serve clients over TLS: PEM certificate chain (reloaded on SIGHUP or when the file changes)' }),
+  tlsKey: row<string>({ arg: '<file>', help: 'the PEM private key of --tls-cert' }),
+  backendApiKey: row<string>({ arg: '<key>', help: "the workers' API key (vLLM --api-key), sent on probes and in place of the client's key on requests that passed --api-key", defaultNote: '$TAILGATE_BACKEND_API_KEY, which keeps it out of ps' }),
+  apiKey: row({ arg: '<keys>', help: "clients' API keys (Authorization: Bearer KEY, as vLLM's --api-key), repeatable or comma-separated; without one, worker routes and /v1/models answer 401", parse: collect, defaultNote: '$TAILGATE_API_KEY, which keeps them out of ps' }),
+  apiKeyFile: row<string>({ arg: '<file>', help: 'YAML file of client keys, each with an optional tenant and max-priority (re-read on SIGHUP): keys: [{key: K, tenant: T, max-priority: standard}]' }),
+  adminPort: row({ arg: '<port>', help: 'serve /workers and /flows on a listener of their own', parse: portArg, defaultNote: 'on the API port, to loopback clients only' }),
+  adminHost: row<string>({ arg: '<addr>', help: 'bind address of --admin-port', default: D.host }),
+  metricsOnAdmin: row<boolean>({ help: 'serve /metrics only where /workers is', defaultNote: 'on the API port, where Prometheus scrapes it' }),
+  accessLog: row<string | true>({ arg: '[file]', help: 'JSON access log lines to a file (without one: stdout)' }),
+  procs: row({ arg: '<n>', help: 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', parse: intArg(1), default: D.procs }),
+  drainDelay: row({ arg: '<dur>', help: 'on SIGTERM, /ready answers 503 at once but requests are still served this long (until the endpoint change propagates)', parse: durationArg, default: D.serviceDrainDelayMs, lib: 'drainDelayMs' }),
+  drainTimeout: row({ arg: '<dur>', help: 'then stop accepting and wait this long for streams to finish; the rest end with an error frame and [DONE]', parse: durationArg, default: D.drainTimeoutMs, lib: 'drainTimeoutMs' }),
+  headerTimeout: row({ arg: '<dur>', help: "a client must send a request's head within this, else 408 and close (nginx client_header_timeout)", parse: durationArg, default: D.headerTimeoutMs, lib: 'headerTimeoutMs' }),
+  bodyTimeout: row({ arg: '<dur>', help: 'a request body silent this long between two reads gets 408 (nginx client_body_timeout)', parse: durationArg, default: D.bodyTimeoutMs, lib: 'bodyTimeoutMs' }),
+  keepAliveTimeout: row({ arg: '<dur>', help: 'an idle client connection is closed after this (nginx keepalive_timeout)', parse: durationArg, default: D.keepAliveTimeoutMs, lib: 'keepAliveTimeoutMs' }),
+  maxRequestsPerConnection: row({ arg: '<n>', help: 'a client connection is closed after this many requests, 0 = no limit (nginx keepalive_requests)', parse: intArg(0), default: D.maxRequestsPerConnection, lib: 'maxRequestsPerConnection' }),
+  upstreamHeaderTimeout: row({ arg: '<dur>', help: 'a worker that sends no response head this long after the request fails it (retried elsewhere)', parse: durationArg, default: D.upstreamHeaderTimeoutMs, lib: 'upstreamHeaderTimeoutMs' }),
+  upstreamIdleTimeout: row({ arg: '<dur>', help: 'a response silent this long fails (Envoy stream_idle_timeout); a stream ends with an error frame', parse: durationArg, default: D.upstreamIdleTimeoutMs, lib: 'upstreamIdleTimeoutMs' }),
+  sendTimeout: row({ arg: '<dur>', help: 'a client that takes no byte of its response this long is disconnected (nginx send_timeout)', parse: durationArg, default: D.sendTimeoutMs, lib: 'sendTimeoutMs' }),
+  discover: row<string>({ arg: '<k8s://ns/svc[:port]>', help: 'follow the ready endpoints of a Kubernetes Service (EndpointSlices; KUBECONFIG or in-cluster credentials)' }),
+  flows: row<string | true>({ arg: '[file]', help: 'flow control: priorities, fair queuing between tenants, per-tenant limits; the YAML file (re-read on SIGHUP) sets weights, limits and per-model priorities' }),
+  tenantHeader: row<string>({ arg: '<name>', help: 'header naming the tenant; turns flow control on', defaultNote: 'a hash of the API key' }),
+  priorityHeader: row<string>({ arg: '<name>', help: 'header naming the priority: critical, standard or sheddable; turns flow control on', defaultNote: D.priorityHeader }),
+};
+
+/** The flags of `tailgate route` as commander parses them. */
+export type RouteFlags = FlagsOf<typeof ROUTE_OPTIONS>;
 
 /** `auto`, `off` or a duration. */
 export function deadlineArg(value: string): DeadlineSetting {
@@ -73,7 +82,7 @@ export function deadlineArg(value: string): DeadlineSetting {
  * The policy and prefix options the flags ask for: `--prefix-affinity` turns `adaptive` into
  * `prefix` (the same two-choice, with bounded prefix affinity first); other policies refuse it.
  */
-export function routePolicy(flags: Pick<RouteFlags, 'policy' | 'prefixAffinity' | 'prefixIndexBlocks' | 'prefixBalanceAbs' | 'prefixBalanceRel'>): { policy: PolicyName; prefix: PrefixOptions } {
+export function routePolicy(flags: Pick<RouteFlags, 'policy'> & Partial<Pick<RouteFlags, 'prefixAffinity' | 'prefixIndexBlocks' | 'prefixBalanceAbs' | 'prefixBalanceRel'>>): { policy: PolicyName; prefix: PrefixOptions } {
   let policy = flags.policy;
   if (flags.prefixAffinity === true) {
     if (policy !== 'adaptive' && policy !== 'prefix') throw new TailgateError('CLI_USAGE', `--prefix-affinity applies to --policy adaptive, not ${policy}`);
@@ -205,58 +214,10 @@ async function startDiscovery(routerLib: typeof import('../router/index.js'), ro
 
 /** `tailgate route`: the load-aware OpenAI-compatible router. */
 export function registerRoute(program: Command): void {
-  program
+  const cmd = program
     .command('route')
-    .description('load-aware OpenAI-compatible router in front of vLLM/SGLang/Dynamo workers')
-    .option('--port <port>', 'listen port (0 picks a free one)', portArg, 8000)
-    .option('--host <addr>', 'bind address', '127.0.0.1')
-    .option('--backend <url>', 'worker base URL, repeatable (http://host:port)', collect)
-    .option('--backends-file <file>', 'file with one worker URL per line (or a JSON array); re-read on SIGHUP')
-    .option('--policy <name>', `routing policy (${POLICY_NAMES.join(', ')})`, choiceArg(POLICY_NAMES), 'adaptive')
-    .option('--prefix-affinity', 'adaptive with bounded prefix affinity first (the same as --policy prefix)')
-    .option('--session-affinity', "keep a session's requests on its worker while it is healthy (headers X-Session-Affinity, X-Correlation-ID, x-session-token unless --session-header)")
-    .option('--session-header <name>', 'a request header naming the session (repeatable; implies --session-affinity)', collect)
-    .option('--session-ttl <duration>', 'forget a session unused this long (default 10m)', durationArg)
-    .option('--kv-events-config <json>', "prefix scores workers on their own KV events: the workers' vLLM --kv-events-config JSON, its endpoint's * (or empty host) read as each backend's host and backend i on port + i, e.g. '{\"endpoint\":\"tcp://*:5557\",\"replay_endpoint\":\"tcp://*:5657\"}'")
-    .option('--prefix-index-blocks <n>', 'KV block hashes the prefix policies remember (default 131072)', intArg(1))
-    .option('--prefix-balance-abs <n>', 'prefix affinity only while a worker holds < fleet mean + N requests, or the relative bound (default 8)', numberArg(0))
-    .option('--prefix-balance-rel <x>', 'prefix affinity only while a worker holds < x times the fleet mean, or the absolute bound (default 1.25)', numberArg(1))
-    .option('--seed <n>', 'seed of every random choice', intArg(0), 1)
-    .option('--max-inflight-per-worker <n>', 'per-worker in-flight cap; more wait in the router (default for adaptive and prefix: 1.25 x the fair share, at least 8; none otherwise)', intArg(1))
-    .option('--max-queue <n>', 'requests that may wait in the router; beyond it 429', intArg(0), ROUTER_DEFAULTS.maxQueue)
-    .option('--queue-timeout <dur>', 'a request waiting longer in the router gets 503', durationArg, ROUTER_DEFAULTS.queueTimeoutMs)
-    .option('--ttft-deadline <auto|dur|off>', 're-dispatch a stream with no first token by then (default: auto for adaptive and prefix, off otherwise)', deadlineArg)
-    .option('--stall-deadline <auto|dur|off>', 'migrate a stream silent this long mid-way (default: auto for adaptive and prefix, off otherwise)', deadlineArg)
-    .option('--deadline-floor <dur>', 'floor of the auto deadlines', durationArg, ROUTER_DEFAULTS.deadlineFloorMs)
-    .option('--max-resend-share <x>', 'long-run share of requests that may be sent twice', numberArg(0), ROUTER_DEFAULTS.maxResendShare)
-    .option('--no-failure-rescue', "a failed worker's streams (crash, reset, whole-worker stall) spend the re-send budget (burst 64) instead of all moving while other workers have room")
-    .option('--migrate-max-bytes <size>', 'text a stream keeps for migration; past it the stream is no longer migratable', sizeArg, ROUTER_DEFAULTS.migrateMaxBytes)
-    .option('--max-body <size>', 'request body limit, beyond it 413', sizeArg, 4 * 1024 * 1024)
-    .option('--max-retries <n>', 'retries elsewhere after a failure before any byte reached the client', intArg(0), ROUTER_DEFAULTS.maxRetries)
-    .option('--ca <file>', 'PEM CA bundle for https backends')
-    .option('--tls-cert <file>', 'serve clients over TLS: PEM certificate chain (reloaded on SIGHUP or when the file changes)')
-    .option('--tls-key <file>', 'the PEM private key of --tls-cert')
-    .option('--backend-api-key <key>', "the workers' API key (vLLM --api-key), sent on probes and in place of the client's key on requests that passed --api-key (default: $TAILGATE_BACKEND_API_KEY, which keeps it out of ps)")
-    .option('--api-key <keys>', "clients' API keys (Authorization: Bearer KEY, as vLLM's --api-key), repeatable or comma-separated; without one, worker routes and /v1/models answer 401 (default: $TAILGATE_API_KEY, which keeps them out of ps)", collect)
-    .option('--api-key-file <file>', "YAML file of client keys, each with an optional tenant and max-priority (re-read on SIGHUP): keys: [{key: K, tenant: T, max-priority: standard}]")
-    .option('--admin-port <port>', 'serve /workers and /flows on a listener of their own (default: on the API port, to loopback clients only)', portArg)
-    .option('--admin-host <addr>', 'bind address of --admin-port', '127.0.0.1')
-    .option('--metrics-on-admin', 'serve /metrics only where /workers is (default: on the API port, where Prometheus scrapes it)')
-    .option('--access-log [file]', 'JSON access log lines to a file (default: stdout)')
-    .option('--procs <n>', 'processes sharing the port (node:cluster), each with its own counts; /metrics sums them', intArg(1), 1)
-    .option('--drain-delay <dur>', 'on SIGTERM, /ready answers 503 at once but requests are still served this long (until the endpoint change propagates)', durationArg, 5000)
-    .option('--drain-timeout <dur>', 'then stop accepting and wait this long for streams to finish; the rest end with an error frame and [DONE]', durationArg, 30_000)
-    .option('--header-timeout <dur>', "a client must send a request's head within this, else 408 and close (nginx client_header_timeout)", durationArg, 10_000)
-    .option('--body-timeout <dur>', 'a request body silent this long between two reads gets 408 (nginx client_body_timeout)', durationArg, 30_000)
-    .option('--keep-alive-timeout <dur>', 'an idle client connection is closed after this (nginx keepalive_timeout)', durationArg, 65_000)
-    .option('--max-requests-per-connection <n>', 'a client connection is closed after this many requests, 0 = no limit (nginx keepalive_requests)', intArg(0), 1000)
-    .option('--upstream-header-timeout <dur>', 'a worker that sends no response head this long after the request fails it (retried elsewhere)', durationArg, ROUTER_DEFAULTS.upstreamHeaderTimeoutMs)
-    .option('--upstream-idle-timeout <dur>', 'a response silent this long fails (Envoy stream_idle_timeout); a stream ends with an error frame', durationArg, ROUTER_DEFAULTS.upstreamIdleTimeoutMs)
-    .option('--send-timeout <dur>', 'a client that takes no byte of its response this long is disconnected (nginx send_timeout)', durationArg, ROUTER_DEFAULTS.sendTimeoutMs)
-    .option('--discover <k8s://ns/svc[:port]>', 'follow the ready endpoints of a Kubernetes Service (EndpointSlices; KUBECONFIG or in-cluster credentials)')
-    .option('--flows [file]', 'flow control: priorities, fair queuing between tenants, per-tenant limits; the YAML file (re-read on SIGHUP) sets weights, limits and per-model priorities')
-    .option('--tenant-header <name>', 'header naming the tenant (default: a hash of the API key); turns flow control on')
-    .option('--priority-header <name>', 'header naming the priority: critical, standard or sheddable (default x-tailgate-priority); turns flow control on')
+    .description('load-aware OpenAI-compatible router in front of vLLM/SGLang/Dynamo workers');
+  addOptions(cmd, ROUTE_OPTIONS)
     .addHelpText('after', '\nPrints {"url":"http://HOST:PORT"} then "ready" once listening. GET /metrics, /health, /ready, /live on the API port; /workers and /flows on --admin-port, or to loopback clients.')
     .action((flags: RouteFlags) => runRoute(flags));
 }
@@ -303,31 +264,9 @@ function routerOptions(flags: RouteFlags, backends: string[], extra: Partial<Rou
   const flowsOn = flags.flows !== undefined || flags.tenantHeader !== undefined || flags.priorityHeader !== undefined;
   return {
     backends,
-    port: flags.port,
-    host: flags.host,
     policy,
     prefix,
-    seed: flags.seed,
-    maxQueue: flags.maxQueue,
-    queueTimeoutMs: flags.queueTimeout,
-    deadlineFloorMs: flags.deadlineFloor,
-    maxResendShare: flags.maxResendShare,
-    failureRescue: flags.failureRescue,
-    migrateMaxBytes: flags.migrateMaxBytes,
-    maxBodyBytes: flags.maxBody,
-    maxRetries: flags.maxRetries,
-    drainTimeoutMs: flags.drainTimeout,
-    drainDelayMs: flags.drainDelay,
-    headerTimeoutMs: flags.headerTimeout,
-    bodyTimeoutMs: flags.bodyTimeout,
-    keepAliveTimeoutMs: flags.keepAliveTimeout,
-    maxRequestsPerConnection: flags.maxRequestsPerConnection,
-    upstreamHeaderTimeoutMs: flags.upstreamHeaderTimeout,
-    upstreamIdleTimeoutMs: flags.upstreamIdleTimeout,
-    sendTimeoutMs: flags.sendTimeout,
-    ...(flags.maxInflightPerWorker !== undefined && { maxInflightPerWorker: flags.maxInflightPerWorker }),
-    ...(flags.ttftDeadline !== undefined && { ttftDeadline: flags.ttftDeadline }),
-    ...(flags.stallDeadline !== undefined && { stallDeadline: flags.stallDeadline }),
+    ...libraryOptions<RouterOptions>(ROUTE_OPTIONS, flags),
     ...(backendApiKey !== undefined && backendApiKey !== '' && { backendApiKey }),
     ...(flags.discover !== undefined && { dynamicBackends: true }),
     ...((flags.sessionAffinity === true || flags.sessionHeader !== undefined || flags.sessionTtl !== undefined) && {

@@ -6,7 +6,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { TailgateError, durationSchema } from '../core/index.js';
 import { capPriority, type ClientKey } from './door.js';
-import { PRIORITIES, type Dispatcher, type FlowQueueOptions, type FlowTicket, type Priority, type ShedReason } from '../routing/index.js';
+import { PRIORITIES, ROUTER_DEFAULTS, type Dispatcher, type FlowQueueOptions, type FlowTicket, type Priority, type ShedReason } from '../routing/index.js';
 
 const durationMs = durationSchema(z);
 
@@ -271,7 +271,7 @@ export class FlowControl {
   constructor(opts: FlowOptions, config: FlowConfig, dispatcher: Dispatcher, registry: Registry) {
     this.#opts = opts;
     this.#tenantHeader = opts.tenantHeader?.toLowerCase();
-    this.#priorityHeader = (opts.priorityHeader ?? 'x-tailgate-priority').toLowerCase();
+    this.#priorityHeader = (opts.priorityHeader ?? ROUTER_DEFAULTS.priorityHeader).toLowerCase();
     this.#config = config;
     this.#dispatcher = dispatcher;
     this.metrics = new FlowMetrics(registry, this, dispatcher);

@@ -2,6 +2,7 @@ import { createServer, type Server as HttpServer, type ServerOptions } from 'nod
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { TailgateError } from '../core/index.js';
+import { ROUTER_DEFAULTS } from '../routing/index.js';
 import type { RouterOptions } from './options.js';
 import type { RequestHandler, Side } from './request-handler.js';
 
@@ -22,8 +23,8 @@ export function checkPort(port: number, flag: string): number {
 function serverOptions(opts: RouterOptions): ServerOptions {
   return {
     noDelay: true,
-    keepAliveTimeout: opts.keepAliveTimeoutMs ?? 65_000,
-    headersTimeout: opts.headerTimeoutMs ?? 10_000,
+    keepAliveTimeout: opts.keepAliveTimeoutMs ?? ROUTER_DEFAULTS.keepAliveTimeoutMs,
+    headersTimeout: opts.headerTimeoutMs ?? ROUTER_DEFAULTS.headerTimeoutMs,
     // the body has a timeout of its own between two reads (readBody), as nginx's client_body_timeout
     requestTimeout: 0,
     // Node checks the header timeout on an interval of its own (30 s by default): check every second
@@ -41,13 +42,13 @@ export function createSideServer(opts: RouterOptions, handler: RequestHandler, s
   let server: HttpServer;
   if (tls) {
     try {
-      server = createHttpsServer({ ...base, cert: tls.cert, key: tls.key, handshakeTimeout: opts.tlsHandshakeTimeoutMs ?? opts.headerTimeoutMs ?? 10_000 }, handler.listener(side));
+      server = createHttpsServer({ ...base, cert: tls.cert, key: tls.key, handshakeTimeout: opts.tlsHandshakeTimeoutMs ?? opts.headerTimeoutMs ?? ROUTER_DEFAULTS.headerTimeoutMs }, handler.listener(side));
     } catch (e) {
       throw new TailgateError('CONFIG_INVALID', `the TLS certificate and key do not load: ${(e as Error).message}`, { cause: e });
     }
   } else server = createServer(base, handler.listener(side));
   server.on('checkContinue', handler.checkContinue(side));
-  server.maxRequestsPerSocket = opts.maxRequestsPerConnection ?? 1000;
+  server.maxRequestsPerSocket = opts.maxRequestsPerConnection ?? ROUTER_DEFAULTS.maxRequestsPerConnection;
   return server;
 }
 

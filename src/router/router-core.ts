@@ -31,7 +31,7 @@ export interface RouterCore {
 
 /** Builds the dispatcher, the workers, their health and the metrics from the options (nothing listens yet). */
 export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefined): RouterCore {
-  const policyName = opts.policy ?? 'adaptive';
+  const policyName = opts.policy ?? ROUTER_DEFAULTS.policy;
   const adaptive = usesAdaptiveDefaults(policyName);
   const clock = new RealClock();
   const pool: BackendPoolOptions = {
@@ -46,7 +46,7 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
   const floor = opts.deadlineFloorMs ?? ROUTER_DEFAULTS.deadlineFloorMs;
   const dispatcher = new Dispatcher({
     policy: createPolicy(policyName, { now: () => clock.now(), ...(opts.prefix !== undefined && { prefix: opts.prefix }), ...(kv !== undefined && { cacheReport: kv }) }),
-    rng: createRng(opts.seed ?? 1),
+    rng: createRng(opts.seed ?? ROUTER_DEFAULTS.seed),
     now: () => clock.now(),
     maxInflightPerWorker: opts.maxInflightPerWorker ?? (adaptive ? 'auto' : Number.POSITIVE_INFINITY),
     maxQueue: opts.maxQueue ?? ROUTER_DEFAULTS.maxQueue,

@@ -1,5 +1,6 @@
 import type { Server as HttpsServer } from 'node:https';
 import { TailgateError } from '../core/index.js';
+import { ROUTER_DEFAULTS } from '../routing/index.js';
 import { KeyRing } from './door.js';
 import { loadFlowConfig, type FlowConfig } from './flows.js';
 import { checkPort, createSideServer, listen, type Listener } from './listeners.js';
@@ -18,14 +19,14 @@ import { buildCore, startSweep, type RouterCore } from './router-core.js';
  */
 export async function startRouter(opts: RouterOptions): Promise<Router> {
   if (opts.backends.length === 0 && opts.dynamicBackends !== true) throw new TailgateError('ROUTER_NO_BACKEND', 'no backend given (use --backend URL or --backends-file FILE)');
-  const port = checkPort(opts.port ?? 8000, '--port');
+  const port = checkPort(opts.port ?? ROUTER_DEFAULTS.port, '--port');
   const adminPort = opts.admin && checkPort(opts.admin.port, '--admin-port');
   const flowConfig: FlowConfig | undefined = opts.flows && (opts.flows.file !== undefined ? await loadFlowConfig(opts.flows.file) : {});
   const keys = opts.apiKeys && new KeyRing(opts.apiKeys);
   const core = buildCore(opts, flowConfig);
   const handler = new RequestHandler(core, {
-    maxBodyBytes: opts.maxBodyBytes ?? 4 * 1024 * 1024,
-    bodyTimeoutMs: opts.bodyTimeoutMs ?? 30_000,
+    maxBodyBytes: opts.maxBodyBytes ?? ROUTER_DEFAULTS.maxBodyBytes,
+    bodyTimeoutMs: opts.bodyTimeoutMs ?? ROUTER_DEFAULTS.bodyTimeoutMs,
     keys,
     workerAuthorization: opts.backendApiKey !== undefined ? `Bearer ${opts.backendApiKey}` : undefined,
     adminListener: opts.admin !== undefined,
@@ -37,8 +38,8 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
   await core.health.start();
   let listening: Listener[];
   try {
-    listening = [await listen(api, port, opts.host ?? '127.0.0.1', opts.tls ? 'https' : 'http')];
-    if (admin && opts.admin) listening.push(await listen(admin, adminPort!, opts.admin.host ?? '127.0.0.1', 'http'));
+    listening = [await listen(api, port, opts.host ?? ROUTER_DEFAULTS.host, opts.tls ? 'https' : 'http')];
+    if (admin && opts.admin) listening.push(await listen(admin, adminPort!, opts.admin.host ?? ROUTER_DEFAULTS.host, 'http'));
   } catch (e) {
     if (api.listening) api.close();
     stopSweep();
@@ -79,13 +80,13 @@ export async function startRouter(opts: RouterOptions): Promise<Router> {
 async function drainAndClose(core: RouterCore, handler: RequestHandler, servers: Listener['server'][], opts: RouterOptions, stopSweep: () => void): Promise<void> {
   handler.draining = true;
   // a Service keeps sending until the endpoint change reaches every node: keep serving meanwhile
-  const delayMs = opts.drainDelayMs ?? 0;
+  const delayMs = opts.drainDelayMs ?? ROUTER_DEFAULTS.drainDelayMs;
   if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
   handler.stopping = true;
   const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   for (const s of servers) s.closeIdleConnections();
   const { active, clock } = core;
-  const deadline = clock.now() + (opts.drainTimeoutMs ?? 30_000);
+  const deadline = clock.now() + (opts.drainTimeoutMs ?? ROUTER_DEFAULTS.drainTimeoutMs);
   while (active.size > 0 && clock.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   // drain() ends each call (it leaves `active`), so count them first; let their error frames
   // reach the clients before the sockets go

@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { ROUTER_DEFAULTS } from '../routing/index.js';
 
 /** Options of {@link SessionTable}. */
 export interface SessionOptions {
@@ -46,7 +47,7 @@ export class SessionTable {
 
   constructor(opts: SessionOptions = {}) {
     this.headers = (opts.headers ?? DEFAULT_SESSION_HEADERS).map((h) => h.toLowerCase());
-    this.#ttl = opts.ttlMs ?? 600_000;
+    this.#ttl = opts.ttlMs ?? ROUTER_DEFAULTS.sessionTtlMs;
     const max = Math.max(2, opts.maxSessions ?? 100_000);
     this.#maxProbation = Math.max(1, Math.floor(max / 4));
     this.#maxProtected = max - this.#maxProbation;

@@ -4,8 +4,26 @@
  * simulated router is the live one with the same settings.
  */
 export const ROUTER_DEFAULTS = {
+  /** The API listener's port (0 picks a free one). */
+  port: 8000,
+  /** The API listener's address (and the admin listener's). */
+  host: '127.0.0.1',
+  /** The routing policy. */
+  policy: 'adaptive',
+  /** Seed of every random choice the router makes. */
+  seed: 1,
+  /** KV block hashes the prefix policies remember (about the KV cache of six 8B workers on H100s). */
+  prefixIndexBlocks: 131_072,
+  /** Prefix affinity only while a worker holds fewer than the fleet mean + this many requests (or the relative bound). */
+  prefixBalanceAbs: 8,
+  /** Prefix affinity only while a worker holds fewer than this times the fleet mean (or the absolute bound). */
+  prefixBalanceRel: 1.25,
   /** Period of the deadline sweep (ms): how often every open request's deadlines are looked at. */
   sweepMs: 50,
+  /** The `auto` per-worker cap is this times the fair share (in flight + queued over full-share workers)... */
+  capFactor: 1.25,
+  /** ...and at least this many requests. */
+  capFloor: 8,
   /** Requests that may wait in the router; one more gets 429. */
   maxQueue: 4096,
   /** A request waiting longer than this in the router gets 503 (ms). */
@@ -22,6 +40,28 @@ export const ROUTER_DEFAULTS = {
   migrateMaxBytes: 256 * 1024,
   /** Retries on another worker after a failure before any byte reached the client. */
   maxRetries: 2,
+  /** Request body limit (bytes); beyond it 413. */
+  maxBodyBytes: 4 * 1024 * 1024,
+  /** A client must send a request's head within this, else 408 and close (ms; nginx client_header_timeout). */
+  headerTimeoutMs: 10_000,
+  /** A request body silent this long between two reads gets 408 (ms; nginx client_body_timeout). */
+  bodyTimeoutMs: 30_000,
+  /** An idle client connection is closed after this (ms; above the 60 s of common load balancers). */
+  keepAliveTimeoutMs: 65_000,
+  /** A client connection is closed after this many requests, 0 = no limit (nginx keepalive_requests). */
+  maxRequestsPerConnection: 1000,
+  /** `close()` answers /ready 503 but keeps serving this long (ms); the library waits for nothing. */
+  drainDelayMs: 0,
+  /** What `tailgate route` drains with instead (ms): long enough for a Service's endpoint change to propagate. */
+  serviceDrainDelayMs: 5000,
+  /** Then streams get this long to finish before the rest end with an error frame (ms). */
+  drainTimeoutMs: 30_000,
+  /** Header naming a request's priority under flow control. */
+  priorityHeader: 'x-tailgate-priority',
+  /** A session (session affinity) unused this long is forgotten (ms). */
+  sessionTtlMs: 600_000,
+  /** Router processes sharing the port (`tailgate route --procs`, node:cluster). */
+  procs: 1,
   /** A worker that sends no response head this long after the request fails it (ms). */
   upstreamHeaderTimeoutMs: 600_000,
   /** A response from which no byte arrives for this long fails (ms; Envoy's stream_idle_timeout is 5 min). */

@@ -224,8 +224,8 @@ export class Dispatcher {
     this.policy = opts.policy;
     this.#rng = opts.rng;
     this.#cap = opts.maxInflightPerWorker ?? Number.POSITIVE_INFINITY;
-    this.#capFactor = opts.capFactor ?? 1.25;
-    this.#capFloor = opts.capFloor ?? 8;
+    this.#capFactor = opts.capFactor ?? ROUTER_DEFAULTS.capFactor;
+    this.#capFloor = opts.capFloor ?? ROUTER_DEFAULTS.capFloor;
     this.#slotsMemoryMs = opts.slotsMemoryMs ?? 60_000;
     this.#halfOpenMax = opts.halfOpenMaxInflight ?? 1;
     this.#refreshMs = opts.fleetRefreshMs ?? 100;

@@ -1,6 +1,7 @@
 import { TailgateError, type Rng } from '../core/index.js';
 import { AdaptivePolicy } from './adaptive.js';
 import { ArrayPool, minOfTwo } from './candidates.js';
+import { ROUTER_DEFAULTS } from './defaults.js';
 import type { KvCacheReport, PolicyOptions, RouteRequest, RoutingPolicy, WorkerPool, WorkerView } from './policy.js';
 import { PrefixIndex } from './prefix-index.js';
 import { deepestHolders } from './prefix-source.js';
@@ -47,8 +48,8 @@ export class PrefixAffinityPolicy implements RoutingPolicy {
     this.now = opts.now;
     this.index = new PrefixIndex(p);
     this.hashBlockSize = this.index.blockSize;
-    this.#abs = checked('balance-abs', p.balanceAbs ?? 8, 0);
-    this.#rel = checked('balance-rel', p.balanceRel ?? 1.25, 1);
+    this.#abs = checked('balance-abs', p.balanceAbs ?? ROUTER_DEFAULTS.prefixBalanceAbs, 0);
+    this.#rel = checked('balance-rel', p.balanceRel ?? ROUTER_DEFAULTS.prefixBalanceRel, 1);
     this.#suspect = checked('suspect-rel', p.suspectRel ?? 3, 1);
   }
 

@@ -1,4 +1,5 @@
 import { TailgateError } from '../core/index.js';
+import { ROUTER_DEFAULTS } from './defaults.js';
 import type { PrefixOptions } from './policy.js';
 
 /** One remembered block: its holders, most recent last, and a CLOCK reference bit. */
@@ -29,7 +30,7 @@ export class PrefixIndex {
   readonly #blocks = new Map<number, BlockEntry>();
 
   constructor(opts: Pick<PrefixOptions, 'indexBlocks' | 'holdersPerBlock' | 'blockSize'> = {}) {
-    this.#maxBlocks = opts.indexBlocks ?? 131_072;
+    this.#maxBlocks = opts.indexBlocks ?? ROUTER_DEFAULTS.prefixIndexBlocks;
     this.#maxHolders = opts.holdersPerBlock ?? 8;
     this.blockSize = opts.blockSize ?? 16;
     for (const [name, v] of [['index blocks', this.#maxBlocks], ['holders per block', this.#maxHolders], ['block size', this.blockSize]] as const) {

@@ -1,0 +1,91 @@
+import { Command, Option } from 'commander';
+import { durationArg, durationText, sizeArg, sizeText } from './args.js';
+
+/**
+ * One flag of a command, declared once: commander's option, its help (with the default it shows)
+ * and the library option it sets are all derived from this row. `V` is the parsed value; `L` the
+ * library's options, so `lib` can only name an option that takes a `V`.
+ */
+export interface OptionRow<V, L> {
+  /** What the flag says it does. */
+  help: string;
+  /** The value placeholder (`<n>`, `[file]` for an optional value); none for a switch. */
+  arg?: string;
+  /** Turns a value into `V`; throws commander's InvalidArgumentError on a bad one (exit 2). */
+  parse?: (value: string, previous: V | undefined) => V;
+  /** The value when the flag is absent, read from a defaults module; the help shows it. */
+  default?: V;
+  /** How the default reads when the library picks it (no `default`): `auto for adaptive, ...`. */
+  defaultNote?: string;
+  /** A `--no-` switch: true unless given. */
+  negate?: true;
+  /** The library option this flag sets as it is. */
+  lib?: { [K in keyof L]-?: [V] extends [L[K]] ? K : never }[keyof L];
+}
+
+/** Builds rows typed against the library options `L` (two overloads: a row with a default is never undefined). */
+export interface RowMaker<L> {
+  <V>(row: OptionRow<V, L> & { default: V }): OptionRow<V, L> & { default: V };
+  <V>(row: OptionRow<V, L> & { negate: true }): OptionRow<V, L> & { negate: true };
+  <V>(row: OptionRow<V, L>): OptionRow<V, L>;
+}
+
+/** The row maker of a command whose library options are `L`. */
+export function rowsFor<L>(): RowMaker<L> {
+  return ((row: OptionRow<unknown, L>) => row) as RowMaker<L>;
+}
+
+/** A command's option table: the key is the flag's camelCase name (`queueTimeout` is `--queue-timeout`). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each row has its own value type
+export type OptionTable = Record<string, OptionRow<any, any>>;
+
+/** The parsed flags of a table, as commander's `opts()` returns them. */
+export type FlagsOf<T> = {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any library: only the value type is read
+  -readonly [K in keyof T]: T[K] extends OptionRow<infer V, any> ? (T[K] extends { default: unknown } | { negate: true } ? V : V | undefined) : never;
+};
+
+const kebab = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/** Durations and sizes show as they are typed (`60s`, `4MiB`), not as ms and bytes. */
+function shown(row: OptionRow<unknown, unknown>): string | undefined {
+  if (typeof row.default !== 'number') return undefined;
+  if (row.parse === durationArg) return durationText(row.default);
+  if (row.parse === sizeArg) return sizeText(row.default);
+  return undefined;
+}
+
+/** The commander option of one row. */
+export function toOption(key: string, row: OptionRow<unknown, unknown>): Option {
+  const long = `--${row.negate ? 'no-' : ''}${kebab(key)}`;
+  const help = row.defaultNote === undefined ? row.help : `${row.help} (default: ${row.defaultNote})`;
+  const o = new Option(row.arg === undefined ? long : `${long} ${row.arg}`, help);
+  if (row.parse) o.argParser(row.parse);
+  if (row.default !== undefined && row.negate === undefined) o.default(row.default, shown(row));
+  return o;
+}
+
+/** Adds every row of `table` to `cmd`, in the table's order. */
+export function addOptions(cmd: Command, table: OptionTable): Command {
+  for (const [key, row] of Object.entries(table)) cmd.addOption(toOption(key, row as OptionRow<unknown, unknown>));
+  return cmd;
+}
+
+/** The library options set as they are by the flags given (or defaulted). */
+export function libraryOptions<L>(table: OptionTable, flags: Record<string, unknown>): Partial<L> {
+  const out: Record<string, unknown> = {};
+  for (const [key, row] of Object.entries(table)) {
+    if (row.lib !== undefined && flags[key] !== undefined) out[row.lib] = flags[key];
+  }
+  return out as Partial<L>;
+}
+
+/**
+ * Parses a command's arguments (without the command name) against its table alone, without
+ * running anything; a bad value throws commander's error, whose message is the one-line usage error.
+ */
+export function parseCli<T extends OptionTable>(table: T, argv: readonly string[]): FlagsOf<T> {
+  const cmd = addOptions(new Command().exitOverride().configureOutput({ writeErr: () => undefined }), table);
+  cmd.parse(argv, { from: 'user' });
+  return cmd.opts<FlagsOf<T>>();
+}
