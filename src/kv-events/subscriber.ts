@@ -104,7 +104,12 @@ export class KvEventSubscriber {
     this.counts.unknownEvents += batch.unknown;
     this.lastSeq = seq;
     this.lastBatchTs = batch.ts;
-    this.#opts.onBatch(batch, seq);
+    try {
+      this.#opts.onBatch(batch, seq);
+    } catch {
+      // A batch its reader could not apply is skipped like a malformed one; the subscription goes on.
+      this.counts.malformedMessages++;
+    }
   }
 
   /** Asks for `from` .. `upTo - 1` by replay; a gap inside the stream that it cannot fill resets the worker's part. */
