@@ -139,7 +139,7 @@ class Attempt implements ExchangeHandler {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    this.call.ctx.dispatcher.release(this.backend.id, this.call.flow?.ticket);
+    this.call.ctx.dispatcher.release(this.backend.id, this.call.flow?.ticket, this.call.routeReq.promptTokens);
   }
 
   /** Stops the attempt (upstream request aborted) and releases its count. */
@@ -672,7 +672,7 @@ export class ProxyCall {
     if (this.#session !== undefined) this.ctx.sessions?.assigned(this.#session, w.id, this.ctx.clock.now());
     const b = this.ctx.backends.get(w.id)!;
     if (this.finished) {
-      this.ctx.dispatcher.release(w.id, this.flow?.ticket);
+      this.ctx.dispatcher.release(w.id, this.flow?.ticket, this.routeReq.promptTokens);
       return;
     }
     if (this.#firstWorker === null) this.flow?.assigned(this.ctx.clock.now(), lent);

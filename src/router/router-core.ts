@@ -1,3 +1,4 @@
+import { Gauge } from 'prom-client';
 import { RealClock, createRng } from '../core/index.js';
 import { Dispatcher, ROUTER_DEFAULTS, createPolicy, usesAdaptiveDefaults, type DeadlineLimits, type DeadlineSetting } from '../routing/index.js';
 import { Backend, type BackendPoolOptions } from './backend.js';
@@ -60,6 +61,15 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
   });
   for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
   const metrics = new RouterMetrics(dispatcher, backends);
+  new Gauge({
+    name: 'tailgate_router_worker_prompt_tokens_inflight',
+    help: 'Prompt tokens of the requests assigned to the worker and not yet finished, counted by this router at pick time.',
+    labelNames: ['worker'] as const,
+    registers: [metrics.registry],
+    collect() {
+      for (const b of backends) this.set({ worker: b.id }, dispatcher.inflightPromptTokens(b.id));
+    },
+  });
   const sessions = opts.sessions ? new SessionTable(opts.sessions) : undefined;
   sessions?.registerMetrics(metrics.registry);
   if (kv !== undefined) {

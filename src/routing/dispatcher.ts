@@ -109,6 +109,7 @@ class WorkerEntry implements WorkerView {
   models: ReadonlySet<string> | '*';
   healthy: boolean;
   inflight = 0;
+  inflightPromptTokens = 0;
   readonly stats = new WorkerStats();
   /** Half-open since this time (ms); NaN when it takes a full share. */
   halfOpenSinceMs = Number.NaN;
@@ -428,6 +429,11 @@ export class Dispatcher {
     return this.#workers.get(id)?.inflight ?? 0;
   }
 
+  /** Prompt tokens of the requests in flight on `id` (see `WorkerView.inflightPromptTokens`). */
+  inflightPromptTokens(id: string): number {
+    return this.#workers.get(id)?.inflightPromptTokens ?? 0;
+  }
+
   isHealthy(id: string): boolean {
     return this.#workers.get(id)?.healthy ?? false;
   }
@@ -554,10 +560,13 @@ export class Dispatcher {
    * (its tenant's in-flight count goes down). Returns false (and changes nothing) if nothing was in
    * flight there: the caller released twice, which callers must prevent.
    */
-  release(workerId: string, flow?: FlowTicket): boolean {
+  release(workerId: string, flow?: FlowTicket, promptTokens?: number): boolean {
     const w = this.#workers.get(workerId);
     if (!w || w.inflight <= 0) return false;
+    // Without the request's own count, its share of the worker's: the count never drifts, and is 0 when idle.
+    const share = promptTokens ?? w.inflightPromptTokens / w.inflight;
     w.inflight--;
+    w.inflightPromptTokens = w.inflight === 0 ? 0 : Math.max(0, w.inflightPromptTokens - share);
     this.#totalInflight--;
     this.#flows?.finished((flow ?? DEFAULT_TICKET).tenant);
     if (this.queueLength > 0) this.#drain(w);
@@ -788,6 +797,7 @@ export class Dispatcher {
   #assign(w: WorkerEntry, entry: QueueEntry, lent = false): void {
     if (w.inflight === 0 && this.#now) w.stats.busySinceMs = this.#now();
     w.inflight++;
+    w.inflightPromptTokens += entry.req.promptTokens;
     this.#totalInflight++;
     this.#flows?.started(entry.ticket.tenant);
     this.policy.assigned?.(w.id, entry.req);
@@ -901,6 +911,7 @@ function view(w: WorkerEntry, model: string, healthy: boolean): WorkerView {
   return {
     id: w.id,
     inflight: w.inflight,
+    inflightPromptTokens: w.inflightPromptTokens,
     healthy,
     ttftMsEwma: w.stats.ttftMsEwma,
     itlMsEwma: w.stats.itlMsEwma,

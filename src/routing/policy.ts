@@ -9,6 +9,11 @@ export interface WorkerView {
   readonly id: string;
   /** Requests the router has assigned to it and not yet released (counted at pick time). */
   readonly inflight: number;
+  /**
+   * Prompt tokens of those requests (counted likewise): a 30k-token prompt is not one request's
+   * worth of work. Absent in views that do not count them.
+   */
+  readonly inflightPromptTokens?: number;
   /** Routable: probed healthy and not ejected. */
   readonly healthy: boolean;
   /** Recent time to first token on this worker (EWMA, ms); NaN when unknown. */
