@@ -431,3 +431,30 @@ test('the official openai SDK as a real client through the router: streamed and 
   assert.deepEqual(emb.data.map((d) => d.embedding.length), [16, 16]);
   await assert.rejects(client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => e instanceof OpenAI.NotFoundError && /does not exist/.test(e.message));
 });
+
+test('a stream whose text passed --migrate-max-bytes is no longer migrated: counted, and it waits for its worker, then ends with the error frame', async (t) => {
+  const f = await fleet(t, 2);
+  const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off', upstreamIdleTimeoutMs: 1500, migrateMaxBytes: 64 });
+  const res = await post(`${r.url}/v1/chat/completions`, chat(500));
+  const worker = Number(f.workers.findIndex((w) => w.id === res.headers.get('x-tailgate-worker')));
+  const reader = res.body!.getReader();
+  let raw = '';
+  const dec = new TextDecoder();
+  let stalled = false;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    raw += dec.decode(value, { stream: true });
+    // 40 words (over 64 bytes of text) in, its worker stalls
+    if (!stalled && readSse(raw).text.length > 200) {
+      stalled = true;
+      f.addFault({ worker, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: 60_000 });
+    }
+  }
+  const s = readSse(raw);
+  assert.equal(s.errors.length, 1, 'not migrated: the error frame at the idle timeout');
+  assert.equal(s.done, 1);
+  const m = await r.metrics();
+  assert.match(m, /tailgate_router_streams_unmigratable_total\{reason="bound"\} 1/);
+  assert.match(m, /tailgate_router_requests_migrated_total\{worker="[^"]+"\} 0\n[^]*tailgate_router_requests_migrated_total\{worker="[^"]+"\} 0/);
+});

@@ -5,12 +5,13 @@ import { blockHashes } from '../engine/index.js';
 import { DONE_FRAME, errorFrame, readStreamChunk, type NormalizedRequest, type StreamChunk, type Usage } from '../openai/index.js';
 import { decideDeadline, type DeadlineFacts, type DeadlineLimits, type DeadlineVerdict, type Dispatcher, type RouteRequest, type ShedReason, type WorkerStats, type WorkerView } from '../routing/index.js';
 import type { BucketHistogram } from '../stats/index.js';
-import { BodyScanner, decodeBody, encodeRequest, type BodyFraming } from '../wire/index.js';
+import { BodyScanner, encodeRequest, type BodyFraming } from '../wire/index.js';
 import type { Backend } from './backend.js';
 import type { CallFlow } from './flows.js';
 import type { SessionTable } from './sessions.js';
 import { sloRefusal, sloTtftMsOf } from './slo.js';
 import { continuationBody } from './continuation.js';
+import { RelayTranscript } from './relay-transcript.js';
 import { LAST_CHUNK, markHeadSent, markLastChunkSent, socketFd, unsentHead, writeDirect } from './direct-write.js';
 import type { HealthTracker } from './health.js';
 import { clientHeaders, sendError, upstreamHeaders } from './http-util.js';
@@ -91,7 +92,9 @@ class Attempt implements ExchangeHandler {
   #sawDone = false;
   #sawFinish = false;
   #sawError = false;
-  /** Content read event by event (track and continue modes). */
+  /** What migration needs of the body (a stream with the body kept), fed as the exchange lets the bytes go. */
+  #transcript: RelayTranscript | null = null;
+  /** Content read event by event (track and continue modes; a continuation counts without keeping text). */
   #text = '';
   #chunks = 0;
   /** The relay stopped reading events: what was received is read from the kept bytes when asked. */
@@ -150,25 +153,28 @@ class Attempt implements ExchangeHandler {
     this.release();
   }
 
-  /** The content this attempt received so far: its text and number of content messages. */
+  /** The content this attempt received so far: its text ('' past the transcript's bound) and number of content messages. */
   received(): { text: string; chunks: number } {
     if (!this.#lazy) return { text: this.#text, chunks: this.#chunks };
-    const body = this.#exchange?.body();
-    if (!body) return { text: '', chunks: 0 };
-    // whole events only: an unfinished one never reached the client
-    const events = new EventSplitter().push(decodeBody(this.#framing, [body]));
-    let text = '';
-    let chunks = 0;
-    if (events) {
-      forEachData(events, (data) => {
-        const c = readStreamChunk(data);
-        if (c.content.length > 0) {
-          text += c.content;
-          chunks++;
-        }
-      });
-    }
-    return { text, chunks };
+    const t = this.#transcript;
+    if (!t) return { text: '', chunks: 0 };
+    // whole events only (an unfinished one never reached the client): the transcript keeps no other
+    this.#exchange?.flushKept();
+    return { text: t.text(), chunks: t.chunks };
+  }
+
+  /** Its text passed the per-stream bound kept for migration: it can no longer be migrated. */
+  get overBound(): boolean {
+    return this.#transcript?.overBound ?? false;
+  }
+
+  /** Body bytes the exchange hands on (kept bodies only): only what migration needs stays. */
+  onKept(framed: Buffer): void {
+    const t = this.#transcript;
+    if (!t) return;
+    const before = t.overBound;
+    t.feed(framed);
+    if (!before && t.overBound) this.call.ctx.metrics.unmigratable.inc({ reason: 'bound' });
   }
 
   onHead(status: number, headers: Record<string, string | string[]>, framing: BodyFraming): void {
@@ -199,6 +205,8 @@ class Attempt implements ExchangeHandler {
     this.#mode = this.continuation ? 'continue' : 'track';
     this.#decoder = new BodyScanner(payloadFraming, 0, (b, s, e) => this.#onPayload(b, s, e));
     this.#respHeaders = this.#clientHeaders(headers, false);
+    // a continuation is never moved again: it needs no transcript
+    if (this.#keepBody && !this.continuation) this.#transcript = new RelayTranscript(framing, this.call.ctx.migrateMaxBytes);
   }
 
   #clientHeaders(headers: Record<string, string | string[]>, keepLength: boolean): OutgoingHttpHeaders {
@@ -372,8 +380,12 @@ class Attempt implements ExchangeHandler {
     if (t.partial) text = text.slice(text.indexOf('\n\n') + 2);
     forEachData(Buffer.from(text), (data) => this.#flags(readStreamChunk(data)));
     // not in the last events: read all of them, when kept, before calling the stream cut short
-    const body = this.#exchange!.body();
-    if (!this.#sawDone && !this.#sawFinish && !this.#sawError && body !== null) forEachData(decodeBody(this.#framing, [body]), (data) => this.#flags(readStreamChunk(data)));
+    const kept = this.#transcript;
+    if (this.#sawDone || this.#sawFinish || this.#sawError || kept === null) return;
+    this.#exchange!.flushKept();
+    if (kept.sawDone) this.#sawDone = true;
+    if (kept.sawFinish) this.#sawFinish = true;
+    if (kept.sawError) this.#sawError = true;
   }
 
   #flags(c: StreamChunk): void {
@@ -461,7 +473,9 @@ class Attempt implements ExchangeHandler {
     } else {
       this.#tick(now);
     }
-    this.#text += content;
+    // once relayed, the transcript holds the text (reframed events are counted there too)
+    if (this.#lazy) return;
+    if (!this.continuation) this.#text += content;
     this.#chunks++;
   }
 
@@ -785,11 +799,16 @@ export class ProxyCall {
 
   /** `a`'s stream can be continued elsewhere (migration on, one choice, not moved before, tokens left). */
   migratable(a: Attempt): boolean {
-    return this.ctx.migrate && this.norm.stream && this.norm.n === 1 && this.resent === null && (this.norm.maxTokens === null || this.norm.maxTokens - a.received().chunks >= 1);
+    if (!this.ctx.migrate || !this.norm.stream || this.norm.n !== 1 || this.resent !== null) return false;
+    // read first: it brings the transcript up to date, and with it the bound
+    const chunks = a.received().chunks;
+    return !a.overBound && (this.norm.maxTokens === null || this.norm.maxTokens - chunks >= 1);
   }
 
   #migrate(a: Attempt): boolean {
     const got = a.received();
+    // past the bound its text is gone: a continuation without it would repeat the answer
+    if (a.overBound) return false;
     const body = continuationBody(this.norm, got.text, got.chunks);
     if (!body) return false;
     this.resent = 'migrated';

@@ -14,6 +14,11 @@ export interface ExchangeHandler {
   /** The body ended as its framing says (the connection goes back to the pool). */
   onEnd(): void;
   onError(e: Error): void;
+  /**
+   * With `keepBody`: every body byte read, as framed, in order and each once, handed on when its
+   * arena is full or when {@link Exchange.flushKept} asks (a view, valid only during the call).
+   */
+  onKept?(framed: Buffer): void;
 }
 
 /** Connection settings of one worker's pool. */
@@ -88,7 +93,7 @@ export class UpstreamPool {
 
   /**
    * Sends `request` (a whole HTTP/1.1 request: head and body) and reports its response to
-   * `handler`; `keepBody`: the exchange holds every body byte it read, for {@link Exchange.body}.
+   * `handler`; `keepBody`: every body byte read also goes to `handler.onKept` (see {@link Exchange.flushKept}).
    */
   send(request: Buffer, handler: ExchangeHandler, keepBody = false): Exchange {
     const ex = new Exchange(this.#pool, request, handler, keepBody);
@@ -118,8 +123,8 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
    */
   #arena: Buffer = EMPTY;
   #used = 0;
-  /** A kept body's bytes in earlier arenas, in order (the arena holds the rest). */
-  readonly #kept: Buffer[] = [];
+  /** With `keepBody`: the arena's bytes before this offset went to `onKept`. */
+  #fed = 0;
   /** Where an unfinished chunk header begins in the arena (-1: none): it is scanned again with the next read. */
   #carryAt = -1;
   #gotBytes = false;
@@ -137,11 +142,14 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
     this.#keepBody = keepBody;
   }
 
-  /** Every body byte read so far, as the worker framed it (only when sent with `keepBody`). */
-  body(): Buffer | null {
-    if (!this.#keepBody) return null;
-    const last = this.#arena.subarray(0, this.#used);
-    return this.#kept.length === 0 ? last : Buffer.concat([...this.#kept, last]);
+  /** With `keepBody`: hands the body bytes read and not yet handed on to `onKept` now (an unfinished chunk header stays). */
+  flushKept(): void {
+    if (!this.#keepBody) return;
+    const end = this.#carryAt >= 0 ? this.#carryAt : this.#used;
+    if (end <= this.#fed) return;
+    const from = this.#fed;
+    this.#fed = end;
+    this.#handler.onKept?.(this.#arena.subarray(from, end));
   }
 
   /** Stops reading from the worker (backpressure from the client). */
@@ -246,9 +254,10 @@ export class Exchange implements ConnectionReader, ConnectionWaiter {
   #reserve(len: number): void {
     if (this.#used + len <= this.#arena.length) return;
     // A fresh arena takes along only an unfinished chunk header (it is scanned again, so it must
-    // stay contiguous); a kept body's earlier bytes stay where they are, joined when asked for.
+    // stay contiguous); a kept body's bytes before it go to the handler, and the arena is let go.
     const from = this.#carryAt >= 0 ? this.#carryAt : this.#used;
-    if (this.#keepBody && from > 0) this.#kept.push(this.#arena.subarray(0, from));
+    if (this.#keepBody && from > this.#fed) this.#handler.onKept?.(this.#arena.subarray(this.#fed, from));
+    this.#fed = 0;
     const live = this.#used - from;
     const next = newArena(Math.max(ARENA_BYTES, live + len));
     if (live > 0) this.#arena.copy(next, 0, from, this.#used);
