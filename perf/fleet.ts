@@ -1,13 +1,16 @@
 // How cheap is the simulated fleet? SSE messages the fleet process emits per CPU second of its own,
 // at 512 and 2048 closed-loop streams (128-in/128-out, the seed's shape) over 8 workers.
 // The fleet runs in this process; the client (raw sockets that only count `data: ` frames) runs in a
-// child process, so process.cpuUsage() here is the fleet's CPU alone.
+// child process, so process.cpuUsage() here is the fleet's CPU alone. Rows marked `tok` run the fleet
+// with --tokenizer (default: the tiny BPE fixture; give a real tokenizer.json with --tokenizer PATH):
+// prompt ids from the tokenizer, output pieces precomputed once, so the per-token cost should not move.
 //
-//   node --import tsx perf/fleet.ts [--seconds 8]
+//   node --import tsx perf/fleet.ts [--seconds 8] [--tokenizer PATH]
 import { fork, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type Socket } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type { Tokenizer } from '../src/workload/index.js';
 
 interface Mark {
   messages: number;
@@ -98,10 +101,10 @@ async function startFloor(): Promise<{ urls: string[]; close(): Promise<void> }>
   };
 }
 
-async function measure(kind: 'fleet' | 'floor', streams: number, tokensPerChunk: number, seconds: number) {
+async function measure(kind: 'fleet' | 'floor', streams: number, tokensPerChunk: number, seconds: number, tokenizer?: Tokenizer) {
   const { startFleet } = await import('../src/fleet/index.js');
   const target = kind === 'fleet'
-    ? await startFleet({ workers: 8, port: 0, profile: 'h100-qwen3-8b', tokensPerChunk, maxWaiting: 100_000 }).then((f) => ({ urls: f.workers.map((w) => w.url), close: () => f.close() }))
+    ? await startFleet({ workers: 8, port: 0, profile: 'h100-qwen3-8b', tokensPerChunk, maxWaiting: 100_000, ...(tokenizer && { tokenizer }) }).then((f) => ({ urls: f.workers.map((w) => w.url), close: () => f.close() }))
     : await startFloor();
   const child = fork(fileURLToPath(import.meta.url), ['--client', String(streams), ...target.urls], { execArgv: ['--import', 'tsx'] });
   await new Promise((r) => child.once('message', r));
@@ -120,7 +123,7 @@ async function measure(kind: 'fleet' | 'floor', streams: number, tokensPerChunk:
   await target.close();
   const cpuS = (c.user + c.system) / 1e6;
   const msgs = m1.messages - m0.messages;
-  return { kind, streams, tokensPerChunk, msgPerS: msgs / wallS, cpuShare: cpuS / wallS, elu, msgPerCpuS: msgs / cpuS, reqPerS: (m1.responses - m0.responses) / wallS };
+  return { kind, tok: tokenizer !== undefined, streams, tokensPerChunk, msgPerS: msgs / wallS, cpuShare: cpuS / wallS, elu, msgPerCpuS: msgs / cpuS, reqPerS: (m1.responses - m0.responses) / wallS };
 }
 
 if (process.argv[2] === '--client') {
@@ -128,14 +131,23 @@ if (process.argv[2] === '--client') {
 } else {
   const i = process.argv.indexOf('--seconds');
   const seconds = i > 0 ? Number(process.argv[i + 1]) : 8;
+  const ti = process.argv.indexOf('--tokenizer');
+  const { loadTokenizer } = await import('../src/workload/index.js');
+  const tokenizer = await loadTokenizer(ti > 0 ? process.argv[ti + 1]! : fileURLToPath(new URL('../test/fixtures/tiny-bpe', import.meta.url)));
   const rows = [];
-  const plan = [['floor', 512, 1], ['fleet', 512, 1], ['floor', 2048, 1], ['fleet', 2048, 1], ['fleet', 2048, 2]] as const;
-  for (const [kind, streams, k] of plan) rows.push(await measure(kind, streams, k, seconds));
+  const plan = [['floor', 512, 1, false], ['fleet', 512, 1, false], ['fleet', 512, 1, true], ['floor', 2048, 1, false], ['fleet', 2048, 1, false], ['fleet', 2048, 1, true], ['fleet', 2048, 2, false]] as const;
+  for (const [kind, streams, k, tok] of plan) rows.push(await measure(kind, streams, k, seconds, tok ? tokenizer : undefined));
   const pad = (s: string, n: number) => s.padStart(n);
   console.log(`8 workers, h100-qwen3-8b, 128-in/128-out closed loop; ${seconds}s per row; CPU = this process only (node ${process.version}, ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)})`);
   console.log(`${'server'.padEnd(6)} ${pad('streams', 8)} ${pad('tok/msg', 7)} ${pad('msgs/s', 8)} ${pad('req/s', 6)} ${pad('CPU', 5)} ${pad('loop', 5)} ${pad('msgs per CPU-s', 15)}`);
   for (const r of rows) {
-    console.log(`${r.kind.padEnd(6)} ${pad(String(r.streams), 8)} ${pad(String(r.tokensPerChunk), 7)} ${pad(r.msgPerS.toFixed(0), 8)} ${pad(r.reqPerS.toFixed(0), 6)} ${pad(`${(r.cpuShare * 100).toFixed(0)}%`, 5)} ${pad(`${(r.elu * 100).toFixed(0)}%`, 5)} ${pad(r.msgPerCpuS.toFixed(0), 15)}`);
+    console.log(`${(r.tok ? 'tok' : r.kind).padEnd(6)} ${pad(String(r.streams), 8)} ${pad(String(r.tokensPerChunk), 7)} ${pad(r.msgPerS.toFixed(0), 8)} ${pad(r.reqPerS.toFixed(0), 6)} ${pad(`${(r.cpuShare * 100).toFixed(0)}%`, 5)} ${pad(`${(r.elu * 100).toFixed(0)}%`, 5)} ${pad(r.msgPerCpuS.toFixed(0), 15)}`);
   }
   console.log('floor = bare net server writing one prebuilt chunked frame per socket every 16 ms (no HTTP, no engine): the cost of the write syscall alone.');
+  console.log(`tok = the fleet with --tokenizer ${tokenizer.name}`);
+  for (const n of [512, 2048]) {
+    const words = rows.find((r) => r.kind === 'fleet' && !r.tok && r.streams === n && r.tokensPerChunk === 1)!;
+    const tok = rows.find((r) => r.tok && r.streams === n)!;
+    console.log(`${n} streams: CPU per message with the tokenizer / without = ${(words.msgPerCpuS / tok.msgPerCpuS).toFixed(3)}x`);
+  }
 }

