@@ -383,8 +383,8 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   if (o.conversationNum !== undefined && o.requestCount !== undefined) {
     throw bad('--request-count and --conversation-num are both stop conditions: give one (AIPerf refuses the pair too)');
   }
-  // AIPerf's --conversation-num counts conversations run: one request each unless they are multi-turn.
-  const multiTurn = workload.kind === 'public' || (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0));
+  // AIPerf's --conversation-num counts conversations run: one request each unless they are multi-turn (a trace's sessions may be).
+  const multiTurn = workload.kind === 'public' || workload.kind === 'trace' || (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0));
   const sessionCount = o.conversationNum !== undefined && multiTurn ? o.conversationNum : null;
   if (sessionCount !== null && (o.threads ?? 1) > 1) throw bad('--conversation-num with multi-turn conversations runs on one thread: drop --threads');
   const defaultCount = sessionCount !== null || durationMs !== null || fixedSchedule ? null : Math.max(10, 2 * concurrency);

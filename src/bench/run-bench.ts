@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { TailgateError, createRng, type RequestRecord } from '../core/index.js';
@@ -92,6 +93,8 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   // Sessions are drawn across both phases by the sampling strategy (a thread draws its own order).
   const draw = sessionSampler(o.datasetSampling, sessions.length, o.randomSeed + 7919 * (opts.arrivalSalt ?? 0));
   const nextSession = (): Session => sessions[draw()]!;
+  // AIPerf's X-Correlation-ID, one per run of a session (keyed by that run's answers list); single-turn synthetic runs send none.
+  const sessionRuns = workload.kind === 'trace' || workload.kind === 'multi-turn' ? new WeakMap<readonly string[], string>() : null;
   let inflight = 0;
   let stoppedEarly: string | null = null;
   let selfCheck: SelfCheck | undefined;
@@ -114,7 +117,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         const target = i % pools.length;
         // A first turn was serialized up front; a later one carries the history, known only now.
         const first = prepared[target]!(session);
-        const req = turn === 0 ? first : turnRequest(o, session, turn, answers, first);
+        const req = withSessionHeaders(sessionRuns, answers, turn === 0 ? first : turnRequest(o, session, turn, answers, first));
         inflight++;
         // A prefill slot, when limited, is held from before the send to the first token.
         const held = gate !== null && (await gate.acquire(stop.signal));
@@ -171,7 +174,9 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
             ? { ratePerS: o.warmup.requestRate!, mode: o.warmup.requestRateMode, rampMs: o.warmup.requestRateRampMs }
             : { ratePerS: o.requestRate!, mode: o.requestRateMode, rampMs: o.requestRateRampMs };
           const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, load, seed, count, durationMs, phaseStart, nextSession);
-          await openLoop(o, due, now, stop.signal, (session) => one(session, 0, []), phase === 'profiling' ? monitor : null, () => inflight);
+          // A trace session is sent whole from its timestamp (each later turn after its answer and delay).
+          const send = workload.kind === 'trace' ? (session: Session) => runTurns(session, one, () => !stop.signal.aborted, stop.signal) : (session: Session) => one(session, 0, []);
+          await openLoop(o, due, now, stop.signal, send, phase === 'profiling' ? monitor : null, () => inflight);
         }
       } finally {
         gate?.close();
@@ -346,24 +351,50 @@ async function closedLoop(
     if (rampMs > 0 && index > 0) await sleep((rampMs * index) / (concurrency - 1), stopped);
     while (more() && started < sessions) {
       started++;
-      const session = nextSession();
-      const answers: string[] = [];
-      for (let k = 0; k < session.turns.length && more(); k++) {
-        const delayMs = session.turns[k]!.delayMs;
-        if (k > 0 && delayMs > 0) {
-          await sleep(delayMs, stopped);
-          if (!more()) break;
-        }
+      await runTurns(nextSession(), (session, k, answers) => {
         issued++;
-        const r = await one(session, k, answers);
-        if (r.record.outcome !== 'ok') break;
-        answers.push(r.text);
-      }
+        return one(session, k, answers);
+      }, more, stopped);
     }
   };
   const slots: Promise<void>[] = [];
   for (let i = 0; i < Math.min(concurrency, limit, sessions); i++) slots.push(slot(i));
   await Promise.all(slots);
+}
+
+/**
+ * One run of a session: its turns in order, each after the previous answer and its think time
+ * (AIPerf's `delay`), carrying the answers as received; a failed turn ends the run.
+ */
+async function runTurns(
+  session: Session,
+  one: (session: Session, turn: number, answers: readonly string[]) => Promise<CallResult>,
+  more: () => boolean,
+  stopped: AbortSignal,
+): Promise<void> {
+  const answers: string[] = [];
+  for (let k = 0; k < session.turns.length && more(); k++) {
+    const delayMs = session.turns[k]!.delayMs;
+    if (k > 0 && delayMs > 0) {
+      await sleep(delayMs, stopped);
+      if (!more()) break;
+    }
+    const r = await one(session, k, answers);
+    if (r.record.outcome !== 'ok') break;
+    answers.push(r.text);
+  }
+}
+
+/**
+ * AIPerf's session headers on a request of a session run: `X-Correlation-ID`, the same on every turn
+ * of the run (what a router keeps a session on), and a fresh `X-Request-ID` per request.
+ */
+function withSessionHeaders(runs: WeakMap<readonly string[], string> | null, answers: readonly string[], req: PreparedRequest): PreparedRequest {
+  if (runs === null) return req;
+  let id = runs.get(answers);
+  if (id === undefined) runs.set(answers, (id = randomUUID()));
+  // Set first so a user's --header of the same name wins, as AIPerf applies endpoint headers last.
+  return { ...req, headers: { 'x-correlation-id': id, 'x-request-id': randomUUID(), ...req.headers } };
 }
 
 /** Starts requests on the schedule (arrivals or a trace's timestamps); lateness against it is the schedule lag. */

@@ -17,6 +17,10 @@ export interface TraceLine {
   hashIds: number[];
   /** The exact prompt (`text_input`), which then replaces `input_length` and `hash_ids`. */
   textInput: string | null;
+  /** Rows sharing a `session_id` are one multi-turn session, in file order; null: a session of its own. */
+  sessionId: string | null;
+  /** Ms to wait after the previous turn's answer before sending this one (`delay`); null when absent. */
+  delayMs: number | null;
 }
 
 /** Tokens per hash id, as in the Mooncake traces and AIPerf (`--prompt-input-tokens-block-size`). */
@@ -24,8 +28,6 @@ export const TRACE_BLOCK_TOKENS = 512;
 
 /** Row fields AIPerf's mooncake_trace loader reads that bench does not, with what they mean there. */
 const UNSUPPORTED_FIELDS: ReadonlyArray<readonly [string, string]> = [
-  ['session_id', 'groups rows into one multi-turn session'],
-  ['delay', 'the wait before a session\'s next turn'],
   ['messages', 'a pre-built message list sent as is'],
   ['payload', 'a verbatim request body'],
   ['tools', 'tool definitions sent with the messages'],
@@ -39,8 +41,8 @@ function lineError(source: string, line: number, message: string): TailgateError
 
 /**
  * Parses a JSONL trace: one object per line with `timestamp` (ms, optional), `input_length`,
- * `output_length` and `hash_ids`, or `text_input` instead of the length and ids. Blank lines are
- * skipped. A bad line is one error naming the file and the line.
+ * `output_length` and `hash_ids`, or `text_input` instead of the length and ids, and optionally
+ * AIPerf's `session_id` and `delay` (ms) for multi-turn sessions. Blank lines are skipped. A bad line is one error naming the file and the line.
  *
  * @example
  * parseTrace('{"timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [46, 47]}', 't.jsonl');
@@ -93,7 +95,18 @@ export function parseTrace(text: string, source: string): TraceLine[] {
       }
       hashIds = h as number[];
     }
-    out.push({ line, timestampMs, inputLength, outputLength, hashIds, textInput });
+    let sessionId: string | null = null;
+    if (o['session_id'] !== undefined && o['session_id'] !== null) {
+      if (typeof o['session_id'] !== 'string' || o['session_id'] === '') throw lineError(source, line, `session_id must be a non-empty string (got ${JSON.stringify(o['session_id'])})`);
+      sessionId = o['session_id'];
+    }
+    let delayMs: number | null = null;
+    if (o['delay'] !== undefined && o['delay'] !== null) {
+      const d = o['delay'];
+      if (typeof d !== 'number' || !Number.isFinite(d) || d < 0) throw lineError(source, line, `delay must be a number of ms >= 0 (got ${JSON.stringify(d)})`);
+      delayMs = d;
+    }
+    out.push({ line, timestampMs, inputLength, outputLength, hashIds, textInput, sessionId, delayMs });
   }
   if (out.length === 0) throw new TailgateError('CONFIG_INVALID', `${source}: the trace has no requests`);
   return out;
@@ -162,7 +175,9 @@ function randomWords(seed: number, n: number): string[] {
 }
 
 /**
- * Turns trace lines into sessions (one turn each, in file order). Each hash id stands for one
+ * Turns trace lines into sessions: rows sharing a `session_id` are the turns of one session, in
+ * file order (each later turn sent after the previous answer and its `delay`, carrying the history);
+ * any other row is a session of one turn. Sessions are in the order their first row appears. Each hash id stands for one
  * block of `blockTokens` words drawn from a generator seeded by the id (and the seed), so equal
  * ids give equal text and equal token ids; the prompt is the blocks in order, cut to
  * `input_length` (filled with words unique to the line if the blocks are too few).
@@ -188,14 +203,30 @@ export function traceWorkload(lines: readonly TraceLine[], opts: TraceOptions): 
   for (const l of lines) if (l.timestampMs !== null && l.timestampMs < first) first = l.timestampMs;
   if (first === Infinity) first = 0;
   const offset = opts.autoOffset ? first : 0;
-  const sessions: Session[] = lines.map((l, index) => {
-    const piece = l.textInput !== null ? textPiece(l.textInput, l.inputLength) : tracePiece(l, blockTokens, block, (salt ^ ~l.line) | 0);
-    return {
-      index,
-      system: null,
-      turns: [{ ...piece, maxTokens: l.outputLength, delayMs: 0 }],
-      timestampMs: l.timestampMs === null ? null : l.timestampMs - offset,
-    };
+  // AIPerf groups rows by session_id (first appearance order); a row without one is a session of its own.
+  const groups: TraceLine[][] = [];
+  const byId = new Map<string, TraceLine[]>();
+  for (const l of lines) {
+    if (l.sessionId === null) groups.push([l]);
+    else {
+      let g = byId.get(l.sessionId);
+      if (!g) {
+        byId.set(l.sessionId, (g = []));
+        groups.push(g);
+      }
+      g.push(l);
+    }
+  }
+  const sessions: Session[] = groups.map((rows, index) => {
+    const head = rows[0]!;
+    const turns = rows.map((l, k) => {
+      if (k > 0 && l.timestampMs !== null) {
+        throw new TailgateError('CONFIG_INVALID', `trace line ${l.line}: timestamp on a later turn of session ${JSON.stringify(l.sessionId)} is not replayed by tailgate bench; give the turn a delay instead`);
+      }
+      const piece = l.textInput !== null ? textPiece(l.textInput, l.inputLength) : tracePiece(l, blockTokens, block, (salt ^ ~l.line) | 0);
+      return { ...piece, maxTokens: l.outputLength, delayMs: k === 0 ? 0 : (l.delayMs ?? 0) };
+    });
+    return { index, system: null, turns, timestampMs: head.timestampMs === null ? null : head.timestampMs - offset };
   });
   return { kind: 'trace', sessions };
 }
