@@ -351,3 +351,16 @@ test('the watch (Deployment with /metrics, or a CronJob of one run each): valid 
     }
   }
 });
+
+test('the kv-events component: the router routes on prefix over its workers\' KV events, and only it may read pods', { skip: noKubectl }, async () => {
+  const objects = render(withComponents(['components/kv-events']));
+  const c = find(objects, 'Deployment', 'tailgate-router')['spec']['template']['spec']['containers'][0] as Obj;
+  const argv = argvOf(c, {});
+  assert.equal(await parseCli(argv), 'route');
+  assert.equal(argv[argv.indexOf('--policy') + 1], 'prefix');
+  const config = JSON.parse(argv[argv.indexOf('--kv-events-config') + 1]!) as Record<string, string>;
+  assert.equal(config['endpoint'], 'tcp://*:5557', "vLLM's default publisher endpoint");
+  assert.deepEqual(find(objects, 'Role', 'tailgate-pod-reader')['rules'], [{ apiGroups: [''], resources: ['pods'], verbs: ['get'] }]);
+  assert.deepEqual(find(objects, 'RoleBinding', 'tailgate-router-pods')['subjects'], [{ kind: 'ServiceAccount', name: 'tailgate-router' }]);
+  for (const [name, dir] of variants()) assert.ok(!render(dir).some((o) => o['kind'] === 'Role' && o['metadata']['name'] === 'tailgate-pod-reader'), `${name}: no pod access without the component`);
+});
