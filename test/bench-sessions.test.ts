@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { runBench } from '../src/bench/index.js';
 import { answerText } from '../src/workload/index.js';
 import { startFakeUpstream, type FakeRequestLog } from './doubles/fake-upstream.js';
+import { runCli } from './helpers.js';
 
 const MODEL = 'fake-model';
 
@@ -93,4 +94,23 @@ test('bench: a timestamped multi-turn trace starts each session at its timestamp
   await writeFile(trace, rows(true));
   const r = await runBench({ url: upstream.url, model: MODEL, streaming: true, useLegacyMaxTokens: true, inputFile: trace, blockTokens: 4 });
   checkRun(upstream.requests, r.records);
+});
+
+test('bench --session-header NAME: the session id travels in that header instead of X-Correlation-ID; a bad name exits 2', async (t) => {
+  const upstream = await startFakeUpstream(MODEL);
+  t.after(() => upstream.close());
+  const dir = await tempDir(t);
+  const trace = join(dir, 'sessions.jsonl');
+  await writeFile(trace, rows(false));
+  const args = ['bench', '-m', MODEL, '--url', upstream.url, '--streaming', '--tokenizer', 'builtin', '--input-file', trace, '--custom-dataset-type', 'mooncake_trace', '--concurrency', '3', '--conversation-num', '3', '--artifact-dir', join(dir, 'out')];
+  const r = await runCli([...args, '--session-header', 'X-Session-ID']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(upstream.requests.length, 6);
+  assert.ok(upstream.requests.every((x) => x.headers['x-correlation-id'] === undefined));
+  const ids = upstream.requests.map((x) => x.headers['x-session-id']);
+  assert.ok(ids.every((x) => typeof x === 'string'));
+  assert.deepEqual([...new Set(ids)].map((id) => ids.filter((x) => x === id).length).sort(), [1, 2, 3], 'one id per session, on each of its turns');
+  const bad = await runCli([...args, '--session-header', 'X Session']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--session-header: "X Session" is not a valid header name/);
 });

@@ -106,6 +106,8 @@ export interface BenchOptions {
   /** ISL/OSL from the server's `usage`, not the tokenizer (`--use-server-token-count`). @default false */
   useServerTokenCount?: boolean;
   headers?: Record<string, string>;
+  /** Header carrying a session's correlation id (AIPerf `--session-header`). @default 'X-Correlation-ID' */
+  sessionHeader?: string;
   apiKey?: string;
   /** Whole-request bound. @default 600000 */
   requestTimeoutMs?: number;
@@ -277,6 +279,8 @@ export interface ResolvedBenchOptions {
   prefillConcurrency: number | null;
   prefillConcurrencyRampMs: number;
   headers: Record<string, string>;
+  /** Lowercased. */
+  sessionHeader: string;
   apiKey: string | null;
   requestTimeoutMs: number;
   goodput: Record<string, number>;
@@ -324,6 +328,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
   if (!endpoint.startsWith('/')) endpoint = `/${endpoint}`;
   if (/[\s\0]/.test(endpoint)) throw bad(`--endpoint "${endpoint}" must not contain spaces or line breaks`);
   for (const [k, v] of Object.entries(o.headers ?? {})) checkHeader(k, v);
+  if (o.sessionHeader !== undefined && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(o.sessionHeader)) throw bad(`--session-header: "${o.sessionHeader}" is not a valid header name`);
   if (o.apiKey !== undefined && /[\r\n\0]/.test(o.apiKey)) throw bad('--api-key must not contain line breaks');
   intAtLeast('--concurrency', o.concurrency, 1);
   intAtLeast('--request-count', o.requestCount, 1);
@@ -448,6 +453,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     prefillConcurrencyRampMs: o.prefillConcurrencyRampMs ?? 0,
     useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
+    sessionHeader: (o.sessionHeader ?? 'X-Correlation-ID').toLowerCase(),
     apiKey: o.apiKey ?? null,
     requestTimeoutMs: o.requestTimeoutMs ?? 600_000,
     goodput: { ...(o.goodput ?? {}) },

@@ -117,7 +117,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         const target = i % pools.length;
         // A first turn was serialized up front; a later one carries the history, known only now.
         const first = prepared[target]!(session);
-        const req = withSessionHeaders(sessionRuns, answers, turn === 0 ? first : turnRequest(o, session, turn, answers, first));
+        const req = withSessionHeaders(sessionRuns, o.sessionHeader, answers, turn === 0 ? first : turnRequest(o, session, turn, answers, first));
         inflight++;
         // A prefill slot, when limited, is held from before the send to the first token.
         const held = gate !== null && (await gate.acquire(stop.signal));
@@ -386,15 +386,15 @@ async function runTurns(
 }
 
 /**
- * AIPerf's session headers on a request of a session run: `X-Correlation-ID`, the same on every turn
- * of the run (what a router keeps a session on), and a fresh `X-Request-ID` per request.
+ * AIPerf's session headers on a request of a session run: `X-Correlation-ID` (or `--session-header`'s
+ * name), the same on every turn of the run (what a router keeps a session on), and a fresh `X-Request-ID`.
  */
-function withSessionHeaders(runs: WeakMap<readonly string[], string> | null, answers: readonly string[], req: PreparedRequest): PreparedRequest {
+function withSessionHeaders(runs: WeakMap<readonly string[], string> | null, name: string, answers: readonly string[], req: PreparedRequest): PreparedRequest {
   if (runs === null) return req;
   let id = runs.get(answers);
   if (id === undefined) runs.set(answers, (id = randomUUID()));
   // Set first so a user's --header of the same name wins, as AIPerf applies endpoint headers last.
-  return { ...req, headers: { 'x-correlation-id': id, 'x-request-id': randomUUID(), ...req.headers } };
+  return { ...req, headers: { [name]: id, 'x-request-id': randomUUID(), ...req.headers } };
 }
 
 /** Starts requests on the schedule (arrivals or a trace's timestamps); lateness against it is the schedule lag. */

@@ -78,7 +78,7 @@ f('--use-server-token-count', 'switch', I, 'count tokens from the server\'s usag
 f('--connection-reuse-strategy', 'value', I, 'pooled, never or sticky-user-sessions connections (bench: pooled; the others refused)', 'pooled');
 f('--download-video-content', 'switch', R, 'download generated video before the request ends');
 f('--request-content-type', 'value', I, 'JSON or multipart request bodies (bench: application/json; others refused)', 'application/json');
-f('--session-header', 'value', R, 'header carrying the per-session affinity id', 'X-Session-ID');
+f('--session-header', 'value', I, 'header carrying the per-session correlation id, in place of X-Correlation-ID', 'X-Session-ID');
 f('--uuid-and-strip', 'switch', R, 'strip repeated images for vLLM\'s multimodal cache');
 
 s('Tokenizer');

@@ -88,6 +88,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
     if (v !== undefined) opts[k] = map(v as never);
   };
   set('endpointPath', flags['endpoint']);
+  set('sessionHeader', flags['sessionHeader']);
   // A comma list sweeps (see sweepOf); the run options take its first value.
   const first = (v: unknown): unknown => (Array.isArray(v) ? v[0] : v);
   set('concurrency', first(flags['concurrency']));

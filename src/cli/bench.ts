@@ -97,6 +97,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'useLegacyMaxTokens', flags: '--use-legacy-max-tokens', description: 'chat bodies carry max_tokens instead of max_completion_tokens' },
   { key: 'useServerTokenCount', flags: '--use-server-token-count', description: 'ISL and OSL from the server\'s usage fields instead of the tokenizer' },
   { key: 'extraInputs', flags: '--extra-inputs <kv...>', description: 'extra body fields: "a:1,b:2" (split on commas, values coerced as AIPerf does) or a JSON object; repeatable', parse: collectAll, variadic: true },
+  { key: 'sessionHeader', flags: '--session-header <name>', description: 'the header carrying a session\'s correlation id, in place of X-Correlation-ID (AIPerf\'s)' },
   { key: 'header', flags: '-H, --header <h...>', description: 'extra HTTP headers, Name:Value or a JSON object; repeatable', parse: collectAll, variadic: true },
   { key: 'connectionReuseStrategy', flags: '--connection-reuse-strategy <s>', description: 'pooled (AIPerf\'s default and bench\'s: kept-alive connections reused by any request); never and sticky-user-sessions are refused', parse: choiceArg(['pooled', 'never', 'sticky-user-sessions'] as const) },
   { key: 'requestContentType', flags: '--request-content-type <type>', description: 'application/json (AIPerf\'s default, what bench sends); multipart bodies are refused' },
