@@ -5,11 +5,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runBench } from '../src/bench/index.js';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { loadTokenizer, type Tokenizer } from '../src/workload/index.js';
-import { runCli } from './helpers.js';
+import { startHub } from './doubles/hub-server.js';
+import { runCli, startCli } from './helpers.js';
 
 const TINY = fileURLToPath(new URL('./fixtures/tiny-bpe', import.meta.url));
 // Copies of the shared wire fixtures (vLLM 0.28 streams), kept beside the encoder.
@@ -141,4 +145,26 @@ test('tailgate fleet --tokenizer: a tokenizer that cannot be had is one line and
   const offline = await runCli(['fleet', '--workers', '1', '--port', '0', '--tokenizer', 'nobody/no-such-model'], { timeoutMs: 60_000, env: { HF_HUB_OFFLINE: '1', HF_HOME: '/nonexistent-tailgate-hf' } });
   assert.equal(offline.code, 2);
   assert.match(offline.stderr.trim(), /^[^\n]*nobody\/no-such-model[^\n]*will not stand in the word rule[^\n]*$/);
+});
+
+test('tailgate fleet --tokenizer <hub id> downloads it (loopback hub) and bench -m <same id> agrees with its usage', async (t) => {
+  const tokenizerJson = readFileSync(join(TINY, 'tokenizer.json'));
+  const hub = await startHub({ 'org/tiny': { commit: `${'b'.repeat(39)}1`, files: { 'tokenizer.json': tokenizerJson, 'tokenizer_config.json': '{}' } } });
+  t.after(() => hub.close());
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-fleet-tok-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const env = { HF_HOME: dir, HF_HUB_CACHE: join(dir, 'hub'), HF_ENDPOINT: hub.url, HF_HUB_OFFLINE: '' };
+  const fleet = await startCli(['fleet', '--workers', '1', '--port', '0', '--profile', 'small', '--model', 'org/tiny', '--tokenizer', 'org/tiny'], 'ready', env);
+  t.after(() => fleet.stop());
+  assert.ok(hub.requests.some((r) => r.path.endsWith('/tokenizer.json')), 'the fleet fetched tokenizer.json from the hub');
+  const url = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url: string }).url)[0]!;
+  const out = join(dir, 'bench');
+  const r = await runCli(['bench', '-m', 'org/tiny', '-u', url, '--streaming', '--concurrency', '2', '--request-count', '6',
+    '--isl', '30', '--osl', '12', '--artifact-dir', out], { env, timeoutMs: 90_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.doesNotMatch(r.stderr, /disagree|warning/);
+  const doc = JSON.parse(await readFile(join(out, 'profile_export_aiperf.json'), 'utf8')) as { tailgate: { token_sources: { tokenizer: string; disagreementPct: number | null } } };
+  assert.equal(doc.tailgate.token_sources.tokenizer, 'org/tiny');
+  const dis = doc.tailgate.token_sources.disagreementPct;
+  assert.ok(typeof dis === 'number' && dis < 1, `client/server disagreement ${dis}%`);
 });

@@ -49,9 +49,9 @@ export function runCli(args: string[], opts: RunCliOptions = {}): Promise<CliRes
 }
 
 /** Starts a long-running `tailgate ...` and resolves once it prints a line equal to `readyLine`. */
-export function startCli(args: string[], readyLine = 'ready'): Promise<{ child: ChildProcess; lines: string[]; stop(): Promise<void> }> {
+export function startCli(args: string[], readyLine = 'ready', env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; lines: string[]; stop(): Promise<void> }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1', ...env } });
     const lines: string[] = [];
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
