@@ -71,6 +71,16 @@ export function addOptions(cmd: Command, table: OptionTable): Command {
   return cmd;
 }
 
+/**
+ * Adds the table `load` builds only when `cmd` is the command run (or asked for help): a table whose
+ * defaults live in a heavy module (the fleet's load the engine) does not slow every other command.
+ */
+export function addOptionsWhenRun(program: Command, cmd: Command, load: () => Promise<OptionTable>): void {
+  program.hook('preSubcommand', async (_program, sub) => {
+    if (sub === cmd) addOptions(cmd, await load());
+  });
+}
+
 /** The library options set as they are by the flags given (or defaulted). */
 export function libraryOptions<L>(table: OptionTable, flags: Record<string, unknown>): Partial<L> {
   const out: Record<string, unknown> = {};

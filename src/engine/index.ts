@@ -1,5 +1,5 @@
 export type { EngineProfile } from './profile.js';
-export { PROFILES, DEFAULT_PROFILE, PROFILE_FIELDS, PROFILE_SCHEMA, getProfile, isProfilePath, parseProfile, profileFromObject } from './profile.js';
+export { PROFILES, PROFILE_FIELDS, PROFILE_SCHEMA, getProfile, isProfilePath, parseProfile, profileFromObject } from './profile.js';
 export type { EngineCaller, KvEventSink, EngineRequest, EngineStats, EngineFault, EngineOptions, SubmitResult, Ticket, TokenSink } from './engine-types.js';
 export { QUEUE_FULL, TOO_LONG } from './engine-types.js';
 export { Engine } from './engine.js';

@@ -181,9 +181,6 @@ export const PROFILES: Readonly<Record<string, EngineProfile>> = Object.freeze({
   [SMALL.name]: SMALL,
 });
 
-/** The profile used when none is named. */
-export const DEFAULT_PROFILE = 'h100-qwen3-8b';
-
 /**
  * Looks a profile up by name.
  *

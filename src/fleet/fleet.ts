@@ -1,5 +1,6 @@
 import { RealClock, TailgateError, createRng, type Clock } from '../core/index.js';
-import { DEFAULT_PROFILE, Engine, FaultSchedule, burstyStalls, getProfile, parseFault, type EngineProfile, type FaultSpec } from '../engine/index.js';
+import { Engine, FaultSchedule, burstyStalls, getProfile, parseFault, type EngineProfile, type FaultSpec } from '../engine/index.js';
+import { FLEET_DEFAULTS } from './defaults.js';
 import { EngineKvEvents, KvEventPublisher, offsetEndpoint, publishes, type KvEventsConfig } from '../kv-events/index.js';
 import type { Tokenizer } from '../workload/index.js';
 import { FleetWorker } from './worker.js';
@@ -105,25 +106,25 @@ function checkFault(f: FaultSpec, workers: number): void {
  * await fleet.close();
  */
 export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
-  const n = opts.workers ?? 8;
+  const n = opts.workers ?? FLEET_DEFAULTS.workers;
   if (!Number.isInteger(n) || n < 1) throw new TailgateError('CONFIG_INVALID', `--workers must be a positive integer, got ${n}`);
-  const basePort = opts.port ?? 8100;
+  const basePort = opts.port ?? FLEET_DEFAULTS.port;
   if (!Number.isInteger(basePort) || basePort < 0 || (basePort > 0 && basePort + n - 1 > 65535)) {
     throw new TailgateError('CONFIG_INVALID', `--port ${basePort} with ${n} workers runs past port 65535`);
   }
-  const profile = typeof opts.profile === 'object' ? opts.profile : getProfile(opts.profile ?? DEFAULT_PROFILE);
-  const tokensPerChunk = opts.tokensPerChunk ?? 1;
+  const profile = typeof opts.profile === 'object' ? opts.profile : getProfile(opts.profile ?? FLEET_DEFAULTS.profile);
+  const tokensPerChunk = opts.tokensPerChunk ?? FLEET_DEFAULTS.tokensPerChunk;
   if (!Number.isInteger(tokensPerChunk) || tokensPerChunk < 1) throw new TailgateError('CONFIG_INVALID', `--tokens-per-chunk must be a positive integer, got ${tokensPerChunk}`);
   const faults = [...(opts.faults ?? [])];
-  if (opts.burstySeed !== undefined) faults.push(...burstyStalls({ seed: opts.burstySeed, workers: n, durationMs: opts.burstyDurationMs ?? 3_600_000 }));
+  if (opts.burstySeed !== undefined) faults.push(...burstyStalls({ seed: opts.burstySeed, workers: n, durationMs: opts.burstyDurationMs ?? FLEET_DEFAULTS.burstyDurationMs }));
   for (const t of opts.throttles ?? []) faults.push({ worker: t.worker, kind: 'slow', atMs: t.atMs, forMs: t.forMs, factor: t.factor });
   for (const f of faults) checkFault(f, n);
   const clock = opts.clock ?? new RealClock();
-  const host = opts.host ?? '127.0.0.1';
-  const model = opts.model ?? 'Qwen/Qwen3-8B';
+  const host = opts.host ?? FLEET_DEFAULTS.host;
+  const model = opts.model ?? FLEET_DEFAULTS.model;
   // Pieces are found once here, not per worker or per request.
   const tokens = opts.tokenizer?.model !== undefined ? tokenizerTokens(opts.tokenizer) : undefined;
-  const rng = createRng(opts.seed ?? 1);
+  const rng = createRng(opts.seed ?? FLEET_DEFAULTS.seed);
   rng.next(); // the first draw of a small-seeded xoroshiro128+ is ~1.0
 
   let schedule: FaultSchedule | null = null;
@@ -155,7 +156,7 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
     const engine = new Engine({
       clock,
       profile,
-      prefixCaching: opts.prefixCaching ?? true,
+      prefixCaching: opts.prefixCaching ?? FLEET_DEFAULTS.prefixCaching,
       ...(opts.maxNumSeqs !== undefined && { maxNumSeqs: opts.maxNumSeqs }),
       ...(opts.maxWaiting !== undefined && { maxWaiting: opts.maxWaiting }),
       ...(kv !== null && { kvEvents: new EngineKvEvents((events) => publishers[i]?.publish({ ts: Date.now() / 1000, events, dataParallelRank: 0 })) }),
@@ -170,8 +171,8 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
         clock,
         rng: rng.fork(),
         tokensPerChunk,
-        maxBodyBytes: opts.maxBodyBytes ?? 4 * 1024 * 1024,
-        defaultMaxTokens: opts.defaultMaxTokens ?? 256,
+        maxBodyBytes: opts.maxBodyBytes ?? FLEET_DEFAULTS.maxBodyBytes,
+        defaultMaxTokens: opts.defaultMaxTokens ?? FLEET_DEFAULTS.defaultMaxTokens,
         faults: () => schedule?.activeFor(i) ?? none,
         addFault: addFaultText,
         listFaults: () => schedule?.faults ?? [],

@@ -1,5 +1,6 @@
 export type { FleetOptions, Fleet, FleetWorkerInfo, KvEventsEndpoints } from './fleet.js';
 export { startFleet } from './fleet.js';
+export { FLEET_DEFAULTS } from './defaults.js';
 export type { AddedFault } from './worker.js';
 export { WorkerMetrics, formatPromFloat } from './metrics.js';
 export type { GpuThrottleSpec, GpuMetricsOptions, GpuMetricsServer, GpuWorkerSource } from './gpu-metrics.js';
