@@ -20,6 +20,8 @@ export interface FigureComparison {
   basis: 'trials' | 'samples' | 'values';
   nA: number;
   nB: number;
+  /** Each trial's own value, A's and B's, in trial order. */
+  trialValues: { a: number[]; b: number[] };
   /** The interval excludes 0 (or there is none) and the change passes the figure's materiality. */
   beyondNoise: boolean;
   /** How much this figure explains the gap: its change on a log scale, for a worker's figure beyond the other workers' change; 0 when within noise. */
@@ -118,7 +120,7 @@ function compareOne(def: FigureDef, fa: TrialFigure[], fb: TrialFigure[], level:
   const apart = va.length < 2 || vb.length < 2 || basis === 'trials' || Math.min(...vb) > Math.max(...va) || Math.max(...vb) < Math.min(...va);
   const excludesZero = (interval === null || interval[0] > 0 || interval[1] < 0) && apart;
   const beyondNoise = excludesZero && material(def, a, b);
-  return { def, a, b, diff, ratio: a !== 0 ? b / a : null, interval, effect, basis, nA: va.length, nB: vb.length, beyondNoise, score: beyondNoise ? Math.abs(logChange(def, a, b)) : 0 };
+  return { def, a, b, diff, ratio: a !== 0 ? b / a : null, interval, effect, basis, nA: va.length, nB: vb.length, trialValues: { a: va, b: vb }, beyondNoise, score: beyondNoise ? Math.abs(logChange(def, a, b)) : 0 };
 }
 
 const median = (xs: readonly number[]): number => {

@@ -30,7 +30,8 @@ function shapesText(side: RunSide, names: (w: number) => string): string {
   const counts = new Map<string, number>();
   for (const t of side.trials) {
     if (t.verdict !== 'fail' || t.shape === null) continue;
-    const k = `${t.shape}${t.shapeWorker !== null ? ` (${names(t.shapeWorker)})` : ''}`;
+    const where = [t.shapeWorker !== null ? names(t.shapeWorker) : null, t.locus !== null && t.locus !== 'unknown' ? `locus ${t.locus}` : null].filter((x) => x !== null);
+    const k = `${t.shape}${where.length > 0 ? ` (${where.join(', ')})` : ''}`;
     counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   const shapes = [...counts].map(([k, n]) => `${k} in ${n}`).join(', ');

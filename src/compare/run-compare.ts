@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { TailgateError } from '../core/index.js';
 import { renderHtmlReport, type Chart, type ReportDoc } from '../report/index.js';
 import { timeSeries } from '../stats/index.js';
+import { trialFigures } from './figures.js';
 import { compareSides, type FigureComparison } from './judge.js';
 import { loadDifference, readRunSide, type RunSide } from './load-run.js';
 import { describeComparison, fmt, type CompareFinding } from './paragraph.js';
@@ -69,6 +70,7 @@ export function compareJson(r: Omit<CompareResult, 'files'>): Record<string, unk
       basis: c.basis,
       trialsA: c.nA,
       trialsB: c.nB,
+      perTrial: { a: c.trialValues.a.map(num), b: c.trialValues.b.map(num) },
       beyondNoise: c.beyondNoise,
       score: num(c.score),
     })),
@@ -139,6 +141,19 @@ function timeCharts(r: Omit<CompareResult, 'files'>): Chart[] {
   ];
 }
 
+/** Every trial of both sides: its judgement and its outcome figures. */
+function trialTable(r: Omit<CompareResult, 'files'>): { columns: string[]; rows: string[][] } {
+  const keys = ['TTFT p99', 'TTFT p50', 'output throughput', 'step time (ITL)', 'error share'];
+  const rows = [r.a, r.b].flatMap((side) => side.trials.map((t) => {
+    const f = trialFigures(t);
+    return [side.name, t.label, t.verdict ?? '-', t.shape ?? '-', t.shapeWorker === null ? '-' : `worker ${t.shapeWorker}`, t.locus ?? '-', ...keys.map((k) => {
+      const x = f.get(k);
+      return x ? fmt(x.value, x.def.unit) : '-';
+    })];
+  }));
+  return { columns: ['side', 'trial', 'verdict', 'shape', 'worker', 'locus', ...keys], rows };
+}
+
 /** The HTML page: the paragraph, the table, per-worker and per-second figures of A and B side by side. */
 export function compareReportDoc(r: Omit<CompareResult, 'files'>): ReportDoc {
   return {
@@ -148,6 +163,7 @@ export function compareReportDoc(r: Omit<CompareResult, 'files'>): ReportDoc {
     sections: [
       { title: 'What differs', text: r.finding.paragraph },
       { title: 'Figures, ranked by how much they explain the gap', table: { columns: COLUMNS, rows: rankedRows(r.rows, 40).map(cellsOf) } },
+      { title: 'Per trial', table: trialTable(r) },
       { title: 'Per worker', charts: workerCharts(r) },
       { title: 'Over time', charts: timeCharts(r) },
     ],
