@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { markWindows, runWatch, type HistoryEntry, type WatchResult } from '../src/compare/index.js';
+import { basename, join } from 'node:path';
+import { markWindows, runWatch, type HistoryEntry, type WatchResult, type WatchRun } from '../src/compare/index.js';
 import { burstyStalls, type FaultSpec } from '../src/engine/index.js';
 import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
@@ -13,20 +13,25 @@ import { runCli, startCli } from './helpers.js';
 
 const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
 
+/** The fleet's schedule starts this long before the bursty process: the router starts and the client warms up meanwhile. */
+const QUIET_MS = 10_000;
+
 /**
  * The bursty stall process (engine/bursty.ts) on a short time scale, seed 56: quiet windows of
  * mean 7 s, active ones of mean 5 s, stalls of mean 3 s. Over 26 s it stalls worker 0 at 7.9 s
- * for 4.0 s and worker 2 at 17.9 s for 4.8 s.
+ * for 4.0 s and worker 2 at 17.9 s for 4.8 s; the fleet runs it QUIET_MS after it is ready.
  */
-const PLANTED: FaultSpec[] = burstyStalls({ seed: 56, workers: 4, durationMs: 26_000, quietMs: 7000, activeMs: 5000, meanStallMs: 3000 });
-/** The planted stalls end by 22.7 s: the runs they slowed finish well inside the watch. */
-const WATCH_MS = 32_000;
+const PLANTED: FaultSpec[] = burstyStalls({ seed: 56, workers: 4, durationMs: 26_000, quietMs: 7000, activeMs: 5000, meanStallMs: 3000 }).map((f) => ({ ...f, atMs: f.atMs + QUIET_MS }));
+/** The planted stalls end by 32.7 s after the fleet is ready: the runs they slowed finish well inside the watch. */
+const WATCH_MS = 40_000;
 
 /**
  * Watches a 4-worker loopback fleet (`tailgate fleet` in its own process, with `faults` as --fault
- * flags) behind a round-robin `tailgate route` (its own process) for WATCH_MS: a 32-request trial at 8 streams every 1.5 s,
- * no warm-up (a stall a warm-up request waited out would be hidden from the trial), gated on TTFT
- * p99 and request latency p99 (a stall that catches the last requests mid-answer shows in the latter only).
+ * flags) behind a round-robin `tailgate route` (its own process), until WATCH_MS after the fleet is
+ * ready: a 32-request trial at 8 streams every 1.5 s, no warm-up (a stall a warm-up request waited
+ * out would be hidden from the trial), gated on TTFT p99 and request latency p99 (a stall that
+ * catches the last requests mid-answer shows in the latter only). One run before the watch, not
+ * recorded, warms the client up: a cold first run on a loaded machine is client-bound.
  */
 async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url: string) => void): Promise<{ result: WatchResult; originEpochMs: number }> {
   const fleet = await startCli(['fleet', '--workers', '4', '--port', '0', '--profile', 'small', '--model', 'm', ...faults.flatMap((f) => ['--fault', `worker=${f.worker},kind=${f.kind},at=${f.atMs}ms,for=${f.forMs}ms`])]);
@@ -37,19 +42,15 @@ async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url:
   const route = await startCli(['route', '--port', '0', '--policy', 'round-robin', '--drain-delay', '0s', ...urls.flatMap((u) => ['--backend', u])]);
   const router = { url: (JSON.parse(route.lines.find((l) => l.startsWith('{'))!) as { url: string }).url, close: () => route.stop() };
   const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), WATCH_MS);
+  const timer = setTimeout(() => stop.abort(), originEpochMs + WATCH_MS - Date.now());
+  const run: WatchRun = (out, signal, onEvent) => runValidate({
+    url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 0,
+    maxTtftP99: 1000, gate: ['request_latency:p99:<=:2000'], readyTimeout: 5000, trialTimeout: 20_000, trials: 1, out, onEvent, ...(signal && { signal }),
+  });
   try {
-    const result = await runWatch({
-      everyMs: 1500,
-      outDir,
-      run: (out, signal, onEvent) => runValidate({
-        url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 0,
-        maxTtftP99: 1000, gate: ['request_latency:p99:<=:2000'], readyTimeout: 5000, trialTimeout: 20_000, trials: 1, out, onEvent, ...(signal && { signal }),
-      }),
-      signal: stop.signal,
-      metricsPort: 0,
-      ...(onMetrics && { onListening: onMetrics }),
-    });
+    await run(join(outDir, '..', `${basename(outDir)}-warm-up`), stop.signal, () => {});
+    assert.ok(Date.now() - originEpochMs < QUIET_MS, 'the warm-up ended before the first planted stall');
+    const result = await runWatch({ everyMs: 1500, outDir, run, signal: stop.signal, metricsPort: 0, ...(onMetrics && { onListening: onMetrics }) });
     return { result, originEpochMs };
   } finally {
     clearTimeout(timer);
@@ -69,8 +70,14 @@ test('a watch over a fleet with bursty stalls marks each planted window and inve
   // One after the other: two watches at once on two cores make the client the bottleneck.
   const bursty = await watchFleet(join(dir, 'bursty'), PLANTED, (url) => {
     metricsUrl = url;
-    // Scraped live, as Prometheus would, after the first planted stall.
-    scraped = new Promise((resolve, reject) => setTimeout(() => fetch(`${url}/metrics`).then((res) => res.text()).then(resolve, reject), 15_000));
+    // Scraped live, as Prometheus would, once the watch has marked a window (its /history says so).
+    scraped = (async () => {
+      for (;;) {
+        const h = (await (await fetch(`${url}/history`)).json()) as { windows: unknown[] };
+        if (h.windows.length > 0) return (await fetch(`${url}/metrics`)).text();
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
   });
   const healthy = await watchFleet(join(dir, 'healthy'), []);
   assert.ok(metricsUrl.startsWith('http://127.0.0.1:'));
@@ -97,9 +104,10 @@ test('a watch over a fleet with bursty stalls marks each planted window and inve
   assert.ok(scraped !== null);
   const metricsText = await scraped;
   assert.match(metricsText, /^tailgate_watch_time_to_first_token_p99_seconds \d/m);
-  assert.match(metricsText, /^tailgate_watch_shape_runs_total\{shape="single-worker-backup"\} [1-9]/m);
+  assert.match(metricsText, /^tailgate_watch_shape_runs_total\{shape="single-worker-backup"\} \d+$/m);
   assert.match(metricsText, /^tailgate_watch_last_verdict\{verdict="pass"\} [01]/m);
   assert.match(metricsText, /^tailgate_watch_windows [12]$/m);
+  assert.match(metricsText, /^tailgate_watch_in_window [01]$/m);
   if (!hasPromtool) {
     t.diagnostic('promtool not installed (Debian package prometheus): the lint of /metrics is skipped');
     return;

@@ -141,7 +141,7 @@ function series(t: TrialData, id: string, key: string): number[] {
 /** A counter's increase over the trial (last minus first sample). */
 const delta = (xs: number[]): number => (xs.length === 0 ? Number.NaN : xs[xs.length - 1]! - xs[0]!);
 
-const ROUTER_COUNTERS = ['failed', 'redispatched', 'migrated', 'ejected'] as const;
+const ROUTER_COUNTERS = ['failed', 'retried', 'redispatched', 'migrated', 'ejected'] as const;
 
 function scrapeFigures(f: FigureSet, t: TrialData): void {
   if (t.scrape === null) return;

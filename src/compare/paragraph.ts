@@ -73,7 +73,7 @@ function workerText(w: number, rows: FigureComparison[], name: string): string {
   const ttft = moved('TTFT p99');
   if (ttft && parts.length < 3) parts.push(`has TTFT p99 ${times(ttft)} (${fromTo(ttft)})`);
   if (peak && !backup && parts.length < 2) parts.push(`holds ${fmt(peak.b, 'requests')} in flight at peak (A ${fmt(peak.a, 'requests')})`);
-  for (const c of ['failed', 'redispatched', 'ejected'] as const) {
+  for (const c of ['failed', 'retried', 'redispatched', 'ejected'] as const) {
     const r = moved(`router ${c}`);
     if (r && parts.length < 3) parts.push(`has ${fmt(r.b, 'requests')} ${c} by the router (A ${fmt(r.a, 'requests')})`);
   }
@@ -100,7 +100,7 @@ function workerText(w: number, rows: FigureComparison[], name: string): string {
   } else if (step) {
     locus = 'no GPU telemetry to tell host from GPU';
   }
-  if (err && !step) locus = 'the worker answers errors';
+  if ((err || moved('router failed')) && !step) locus = `the worker answers errors${err ? '' : ' (the router retried them elsewhere, so the client saw none)'}`;
   return `B's ${name} ${parts.join(', ')}${gpu}${locus ? `: ${locus}` : ''}.`;
 }
 
