@@ -95,3 +95,16 @@ export async function until<T>(what: string | (() => string), probe: () => T | P
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/** A command's `--help` as flag -> its description (wrapped lines joined), e.g. '--max-queue <n>' -> 'requests that ... (default: 4096)'. */
+export function helpEntries(help: string): Map<string, string> {
+  const entries = new Map<string, string>();
+  let flag = '';
+  for (const line of help.split('\n')) {
+    const m = /^ {2}(--\S+(?: [<[]\S+[>\]])?)\s+(.*)$/.exec(line);
+    if (m) entries.set((flag = m[1]!), m[2]!);
+    else if (flag !== '' && /^\s{10,}\S/.test(line)) entries.set(flag, `${entries.get(flag)!} ${line.trim()}`);
+    else flag = '';
+  }
+  return entries;
+}

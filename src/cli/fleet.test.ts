@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FLEET_DEFAULTS, type FleetOptions } from '../fleet/index.js';
 import { fleetFlags, registerFleet } from './fleet.js';
+import { helpEntries } from '../../test/helpers.js';
 import { libraryOptions, parseCli } from './option-table.js';
 import { buildProgram } from './program.js';
 
@@ -14,7 +15,7 @@ test('fleet options table: each row gives the flag, the help with its default fr
   program.configureOutput({ writeOut: (s) => (help += s) });
   for (const c of program.commands) c.configureOutput({ writeOut: (s: string) => (help += s) });
   await assert.rejects(program.parseAsync(['node', 'tailgate', 'fleet', '--help']), { exitCode: 0 });
-  const flat = help.replace(/\s+/g, ' ');
+  const entries = helpEntries(help);
   // flag, the default as the help shows it (from FLEET_DEFAULTS), argv, the fleet options it sets
   const rows: [string, string, string[], Partial<FleetOptions>][] = [
     ['--workers <n>', String(D.workers), ['--workers', '2'], { workers: 2 }],
@@ -31,9 +32,9 @@ test('fleet options table: each row gives the flag, the help with its default fr
   const defaults = libraryOptions<FleetOptions>(table, parseCli(table, []));
   assert.deepEqual(defaults, { workers: D.workers, port: D.port, host: D.host, model: D.model, tokensPerChunk: D.tokensPerChunk, maxBodyBytes: D.maxBodyBytes, prefixCaching: D.prefixCaching });
   for (const [flag, shown, argv, lib] of rows) {
-    const at = flat.indexOf(` ${flag} `);
-    assert.ok(at >= 0, `${flag} is in the help`);
-    if (shown !== '') assert.ok(flat.slice(at + 1).split(/ --/)[0]!.endsWith(`(default: ${shown})`), `${flag} shows its default ${shown}`);
+    const entry = entries.get(flag);
+    assert.ok(entry !== undefined, `${flag} is in the help`);
+    if (shown !== '') assert.ok(entry.endsWith(`(default: ${shown})`), `${flag} shows its default ${shown}`);
     assert.deepEqual(libraryOptions<FleetOptions>(table, parseCli(table, argv)), { ...defaults, ...lib }, argv.join(' '));
   }
   assert.throws(() => parseCli(table, ['--workers', '0']), /option '--workers <n>' argument '0' is invalid\. expected an integer >= 1/);

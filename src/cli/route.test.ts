@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { RouterOptions } from '../router/index.js';
 import { ROUTER_DEFAULTS } from '../routing/index.js';
 import { libraryOptions, parseCli } from './option-table.js';
+import { helpEntries } from '../../test/helpers.js';
 import { buildProgram } from './program.js';
 import { ROUTE_OPTIONS, registerRoute, routePolicy } from './route.js';
 
@@ -16,18 +17,9 @@ test('route flags: --prefix-affinity turns adaptive into prefix, refuses other p
   assert.throws(() => routePolicy({ policy: 'p2c', prefixAffinity: true }), /--prefix-affinity applies to --policy adaptive, not p2c/);
 });
 
-/** `tailgate route --help`, one entry per flag: its first line and the wrapped lines joined. */
+/** `tailgate route --help`, one entry per flag. */
 function routeHelpEntries(): Map<string, string> {
-  const route = buildProgram([registerRoute]).commands.find((c) => c.name() === 'route')!;
-  const entries = new Map<string, string>();
-  let flag = '';
-  for (const line of route.helpInformation().split('\n')) {
-    const m = /^ {2}(--\S+(?: [<[]\S+[>\]])?)\s+(.*)$/.exec(line);
-    if (m) entries.set((flag = m[1]!), m[2]!);
-    else if (flag !== '' && /^\s{10,}\S/.test(line)) entries.set(flag, `${entries.get(flag)!} ${line.trim()}`);
-    else flag = '';
-  }
-  return entries;
+  return helpEntries(buildProgram([registerRoute]).commands.find((c) => c.name() === 'route')!.helpInformation());
 }
 
 test('route options table: a row gives the flag, the help with its default from ROUTER_DEFAULTS, and the library option', () => {

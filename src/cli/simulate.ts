@@ -1,42 +1,45 @@
 import type { Command } from 'commander';
 import { TailgateError } from '../core/index.js';
-import { intArg } from './args.js';
+import type { SIMULATE_DEFAULTS } from '../sim/index.js';
+import { collect, intArg } from './args.js';
+import { addOptionsWhenRun, rowsFor, type FlagsOf } from './option-table.js';
 
-interface SimulateFlags {
-  scenario?: string[];
-  preset?: string[];
-  policies: string;
-  trials: number;
-  seed: number;
-  json?: string;
-  html?: string;
-  export?: string;
-  explain?: boolean;
-  profile?: string;
-  kvEventDelay?: number;
+const row = rowsFor<unknown>();
+
+/** Every flag of `tailgate simulate`, declared once: commander's option and its help, defaults from SIMULATE_DEFAULTS. */
+export function simulateFlags(D: typeof SIMULATE_DEFAULTS, exportTrialsMax: number) {
+  return {
+    scenario: row({ arg: '<file>', help: 'scenario YAML file (repeatable)', parse: collect }),
+    preset: row({ arg: '<name>', help: 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-stall-2, aicr-h100-stall-3, aicr-h100-bursty, aicr-h100-slow, aicr-h100-slow-worker, shared-prefix, prefix-pressure (compares prefix sources estimate, events, oracle under prefix, 1 and 3 replicas), noisy-neighbour, noisy-neighbour-fifo, noisy-neighbour-alone, batch-interactive (repeatable)', parse: collect }),
+    policies: row<string>({ arg: '<list>', help: 'comma-separated routing policies', default: D.policies.join(',') }),
+    trials: row({ arg: '<n>', help: 'seeded trials per policy and scenario', parse: intArg(1), default: D.trials }),
+    seed: row({ arg: '<n>', help: 'seed of the first trial (trial t uses seed + t)', parse: intArg(0), default: D.seed }),
+    profile: row<string>({ arg: '<name|file>', help: "engine profile for every scenario, replacing the scenario's: a built-in name or a profile YAML file (e.g. from tailgate calibrate)" }),
+    json: row<string>({ arg: '<file>', help: 'write the results as JSON' }),
+    html: row<string>({ arg: '<file>', help: 'write a self-contained HTML report' }),
+    kvEventDelay: row({ arg: '<ms>', help: 'with --preset prefix-pressure: how long after an engine step its KV events reach the router', parse: intArg(0), default: D.kvEventDelayMs }),
+    export: row<string>({ arg: '<dir>', help: `also write the first trials (at most ${exportTrialsMax}) of each scenario and policy as validate writes its runs, for tailgate compare` }),
+    explain: row<boolean>({ help: 'per second of the first trial of each policy, where the tokens went: faults, streams stuck on stalled workers, router queue, probation, idle slots, prefill done again' }),
+  };
 }
 
-const collectList = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+/** The flags of `tailgate simulate` as commander parses them. */
+export type SimulateFlags = FlagsOf<ReturnType<typeof simulateFlags>>;
 
 /**
  * `tailgate simulate`: the same engines and policies in virtual time; a Monte Carlo of the gate
  * per policy. Exit 0 when it ran (the verdicts are data), 2 for bad input.
  */
 export function registerSimulate(program: Command): void {
-  program
+  const cmd = program
     .command('simulate')
-    .description('what-if in virtual time: the same engines and routing policies, many seeded trials, gate fail probability per policy')
-    .option('--scenario <file>', 'scenario YAML file (repeatable)', collectList)
-    .option('--preset <name>', 'built-in scenario: aicr-h100, aicr-h100-stall, aicr-h100-stall-2, aicr-h100-stall-3, aicr-h100-bursty, aicr-h100-slow, aicr-h100-slow-worker, shared-prefix, prefix-pressure (compares prefix sources estimate, events, oracle under prefix, 1 and 3 replicas), noisy-neighbour, noisy-neighbour-fifo, noisy-neighbour-alone, batch-interactive (repeatable)', collectList)
-    .option('--policies <list>', 'comma-separated routing policies', 'round-robin,least-loaded,p2c,adaptive')
-    .option('--trials <n>', 'seeded trials per policy and scenario', intArg(1), 200)
-    .option('--seed <n>', 'seed of the first trial (trial t uses seed + t)', intArg(0), 1)
-    .option('--profile <name|file>', "engine profile for every scenario, replacing the scenario's: a built-in name or a profile YAML file (e.g. from tailgate calibrate)")
-    .option('--json <file>', 'write the results as JSON')
-    .option('--html <file>', 'write a self-contained HTML report')
-    .option('--kv-event-delay <ms>', 'with --preset prefix-pressure: how long after an engine step its KV events reach the router', intArg(0), 0)
-    .option('--export <dir>', 'also write the first trials (at most 5) of each scenario and policy as validate writes its runs, for tailgate compare')
-    .option('--explain', 'per second of the first trial of each policy, where the tokens went: faults, streams stuck on stalled workers, router queue, probation, idle slots, prefill done again')
+    .description('what-if in virtual time: the same engines and routing policies, many seeded trials, gate fail probability per policy');
+  // the defaults live in sim/, heavy to load: only for this command
+  addOptionsWhenRun(program, cmd, async () => {
+    const sim = await import('../sim/index.js');
+    return simulateFlags(sim.SIMULATE_DEFAULTS, sim.EXPORT_TRIALS_MAX);
+  });
+  cmd
     .action(async (flags: SimulateFlags) => {
       const sim = await import('../sim/index.js');
       const { POLICY_NAMES } = await import('../routing/index.js');
@@ -70,7 +73,7 @@ export function registerSimulate(program: Command): void {
       // A prefix-source comparison runs `prefix` once per source and replica count, not a Monte Carlo of policies.
       const compared = scenarios.filter((s) => sim.PREFIX_COMPARE_PRESETS.includes(s.name));
       if (compared.length > 0) {
-        const out = compared.map((s) => sim.comparePrefixSources(s, { seed: flags.seed, kvEventDelayMs: flags.kvEventDelay ?? 0 }));
+        const out = compared.map((s) => sim.comparePrefixSources(s, { seed: flags.seed, kvEventDelayMs: flags.kvEventDelay }));
         process.stdout.write(out.map((r) => sim.formatPrefixCompare(r)).join('\n'));
         if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(out.length === 1 ? out[0] : out, null, 2)}\n`);
         if (compared.length === scenarios.length) {

@@ -8,6 +8,7 @@ export type { FrontendSettings } from './frontend.js';
 export { routerDefaults } from './frontend.js';
 export type { MonteCarloOptions, MonteCarloResult, PolicyOutcome, Spread } from './monte-carlo.js';
 export { KEEP_RECORDS_LIMIT, runMonteCarlo } from './monte-carlo.js';
+export { SIMULATE_DEFAULTS } from './defaults.js';
 export { wilsonInterval } from './wilson.js';
 export type { PrefixSource } from './kv-report.js';
 export { PREFIX_SOURCES } from './kv-report.js';

@@ -1,6 +1,7 @@
 import { isMetricBlock } from '../stats/index.js';
 import { runScenario } from './run-scenario.js';
 import type { Scenario } from './scenario.js';
+import { SIMULATE_DEFAULTS } from './defaults.js';
 import { PREFIX_SOURCES, type PrefixSource } from './kv-report.js';
 
 /** Presets whose `simulate` run compares prefix sources (not policies). */
@@ -42,7 +43,7 @@ export interface PrefixCompareOptions {
  */
 export function comparePrefixSources(scenario: Scenario, opts: PrefixCompareOptions = {}): PrefixCompareResult {
   const seed = opts.seed ?? 1;
-  const delay = opts.kvEventDelayMs ?? 0;
+  const delay = opts.kvEventDelayMs ?? SIMULATE_DEFAULTS.kvEventDelayMs;
   const rows: PrefixCompareRow[] = [];
   for (const replicas of opts.replicas ?? [1, 3]) {
     const s: Scenario = { ...scenario, router: { ...scenario.router, replicas } };
