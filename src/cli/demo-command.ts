@@ -3,7 +3,7 @@ import { DEMO_PLANS, demoTable, formatTable, runDemo } from './demo-run.js';
 import { killAllChildren } from './child.js';
 
 /** Runs the demo for the CLI: progress on a TTY, Ctrl-C stops cleanly, the table at the end. */
-export async function runDemoCommand(flags: { out: string; seed: number; quick?: boolean; full?: boolean; simulate?: boolean }): Promise<number> {
+export async function runDemoCommand(flags: { out: string; seed: number; quick?: boolean | undefined; full?: boolean | undefined; simulate?: boolean | undefined }): Promise<number> {
   if (flags.quick && flags.full) throw new TailgateError('CLI_USAGE', '--quick and --full cannot be used together');
   if (flags.simulate) {
     const { runSimulatedDemo } = await import('./demo-simulate.js');
