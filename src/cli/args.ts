@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { parseDurationMs, parseSizeBytes } from '../core/index.js';
+import { TailgateError, parseDurationMs, parseSizeBytes } from '../core/index.js';
 
 /** Commander value parsers: a bad value becomes a one-line usage error (exit 2). */
 export function intArg(min = 0) {
@@ -56,4 +56,14 @@ export function choiceArg<T extends string>(choices: readonly T[]) {
     if (!(choices as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${choices.join(', ')}`);
     return value as T;
   };
+}
+
+/** Writes a file the user named (an output flag); a failure is one CONFIG_INVALID line naming it. */
+export async function writeOutputFile(file: string, text: string): Promise<void> {
+  const { writeFile } = await import('node:fs/promises');
+  try {
+    await writeFile(file, text);
+  } catch (e) {
+    throw new TailgateError('CONFIG_INVALID', `cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+  }
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { TailgateError } from '../core/index.js';
-import { intArg } from './args.js';
+import { intArg, writeOutputFile } from './args.js';
 
 interface CalibrateFlags {
   output?: string;
@@ -46,17 +46,9 @@ export function registerCalibrate(program: Command): void {
       const base = c.resolveProfile(flags.base);
       const levels = c.expandRuns(runs).map((r) => c.readRun(r));
       const report = c.calibrate(levels, { base, name: flags.name, seed: flags.seed });
-      const { writeFile } = await import('node:fs/promises');
-      const write = async (file: string, text: string): Promise<void> => {
-        try {
-          await writeFile(file, text);
-        } catch (e) {
-          throw new TailgateError('CONFIG_INVALID', `cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
-        }
-      };
       if (flags.output !== undefined) {
         const notes = Object.fromEntries(report.fit.params.map((p) => [p.name, `${p.pinned ? 'fitted' : 'NOT pinned down'}: 95% [${p.low.toPrecision(4)}, ${p.high.toPrecision(4)}]`]));
-        await write(flags.output, c.formatProfileYaml(report.fit.profile, `tailgate calibrate from ${levels.map((l) => l.label).join(', ')} (${levels[0]!.model || 'model not named'}); other fields from ${base.name}`, notes));
+        await writeOutputFile(flags.output, c.formatProfileYaml(report.fit.profile, `tailgate calibrate from ${levels.map((l) => l.label).join(', ')} (${levels[0]!.model || 'model not named'}); other fields from ${base.name}`, notes));
       }
       const predictions = c.predictAt(loads, levels, report, {
         seed: flags.seed,
@@ -65,10 +57,10 @@ export function registerCalibrate(program: Command): void {
       });
       process.stderr.write(c.formatCalibration(report, flags.output ?? null));
       if (predictions.length > 0) process.stdout.write(`${JSON.stringify(predictions, null, 2)}\n`);
-      if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(c.calibrationJson(report, predictions), null, 2)}\n`);
+      if (flags.json !== undefined) await writeOutputFile(flags.json, `${JSON.stringify(c.calibrationJson(report, predictions), null, 2)}\n`);
       if (flags.html !== undefined) {
         const { renderHtmlReport } = await import('../report/index.js');
-        await write(flags.html, renderHtmlReport(c.calibrationReportDoc(report, report.fit.profile)));
+        await writeOutputFile(flags.html, renderHtmlReport(c.calibrationReportDoc(report, report.fit.profile)));
       }
       process.exitCode = 0;
     });

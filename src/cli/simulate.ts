@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { TailgateError } from '../core/index.js';
 import type { SIMULATE_DEFAULTS } from '../sim/index.js';
-import { collect, intArg } from './args.js';
+import { collect, intArg, writeOutputFile } from './args.js';
 import { addOptionsWhenRun, rowsFor, type FlagsOf } from './option-table.js';
 
 const row = rowsFor<unknown>();
@@ -62,20 +62,12 @@ export function registerSimulate(program: Command): void {
         for (let i = 0; i < scenarios.length; i++) scenarios[i] = { ...scenarios[i]!, profile: engineProfile.name, engineProfile };
       }
 
-      const { writeFile } = await import('node:fs/promises');
-      const write = async (file: string, text: string): Promise<void> => {
-        try {
-          await writeFile(file, text);
-        } catch (e) {
-          throw new TailgateError('CONFIG_INVALID', `cannot write ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
-        }
-      };
       // A prefix-source comparison runs `prefix` once per source and replica count, not a Monte Carlo of policies.
       const compared = scenarios.filter((s) => sim.PREFIX_COMPARE_PRESETS.includes(s.name));
       if (compared.length > 0) {
         const out = compared.map((s) => sim.comparePrefixSources(s, { seed: flags.seed, kvEventDelayMs: flags.kvEventDelay }));
         process.stdout.write(out.map((r) => sim.formatPrefixCompare(r)).join('\n'));
-        if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(out.length === 1 ? out[0] : out, null, 2)}\n`);
+        if (flags.json !== undefined) await writeOutputFile(flags.json, `${JSON.stringify(out.length === 1 ? out[0] : out, null, 2)}\n`);
         if (compared.length === scenarios.length) {
           process.exitCode = 0;
           return;
@@ -100,10 +92,10 @@ export function registerSimulate(program: Command): void {
       if (tty) process.stderr.write('\r\x1b[K');
       const run = { scenarios: results, policies: policies as (typeof POLICY_NAMES)[number][], trials: flags.trials, seed: flags.seed, wallMs: performance.now() - t0 };
       process.stdout.write(sim.formatSimulate(run));
-      if (flags.json !== undefined) await write(flags.json, `${JSON.stringify(sim.simulateJson(run), null, 2)}\n`);
+      if (flags.json !== undefined) await writeOutputFile(flags.json, `${JSON.stringify(sim.simulateJson(run), null, 2)}\n`);
       if (flags.html !== undefined) {
         const { renderHtmlReport } = await import('../report/index.js');
-        await write(flags.html, renderHtmlReport(sim.simulateReportDoc(run)));
+        await writeOutputFile(flags.html, renderHtmlReport(sim.simulateReportDoc(run)));
       }
       if (flags.export !== undefined) {
         for (const d of await sim.exportSimulated(flags.export, scenarios, policies as (typeof POLICY_NAMES)[number][], flags.trials, flags.seed)) process.stdout.write(`exported ${d}\n`);

@@ -8,3 +8,4 @@ export { parseDurationMs, parseSizeBytes, formatMs } from './units.js';
 export type { Outcome, RequestRecord, TokenCount } from './record.js';
 export { countTokens, vocabWord, tokenId, promptTokenIds } from './tokens.js';
 export { durationSchema } from './duration-schema.js';
+export { issueText } from './zod-issue.js';

@@ -1,6 +1,6 @@
 import { parseDocument } from 'yaml';
 import { z } from 'zod';
-import { TailgateError } from '../core/index.js';
+import { TailgateError, issueText } from '../core/index.js';
 
 /**
  * What one simulated vLLM worker can do: scheduler limits, KV cache size and a linear step-time
@@ -61,13 +61,7 @@ export const PROFILE_SCHEMA = z.strictObject({
 export function profileFromObject(input: unknown, source: string): EngineProfile {
   const r = PROFILE_SCHEMA.safeParse(input);
   if (!r.success) {
-    const issue = r.error.issues[0]!;
-    let path = issue.path;
-    let message = issue.message;
-    if (issue.code === 'unrecognized_keys') {
-      path = [...issue.path, issue.keys[0]!];
-      message = 'unknown field';
-    } else if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) message = `missing (expected ${issue.expected})`;
+    const { path, message } = issueText(r.error.issues[0]!);
     const field = path.length > 0 ? path.map(String).join('.') : '(top level)';
     throw new TailgateError('CONFIG_INVALID', `${source}: ${field}: ${message}`);
   }

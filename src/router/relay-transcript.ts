@@ -1,9 +1,6 @@
 import { readStreamChunk } from '../openai/index.js';
 import { BodyScanner, type BodyFraming } from '../wire/index.js';
-import { forEachData } from './sse-frames.js';
-
-const LF = 10;
-const CR = 13;
+import { forEachData, lastBoundary } from './sse-frames.js';
 
 /**
  * What migration needs of a relayed stream, kept instead of its SSE bytes: the text generated so
@@ -78,14 +75,4 @@ export class RelayTranscript {
       }
     });
   }
-}
-
-/** Index just past the last blank line (LF LF or LF CR LF) in `buf`, or 0. */
-function lastBoundary(buf: Buffer): number {
-  for (let i = buf.length - 1; i >= 1; i--) {
-    if (buf[i] !== LF) continue;
-    const p = buf[i - 1];
-    if (p === LF || (p === CR && i >= 2 && buf[i - 2] === LF)) return i + 1;
-  }
-  return 0;
 }

@@ -29,7 +29,7 @@ export class EventSplitter {
 }
 
 /** Index just past the last blank line (LF LF or LF CR LF) in `buf`, or 0. */
-function lastBoundary(buf: Buffer): number {
+export function lastBoundary(buf: Buffer): number {
   for (let i = buf.length - 1; i >= 1; i--) {
     if (buf[i] !== LF) continue;
     const p = buf[i - 1];

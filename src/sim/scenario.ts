@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { LineCounter, parseDocument, isNode } from 'yaml';
 import { z } from 'zod';
-import { TailgateError, durationSchema, parseDurationMs } from '../core/index.js';
+import { TailgateError, durationSchema, issueText, parseDurationMs } from '../core/index.js';
 import { getProfile, isProfilePath, parseFault, parseProfile, type EngineProfile, type FaultSpec } from '../engine/index.js';
 import { parseGate, type Gate } from '../gate/index.js';
 import { PRIORITIES, type DeadlineSetting, type Priority } from '../routing/index.js';
@@ -212,15 +212,7 @@ function where(path: readonly PropertyKey[], lineOf: ((path: readonly PropertyKe
 export function scenarioFromObject(input: unknown, source: string, lineOf?: (path: readonly PropertyKey[]) => number | null): Scenario {
   const r = SCHEMA.safeParse(input);
   if (!r.success) {
-    const issue = r.error.issues[0]!;
-    let path = issue.path;
-    let message = issue.message;
-    if (issue.code === 'unrecognized_keys') {
-      path = [...issue.path, issue.keys[0]!];
-      message = 'unknown field';
-    } else if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) {
-      message = `missing (expected ${issue.expected})`;
-    }
+    const { path, message } = issueText(r.error.issues[0]!);
     throw new TailgateError('CONFIG_INVALID', `${source}: ${where(path, lineOf)}: ${message}`);
   }
   const raw: Raw = r.data;
