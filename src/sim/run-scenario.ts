@@ -9,7 +9,8 @@ import { Frontend, routerDefaults } from './frontend.js';
 import { eventsReport, oracleReport, type PrefixSource } from './kv-report.js';
 import type { Scenario } from './scenario.js';
 import { AttemptRoute, SimAttempts, SimRequests, type AttemptHost } from './sim-attempt.js';
-import { ExplainSamples, explain, type Explanation } from './explain.js';
+import { explain, type Explanation } from './explain.js';
+import { FleetSampler } from './fleet-sampler.js';
 import { StreamingSummary } from './streaming-summary.js';
 import { SimWorkload, type TurnPlan } from './sim-workload.js';
 
@@ -459,31 +460,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   });
   // the router's sweep also sheds the sheddable requests that waited past their deadline
   if (flowsOn && maxWaitMs !== undefined) for (const fe of frontends) every(SWEEP_MS, () => fe.dispatcher.shedExpired());
-  const tMs: number[] = [];
-  const inflight = ids.map(() => [] as number[]);
-  const running = ids.map(() => [] as number[]);
-  const waiting = ids.map(() => [] as number[]);
-  const explained = opts.explain ? new ExplainSamples(n) : null;
-  const sample = (): void => {
-    tMs.push(clock.now());
-    for (let w = 0; w < n; w++) {
-      let c = 0;
-      for (const fe of frontends) c += fe.dispatcher.inflight(ids[w]!);
-      inflight[w]!.push(c);
-      running[w]!.push(engines[w]!.running);
-      waiting[w]!.push(engines[w]!.waiting);
-    }
-    explainSample();
-  };
-  function explainSample(): void {
-    if (!explained) return;
-    let queued = 0;
-    for (const fe of frontends) queued += fe.dispatcher.queueLength;
-    explained.add(clock.now(), queued, redoneTokens, (w) => {
-      const e = engines[w]!;
-      return { inflight: inflight[w]!.at(-1)!, running: e.running, slowFactor: e.stalled ? 0 : e.slowFactor, generated: e.stats().generationTokensTotal };
-    });
-  }
+  const sampler = new FleetSampler(clock, ids, engines, frontends, opts.explain === true, () => redoneTokens);
+  const sample = (): void => sampler.sample();
   sample();
   every(sampleMs, sample);
 
@@ -493,12 +471,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   if (!finished) {
     lastEndMs = Math.max(lastEndMs, Math.min(clock.now(), maxSimulatedMs));
     sample();
-  } else if (explained && explained.tMs.at(-1)! < clock.now()) {
-    // The last tokens came after the last periodic sample.
-    inflight.forEach((s) => s.push(0));
-    explainSample();
-    inflight.forEach((s) => s.pop());
-  }
+  } else sampler.explainLast();
   let generatedTokens = 0;
   let prefixCacheHits = 0;
   let prefixCacheQueries = 0;
@@ -516,10 +489,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   schedule.close();
   for (const e of engines) e.close();
 
-  const perWorkerInflight: Record<string, WorkerSeries> = {};
-  ids.forEach((id, w) => {
-    perWorkerInflight[id] = { tMs, inflight: inflight[w]!, running: running[w]!, waiting: waiting[w]! };
-  });
+  const perWorkerInflight = sampler.series();
+  const explained = sampler.explained;
   let summary: Summary;
   if (streaming) summary = streaming.summary(perWorkerInflight);
   else if (builder) summary = builder.build();
