@@ -3,7 +3,6 @@ import { Engine, FaultSchedule, QUEUE_FULL, TOO_LONG, cachedBlockHashes, burstyS
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import { type DeadlineVerdict, type FlowTicket, type PolicyName, type Priority, type RouteRequest, type WorkerView } from '../routing/index.js';
 import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/index.js';
-import { arrivals } from '../workload/index.js';
 import { DeadlineSweep, SWEEP_MS } from './deadline-sweep.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import { eventsReport, oracleReport, type PrefixSource } from './kv-report.js';
@@ -12,7 +11,7 @@ import { AttemptRoute, SimAttempts, SimRequests, type AttemptHost } from './sim-
 import { explain, type Explanation } from './explain.js';
 import { FleetSampler } from './fleet-sampler.js';
 import { StreamingSummary } from './streaming-summary.js';
-import { SimWorkload, type TurnPlan } from './sim-workload.js';
+import { SimClients } from './sim-clients.js';
 
 const NO_TENANT: FlowTicket = { tenant: '', priority: 'standard' };
 
@@ -156,26 +155,12 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const maxWaitMs = scenario.router.sheddableMaxWaitMs;
   const frontends = Array.from({ length: scenario.router.replicas }, () => new Frontend(clock, policy, rng.fork(), ids, settings));
   const replicaRng = rng.fork();
-  let replicaCursor = 0;
   // drawn only with tenants, so a scenario without them keeps its random streams
   const tenantRng = tenants.length > 0 ? rng.fork() : null;
-  const shareTotal = tenants.reduce((a, t) => a + t.share, 0);
   const tickets = tenants.map((t): FlowTicket => ({ tenant: t.name, priority: t.priority, ...(t.priority === 'sheddable' && maxWaitMs !== undefined && { maxWaitMs }) }));
   const tenantStats = tenants.map(() => ({ requests: 0, errors: 0, ttftMs: [] as number[] }));
-  const pickTenant = (): number => {
-    if (tenantRng === null || scenario.load.kind === 'tenants') return 0;
-    let x = tenantRng.next() * shareTotal;
-    for (let i = 0; i < tenants.length - 1; i++) if ((x -= tenants[i]!.share) < 0) return i;
-    return tenants.length - 1;
-  };
   let shed = 0;
   const ticketOf = (q: number): FlowTicket | undefined => (flowsOn ? tickets[requests.tenant(q)] ?? NO_TENANT : undefined);
-
-  // Sessions (and their token ids) are built once; requests draw them as bench does.
-  const workload = new SimWorkload(scenario);
-  // a tenant with its own prompt or answer lengths draws from its own dataset
-  const workloads = tenants.map((t) => (t.inputTokens || t.outputTokens ? new SimWorkload({ ...scenario, inputTokens: t.inputTokens ?? scenario.inputTokens, outputTokens: t.outputTokens ?? scenario.outputTokens }) : workload));
-  const workloadOf = (tenant: number): SimWorkload => workloads[tenant] ?? workload;
 
   const records: RequestRecord[] = [];
   const streaming = opts.recordMode === 'histogram' ? new StreamingSummary() : null;
@@ -188,8 +173,6 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   let rejected = 0;
   /** Answer tokens that migrated continuations prefill again (for `explain`). */
   let redoneTokens = 0;
-  let profilingStartMs = Number.NaN;
-  let seq = 0;
   let lastEndMs = 0;
 
   // ---- the request path: replica -> dispatcher -> engine, and back ----
@@ -246,9 +229,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     else if (builder) builder.add(rec);
     else records.push(rec);
     // (A last turn has no follow-up: its plan is not read, a cold read at fleet scale.)
-    const followUp = requests.lastTurn(q) ? null : workloadOf(tenant).followUp(requests.plans[q]!.cursor, outcome === 'ok', tokens);
+    const followUp = requests.lastTurn(q) ? null : clients.workloadOf(tenant).followUp(requests.plans[q]!.cursor, outcome === 'ok', tokens);
     requests.free(q);
-    phaseDone(phase, followUp, tenant);
+    clients.phaseDone(phase, followUp, tenant);
   };
 
   // Per replica, by worker index (read from the worker's id: a lookup in a map of the fleet's
@@ -353,102 +336,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   // ---- clients: warm-up, then profiling, as bench/ does ----
 
-  const phaseCounts = { warmup: { issued: 0, done: 0, total: scenario.warmupRequestCount }, profiling: { issued: 0, done: 0, total: scenario.requestCount } };
-  let currentPhase: RequestRecord['phase'] = scenario.warmupRequestCount > 0 ? 'warmup' : 'profiling';
-  let finished = false;
-
-  const issue = (phase: RequestRecord['phase'], tenant = pickTenant(), plan: TurnPlan = workloadOf(tenant).next()): void => {
-    phaseCounts[phase].issued++;
-    send(phase, plan, tenant);
-  };
-
-  const send = (phase: RequestRecord['phase'], plan: TurnPlan, tenant: number): void => {
-    const i = seq++;
-    const feIndex = scenario.router.replicaPick === 'random' ? replicaRng.int(0, frontends.length - 1) : replicaCursor++ % frontends.length;
-    dispatch(requests.start(i, phase, plan, clock.now(), feIndex, tenant), feIndex);
-  };
-
-  /** Open loop: `tenant`'s requests (a drawn one each without tenant loads) at `ratePerS`, until the phase has sent its count. */
-  const openLoop = (phase: RequestRecord['phase'], load: { ratePerS: number; mode: 'constant' | 'poisson' }, tenant?: number): void => {
-    const pc = phaseCounts[phase];
-    const times = arrivals({ ratePerS: load.ratePerS, mode: load.mode, seed: rng.int(0, 0x7fffffff), startMs: clock.now(), count: pc.total });
-    const next = (): void => {
-      const t = times.next();
-      if (t.done) return;
-      clock.setTimer(t.value, () => {
-        if (pc.issued >= pc.total) return;
-        issue(phase, tenant);
-        next();
-      });
-    };
-    next();
-  };
-
-  const closedLoop = (tenant: number): boolean => scenario.load.kind === 'closed' || (scenario.load.kind === 'tenants' && tenants[tenant]!.load!.kind === 'closed');
-  const startPhase = (phase: RequestRecord['phase']): void => {
-    currentPhase = phase;
-    if (phase === 'profiling') profilingStartMs = clock.now();
-    const pc = phaseCounts[phase];
-    if (pc.total === 0) {
-      phaseDone(phase);
-      return;
-    }
-    if (scenario.load.kind === 'closed') {
-      const burst = Math.min(scenario.load.concurrency, pc.total);
-      for (let k = 0; k < burst; k++) issue(phase);
-      return;
-    }
-    if (scenario.load.kind === 'tenants') {
-      tenants.forEach((t, i) => {
-        const load = t.load!;
-        if (load.kind === 'rate') openLoop(phase, load, i);
-        else for (let k = 0; k < load.concurrency && pc.issued < pc.total; k++) issue(phase, i);
-      });
-      return;
-    }
-    if (scenario.load.kind === 'schedule') {
-      const due = workload.schedule(pc.total);
-      const startMs = clock.now();
-      let at = 0;
-      const nextDue = (): void => {
-        const session = due[at++];
-        if (!session) return;
-        clock.setTimer(startMs + session.timestampMs!, () => {
-          issue(phase, pickTenant(), workload.first(session));
-          nextDue();
-        });
-      };
-      nextDue();
-      return;
-    }
-    openLoop(phase, scenario.load);
-  };
-
-  function phaseDone(phase: RequestRecord['phase'], followUp: { delayMs: number; plan: TurnPlan } | null = null, tenant = 0): void {
-    const pc = phaseCounts[phase];
-    if (pc.total > 0) pc.done++;
-    if (closedLoop(tenant) && pc.issued < pc.total) {
-      // The slot goes on with its conversation's next turn after the think time, else a new session;
-      // a slot of a tenant with its own load stays that tenant's.
-      const own = scenario.load.kind === 'tenants' ? tenant : undefined;
-      if (followUp === null) issue(phase, own);
-      else if (followUp.delayMs <= 0) issue(phase, tenant, followUp.plan);
-      else {
-        pc.issued++;
-        clock.setTimer(clock.now() + followUp.delayMs, () => send(phase, followUp.plan, tenant));
-      }
-    }
-    if (pc.done < pc.total) return;
-    if (phase === 'warmup' && currentPhase === 'warmup') startPhase('profiling');
-    else if (phase === 'profiling') finished = true;
-  }
+  const clients = new SimClients(scenario, clock, rng, replicaRng, tenantRng, frontends.length, requests, dispatch);
 
   // ---- periodic work: deadline sweeps and in-flight samples ----
 
   const timers: Timer[] = [];
   const every = (periodMs: number, fn: () => void): void => {
     const tick = (): void => {
-      if (finished) return;
+      if (clients.finished) return;
       fn();
       timers[slot] = clock.setTimer(clock.now() + periodMs, tick);
     };
@@ -465,10 +360,10 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   sample();
   every(sampleMs, sample);
 
-  startPhase(currentPhase);
+  clients.start();
   // Slices of virtual time, so a bounded run stops close to its bound.
-  while (!finished && clock.now() < maxSimulatedMs && clock.pending > 0) clock.runUntil(Math.min(clock.now() + 250, maxSimulatedMs));
-  if (!finished) {
+  while (!clients.finished && clock.now() < maxSimulatedMs && clock.pending > 0) clock.runUntil(Math.min(clock.now() + 250, maxSimulatedMs));
+  if (!clients.finished) {
     lastEndMs = Math.max(lastEndMs, Math.min(clock.now(), maxSimulatedMs));
     sample();
   } else sampler.explainLast();
@@ -517,7 +412,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     generatedTokens,
     prefixCacheHits,
     prefixCacheQueries,
-    completed: finished,
+    completed: clients.finished,
     ...(tenantRng !== null && {
       tenants: tenants.map((t, i) => {
         const s = tenantStats[i]!;
@@ -527,7 +422,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
       shed,
     }),
     ...(explained
-      ? { explanation: explain(explained, profile, engines[0]!.maxNumSeqs, generatedTokens > 0 ? prefillTokens / generatedTokens : 0, Number.isNaN(profilingStartMs) ? 0 : profilingStartMs, lastEndMs) }
+      ? { explanation: explain(explained, profile, engines[0]!.maxNumSeqs, generatedTokens > 0 ? prefillTokens / generatedTokens : 0, Number.isNaN(clients.profilingStartMs) ? 0 : clients.profilingStartMs, lastEndMs) }
       : {}),
   };
 }
