@@ -2,7 +2,7 @@ import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core
 import { Engine, FaultSchedule, QUEUE_FULL, TOO_LONG, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
 import { type DeadlineVerdict, type FlowTicket, type PolicyName, type Priority, type RouteRequest, type WorkerView } from '../routing/index.js';
-import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/index.js';
+import type { Summary } from '../stats/index.js';
 import { DeadlineSweep, SWEEP_MS } from './deadline-sweep.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import { eventsReport, oracleReport, type PrefixSource } from './kv-report.js';
@@ -10,8 +10,8 @@ import type { Scenario } from './scenario.js';
 import { AttemptRoute, SimAttempts, SimRequests, type AttemptHost } from './sim-attempt.js';
 import { explain, type Explanation } from './explain.js';
 import { FleetSampler } from './fleet-sampler.js';
-import { StreamingSummary } from './streaming-summary.js';
 import { SimClients } from './sim-clients.js';
+import { SimRecords } from './sim-records.js';
 
 const NO_TENANT: FlowTicket = { tenant: '', priority: 'standard' };
 
@@ -92,15 +92,6 @@ export interface TenantResult {
   ttftP99Ms: number;
 }
 
-/** A record to fill in (the simulator's server counts are its client counts). */
-function blankRecord(): RequestRecord {
-  return {
-    id: '', phase: 'profiling', worker: null, startMs: 0, firstTokenMs: null, chunkMs: [], endMs: 0,
-    inputTokens: { client: 0, server: 0 }, outputTokens: { client: 0, server: 0 },
-    outcome: 'ok', status: null, error: null, redispatched: false, migrated: false,
-  };
-}
-
 /** The id of simulated worker `i`, shaped like every worker id in the project (`host:port`). */
 export function simWorkerId(i: number): string {
   return `sim-${i}:8000`;
@@ -158,22 +149,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // drawn only with tenants, so a scenario without them keeps its random streams
   const tenantRng = tenants.length > 0 ? rng.fork() : null;
   const tickets = tenants.map((t): FlowTicket => ({ tenant: t.name, priority: t.priority, ...(t.priority === 'sheddable' && maxWaitMs !== undefined && { maxWaitMs }) }));
-  const tenantStats = tenants.map(() => ({ requests: 0, errors: 0, ttftMs: [] as number[] }));
   let shed = 0;
   const ticketOf = (q: number): FlowTicket | undefined => (flowsOn ? tickets[requests.tenant(q)] ?? NO_TENANT : undefined);
 
-  const records: RequestRecord[] = [];
-  const streaming = opts.recordMode === 'histogram' ? new StreamingSummary() : null;
-  // Inter-chunk gaps (~2M a trial at seed scale) go through the 0.1% histogram: sorting them
-  // exactly was a tenth of a trial's time, and no gate or shape reads them.
-  const summaryOpts = { exactChunkGapLimit: 0 };
-  const builder = opts.recordMode === 'summary' ? new SummaryBuilder(summaryOpts) : null;
   let redispatched = 0;
   let migrated = 0;
   let rejected = 0;
   /** Answer tokens that migrated continuations prefill again (for `explain`). */
   let redoneTokens = 0;
-  let lastEndMs = 0;
 
   // ---- the request path: replica -> dispatcher -> engine, and back ----
 
@@ -182,52 +165,15 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const inFlight = scenario.load.kind === 'closed' ? scenario.load.concurrency : 0;
   const requests = new SimRequests(keepChunks, inFlight);
 
-  // Summary and histogram modes fold each record in as it ends and keep nothing of it, so one
-  // record (and one first-and-last chunk list) serves every request: at fleet scale, a record and
-  // its parts per request were most of what a run allocated.
-  const reused: RequestRecord | null = streaming || builder ? blankRecord() : null;
-  // By chunk count (none, first, first and last), written in place (emptying one array and
-  // pushing again reallocated it for every request).
-  const firstLast: number[][] = [[], [0], [0, 0]];
+  // What the clients record of each request as it ends.
+  const sink = new SimRecords(requests, ids, opts.recordMode, tenantRng !== null, tenants.length);
 
   /** `worker`: the index of the worker that answered, or -1. */
   const finishRequest = (q: number, nowMs: number, worker: number, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
-    if (nowMs > lastEndMs) lastEndMs = nowMs;
-    const firstTokenMs = requests.firstTokenMs(q);
+    sink.add(q, nowMs, worker, outcome, status, error);
     const tokens = requests.tokens(q);
     const phase = requests.phase(q);
     const tenant = requests.tenant(q);
-    let chunkMs = requests.chunks(q);
-    if (chunkMs === null) {
-      const n = Number.isNaN(firstTokenMs) ? 0 : tokens > 1 ? 2 : 1;
-      chunkMs = reused ? firstLast[n]! : new Array<number>(n);
-      if (n > 0) chunkMs[0] = firstTokenMs;
-      if (n > 1) chunkMs[1] = requests.lastTokenMs(q);
-    }
-    if (tenantRng !== null && phase === 'profiling') {
-      const ts = tenantStats[tenant]!;
-      ts.requests++;
-      if (outcome !== 'ok') ts.errors++;
-      else if (!Number.isNaN(firstTokenMs)) ts.ttftMs.push(firstTokenMs - requests.startMs(q));
-    }
-    const rec = reused ?? blankRecord();
-    rec.id = reused ? '' : `${phase}-${requests.index(q)}`;
-    rec.phase = phase;
-    rec.worker = worker < 0 ? null : ids[worker]!;
-    rec.startMs = requests.startMs(q);
-    rec.firstTokenMs = Number.isNaN(firstTokenMs) ? null : firstTokenMs;
-    rec.chunkMs = chunkMs;
-    rec.endMs = nowMs;
-    rec.inputTokens.client = rec.inputTokens.server = requests.promptTokens(q);
-    rec.outputTokens.client = rec.outputTokens.server = tokens;
-    rec.outcome = outcome;
-    rec.status = status;
-    rec.error = error;
-    rec.redispatched = requests.redispatched(q);
-    rec.migrated = requests.migrated(q);
-    if (streaming) streaming.add(rec, worker);
-    else if (builder) builder.add(rec);
-    else records.push(rec);
     // (A last turn has no follow-up: its plan is not read, a cold read at fleet scale.)
     const followUp = requests.lastTurn(q) ? null : clients.workloadOf(tenant).followUp(requests.plans[q]!.cursor, outcome === 'ok', tokens);
     requests.free(q);
@@ -364,7 +310,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // Slices of virtual time, so a bounded run stops close to its bound.
   while (!clients.finished && clock.now() < maxSimulatedMs && clock.pending > 0) clock.runUntil(Math.min(clock.now() + 250, maxSimulatedMs));
   if (!clients.finished) {
-    lastEndMs = Math.max(lastEndMs, Math.min(clock.now(), maxSimulatedMs));
+    sink.lastEndMs = Math.max(sink.lastEndMs, Math.min(clock.now(), maxSimulatedMs));
     sample();
   } else sampler.explainLast();
   let generatedTokens = 0;
@@ -386,17 +332,15 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
 
   const perWorkerInflight = sampler.series();
   const explained = sampler.explained;
-  let summary: Summary;
-  if (streaming) summary = streaming.summary(perWorkerInflight);
-  else if (builder) summary = builder.build();
-  else summary = summarize(records, summaryOpts);
+  const summary = sink.summary(perWorkerInflight);
+  const lastEndMs = sink.lastEndMs;
   const gates = judgeGates(summary, scenario.gates);
   const shape = classifyTrial({ summary, gates, expectedWorkers: n, workerSeries: perWorkerInflight });
   return {
     scenario: scenario.name,
     policy,
     seed,
-    records,
+    records: sink.records,
     summary,
     gates,
     pass: gates.every((g) => g.pass),
@@ -414,11 +358,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     prefixCacheQueries,
     completed: clients.finished,
     ...(tenantRng !== null && {
-      tenants: tenants.map((t, i) => {
-        const s = tenantStats[i]!;
-        const sorted = Float64Array.from(s.ttftMs).sort();
-        return { name: t.name, priority: t.priority, requests: s.requests, errors: s.errors, ttftP50Ms: percentile(sorted, 50), ttftP99Ms: percentile(sorted, 99) };
-      }),
+      tenants: sink.tenants(tenants),
       shed,
     }),
     ...(explained
