@@ -63,20 +63,8 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
     const t = await runThreads(o.threads, { ...opts, threads: 1 }, originMs, opts.onProgress, signal);
     return finish(o, workload, t.records, t.selfCheck, t.startTime, t.endTime, originEpochMs, signal?.aborted ?? false);
   }
-  // One pool per target, each able to hold the whole concurrency (round-robin may bunch up).
-  const connections = o.requestRate === null && !o.fixedSchedule && o.userCentric === null ? Math.max(o.concurrency, o.warmup.concurrency) : o.maxConcurrency;
-  const pools: BenchDispatcher[] = o.targets.map((t) =>
-    o.transport === 'socket'
-      ? new SocketPool(t.origin, { connections })
-      : new Pool(t.origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 }),
-  );
-  // Targets differ in origin, seldom in path: requests are serialized once per distinct path.
-  const byPath = new Map<string, (session: Session) => PreparedRequest>();
-  const prepared = o.targets.map((t) => {
-    let p = byPath.get(t.path);
-    if (!p) byPath.set(t.path, (p = prepareRequests(o, workload, t.path)));
-    return p;
-  });
+  const pools = openPools(o);
+  const prepared = prepareByTarget(o, workload);
   const stop = new AbortController();
   const calls = new CallGroup();
   stop.signal.addEventListener('abort', () => calls.abortAll(), { once: true });
@@ -204,6 +192,26 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   if (raw) done.raw = raw;
   if (stoppedEarly !== null) done.stoppedEarly = stoppedEarly;
   return done;
+}
+
+/** One pool per target, each able to hold the whole concurrency (round-robin may bunch up). */
+function openPools(o: ResolvedBenchOptions): BenchDispatcher[] {
+  const connections = o.requestRate === null && !o.fixedSchedule && o.userCentric === null ? Math.max(o.concurrency, o.warmup.concurrency) : o.maxConcurrency;
+  return o.targets.map((t) =>
+    o.transport === 'socket'
+      ? new SocketPool(t.origin, { connections })
+      : new Pool(t.origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 }),
+  );
+}
+
+/** Each target's request builder: targets differ in origin, seldom in path, so requests are serialized once per distinct path. */
+function prepareByTarget(o: ResolvedBenchOptions, workload: Workload): Array<(session: Session) => PreparedRequest> {
+  const byPath = new Map<string, (session: Session) => PreparedRequest>();
+  return o.targets.map((t) => {
+    let p = byPath.get(t.path);
+    if (!p) byPath.set(t.path, (p = prepareRequests(o, workload, t.path)));
+    return p;
+  });
 }
 
 /** Summary and warnings over the measured records. */
