@@ -82,7 +82,7 @@ function entryOf(r: WatchRunOutcome, run: number, startedAt: Date, dir: string, 
     figures,
     units,
     reason: r.reason,
-    // The first probe of a watch may meet a cold worker (a first request can take ~42 s, REFERENCE §1): only later ones count.
+    // The first probe of a watch may meet a cold worker (a first request can take ~42 s, docs/reference.md#the-seed): only later ones count.
     ...(warm && ceiling && probeMs !== null && probeMs > ceiling.limit && { probeSlow: true }),
     dir,
   };
