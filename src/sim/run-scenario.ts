@@ -1,19 +1,19 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
-import { Engine, FaultSchedule, QUEUE_FULL, TOO_LONG, cachedBlockHashes, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
+import { Engine, FaultSchedule, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import { type DeadlineVerdict, type FlowTicket, type PolicyName, type Priority, type RouteRequest, type WorkerView } from '../routing/index.js';
+import type { FlowTicket, PolicyName, Priority } from '../routing/index.js';
 import type { Summary } from '../stats/index.js';
-import { DeadlineSweep, SWEEP_MS } from './deadline-sweep.js';
+import { SWEEP_MS } from './deadline-sweep.js';
 import { Frontend, routerDefaults } from './frontend.js';
 import { eventsReport, oracleReport, type PrefixSource } from './kv-report.js';
 import type { Scenario } from './scenario.js';
-import { AttemptRoute, SimAttempts, SimRequests, type AttemptHost } from './sim-attempt.js';
+import { SimRequests } from './sim-attempt.js';
 import { explain, type Explanation } from './explain.js';
 import { FleetSampler } from './fleet-sampler.js';
 import { SimClients } from './sim-clients.js';
 import { SimRecords } from './sim-records.js';
+import { SimRequestPath } from './sim-request-path.js';
 
-const NO_TENANT: FlowTicket = { tenant: '', priority: 'standard' };
 
 
 /** Options of {@link runScenario}. */
@@ -97,16 +97,6 @@ export function simWorkerId(i: number): string {
   return `sim-${i}:8000`;
 }
 
-/** The index `i` of the simulated worker with id `simWorkerId(i)`, read from its digits. */
-function simWorkerIndex(id: string): number {
-  let i = 0;
-  for (let k = 4; ; k++) {
-    const d = id.charCodeAt(k) - 48;
-    if (d < 0 || d > 9) return i;
-    i = 10 * i + d;
-  }
-}
-
 /**
  * Runs one scenario under one policy with one seed, in virtual time: `workers` engines from
  * engine/ (with the profile and the faults), router replicas each with their own Dispatcher from
@@ -149,14 +139,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // drawn only with tenants, so a scenario without them keeps its random streams
   const tenantRng = tenants.length > 0 ? rng.fork() : null;
   const tickets = tenants.map((t): FlowTicket => ({ tenant: t.name, priority: t.priority, ...(t.priority === 'sheddable' && maxWaitMs !== undefined && { maxWaitMs }) }));
-  let shed = 0;
-  const ticketOf = (q: number): FlowTicket | undefined => (flowsOn ? tickets[requests.tenant(q)] ?? NO_TENANT : undefined);
 
-  let redispatched = 0;
-  let migrated = 0;
-  let rejected = 0;
-  /** Answer tokens that migrated continuations prefill again (for `explain`). */
-  let redoneTokens = 0;
 
   // ---- the request path: replica -> dispatcher -> engine, and back ----
 
@@ -168,121 +151,14 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // What the clients record of each request as it ends.
   const sink = new SimRecords(requests, ids, opts.recordMode, tenantRng !== null, tenants.length);
 
-  /** `worker`: the index of the worker that answered, or -1. */
-  const finishRequest = (q: number, nowMs: number, worker: number, outcome: RequestRecord['outcome'], status: number | null, error: string | null): void => {
-    sink.add(q, nowMs, worker, outcome, status, error);
-    const tokens = requests.tokens(q);
-    const phase = requests.phase(q);
-    const tenant = requests.tenant(q);
-    // (A last turn has no follow-up: its plan is not read, a cold read at fleet scale.)
-    const followUp = requests.lastTurn(q) ? null : clients.workloadOf(tenant).followUp(requests.plans[q]!.cursor, outcome === 'ok', tokens);
-    requests.free(q);
-    clients.phaseDone(phase, followUp, tenant);
-  };
-
-  // Per replica, by worker index (read from the worker's id: a lookup in a map of the fleet's
-  // workers, by id or by the dispatcher's view, was a cache miss per attempt): made at the first
-  // attempt on that pair.
-  const routesOf: (AttemptRoute | undefined)[][] = frontends.map(() => []);
-
-  const host: AttemptHost = {
-    attemptEnded(a, reason, nowMs) {
-      attempts.end(a);
-      const q = attempts.req(a);
-      const route = attempts.route(a);
-      const workerId = route.workerId;
-      const fe = frontends[requests.replica(q)]!;
-      fe.dispatcher.release(workerId, ticketOf(q));
-      if (reason === 'length') {
-        fe.success(route.worker);
-        finishRequest(q, nowMs, route.worker, 'ok', 200, null);
-      } else {
-        finishRequest(q, nowMs, route.worker, 'aborted', null, 'aborted by the engine');
-      }
-    },
-  };
-  // The engines' caller for every attempt (an engine calls back with the attempt's number).
-  const attempts = new SimAttempts(requests, host);
-
-  // Per replica: how long after its start an attempt can first be due (its deadlines' fixed bounds).
-  const firstLookMs = frontends.map((fe) => Math.min(fe.dispatcher.minDeadlineMs('ttft'), fe.dispatcher.minDeadlineMs('stall')));
-  const startAttempt = (q: number, feIndex: number, w: WorkerView): void => {
-    const fe = frontends[feIndex]!;
-    const wi = simWorkerIndex(w.id);
-    const routes = routesOf[feIndex]!;
-    const route = (routes[wi] ??= attempts.addRoute(new AttemptRoute(wi, w.id, fe.dispatcher.stats(w.id)!, engines[wi]!)));
-    const a = attempts.start(route, q, w.inflight, clock.now());
-    const plan = requests.plans[q]!;
-    // A migrated continuation's prompt also holds the answer so far (its prompt part still hits the
-    // cache). Unless every chunk time is kept, tokens after the first go to the route's sink.
-    const t = engines[wi]!.submitTo(attempts, a, plan.promptTokens + requests.tokens(q), attempts.maxTokens(a), plan.promptTokenIds, keepChunks ? undefined : route.sink);
-    if (t === QUEUE_FULL || t === TOO_LONG) {
-      attempts.end(a);
-      fe.dispatcher.release(w.id, ticketOf(q));
-      finishRequest(q, clock.now(), wi, 'http_error', t === QUEUE_FULL ? 429 : 400, t === QUEUE_FULL ? 'worker queue full' : 'prompt too long');
-      return;
-    }
-    attempts.setTicket(a, t);
-    if (fe.deadlinesOn && !requests.resent(q)) {
-      sweeper.fileStarted(a, feIndex, clock.now() + firstLookMs[feIndex]!);
-    }
-  };
-
-  // Prompts are hashed only for a policy that reads the hashes (prefix affinity), once per id array.
-  const routeRequest = (q: number, hashSize: number | undefined): RouteRequest => {
-    const plan = requests.plans[q]!;
-    const promptTokens = plan.promptTokens + requests.tokens(q);
-    if (hashSize === undefined) return { model: scenario.model, promptTokens };
-    return { model: scenario.model, promptTokens, blockHashes: cachedBlockHashes(plan.promptTokenIds, hashSize) };
-  };
-  const NO_OPTIONS = {};
-
-  const dispatch = (q: number, feIndex: number, exclude?: ReadonlySet<string>): void => {
-    const fe = frontends[feIndex]!;
-    const flow = flowsOn ? { flow: ticketOf(q)!, onShed: () => {
-      shed++;
-      finishRequest(q, clock.now(), -1, 'http_error', 429, 'shed');
-    } } : undefined;
-    // (The route request and this callback are garbage by the time the next scavenge comes, unless
-    // the request waits in the queue.)
-    const r = fe.dispatcher.submit(
-      routeRequest(q, fe.dispatcher.policy.hashBlockSize),
-      (w) => startAttempt(q, feIndex, w),
-      exclude ? { exclude, resend: true, ...flow } : (flow ?? NO_OPTIONS),
-    );
-    if (r === 'rejected') {
-      rejected++;
-      finishRequest(q, clock.now(), -1, 'http_error', 429, 'router queue full');
-    }
-  };
-
-  /** Cancels an attempt that hit a deadline and sends the request elsewhere (once per request), as the verdict says. */
-  const resend = (a: number, feIndex: number, v: DeadlineVerdict): void => {
-    const fe = frontends[feIndex]!;
-    const q = attempts.req(a);
-    const workerId = attempts.workerId(a);
-    const kind = v.action === 'migrate' ? 'migrate' : 'redispatch';
-    if (v.spendBudget) fe.dispatcher.tryResend();
-    attempts.end(a);
-    requests.markResent(q, kind);
-    if (kind === 'redispatch') redispatched++;
-    else {
-      migrated++;
-      redoneTokens += requests.tokens(q);
-    }
-    if (v.blame) fe.failure(attempts.route(a).worker);
-    else if (kind === 'redispatch') fe.dispatcher.noteQueueing(workerId, attempts.position(a));
-    engines[attempts.route(a).worker]!.abort(attempts.ticket(a));
-    fe.dispatcher.release(workerId, ticketOf(q));
-    dispatch(q, feIndex, new Set([workerId]));
-  };
-  // The routers' deadline sweeps (see deadline-sweep.ts).
-  const sweeper = new DeadlineSweep(clock, frontends, attempts, requests, scenario.model, resend);
+  // The request path: replica -> dispatcher -> engine, and back.
+  const path = new SimRequestPath(clock, scenario.model, engines, frontends, requests, sink, keepChunks, flowsOn ? tickets : null);
 
 
   // ---- clients: warm-up, then profiling, as bench/ does ----
 
-  const clients = new SimClients(scenario, clock, rng, replicaRng, tenantRng, frontends.length, requests, dispatch);
+  const clients = new SimClients(scenario, clock, rng, replicaRng, tenantRng, frontends.length, requests, (q, feIndex) => path.dispatch(q, feIndex));
+  path.clients = clients;
 
   // ---- periodic work: deadline sweeps and in-flight samples ----
 
@@ -297,11 +173,11 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     timers.push(clock.setTimer(clock.now() + periodMs, tick));
   };
   frontends.forEach((fe, i) => {
-    if (fe.deadlinesOn) every(SWEEP_MS, () => sweeper.sweep(i));
+    if (fe.deadlinesOn) every(SWEEP_MS, () => path.sweeper.sweep(i));
   });
   // the router's sweep also sheds the sheddable requests that waited past their deadline
   if (flowsOn && maxWaitMs !== undefined) for (const fe of frontends) every(SWEEP_MS, () => fe.dispatcher.shedExpired());
-  const sampler = new FleetSampler(clock, ids, engines, frontends, opts.explain === true, () => redoneTokens);
+  const sampler = new FleetSampler(clock, ids, engines, frontends, opts.explain === true, () => path.redoneTokens);
   const sample = (): void => sampler.sample();
   sample();
   every(sampleMs, sample);
@@ -348,9 +224,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     simulatedMs: lastEndMs,
     perWorkerInflight,
     faults: schedule.faults.filter((f) => f.atMs < lastEndMs),
-    redispatched,
-    migrated,
-    rejected,
+    redispatched: path.redispatched,
+    migrated: path.migrated,
+    rejected: path.rejected,
     ejections: frontends.reduce((sum, fe) => sum + fe.ejections, 0),
     preemptions,
     generatedTokens,
@@ -359,7 +235,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     completed: clients.finished,
     ...(tenantRng !== null && {
       tenants: sink.tenants(tenants),
-      shed,
+      shed: path.shed,
     }),
     ...(explained
       ? { explanation: explain(explained, profile, engines[0]!.maxNumSeqs, generatedTokens > 0 ? prefillTokens / generatedTokens : 0, Number.isNaN(clients.profilingStartMs) ? 0 : clients.profilingStartMs, lastEndMs) }
