@@ -1,7 +1,8 @@
 export type { BurstySpec, RouterSpec, Scenario, SimTenant } from './scenario.js';
 export { loadScenario, parseScenario, scenarioFromObject } from './scenario.js';
 export { PRESETS, PRESET_NAMES } from './presets.js';
-export type { SimOptions, SimResult, TenantResult } from './run-scenario.js';
+export type { SimOptions, SimResult } from './run-scenario.js';
+export type { TenantResult } from './sim-records.js';
 export type { Explanation, LossWaterfall } from './explain.js';
 export { runScenario, simWorkerId } from './run-scenario.js';
 export type { FrontendSettings } from './frontend.js';

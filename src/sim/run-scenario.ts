@@ -1,7 +1,7 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
 import { Engine, FaultSchedule, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import type { FlowTicket, PolicyName, Priority } from '../routing/index.js';
+import type { FlowTicket, PolicyName } from '../routing/index.js';
 import type { Summary } from '../stats/index.js';
 import { SWEEP_MS } from './deadline-sweep.js';
 import { Frontend, routerDefaults } from './frontend.js';
@@ -11,7 +11,7 @@ import { SimRequests } from './sim-attempt.js';
 import { explain, type Explanation } from './explain.js';
 import { FleetSampler } from './fleet-sampler.js';
 import { SimClients } from './sim-clients.js';
-import { SimRecords } from './sim-records.js';
+import { SimRecords, type TenantResult } from './sim-records.js';
 import { SimRequestPath } from './sim-request-path.js';
 
 
@@ -80,16 +80,6 @@ export interface SimResult {
   tenants?: TenantResult[];
   /** Requests shed by flow control (429). */
   shed?: number;
-}
-
-/** One tenant's figures in a {@link SimResult}. */
-export interface TenantResult {
-  name: string;
-  priority: Priority;
-  requests: number;
-  errors: number;
-  ttftP50Ms: number;
-  ttftP99Ms: number;
 }
 
 /** The id of simulated worker `i`, shaped like every worker id in the project (`host:port`). */

@@ -3,7 +3,8 @@ import { runCharts, workerName, type ReportDoc, type ReportSection } from '../re
 import type { PolicyName } from '../routing/index.js';
 import type { Explanation, LossWaterfall } from './explain.js';
 import type { MonteCarloResult, PolicyOutcome } from './monte-carlo.js';
-import { simWorkerId, type TenantResult } from './run-scenario.js';
+import { simWorkerId } from './run-scenario.js';
+import type { TenantResult } from './sim-records.js';
 import type { Scenario } from './scenario.js';
 
 /** One `tailgate simulate` run: every scenario's Monte Carlo and the totals. */

@@ -1,10 +1,20 @@
 import type { RequestRecord } from '../core/index.js';
+import type { Priority } from '../routing/index.js';
 import type { WorkerSeries } from '../gate/index.js';
 import { SummaryBuilder, percentile, summarize, type Summary } from '../stats/index.js';
-import type { TenantResult } from './run-scenario.js';
 import type { SimTenant } from './scenario.js';
 import type { SimRequests } from './sim-attempt.js';
 import { StreamingSummary } from './streaming-summary.js';
+
+/** One tenant's figures in a simulation's result (`SimResult.tenants`). */
+export interface TenantResult {
+  name: string;
+  priority: Priority;
+  requests: number;
+  errors: number;
+  ttftP50Ms: number;
+  ttftP99Ms: number;
+}
 
 /** A record to fill in (the simulator's server counts are its client counts). */
 function blankRecord(): RequestRecord {
