@@ -163,23 +163,30 @@ test('timeouts: a header sent one byte a second, 300 idle sockets, a stalled bod
   assert.match(one, /\r\nConnection: keep-alive\r\n/i);
 });
 
-/** Streams `max` tokens from a one-worker router and stalls the worker for `stallMs` once the first content arrived. */
-async function stallOnce(f: Fleet, r: Router, max: number, stallMs: number): Promise<string> {
-  const res = await post(`${r.url}/v1/chat/completions`, chat(max));
+/** Reads a stream to its end, stalling the worker that answers it for `forMs` once `when` first holds of what arrived. */
+async function readStallingItsWorker(f: Fleet, res: Response, when: (raw: string) => boolean, forMs: number): Promise<{ raw: string; worker: number }> {
+  const worker = f.workers.findIndex((w) => w.id === res.headers.get('x-tailgate-worker'));
+  assert.ok(worker >= 0, 'the router names the worker');
   const reader = res.body!.getReader();
-  let raw = '';
   const dec = new TextDecoder();
+  let raw = '';
   let stalled = false;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     raw += dec.decode(value, { stream: true });
-    if (!stalled && raw.includes('"content":" ')) {
+    if (!stalled && when(raw)) {
       stalled = true;
-      f.addFault({ worker: 0, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: stallMs });
+      f.addFault({ worker, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs });
     }
   }
-  return raw;
+  return { raw, worker };
+}
+
+/** Streams `max` tokens from a one-worker router and stalls the worker for `stallMs` once the first content arrived. */
+async function stallOnce(f: Fleet, r: Router, max: number, stallMs: number): Promise<string> {
+  const res = await post(`${r.url}/v1/chat/completions`, chat(max));
+  return (await readStallingItsWorker(f, res, (raw) => raw.includes('"content":" '), stallMs)).raw;
 }
 
 test('a stalled stream with no worker to move to waits for its worker: the worker recovers and the stream completes, the worker blamed once', async (t) => {
@@ -386,21 +393,7 @@ test('migration coherence: under a mid-stream stall the client gets, byte for by
   const request = chat(60, { stream_options: { include_usage: true } });
   const unstalled = readSse(await (await post(`${r.url}/v1/chat/completions`, request)).text());
   const res = await post(`${r.url}/v1/chat/completions`, request);
-  const first = f.workers.findIndex((w) => w.id === res.headers.get('x-tailgate-worker'));
-  assert.ok(first >= 0);
-  const reader = res.body!.getReader();
-  const dec = new TextDecoder();
-  let raw = '';
-  let stalled = false;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    raw += dec.decode(value, { stream: true });
-    if (!stalled && (raw.match(/"content":" /g)?.length ?? 0) >= 5) {
-      stalled = true;
-      f.addFault({ worker: first, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: 60_000 });
-    }
-  }
+  const { raw, worker: first } = await readStallingItsWorker(f, res, (text) => (text.match(/"content":" /g)?.length ?? 0) >= 5, 60_000);
   const migrated = readSse(raw);
   assert.deepEqual(migrated.errors, []);
   assert.equal(migrated.text, unstalled.text, "the client's text equals the unstalled run's");
@@ -436,21 +429,8 @@ test('a stream whose text passed --migrate-max-bytes is no longer migrated: coun
   const f = await fleet(t, 2);
   const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off', upstreamIdleTimeoutMs: 1500, migrateMaxBytes: 64 });
   const res = await post(`${r.url}/v1/chat/completions`, chat(500));
-  const worker = Number(f.workers.findIndex((w) => w.id === res.headers.get('x-tailgate-worker')));
-  const reader = res.body!.getReader();
-  let raw = '';
-  const dec = new TextDecoder();
-  let stalled = false;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    raw += dec.decode(value, { stream: true });
-    // 40 words (over 64 bytes of text) in, its worker stalls
-    if (!stalled && readSse(raw).text.length > 200) {
-      stalled = true;
-      f.addFault({ worker, kind: 'stall', atMs: f.clock.now() - f.originMs, forMs: 60_000 });
-    }
-  }
+  // 40 words (over 64 bytes of text) in, its worker stalls
+  const { raw } = await readStallingItsWorker(f, res, (text) => readSse(text).text.length > 200, 60_000);
   const s = readSse(raw);
   assert.equal(s.errors.length, 1, 'not migrated: the error frame at the idle timeout');
   assert.equal(s.done, 1);

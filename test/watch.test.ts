@@ -33,7 +33,7 @@ const WATCH_MS = 40_000;
  * catches the last requests mid-answer shows in the latter only). One run before the watch, not
  * recorded, warms the client up: a cold first run on a loaded machine is client-bound.
  */
-async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url: string) => void): Promise<{ result: WatchResult; originEpochMs: number }> {
+async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url: string) => void): Promise<{ result: WatchResult; originEpochMs: number; workers: string[] }> {
   const fleet = await startCli(['fleet', '--workers', '4', '--port', '0', '--profile', 'small', '--model', 'm', ...faults.flatMap((f) => ['--fault', `worker=${f.worker},kind=${f.kind},at=${f.atMs}ms,for=${f.forMs}ms`])]);
   // Faults count from "ready".
   const originEpochMs = Date.now();
@@ -51,7 +51,7 @@ async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url:
     await run(join(outDir, '..', `${basename(outDir)}-warm-up`), stop.signal, () => {});
     assert.ok(Date.now() - originEpochMs < QUIET_MS, 'the warm-up ended before the first planted stall');
     const result = await runWatch({ everyMs: 1500, outDir, run, signal: stop.signal, metricsPort: 0, ...(onMetrics && { onListening: onMetrics }) });
-    return { result, originEpochMs };
+    return { result, originEpochMs, workers: urls.map((u) => new URL(u).host) };
   } finally {
     clearTimeout(timer);
     await router.close();
@@ -89,6 +89,10 @@ test('a watch over a fleet with bursty stalls marks each planted window and inve
   for (const [i, p] of planted.entries()) assert.ok(windows.some((w) => overlaps(w, p)), `planted stall ${i} (worker ${PLANTED[i]!.worker}) found: ${JSON.stringify(bursty.result.windows)}; runs ${runs.map((e) => `${e.run} ${e.startedAt} ${e.verdict} ${e.shape}`).join(', ')}`);
   for (const w of windows) assert.ok(planted.some((p) => overlaps(w, p)), `window ${new Date(w[0]).toISOString()} overlaps a planted stall`);
   assert.ok(bursty.result.windows.every((w) => w.shape !== 'clean' && w.failing > 0), JSON.stringify(bursty.result.windows));
+  // The watch names what it saw: a planted stall's window is a single-worker backup of the stalled worker.
+  // (One of the two may read broad-degradation when the machine's load slows every worker at once.)
+  const named = planted.filter((p, i) => bursty.result.windows.some((w, j) => overlaps(windows[j]!, p) && w.shape === 'single-worker-backup' && w.worker === bursty.workers[PLANTED[i]!.worker]));
+  assert.ok(named.length >= 1, `a planted stall named single-worker-backup with its worker: ${JSON.stringify(bursty.result.windows)}`);
   assert.equal(healthy.result.windows.length, 0, JSON.stringify(healthy.result.entries.filter((e) => e.verdict !== 'pass')));
 
   // The files a person and Prometheus read: the history, the windows, the metrics text.
@@ -104,7 +108,7 @@ test('a watch over a fleet with bursty stalls marks each planted window and inve
   assert.ok(scraped !== null);
   const metricsText = await scraped;
   assert.match(metricsText, /^tailgate_watch_time_to_first_token_p99_seconds \d/m);
-  assert.match(metricsText, /^tailgate_watch_shape_runs_total\{shape="single-worker-backup"\} \d+$/m);
+  assert.match(metricsText, /^tailgate_watch_shape_runs_total\{shape="single-worker-backup"\} [1-9]\d*$/m);
   assert.match(metricsText, /^tailgate_watch_last_verdict\{verdict="pass"\} [01]/m);
   assert.match(metricsText, /^tailgate_watch_windows [12]$/m);
   assert.match(metricsText, /^tailgate_watch_in_window [01]$/m);
