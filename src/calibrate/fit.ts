@@ -155,7 +155,7 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
       // A tail and a median of a few dozen requests are noisier than the mean: their errors scale with it.
       const tail = m.ttftP99Ms !== null && g.ttftP99Ms !== null ? huber(Math.log(g.ttftP99Ms / m.ttftP99Ms) / Math.max(TTFT_P99_REL_SE, 3 * ttftRelSe[i]!)) : 0;
       // With a mean to fit as well, the median still counts: a mean can be all tail.
-      const median = ttftMean(l) ? huber(Math.log(g.ttftP50Ms / m.ttftP50Ms) / Math.max(TTFT_P99_REL_SE, 1.25 * ttftRelSe[i]!)) : 0;
+      const median = ttftMean(l) && Number.isFinite(m.ttftP50Ms) ? huber(Math.log(g.ttftP50Ms / m.ttftP50Ms) / Math.max(TTFT_P99_REL_SE, 1.25 * ttftRelSe[i]!)) : 0;
       return e + huber(Math.log(ttftOf(g, ttftMean(l)) / ttftOf(m, ttftMean(l))) / ttftRelSe[i]!) + huber(Math.log(itlOf(g, itlMean(l)) / itlOf(m, itlMean(l))) / itlRelSe[i]!) + tail + median;
     }, prior);
   };

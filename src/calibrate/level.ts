@@ -4,11 +4,13 @@ export interface LevelFigures {
   outputTokPerS: number;
   /** request_throughput.avg, requests/s over all workers. */
   requestsPerS: number;
+  /** time_to_first_token.p50; NaN when the file has none (a published table's mean only). */
   ttftP50Ms: number;
   /** time_to_first_token.avg (smoother in the parameters than p50: the fit reads it); NaN when the file has none. */
   ttftMeanMs: number;
   /** Absent when the file has none (a published table with p50 and p95 only). */
   ttftP99Ms: number | null;
+  /** inter_token_latency.p50; NaN when the file has none (a published table's TPOT is a mean). */
   itlP50Ms: number;
   /** inter_token_latency.avg (the mean step time the fit reads); NaN when the file has none. */
   itlMeanMs: number;

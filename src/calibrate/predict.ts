@@ -7,6 +7,12 @@ import type { Level, LevelFigures } from './level.js';
  * the steady state is reached by then, and a sim's cost grows with requests x output / concurrency.
  */
 const SIM_WAVES = 4;
+/**
+ * A level of up to this many waves is simulated whole, as the benchmark ran it: every request
+ * measured from the first burst (all of a closed loop's slots send at once) to the drain. Beyond
+ * it the first wave is under 5% of the requests, and the steady state stands for the run.
+ */
+const WHOLE_RUN_WAVES = 20;
 
 /** The workload of a level as the simulator runs it: prefill counts only the tokens the prefix cache did not hold. */
 export interface SimLevel {
@@ -43,8 +49,8 @@ export function simLevelOf(level: Level): SimLevel {
 /** The scenario that replays a level on `profile` (prompts never repeat: the prefix cache's share is taken out of the prompt). */
 export function levelScenario(level: SimLevel, profile: EngineProfile): Scenario {
   const perWave = level.load.kind === 'closed' ? level.load.concurrency : level.inFlight;
-  // Measured runs are replayed as they were, up to SIM_WAVES waves; longer ones keep their steady state.
-  const long = level.requestCount > SIM_WAVES * perWave;
+  // Measured runs are replayed as they were, up to WHOLE_RUN_WAVES waves; longer ones keep their steady state.
+  const long = level.requestCount > WHOLE_RUN_WAVES * perWave;
   const requests = long ? SIM_WAVES * perWave : level.requestCount;
   const warmup = long ? Math.max(level.warmupRequestCount, perWave) : level.warmupRequestCount;
   const s = scenarioFromObject({

@@ -85,9 +85,9 @@ export function levelOf(doc: Json, file: string): Level {
   const concurrency = num(at(doc, 'input_config.loadgen.concurrency'));
   const rate = num(at(doc, 'input_config.loadgen.request_rate'));
   const load: Level['load'] = rate !== null && rate > 0 ? { kind: 'rate', ratePerS: rate } : concurrency !== null && concurrency > 0 ? { kind: 'closed', concurrency } : missing('no load level: input_config.loadgen has neither concurrency nor request_rate');
-  const ttftP50 = stat('time_to_first_token', 'p50') ?? stat('time_to_first_token', 'avg');
-  const itlP50 = stat('inter_token_latency', 'p50') ?? stat('inter_token_latency', 'avg');
-  if (ttftP50 === null || itlP50 === null) missing('no latency figures: time_to_first_token and inter_token_latency (p50 or avg) are needed (a streaming run)');
+  const ttftAny = stat('time_to_first_token', 'p50') ?? stat('time_to_first_token', 'avg');
+  const itlAny = stat('inter_token_latency', 'p50') ?? stat('inter_token_latency', 'avg');
+  if (ttftAny === null || itlAny === null) missing('no latency figures: time_to_first_token and inter_token_latency (p50 or avg) are needed (a streaming run)');
   const isl = stat('input_sequence_length', 'avg') ?? stat('input_sequence_length', 'p50') ?? num(at(doc, 'input_config.input.prompt.input_tokens.mean'));
   const osl = stat('output_sequence_length', 'avg') ?? stat('output_sequence_length', 'p50') ?? num(at(doc, 'input_config.input.prompt.output_tokens.mean'));
   if (isl === null || osl === null) missing('no request lengths: input_sequence_length and output_sequence_length (or input_config.input.prompt) are needed');
@@ -95,7 +95,7 @@ export function levelOf(doc: Json, file: string): Level {
   const outTok = stat('output_token_throughput', 'avg');
   const reqs = stat('request_throughput', 'avg') ?? (outTok !== null ? outTok / osl! : null);
   if (outTok === null || reqs === null) missing('no throughput: output_token_throughput.avg is needed');
-  const latencyP50 = stat('request_latency', 'p50') ?? stat('request_latency', 'avg') ?? ttftP50! + (osl! - 1) * itlP50!;
+  const latencyP50 = stat('request_latency', 'p50') ?? stat('request_latency', 'avg') ?? ttftAny! + (osl! - 1) * itlAny!;
   const se = (tag: string, factor: number): number | null => {
     const std = stat(tag, 'std');
     const count = stat(tag, 'count') ?? stat('request_count', 'avg');
@@ -104,10 +104,11 @@ export function levelOf(doc: Json, file: string): Level {
   const measured: LevelFigures = {
     outputTokPerS: outTok!,
     requestsPerS: reqs!,
-    ttftP50Ms: ttftP50!,
+    // A file with only a mean (a published table's one column) has no median: the fit and the report leave it out.
+    ttftP50Ms: stat('time_to_first_token', 'p50') ?? Number.NaN,
     ttftMeanMs: stat('time_to_first_token', 'avg') ?? Number.NaN,
     ttftP99Ms: stat('time_to_first_token', 'p99'),
-    itlP50Ms: itlP50!,
+    itlP50Ms: stat('inter_token_latency', 'p50') ?? Number.NaN,
     itlMeanMs: stat('inter_token_latency', 'avg') ?? Number.NaN,
     latencyP50Ms: latencyP50,
     itlMeanSeMs: se('inter_token_latency', 1),

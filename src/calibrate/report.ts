@@ -7,9 +7,11 @@ import { predictLevel, simLevelOf, type SimLevel } from './predict.js';
 /** The figures a fit report compares, keyed by the AIPerf metric and statistic they are. */
 export const COMPARED = [
   { key: 'output_token_throughput.avg', label: 'output tok/s', of: (f: LevelFigures) => f.outputTokPerS },
+  { key: 'time_to_first_token.avg', label: 'TTFT mean ms', of: (f: LevelFigures) => f.ttftMeanMs },
   { key: 'time_to_first_token.p50', label: 'TTFT p50 ms', of: (f: LevelFigures) => f.ttftP50Ms },
   { key: 'time_to_first_token.p99', label: 'TTFT p99 ms', of: (f: LevelFigures) => f.ttftP99Ms },
   { key: 'inter_token_latency.p50', label: 'ITL p50 ms', of: (f: LevelFigures) => f.itlP50Ms },
+  { key: 'inter_token_latency.avg', label: 'ITL mean ms', of: (f: LevelFigures) => f.itlMeanMs },
   { key: 'request_latency.p50', label: 'latency p50 ms', of: (f: LevelFigures) => f.latencyP50Ms },
 ] as const;
 
@@ -56,7 +58,7 @@ export function calibrate(levels: readonly Level[], opts: FitOptions): Calibrati
       out[i]!.leftOut = got;
       for (const c of COMPARED) {
         const m = c.of(l.measured);
-        if (m !== null && m > 0) errors.set(c.key, [...(errors.get(c.key) ?? []), Math.abs(got[c.key]! / m - 1)]);
+        if (m !== null && Number.isFinite(m) && m > 0) errors.set(c.key, [...(errors.get(c.key) ?? []), Math.abs(got[c.key]! / m - 1)]);
       }
     });
     leaveOneOutError = Object.fromEntries([...errors].map(([k, v]) => [k, v.reduce((a, b) => a + b, 0) / v.length]));
@@ -99,7 +101,7 @@ export function predictAt(loads: readonly PredictLoad[], levels: readonly Level[
       output_sequence_length: near.outputTokens,
       output_token_throughput: { unit: 'tokens/sec', avg: f.outputTokPerS },
       request_throughput: { unit: 'requests/sec', avg: f.requestsPerS },
-      time_to_first_token: { unit: 'ms', p50: f.ttftP50Ms, p99: f.ttftP99Ms },
+      time_to_first_token: { unit: 'ms', avg: f.ttftMeanMs, p50: f.ttftP50Ms, p99: f.ttftP99Ms },
       inter_token_latency: { unit: 'ms', p50: f.itlP50Ms, avg: f.itlMeanMs },
       request_latency: { unit: 'ms', p50: f.latencyP50Ms },
       leave_one_out_error: report.leaveOneOutError,
@@ -166,7 +168,7 @@ export function calibrationReportDoc(report: CalibrationReport, profile: EngineP
           yLabel: c.label,
           kind: 'line' as const,
           series: [
-            { name: 'measured', points: report.levels.flatMap((l, i): [number, number][] => (l.measured[c.key] != null ? [[loads[i]!, l.measured[c.key]!]] : [])) },
+            { name: 'measured', points: report.levels.flatMap((l, i): [number, number][] => (Number.isFinite(l.measured[c.key] ?? Number.NaN) ? [[loads[i]!, l.measured[c.key]!]] : [])) },
             { name: 'fit', points: report.levels.map((l, i): [number, number] => [loads[i]!, l.predicted[c.key]!]) },
             ...(report.leaveOneOutError ? [{ name: 'left out', points: report.levels.map((l, i): [number, number] => [loads[i]!, l.leftOut![c.key]!]) }] : []),
           ],
