@@ -1,10 +1,15 @@
 // Per-request SLOs live: a sheddable request whose x-slo-ttft-ms no worker can meet is refused at
 // once with 429 and a reason, reaching no worker; other priorities, and meetable targets, are served.
+// The header also sets that request's first-token deadline (re-dispatched at it, its worker unblamed).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
 import { until } from './helpers.js';
+import { startFakeUpstream } from './doubles/fake-upstream.js';
+import { readSse, words } from './sse.js';
+
+const MODEL = 'Qwen/Qwen3-8B';
 
 const total = (text: string, name: string): number => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
 
@@ -38,4 +43,41 @@ test('x-slo-ttft-ms: an unmeetable target refuses a sheddable request with 429 b
     assert.equal(r.status, 200, JSON.stringify(headers));
     await r.text();
   }
+});
+
+test('x-slo-ttft-ms sets that request\'s first-token deadline: on a worker slow to a first token it is re-sent at its SLO, unblamed; without it, the request waits for the router\'s own deadline', async (t) => {
+  // A takes 2 s to a first token; B answers at once but slowly (200 ms a token), so requests sent
+  // together stay in flight and least-loaded splits them evenly between the two.
+  const slow = await startFakeUpstream(MODEL, { ttftMs: 2000, itlMs: 1 });
+  const fast = await startFakeUpstream(MODEL, { ttftMs: 0, itlMs: 200 });
+  t.after(() => Promise.all([slow.close(), fast.close()]));
+  const router = await startRouter({ backends: [slow.url, fast.url], port: 0, policy: 'least-loaded', ttftDeadline: 6000 });
+  t.after(() => router.close());
+  await until('workers healthy', () => router.workers().every((w) => w.healthy));
+  const send = async (headers: Record<string, string>): Promise<{ worker: string | null; redispatched: boolean; text: string }> => {
+    const r = await fetch(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 4, messages: [{ role: 'user', content: 'hello there' }] }),
+    });
+    assert.equal(r.status, 200);
+    return { worker: r.headers.get('x-tailgate-worker'), redispatched: r.headers.get('x-tailgate-redispatched') === '1', text: readSse(await r.text()).text };
+  };
+
+  const tight = await Promise.all(Array.from({ length: 4 }, () => send({ 'x-slo-ttft-ms': '300' })));
+  for (const r of tight) assert.equal(r.text, words(4), 'every answer whole');
+  assert.equal(slow.requests.length, 2, 'two of the four went to the slow worker first');
+  assert.deepEqual(tight.map((r) => r.worker), [fast.id, fast.id, fast.id, fast.id], 'each answered by the fast worker');
+  assert.equal(tight.filter((r) => r.redispatched).length, 2, 'the two on the slow worker were re-sent at their SLO, 1.7 s before it would answer');
+  let m = await router.metrics();
+  assert.equal(total(m, 'tailgate_router_requests_redispatched_total'), 2);
+  assert.equal(total(m, 'tailgate_router_requests_failed_total'), 0, 'missing a request\'s own target is no failure of the worker');
+  assert.ok(router.workers().every((w) => w.healthy && !w.ejected), 'no worker ejected');
+
+  const loose = await Promise.all(Array.from({ length: 4 }, () => send({})));
+  assert.equal(slow.requests.length, 4);
+  assert.deepEqual(loose.map((r) => r.worker).sort(), [slow.id, slow.id, fast.id, fast.id].sort(), 'without the header, the slow worker\'s two wait for it (its 2 s is within the router\'s 6 s)');
+  assert.ok(loose.every((r) => !r.redispatched && r.text === words(4)));
+  m = await router.metrics();
+  assert.equal(total(m, 'tailgate_router_requests_redispatched_total'), 2, 'nothing more re-sent');
 });

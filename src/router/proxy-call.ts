@@ -595,6 +595,8 @@ export class ProxyCall {
   #session: string | undefined = undefined;
   /** Its tenant and priority, with flow control on. */
   flow: CallFlow | undefined;
+  /** Its `x-slo-ttft-ms` (Infinity when none): its first-token deadline is the tighter of this and the router's. */
+  readonly sloTtftMs: number;
 
   constructor(ctx: CallContext, req: IncomingMessage, res: ServerResponse, path: string, norm: NormalizedRequest, rawBody: Buffer, model: string) {
     this.ctx = ctx;
@@ -604,6 +606,7 @@ export class ProxyCall {
     this.norm = norm;
     this.#rawBody = rawBody;
     this.#receivedMs = ctx.clock.now();
+    this.sloTtftMs = sloTtftMsOf(req.headers) ?? Number.POSITIVE_INFINITY;
     // Hashed only for a policy that reads it (prefix affinity), by the fleet's rule: the same blocks as its KV cache.
     const hashSize = ctx.dispatcher.policy.hashBlockSize;
     if (hashSize === undefined) this.routeReq = { model, promptTokens: countTokens(norm.promptText) };
@@ -655,8 +658,8 @@ export class ProxyCall {
     }
     // A sheddable request whose first-token target no worker can meet is refused now, not queued.
     if (this.flow?.ticket.priority === 'sheddable' && this.resent === null && this.retries === 0) {
-      const slo = sloTtftMsOf(this.req.headers);
-      const why = slo === undefined ? undefined : sloRefusal(d, this.routeReq.model, slo, this.tried);
+      const slo = this.sloTtftMs;
+      const why = slo === Number.POSITIVE_INFINITY ? undefined : sloRefusal(d, this.routeReq.model, slo, this.tried);
       if (why !== undefined) {
         this.#giveUp(429, why, 'slo_unmeetable', { 'retry-after': '1' });
         return;
@@ -721,6 +724,7 @@ export class ProxyCall {
       resent: this.resent !== null,
       blamed: live && a.blamed,
       ttftDeadlineMs: waitsFirst ? ttftDeadlineMs(this.routeReq.promptTokens) : Number.POSITIVE_INFINITY,
+      sloTtftMs: waitsFirst ? this.sloTtftMs : Number.POSITIVE_INFINITY,
       limits,
       facts: live ? new CallFacts(this, a) : NO_FACTS,
     });
@@ -770,7 +774,7 @@ export class ProxyCall {
     this.resent = 'redispatched';
     this.ctx.metrics.redispatched.inc({ worker: a.backend.id });
     if (v.blame) this.ctx.health.failure(a.backend);
-    else d.noteQueueing(a.backend.id, a.position);
+    else if (v.queueing) d.noteQueueing(a.backend.id, a.position);
     a.cancel();
     this.#exclude(a.backend.id);
     this.dispatch();

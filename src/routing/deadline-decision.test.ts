@@ -11,7 +11,7 @@ const BUSY = { workerLastTokenMs: 9950 };
 function streaming(over: Partial<DeadlineSituation> = {}, facts: Partial<DeadlineFacts> = {}): DeadlineSituation {
   return {
     nowMs: 10_000, queuedAtMs: -1, sent: true, startMs: 5000, headed: true, firstToken: true, lastTokenMs: 9900, pausedAtMs: -1,
-    stream: true, resent: false, blamed: false, ttftDeadlineMs: 2000,
+    stream: true, resent: false, blamed: false, ttftDeadlineMs: 2000, sloTtftMs: Number.POSITIVE_INFINITY,
     limits: { queueTimeoutMs: 60_000, upstreamHeaderTimeoutMs: 600_000, upstreamIdleTimeoutMs: 300_000, sendTimeoutMs: 60_000, stallDeadlineMs: 1000, busyStallDeadlineMs: 5000, noTargetGiveUpMs: 300_000 },
     facts: { ...FACTS, ...facts },
     ...over,
@@ -39,6 +39,7 @@ const TABLE: [string, DeadlineSituation, DeadlineAction, boolean, boolean][] = [
   ['no first token, within its deadline', waiting({ nowMs: 8999 }), 'none', false, false],
   ['no first token by its deadline, the worker silent meanwhile', waiting({}, { workerProducedSinceStart: false }), 'redispatch', true, true],
   ['no first token by its deadline, the worker busy (queueing)', waiting(), 'redispatch', false, true],
+  ['no first token by its SLO (x-slo-ttft-ms 500), its own deadline still ahead, the worker silent meanwhile: moved, never blamed', waiting({ nowMs: 7500, sloTtftMs: 500 }, { workerProducedSinceStart: false }), 'redispatch', false, true],
   ['no first token by its deadline, re-sent before', waiting({ resent: true }), 'none', false, false],
   ['no first token by its deadline, no other worker', waiting({}, { otherWorker: false }), 'wait', false, false],
   ['no first token by its deadline, the budget spent', waiting({}, { budgetLeft: false }), 'wait', false, false],
@@ -61,6 +62,8 @@ test('the deadline decision, situation by situation', () => {
   for (const [what, s, action, blame, spend] of TABLE) {
     const v = decideDeadline(s);
     assert.deepEqual({ action: v.action, blame: v.blame, spendBudget: v.spendBudget }, { action, blame, spendBudget: spend }, what);
+    // only a re-dispatch from a worker busy with others teaches its slots (not one at the request's own SLO)
+    assert.equal(v.queueing, action === 'redispatch' && !blame && s.sloTtftMs === Number.POSITIVE_INFINITY, what);
   }
 });
 

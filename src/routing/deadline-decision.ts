@@ -73,6 +73,12 @@ export interface DeadlineSituation {
   blamed: boolean;
   /** Its first-token deadline (for its prompt length; Infinity when off). */
   ttftDeadlineMs: number;
+  /**
+   * Its own first-token target (`x-slo-ttft-ms`, or its simulated tenant's; Infinity when none),
+   * counted like `ttftDeadlineMs` from when the attempt was sent: the request is re-sent at the
+   * tighter of the two. Missing only its target never blames the worker.
+   */
+  sloTtftMs: number;
   limits: DeadlineLimits;
   facts: DeadlineFacts;
 }
@@ -93,10 +99,16 @@ export interface DeadlineVerdict {
   readonly blame: boolean;
   /** The re-send spends from the re-send budget (a worker stalled as a whole moves its streams outside it). */
   readonly spendBudget: boolean;
+  /**
+   * A re-dispatch from a worker that produced for others meanwhile: it is queueing, and the runtime
+   * learns how many requests it runs at once. False for one re-sent at its SLO before the router's
+   * own deadline (a tight target says nothing of the worker).
+   */
+  readonly queueing: boolean;
 }
 
-function verdict(action: DeadlineAction, blame = false, spendBudget = false): DeadlineVerdict {
-  return Object.freeze({ action, blame, spendBudget });
+function verdict(action: DeadlineAction, blame = false, spendBudget = false, queueing = false): DeadlineVerdict {
+  return Object.freeze({ action, blame, spendBudget, queueing });
 }
 
 const NONE = verdict('none');
@@ -106,7 +118,8 @@ const DISCONNECT = verdict('disconnect');
 const HEAD_TIMEOUT = verdict('head-timeout');
 const IDLE_TIMEOUT = verdict('idle-timeout');
 const REDISPATCH_BLAMED = verdict('redispatch', true, true);
-const REDISPATCH_QUEUEING = verdict('redispatch', false, true);
+const REDISPATCH_QUEUEING = verdict('redispatch', false, true, true);
+const REDISPATCH_SLO = verdict('redispatch', false, true);
 const MIGRATE_IN_BUDGET = verdict('migrate', true, true);
 const MIGRATE_STALLED_WHOLE = verdict('migrate', true, false);
 const MIGRATE_PREEMPTED = verdict('migrate', false, true);
@@ -141,8 +154,11 @@ export function decideDeadline(s: DeadlineSituation): DeadlineVerdict {
   if (!s.stream) return NONE;
   const facts = s.facts;
   if (!s.firstToken) {
-    if (s.resent || now - s.startMs < s.ttftDeadlineMs) return NONE;
+    const waitedMs = now - s.startMs;
+    if (s.resent || (waitedMs < s.ttftDeadlineMs && waitedMs < s.sloTtftMs)) return NONE;
     if (!facts.otherWorker || !facts.budgetLeft) return WAIT;
+    // Its own target passed before the router's deadline: moved, and nothing is held against the worker.
+    if (waitedMs < s.ttftDeadlineMs) return REDISPATCH_SLO;
     // Only a worker that produced nothing meanwhile is suspected; a busy one is queueing (the request
     // still moves: at a fleet's slot capacity, suspecting busy workers took capacity away when short).
     return facts.workerProducedSinceStart ? REDISPATCH_QUEUEING : REDISPATCH_BLAMED;

@@ -142,7 +142,10 @@ export class DeadlineSweep {
   // fleet scale, lived a second and was collected in the old generation).
   private readonly spareSlots: SweepSlot[] = [];
 
-  /** `resend` cancels a due attempt and sends its request elsewhere (once per request), as the verdict says. */
+  /**
+   * `resend` cancels a due attempt and sends its request elsewhere (once per request), as the
+   * verdict says; `sloTtftMs` gives a request's own first-token target (Infinity: none).
+   */
   constructor(
     private readonly clock: VirtualClock,
     private readonly frontends: readonly Frontend[],
@@ -150,6 +153,7 @@ export class DeadlineSweep {
     private readonly requests: SimRequests,
     private readonly model: string,
     private readonly resend: (a: number, feIndex: number, v: DeadlineVerdict) => void,
+    private readonly sloTtftMs: (q: number) => number,
   ) {
     this.wheels = frontends.map(() => ({ slots: new Map<number, SweepSlot>(), watchSlots: new Map<number, StreamWatch[]>(), done: 0 }));
     this.watchesOf = frontends.map(() => []);
@@ -255,9 +259,11 @@ export class DeadlineSweep {
           const promptTokens = requests.promptTokens(attempts.req(a));
           let t = ttftByPrompt.get(promptTokens);
           if (t === undefined) ttftByPrompt.set(promptTokens, (t = d.ttftDeadlineMs(promptTokens)));
-          if (now - attempts.startMs(a) >= t) due.push(2 * a);
+          const startMs = attempts.startMs(a);
+          const slo = this.sloTtftMs(attempts.req(a));
+          if (now - startMs >= Math.min(t, slo)) due.push(2 * a);
           // Its deadline follows the fleet (looked at every sweep); its first token may come any time.
-          else this.fileForSweep(a, feIndex, Number.isFinite(t) ? now + SWEEP_MS : now + minStallMs);
+          else this.fileForSweep(a, feIndex, Number.isFinite(t) ? now + SWEEP_MS : Math.min(startMs + slo, now + minStallMs));
         } else if (attempts.silentFor(a, now, stallMs)) due.push(2 * a + 1);
         else this.watchStream(a, feIndex, minStallMs);
       }
@@ -316,6 +322,7 @@ export class DeadlineSweep {
         resent: false,
         blamed: attempts.blamed(a),
         ttftDeadlineMs: first ? Number.POSITIVE_INFINITY : ttftByPrompt.get(requests.promptTokens(attempts.req(a)))!,
+        sloTtftMs: first ? Number.POSITIVE_INFINITY : this.sloTtftMs(attempts.req(a)),
         limits,
         facts: new SimFacts(d, this.model, attempts.workerId(a), attempts.startMs(a)),
       });

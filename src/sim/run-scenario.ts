@@ -142,7 +142,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const sink = new SimRecords(requests, ids, opts.recordMode, tenantRng !== null, tenants.length);
 
   // The request path: replica -> dispatcher -> engine, and back.
-  const path = new SimRequestPath(clock, scenario.model, engines, frontends, requests, sink, keepChunks, flowsOn ? tickets : null);
+  const sloTtftMs = tenants.map((t) => t.sloTtftMs ?? Number.POSITIVE_INFINITY);
+  const path = new SimRequestPath(clock, scenario.model, engines, frontends, requests, sink, keepChunks, flowsOn ? tickets : null, sloTtftMs);
 
 
   // ---- clients: warm-up, then profiling, as bench/ does ----
@@ -163,7 +164,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
     timers.push(clock.setTimer(clock.now() + periodMs, tick));
   };
   frontends.forEach((fe, i) => {
-    if (fe.deadlinesOn) every(SWEEP_MS, () => path.sweeper.sweep(i));
+    // (a tenant's first-token target is watched by the sweep even where the router's deadlines are off)
+    if (fe.deadlinesOn || sloTtftMs.some(Number.isFinite)) every(SWEEP_MS, () => path.sweeper.sweep(i));
   });
   // the router's sweep also sheds the sheddable requests that waited past their deadline
   if (flowsOn && maxWaitMs !== undefined) for (const fe of frontends) every(SWEEP_MS, () => fe.dispatcher.shedExpired());

@@ -60,6 +60,11 @@ export interface SimTenant {
   weight: number;
   /** @default 'standard' */
   priority: Priority;
+  /**
+   * Its requests' first-token target (`sloTtft:`; as `x-slo-ttft-ms` live): an attempt with no first
+   * token this long after it was sent is re-dispatched, if the router's own deadline is later. @default none
+   */
+  sloTtftMs?: number;
 }
 
 /**
@@ -190,6 +195,7 @@ const SCHEMA = z.strictObject({
       rate: z.number().positive().optional(),
       inputTokens: lengths.optional(),
       outputTokens: lengths.optional(),
+      sloTtft: durationMs.refine((ms) => ms > 0, 'a first-token target above 0').optional(),
     }))
     .min(1)
     .optional(),
@@ -300,6 +306,7 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
       if (t.rate !== undefined) out.load = { kind: 'rate', ratePerS: t.rate, mode: raw.rateMode };
       if (t.inputTokens !== undefined) out.inputTokens = t.inputTokens;
       if (t.outputTokens !== undefined) out.outputTokens = t.outputTokens;
+      if (t.sloTtft !== undefined) out.sloTtftMs = t.sloTtft;
       return out;
     });
   }

@@ -45,7 +45,7 @@ export class SimRequestPath implements AttemptHost {
   // Per replica: how long after its start an attempt can first be due (its deadlines' fixed bounds).
   private readonly firstLookMs: number[];
 
-  /** `tickets`: by tenant, its flow ticket, with flows on (else null). */
+  /** `tickets`: by tenant, its flow ticket, with flows on (else null); `sloTtftMs`: by tenant, its first-token target (none: Infinity). */
   constructor(
     private readonly clock: VirtualClock,
     private readonly model: string,
@@ -55,11 +55,17 @@ export class SimRequestPath implements AttemptHost {
     private readonly sink: SimRecords,
     private readonly keepChunks: boolean,
     private readonly tickets: readonly FlowTicket[] | null,
+    private readonly sloTtftMs: readonly number[] = [],
   ) {
     this.attempts = new SimAttempts(requests, this);
     this.routesOf = frontends.map(() => []);
     this.firstLookMs = frontends.map((fe) => Math.min(fe.dispatcher.minDeadlineMs('ttft'), fe.dispatcher.minDeadlineMs('stall')));
-    this.sweeper = new DeadlineSweep(clock, frontends, this.attempts, requests, model, (a, feIndex, v) => this.resend(a, feIndex, v));
+    this.sweeper = new DeadlineSweep(clock, frontends, this.attempts, requests, model, (a, feIndex, v) => this.resend(a, feIndex, v), (q) => this.sloOf(q));
+  }
+
+  /** Request `q`'s first-token target (its tenant's; Infinity when none). */
+  private sloOf(q: number): number {
+    return this.sloTtftMs.length === 0 ? Number.POSITIVE_INFINITY : this.sloTtftMs[this.requests.tenant(q)] ?? Number.POSITIVE_INFINITY;
   }
 
   private get flowsOn(): boolean {
@@ -118,8 +124,9 @@ export class SimRequestPath implements AttemptHost {
       return;
     }
     attempts.setTicket(a, t);
-    if (fe.deadlinesOn && !requests.resent(q)) {
-      sweeper.fileStarted(a, feIndex, clock.now() + firstLookMs[feIndex]!);
+    const slo = this.sloOf(q);
+    if ((fe.deadlinesOn || slo !== Number.POSITIVE_INFINITY) && !requests.resent(q)) {
+      sweeper.fileStarted(a, feIndex, clock.now() + Math.min(firstLookMs[feIndex]!, slo));
     }
   }
 
@@ -169,7 +176,7 @@ export class SimRequestPath implements AttemptHost {
       this.redoneTokens += requests.tokens(q);
     }
     if (v.blame) fe.failure(attempts.route(a).worker);
-    else if (kind === 'redispatch') fe.dispatcher.noteQueueing(workerId, attempts.position(a));
+    else if (v.queueing) fe.dispatcher.noteQueueing(workerId, attempts.position(a));
     engines[attempts.route(a).worker]!.abort(attempts.ticket(a));
     fe.dispatcher.release(workerId, this.ticketOf(q));
     this.dispatch(q, feIndex, new Set([workerId]));
