@@ -1,7 +1,7 @@
 import { TailgateError, createRng } from '../core/index.js';
 import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
-import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
+import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import type { CallResult } from './request-call.js';
 
@@ -36,6 +36,11 @@ export interface BenchOptions {
   concurrency?: number;
   /** Open loop at this many requests per second. */
   requestRate?: number;
+  /**
+   * AIPerf `--request-rate-series`: the open loop's rate follows these points (linear between them,
+   * the last held), starting at the first; excludes `requestRate` and `userCentricRate`, as in AIPerf.
+   */
+  requestRateSeries?: readonly RatePoint[];
   /** @default 'poisson' (AIPerf's default) */
   requestRateMode?: ArrivalMode;
   /** Gamma arrivals' shape (`--arrival-smoothness`): 1 Poisson-like, below 1 bursty, above 1 regular. @default 1 */
@@ -228,6 +233,8 @@ export interface ResolvedBenchOptions {
   /** Open loop only: the concurrency ceiling (`--concurrency` given with `--request-rate`). */
   maxConcurrency: number | null;
   requestRate: number | null;
+  /** The profiling phase's rate series (`requestRate` is then its first rate); null for a steady rate. */
+  requestRateSeries: readonly RatePoint[] | null;
   requestRateMode: ArrivalMode;
   arrivalSmoothness: number;
   requestCount: number | null;
@@ -318,7 +325,10 @@ export function parseBaseUrl(raw: string): { url: string; origin: string; basePa
 }
 
 /** Applies defaults and checks every option; bad values are CONFIG_INVALID errors (exit 2). */
-export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
+export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
+  const series = given.requestRateSeries ?? null;
+  // A series runs as an open loop starting at its first rate; every rule of --request-rate applies to it.
+  const o: BenchOptions = series === null ? given : { ...given, requestRate: rateSeriesStart(given, series) };
   if (!o.model) throw bad('--model is required');
   const urls = typeof o.url === 'string' ? [o.url] : [...o.url];
   if (urls.length === 0) throw bad('--url is required');
@@ -409,6 +419,7 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     maxConcurrency: o.requestRate !== undefined || fixedSchedule || userCentric !== null ? (o.concurrency ?? null) : null,
     userCentric,
     requestRate: o.requestRate ?? null,
+    requestRateSeries: series,
     requestRateMode: o.requestRateMode ?? 'poisson',
     arrivalSmoothness: o.arrivalSmoothness ?? 1,
     requestCount,
@@ -462,6 +473,15 @@ export function resolveBenchOptions(o: BenchOptions): ResolvedBenchOptions {
     threads: o.threads ?? 1,
     transport: o.transport ?? (targets.some((t) => t.origin.startsWith('https:')) ? 'undici' : 'socket'),
   };
+}
+
+/** The first rate of a `--request-rate-series`, after AIPerf's rules for what it excludes. */
+function rateSeriesStart(o: BenchOptions, series: readonly RatePoint[]): number {
+  if (o.requestRate !== undefined) throw bad('--request-rate and --request-rate-series are mutually exclusive (as in AIPerf)');
+  if (o.userCentricRate !== undefined) throw bad('--request-rate-series is not supported with --user-centric-rate (as in AIPerf)');
+  if ((o.threads ?? 1) > 1) throw bad('--request-rate-series runs on one thread: drop --threads');
+  if (series.length < 2) throw bad('--request-rate-series needs at least two points');
+  return series[0]!.qps;
 }
 
 /** AIPerf's rules for `--user-centric-rate` and `--num-users` (its own error texts where it has them). */
@@ -587,6 +607,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
     loadgen: {
       concurrency: r.requestRate === null ? r.concurrency : r.maxConcurrency,
       request_rate: r.requestRate,
+      ...(r.requestRateSeries !== null && { request_rate_series: { points: r.requestRateSeries.map((p) => ({ time_s: p.timeS, qps: p.qps })) } }),
       request_rate_mode: r.requestRateMode,
       ...(r.requestRateMode === 'gamma' && { arrival_smoothness: r.arrivalSmoothness }),
       request_count: r.requestCount,

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { TailgateError, createRng, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
-import { arrivals, sessionSampler, timedSessions, turnMessages, type Session, type Workload } from '../workload/index.js';
+import { arrivals, seriesWithRamp, sessionSampler, timeForCount, timedSessions, turnMessages, type RatePoint, type Session, type Workload } from '../workload/index.js';
 import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
@@ -160,7 +160,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
           const seed = o.randomSeed + 7919 * (opts.arrivalSalt ?? 0) + (warm ? 1 : 0);
           const load = warm
             ? { ratePerS: o.warmup.requestRate!, mode: o.warmup.requestRateMode, rampMs: o.warmup.requestRateRampMs }
-            : { ratePerS: o.requestRate!, mode: o.requestRateMode, rampMs: o.requestRateRampMs };
+            : { ratePerS: o.requestRate!, mode: o.requestRateMode, rampMs: o.requestRateRampMs, series: o.requestRateSeries };
           const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, load, seed, count, durationMs, phaseStart, nextSession);
           // A trace session is sent whole from its timestamp (each later turn after its answer and delay).
           const send = workload.kind === 'trace' ? (session: Session) => runTurns(session, one, () => !stop.signal.aborted, stop.signal) : (session: Session) => one(session, 0, []);
@@ -304,24 +304,27 @@ export function rampedTime(atMs: number, ratePerS: number, rampMs: number): numb
 /** Open loop: arrivals at the phase's rate (ramped over `rampMs` when given), each taking the next session. */
 function* rateSchedule(
   o: ResolvedBenchOptions,
-  load: { ratePerS: number; mode: ResolvedBenchOptions['requestRateMode']; rampMs: number },
+  load: { ratePerS: number; mode: ResolvedBenchOptions['requestRateMode']; rampMs: number; series?: readonly RatePoint[] | null },
   seed: number,
   count: number | null,
   durationMs: number | null,
   phaseStart: number,
   next: () => Session,
 ): Generator<Due> {
+  // A rate series: arrivals drawn at one per second, each placed where the varying rate has sent as many.
+  const series = load.series ? seriesWithRamp(load.series, load.rampMs) : null;
   const times = arrivals({
-    ratePerS: load.ratePerS,
+    ratePerS: series ? 1 : load.ratePerS,
     mode: load.mode,
     seed,
     smoothness: o.arrivalSmoothness,
     startMs: phaseStart,
     ...(count === null ? {} : { count }),
-    ...(durationMs === null ? {} : { durationMs }),
+    // In a series the draw's clock is not the run's: the duration is cut below, in run time.
+    ...(durationMs === null || series ? {} : { durationMs }),
   });
   for (const atMs of times) {
-    const at = phaseStart + rampedTime(atMs - phaseStart, load.ratePerS, load.rampMs);
+    const at = phaseStart + (series ? 1000 * timeForCount(series, (atMs - phaseStart) / 1000) : rampedTime(atMs - phaseStart, load.ratePerS, load.rampMs));
     // A ramp sends fewer requests in a fixed duration: those pushed past its end are not sent.
     if (durationMs !== null && at > phaseStart + durationMs) break;
     yield { atMs: at, session: next() };

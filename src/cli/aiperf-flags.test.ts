@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { AIPERF_FLAGS, aiperfFlagsMarkdown } from './aiperf-flags.js';
 import { resolveBenchOptions } from '../bench/index.js';
 import { isTailgateError } from '../core/index.js';
@@ -30,7 +30,7 @@ const COMPANION: Record<string, string[]> = {
 
 /** The argv that gives `name` a valid value (and what it needs alongside). */
 function argvFor(flag: (typeof AIPERF_FLAGS)[number], name: string, trace: string): string[] {
-  const value = name === '--input-file' ? trace : name === '--custom-dataset-type' ? 'mooncake_trace' : flag.example;
+  const value = name === '--input-file' ? trace : name === '--custom-dataset-type' ? 'mooncake_trace' : name === '--request-rate-series' ? join(dirname(trace), 'series.json') : flag.example;
   const argv = ['-m', 'm', name, ...(flag.arg === 'switch' ? [] : [value ?? 'x'])];
   if (NEEDS_TRACE.has(name) && name !== '--input-file') argv.push('--input-file', trace);
   argv.push(...(COMPANION[name] ?? []));
@@ -42,6 +42,7 @@ test('every AIPerf flag and alias through the CLI parser: implemented runs, refu
   t.after(() => rm(dir, { recursive: true, force: true }));
   const trace = join(dir, 'trace.jsonl');
   await writeFile(trace, '{"timestamp": 0, "input_length": 8, "output_length": 2}\n');
+  await writeFile(join(dir, 'series.json'), '{"points": [{"time_s": 0, "qps": 2}, {"time_s": 1, "qps": 4}]}');
   const checked = { implemented: 0, refused: 0, 'output-only': 0 };
   const failures: string[] = [];
   for (const flag of AIPERF_FLAGS) {

@@ -216,7 +216,7 @@ f('--request-count --num-requests', 'value', I, 'profiling requests', '4');
 f('--concurrency-ramp-duration', 'value', I, 'ramp concurrency from 1 over this many seconds', '1');
 f('--prefill-concurrency-ramp-duration', 'value', I, 'ramp prefill concurrency', '1');
 f('--request-rate-ramp-duration', 'value', I, 'ramp the request rate', '1');
-f('--request-rate-series', 'value', R, 'piecewise-linear request-rate file', 'series.json');
+f('--request-rate-series', 'value', I, 'a JSON file of {time_s, qps} points: the rate is linear between them, the last held', 'series.json');
 f('--failed-request-threshold', 'value', I, 'abort once this fraction of requests failed', '0.5');
 f('--trajectory-start-min-ratio', 'value', R, 'agentic replay: earliest start within a trajectory', '0.25');
 f('--trajectory-start-max-ratio', 'value', R, 'agentic replay: latest start within a trajectory', '0.75');

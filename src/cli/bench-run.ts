@@ -19,7 +19,7 @@ import {
   type SweepSpec,
 } from '../bench/index.js';
 import { logs, type LogLevel } from './log-level.js';
-import { chooseTokenizer, parseSequenceDistribution, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
+import { chooseTokenizer, parseSequenceDistribution, readRateSeries, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
 import { exportFileNames, redactCommand } from '../report/index.js';
 import { serverMetricsUrl, startServerMetrics, writeServerMetrics, waitForModel, type WaitForModelMode, resetKvCache } from '../bench/index.js';
 import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/index.js';
@@ -98,6 +98,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
     if (flags['requestRate'] !== undefined) throw new TailgateError('CLI_USAGE', '--arrival-pattern concurrency_burst is a closed loop at --concurrency: drop --request-rate (AIPerf refuses the pair too)');
     delete opts.requestRate;
   } else set('requestRateMode', flags['requestRateMode']);
+  set('requestRateSeries', flags['requestRateSeries'], readRateSeries);
   set('arrivalSmoothness', flags['arrivalSmoothness']);
   set('datasetSamplingStrategy', flags['datasetSamplingStrategy']);
   set('requestCount', flags['requestCount']);

@@ -61,6 +61,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'streaming', flags: '--streaming', description: 'stream responses (SSE); off unless given, as in AIPerf' },
   { key: 'concurrency', flags: '--concurrency <n>', description: 'closed loop: requests kept in flight (with --request-rate: the ceiling); a comma list (8,16,32) sweeps', parse: listOf(intArg(1)) },
   { key: 'requestRate', flags: '--request-rate <perS>', description: 'open loop: requests started per second; a comma list sweeps', parse: listOf(positiveNumber) },
+  { key: 'requestRateSeries', flags: '--request-rate-series <file>', description: 'AIPerf\'s piecewise-linear rate: a JSON file {"points": [{"time_s": 0, "qps": 2}, {"time_s": 60, "qps": 10}]}; the rate is linear between points and holds the last (excludes --request-rate)' },
   { key: 'requestRateMode', flags: '--request-rate-mode <mode>', aliases: ['--arrival-pattern'], description: 'constant, poisson (default), gamma (--arrival-smoothness) or concurrency_burst (a closed loop at --concurrency)', parse: choiceArg(['constant', 'poisson', 'gamma', 'concurrency_burst'] as const) },
   { key: 'arrivalSmoothness', flags: '--arrival-smoothness <k>', aliases: ['--vllm-burstiness'], description: 'gamma arrivals\' shape: 1 Poisson-like, below 1 bursty, above 1 regular (default 1)', parse: positiveNumber },
   { key: 'requestCount', flags: '--request-count <n>', aliases: ['--num-requests'], description: 'profiling requests (default max(10, 2 x concurrency))', parse: intArg(1) },
