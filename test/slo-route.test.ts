@@ -13,7 +13,7 @@ const MODEL = 'Qwen/Qwen3-8B';
 
 const total = (text: string, name: string): number => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce((n, m) => n + Number(m[1]), 0);
 
-test('x-slo-ttft-ms: an unmeetable target refuses a sheddable request with 429 before any worker; critical ones and meetable targets go through', async (t) => {
+test('x-slo-ttft-ms, x-slo-tpot-ms: an unmeetable target refuses a sheddable request with 429 before any worker; critical ones and meetable targets go through', async (t) => {
   const fleet = await startFleet({ workers: 2, port: 0, profile: 'small' });
   t.after(() => fleet.close());
   const router = await startRouter({ backends: fleet.workers.map((w) => w.url), port: 0, policy: 'adaptive', flows: {} });
@@ -38,7 +38,19 @@ test('x-slo-ttft-ms: an unmeetable target refuses a sheddable request with 429 b
   assert.equal(total(text, 'tailgate_router_requests_dispatched_total'), before, 'it reached no worker');
   assert.match(text, /tailgate_router_requests_rejected_total\{reason="slo_unmeetable"\} 1/);
 
-  for (const headers of [{ 'x-tailgate-priority': 'critical', 'x-slo-ttft-ms': '1' }, { 'x-tailgate-priority': 'sheddable', 'x-slo-ttft-ms': '60000' }, { 'x-tailgate-priority': 'sheddable', 'x-slo-ttft-ms': 'soon' }]) {
+  // x-slo-tpot-ms: the workers' decode steps (~20 ms a token here) are over 1 ms a token, within 60 s
+  const slowTokens = await send({ 'x-tailgate-priority': 'sheddable', 'x-slo-tpot-ms': '1' });
+  assert.equal(slowTokens.status, 429);
+  assert.match(((await slowTokens.json()) as { error: { message: string } }).error.message, /ms a token \(its decode step\), over the 1 ms of x-slo-tpot-ms/);
+  assert.equal(total(await router.metrics(), 'tailgate_router_requests_dispatched_total'), before, 'it reached no worker either');
+
+  for (const headers of [
+    { 'x-tailgate-priority': 'critical', 'x-slo-ttft-ms': '1' },
+    { 'x-tailgate-priority': 'critical', 'x-slo-tpot-ms': '1' },
+    { 'x-tailgate-priority': 'sheddable', 'x-slo-ttft-ms': '60000' },
+    { 'x-tailgate-priority': 'sheddable', 'x-slo-ttft-ms': '60000', 'x-slo-tpot-ms': '60000' },
+    { 'x-tailgate-priority': 'sheddable', 'x-slo-ttft-ms': 'soon' },
+  ]) {
     const r = await send(headers);
     assert.equal(r.status, 200, JSON.stringify(headers));
     await r.text();

@@ -9,7 +9,7 @@ import { BodyScanner, encodeRequest, type BodyFraming } from '../wire/index.js';
 import type { Backend } from './backend.js';
 import type { CallFlow } from './flows.js';
 import type { SessionTable } from './sessions.js';
-import { sloRefusal, sloTtftMsOf } from './slo.js';
+import { sloRefusal, sloTpotMsOf, sloTtftMsOf } from './slo.js';
 import { continuationBody } from './continuation.js';
 import { RelayTranscript } from './relay-transcript.js';
 import { LAST_CHUNK, markHeadSent, markLastChunkSent, socketFd, unsentHead, writeDirect } from './direct-write.js';
@@ -656,10 +656,10 @@ export class ProxyCall {
       this.#giveUp(503, `no healthy worker serves model "${this.routeReq.model}"`, 'no_worker');
       return;
     }
-    // A sheddable request whose first-token target no worker can meet is refused now, not queued.
+    // A sheddable request whose latency targets no worker can meet is refused now, not queued.
     if (this.flow?.ticket.priority === 'sheddable' && this.resent === null && this.retries === 0) {
-      const slo = this.sloTtftMs;
-      const why = slo === Number.POSITIVE_INFINITY ? undefined : sloRefusal(d, this.routeReq.model, slo, this.tried);
+      const slo = { ttftMs: this.sloTtftMs, tpotMs: sloTpotMsOf(this.req.headers) ?? Number.POSITIVE_INFINITY };
+      const why = slo.ttftMs === Number.POSITIVE_INFINITY && slo.tpotMs === Number.POSITIVE_INFINITY ? undefined : sloRefusal(d, this.routeReq.model, slo, this.tried);
       if (why !== undefined) {
         this.#giveUp(429, why, 'slo_unmeetable', { 'retry-after': '1' });
         return;
