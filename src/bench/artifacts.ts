@@ -49,7 +49,7 @@ export function inputsJson(result: BenchResult): { data: Array<{ session_id: str
       session_id: `tailgate-${o.randomSeed}-${session.index}`,
       payloads: session.turns.map((turn, k) =>
         requestPayload(
-          k === 0 ? { messages: turnMessages(session, 0, []), maxTokens: turn.maxTokens } : { prompt: turn.text(), maxTokens: turn.maxTokens },
+          { messages: k === 0 ? turnMessages(session, 0, []) : turnMessages(session, k, []).slice(-1), maxTokens: turn.maxTokens },
           payloadOptionsOf(o, session.index),
         ),
       ),

@@ -1,4 +1,4 @@
-import { buildWorkload, loadShareGpt, loadTrace, traceWorkload, type Workload } from '../workload/index.js';
+import { attachMedia, buildWorkload, loadShareGpt, loadTrace, traceWorkload, type Workload } from '../workload/index.js';
 import type { ResolvedBenchOptions } from './options.js';
 
 /**
@@ -23,7 +23,7 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     }
     return traceWorkload(lines, { seed: o.randomSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
   }
-  return buildWorkload({
+  const workload = buildWorkload({
     seed: o.randomSeed,
     sessions: w.sessions,
     inputTokensMean: o.inputTokensMean,
@@ -42,4 +42,6 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     turnDelayStddevMs: w.turnDelayStddevMs,
     turnDelayRatio: w.turnDelayRatio,
   });
+  attachMedia(workload, o.media, o.randomSeed);
+  return workload;
 }

@@ -1,8 +1,9 @@
 import { TailgateError, createRng } from '../core/index.js';
 import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
-import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
+import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type MediaOptions, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
+import { mediaInputConfig, resolveMedia } from './media-options.js';
 import type { CallResult } from './request-call.js';
 
 /** Progress of a run, reported about four times a second through `onProgress`. */
@@ -64,6 +65,8 @@ export interface BenchOptions {
   outputTokensStddev?: number;
   /** AIPerf `--sequence-distribution`: each prompt's (ISL, OSL) drawn from these pairs instead of the means. */
   sequenceDistribution?: readonly SequencePair[];
+  /** AIPerf `--image-*`/`--audio-*`: synthetic images and audio sent with each turn (chat only). */
+  media?: MediaOptions;
   /** AIPerf `--public-dataset` (sharegpt): its conversations instead of synthetic prompts. */
   publicDataset?: 'sharegpt';
   /** @default 100 */
@@ -254,6 +257,8 @@ export interface ResolvedBenchOptions {
   outputTokensMean: number | null;
   /** `--sequence-distribution` pairs; null: the means and spreads above. */
   sequenceDistribution: readonly SequencePair[] | null;
+  /** Images and audio per turn (none: both null). */
+  media: MediaOptions;
   outputTokensStddev: number;
   numDatasetEntries: number;
   randomSeed: number;
@@ -432,6 +437,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     inputTokensStddev: o.inputTokensStddev ?? 0,
     outputTokensMean: o.outputTokensMean ?? null,
     sequenceDistribution: o.sequenceDistribution ?? null,
+    media: resolveMedia(o.media, workload.kind, endpointType),
     outputTokensStddev: o.outputTokensStddev ?? 0,
     numDatasetEntries: o.numDatasetEntries ?? 100,
     randomSeed: o.randomSeed ?? 0,
@@ -595,6 +601,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
         }),
       },
       conversation: conversationConfig(r),
+      ...mediaInputConfig(r.media),
       ...(r.workload.kind === 'synthetic' && r.workload.prefixGroups + r.workload.userContextTokens > 0 && { prefix_prompt: prefixConfig(r.workload) }),
       ...(r.workload.kind === 'trace' && {
         file: r.workload.file,

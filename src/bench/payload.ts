@@ -1,4 +1,4 @@
-import type { PromptMessage } from '../workload/index.js';
+import { messageText, type PromptMessage } from '../workload/index.js';
 
 export type EndpointType = 'chat' | 'completions' | 'embeddings';
 
@@ -39,12 +39,12 @@ export type PayloadInput = { prompt: string; maxTokens: number } | { messages: r
  * requestPayload(entry, { model: 'm', endpointType: 'chat', streaming: true, extraInputs: { temperature: 0 } });
  */
 export function requestPayload(entry: PayloadInput, opts: PayloadOptions): Record<string, unknown> {
-  const messages = 'messages' in entry ? entry.messages : [{ role: 'user', content: entry.prompt }];
-  if (opts.endpointType === 'embeddings') return { model: opts.model, input: messages.map((m) => m.content).filter((c) => c !== ''), ...opts.extraInputs };
+  const messages: readonly PromptMessage[] = 'messages' in entry ? entry.messages : [{ role: 'user', content: entry.prompt }];
+  if (opts.endpointType === 'embeddings') return { model: opts.model, input: messages.map(messageText).filter((c) => c !== ''), ...opts.extraInputs };
   const body: Record<string, unknown> =
     opts.endpointType === 'chat'
       ? { messages, model: opts.model }
-      : { prompt: messages.map((m) => m.content).join('\n'), model: opts.model };
+      : { prompt: messages.map(messageText).join('\n'), model: opts.model };
   body['stream'] = opts.streaming;
   if (opts.streaming) body['stream_options'] = { include_usage: true };
   if (opts.sendMaxTokens ?? true) body[opts.endpointType === 'chat' && opts.useLegacyMaxTokens !== true ? 'max_completion_tokens' : 'max_tokens'] = entry.maxTokens;

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { TailgateError, createRng, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
-import { arrivals, seriesWithRamp, sessionSampler, timeForCount, timedSessions, turnMessages, type RatePoint, type Session, type Workload } from '../workload/index.js';
+import { arrivals, messageText, seriesWithRamp, sessionSampler, timeForCount, timedSessions, turnMessages, type RatePoint, type Session, type Workload } from '../workload/index.js';
 import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
@@ -258,7 +258,7 @@ function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: stri
       headers,
       streaming: o.streaming,
       // counted on the text as sent: a sub-word tokenizer need not count joined pieces as their sum
-      inputTokens: o.tokenizer.count(messages.map((m) => m.content).join('\n')),
+      inputTokens: o.tokenizer.count(messages.map(messageText).join('\n')),
     };
   };
   if (workload.kind === 'trace') return build;
@@ -272,7 +272,7 @@ function turnRequest(o: ResolvedBenchOptions, session: Session, turn: number, an
   return {
     ...first,
     body: JSON.stringify(requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o, session.index))),
-    inputTokens: o.tokenizer.count(messages.map((m) => m.content).join('\n')),
+    inputTokens: o.tokenizer.count(messages.map(messageText).join('\n')),
   };
 }
 

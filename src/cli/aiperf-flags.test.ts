@@ -88,11 +88,11 @@ test('an implemented flag is declared by tailgate bench itself, never by the una
 });
 
 test('several refused flags: one line each; output-only flags keep their values for the exports', () => {
-  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--image-batch-size', '2', '--hf-subset', 'x', '--ui', 'none'])), (e: Error) => {
+  assert.throws(() => benchInvocation(parseBenchFlags(['-m', 'm', '--video-batch-size', '2', '--hf-subset', 'x', '--ui', 'none'])), (e: Error) => {
     const lines = e.message.split('\ntailgate: ');
     assert.equal(lines.length, 2);
     assert.match(lines[0]!, /^--hf-subset: in AIPerf: subset of a Hugging Face dataset/);
-    assert.match(lines[1]!, /^--image-batch-size: /);
+    assert.match(lines[1]!, /^--video-batch-size: /);
     return true;
   });
   const inv = benchInvocation(parseBenchFlags(['-m', 'm', '--zmq-host', '10.0.0.1', '--ui', 'none', '--no-auto-plot', '--mlflow-tag', 'a:1', 'b:2']));
@@ -106,6 +106,10 @@ test('flag values bench does not do are refused, not replaced', () => {
   refuses(['--arrival-pattern', 'concurrency_burst', '--request-rate', '5'], /drop --request-rate/);
   refuses(['--connection-reuse-strategy', 'never'], /--connection-reuse-strategy never: AIPerf then opens connections per request/);
   refuses(['--request-content-type', 'multipart/form-data'], /application\/json only/);
+  const badValue = (argv: string[], re: RegExp): void => assert.throws(() => parseBenchFlags(['-m', 'm', ...argv]), { code: 'commander.invalidArgument', message: re });
+  badValue(['--image-format', 'jpeg'], /--image-format.*"jpeg": bench encodes PNG only/);
+  badValue(['--audio-format', 'mp3'], /"mp3": bench encodes WAV only/);
+  badValue(['--image-source', 'assets'], /bench draws noise images only/);
   assert.doesNotThrow(() => benchInvocation(parseBenchFlags(['-m', 'm', '--connection-reuse-strategy', 'pooled', '--request-content-type', 'application/json'])));
   assert.throws(() => multiRunPlan(parseBenchFlags(['-m', 'm', '--convergence-mode', 'distribution']), { url: 'http://x', model: 'm' }), { code: 'CLI_USAGE', message: /--convergence-mode distribution/ });
 });

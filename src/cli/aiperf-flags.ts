@@ -155,23 +155,23 @@ f('--prompt-output-tokens-mean --output-tokens-mean --osl', 'value', I, 'request
 f('--prompt-output-tokens-stddev --output-tokens-stddev --osl-stddev', 'value', I, 'output length standard deviation', '0');
 
 s('Audio Input');
-f('--audio-batch-size --batch-size-audio', 'value', R, 'audio inputs per request', '0');
-f('--audio-length-mean', 'value', R, 'synthetic audio length, s', '0');
-f('--audio-length-stddev', 'value', R, 'audio length standard deviation, s', '0');
-f('--audio-format', 'value', R, 'wav or mp3', 'wav');
-f('--audio-depths', 'list', R, 'bit depths to draw from', '16');
-f('--audio-sample-rates', 'list', R, 'sample rates to draw from, kHz', '16');
-f('--audio-num-channels', 'value', R, 'mono or stereo', '1');
+f('--audio-batch-size --batch-size-audio', 'value', I, 'audio inputs per request', '0');
+f('--audio-length-mean', 'value', I, 'synthetic audio length, s', '1');
+f('--audio-length-stddev', 'value', I, 'audio length standard deviation, s', '0');
+f('--audio-format', 'value', I, 'wav or mp3 (bench: wav; mp3 refused)', 'wav');
+f('--audio-depths', 'list', I, 'bit depths to draw from', '16');
+f('--audio-sample-rates', 'list', I, 'sample rates to draw from, kHz', '16');
+f('--audio-num-channels', 'value', I, 'mono or stereo', '1');
 
 s('Image Input');
-f('--image-width-mean', 'value', R, 'synthetic image width, px', '0');
-f('--image-width-stddev', 'value', R, 'image width standard deviation', '0');
-f('--image-height-mean', 'value', R, 'synthetic image height, px', '0');
-f('--image-height-stddev', 'value', R, 'image height standard deviation', '0');
-f('--image-batch-size --batch-size-image', 'value', R, 'images per request', '0');
-f('--image-format', 'value', R, 'png, jpeg or random', 'png');
-f('--image-source', 'value', R, 'noise, bundled assets or a folder of images', 'noise');
-f('--image-source-sampling', 'value', R, 'how source images are drawn', 'random-with-replacement');
+f('--image-width-mean', 'value', I, 'synthetic image width, px', '64');
+f('--image-width-stddev', 'value', I, 'image width standard deviation', '0');
+f('--image-height-mean', 'value', I, 'synthetic image height, px', '0');
+f('--image-height-stddev', 'value', I, 'image height standard deviation', '0');
+f('--image-batch-size --batch-size-image', 'value', I, 'images per request', '0');
+f('--image-format', 'value', I, 'png, jpeg or random (bench: png; jpeg and random refused)', 'png');
+f('--image-source', 'value', I, 'noise, bundled assets or a folder of images (bench: noise; the others refused)', 'noise');
+f('--image-source-sampling', 'value', I, 'how source images are drawn (with noise only random-with-replacement)', 'random-with-replacement');
 
 s('Video Input');
 f('--video-batch-size --batch-size-video', 'value', R, 'videos per request', '0');

@@ -26,6 +26,7 @@ import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 import { ignoredFlagLine, refusedFlagLine, type UnappliedFlag } from './aiperf-flags.js';
+import { mediaOptionsOf } from './bench-media-flags.js';
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
 export interface BenchInvocation {
@@ -111,6 +112,7 @@ export function benchInvocation(flags: Record<string, unknown>): BenchInvocation
   set('outputTokensMean', flags['osl']);
   set('outputTokensStddev', flags['oslStddev']);
   set('sequenceDistribution', flags['sequenceDistribution'], parseSequenceDistribution);
+  set('media', mediaOptionsOf(flags));
   set('numDatasetEntries', flags['numDatasetEntries']);
   set('randomSeed', flags['randomSeed']);
   set('numPrefixPrompts', flags['numPrefixPrompts']);

@@ -4,6 +4,7 @@ import { startAtArg } from './bench-shard.js';
 import { LOG_LEVELS } from './log-level.js';
 import type { SamplingStrategy } from '../workload/index.js';
 import { AIPERF_FLAGS, type AiperfFlag, type UnappliedFlag } from './aiperf-flags.js';
+import { MEDIA_FLAGS } from './bench-media-flags.js';
 
 // The compiler checks these against workload's type; importing workload/ here would load it (~50 ms) at every command's start.
 const SAMPLING_STRATEGIES = Object.keys({ sequential: 0, shuffle: 0, random: 0 } satisfies Record<SamplingStrategy, 0>) as SamplingStrategy[];
@@ -161,6 +162,7 @@ export const BENCH_FLAGS: readonly FlagSpec[] = [
   { key: 'logLevel', flags: '--log-level <level>', description: 'TRACE, DEBUG, INFO (default), NOTICE, WARNING, SUCCESS, ERROR or CRITICAL: DEBUG and TRACE print the resolved run; ERROR and above hide warnings', parse: upperChoice(LOG_LEVELS) },
   { key: 'verbose', flags: '-v, --verbose', description: 'log level DEBUG (-vv: TRACE)', parse: countUp },
   { key: 'extraVerbose', flags: '--extra-verbose', description: 'log level TRACE (as -vv)' },
+  ...MEDIA_FLAGS,
 ];
 
 function attr(flag: string): string {

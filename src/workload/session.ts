@@ -1,4 +1,5 @@
 import { promptTokenIds, tokenId, vocabWord } from '../core/index.js';
+import type { MediaPart } from './media.js';
 
 /** A piece of prompt text with its exact token count; its token ids are computed once, on first use. */
 export interface Piece {
@@ -17,6 +18,8 @@ export interface Turn extends Piece {
   maxTokens: number;
   /** Think time after the previous answer before this turn is sent (0 for the first turn). */
   delayMs: number;
+  /** Images and audio sent after the text (AIPerf's `--image-*`/`--audio-*`); none when absent. */
+  media?: readonly MediaPart[];
 }
 
 /**
@@ -40,10 +43,32 @@ export interface Workload {
   sessions: Session[];
 }
 
-/** A chat message as sent (OpenAI shape). */
+/** A text content part of a chat message. */
+export interface TextPart {
+  type: 'text';
+  text: string;
+}
+
+/** A chat message as sent (OpenAI shape): a string, or content parts when the turn carries media. */
 export interface PromptMessage {
   role: 'system' | 'user' | 'assistant';
-  content: string;
+  content: string | ReadonlyArray<TextPart | MediaPart>;
+}
+
+/** The text of a message (its text parts joined by a newline), what a tokenizer counts; media parts carry none. */
+export function messageText(m: PromptMessage): string {
+  if (typeof m.content === 'string') return m.content;
+  return m.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n');
+}
+
+/**
+ * A user turn's content as AIPerf renders it: the bare text when there is no media, else the text
+ * part (when not empty) followed by the image and audio parts.
+ */
+function userContent(turn: Turn): PromptMessage['content'] {
+  const text = turn.text();
+  if (!turn.media || turn.media.length === 0) return text;
+  return text === '' ? turn.media : [{ type: 'text', text }, ...turn.media];
 }
 
 /**
@@ -95,10 +120,10 @@ export function turnMessages(session: Session, k: number, answers: readonly stri
   const out: PromptMessage[] = [];
   if (session.system) out.push({ role: 'system', content: session.system.text() });
   for (let j = 0; j < k; j++) {
-    out.push({ role: 'user', content: session.turns[j]!.text() });
+    out.push({ role: 'user', content: userContent(session.turns[j]!) });
     out.push({ role: 'assistant', content: answers[j] ?? '' });
   }
-  out.push({ role: 'user', content: session.turns[k]!.text() });
+  out.push({ role: 'user', content: userContent(session.turns[k]!) });
   return out;
 }
 
