@@ -21,11 +21,13 @@ import {
 import { logs, type LogLevel } from './log-level.js';
 import { chooseTokenizer, parseSequenceDistribution, readRateSeries, resolveTokenizer, type TokenizerChoice } from '../workload/index.js';
 import { exportFileNames, redactCommand } from '../report/index.js';
-import { serverMetricsUrl, startServerMetrics, writeServerMetrics, waitForModel, type WaitForModelMode, resetKvCache } from '../bench/index.js';
+import { serverMetricsUrl, startServerMetrics, writeServerMetrics, waitForModel, resetKvCache } from '../bench/index.js';
 import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from '../bench/index.js';
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 import { ignoredFlagLine, refusedFlagLine, type UnappliedFlag } from './aiperf-flags.js';
+import { BENCH_FLAGS, type BenchFlags } from './bench-flags.js';
+import { libraryOptions } from './option-table.js';
 import { mediaOptionsOf } from './bench-media-flags.js';
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
@@ -58,141 +60,85 @@ export interface BenchInvocation {
 }
 
 /** AIPerf's `--log-level`, `-v` (DEBUG) and `-vv`/`--extra-verbose` (TRACE), last one named wins over none. */
-export function logLevelOf(flags: Record<string, unknown>): LogLevel {
-  const verbose = (flags['verbose'] as number | undefined) ?? 0;
-  if (flags['extraVerbose'] === true || verbose >= 2) return 'TRACE';
+export function logLevelOf(flags: Pick<BenchFlags, 'verbose' | 'extraVerbose' | 'logLevel'>): LogLevel {
+  const verbose = flags.verbose ?? 0;
+  if (flags.extraVerbose === true || verbose >= 2) return 'TRACE';
   if (verbose === 1) return 'DEBUG';
-  return (flags['logLevel'] as LogLevel | undefined) ?? 'INFO';
+  return flags.logLevel ?? 'INFO';
 }
 
-/** Turns merged flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */
-export function benchInvocation(flags: Record<string, unknown>): BenchInvocation {
+/** Turns parsed flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */
+export function benchInvocation(flags: BenchFlags): BenchInvocation {
   // AIPerf's -m takes a comma-separated list; the first names the tokenizer and the run
-  const models = ((flags['model'] as string | undefined) ?? '').split(',').map((m) => m.trim()).filter((m) => m !== '');
+  const models = (flags.model ?? '').split(',').map((m) => m.trim()).filter((m) => m !== '');
   const model = models[0];
   if (model === undefined) throw new TailgateError('CLI_USAGE', "required option '-m, --model <name>' not specified");
-  const ignoredFlags = (flags['aiperfRefused'] as UnappliedFlag[] | undefined) ?? [];
-  if (ignoredFlags.length > 0 && flags['allowIgnoredFlags'] !== true) throw new TailgateError('CLI_USAGE', ignoredFlags.map(refusedFlagLine).join('\ntailgate: '));
+  const ignoredFlags = flags.aiperfRefused ?? [];
+  if (ignoredFlags.length > 0 && flags.allowIgnoredFlags !== true) throw new TailgateError('CLI_USAGE', ignoredFlags.map(refusedFlagLine).join('\ntailgate: '));
   const notes: string[] = [];
-  if (flags['streaming'] === true && flags['endpointType'] === 'embeddings') notes.push('warning: --streaming: the embeddings endpoint does not stream (as in AIPerf); sending non-streaming requests');
-  const tokenizer = chooseTokenizer({ tokenizer: flags['tokenizer'] as string | undefined, model, revision: flags['tokenizerRevision'] as string | undefined });
+  if (flags.streaming === true && flags.endpointType === 'embeddings') notes.push('warning: --streaming: the embeddings endpoint does not stream (as in AIPerf); sending non-streaming requests');
+  const tokenizer = chooseTokenizer({ tokenizer: flags.tokenizer, model, revision: flags.tokenizerRevision });
   const opts: BenchOptions = {
-    url: (flags['url'] as string[] | undefined) ?? ['http://localhost:8000'],
+    ...libraryOptions<BenchOptions>(BENCH_FLAGS, flags),
+    url: flags.url ?? ['http://localhost:8000'],
     model,
-    endpointType: flags['endpointType'] as BenchOptions['endpointType'] & string,
-    streaming: flags['streaming'] === true && flags['endpointType'] !== 'embeddings',
-    extraInputs: parseExtraInputs((flags['extraInputs'] as string[] | undefined) ?? []),
-    headers: parseHeaders((flags['header'] as string[] | undefined) ?? []),
-    goodput: parseGoodput((flags['goodput'] as string[] | undefined) ?? []),
+    streaming: flags.streaming === true && flags.endpointType !== 'embeddings',
+    extraInputs: parseExtraInputs(flags.extraInputs ?? []),
+    headers: parseHeaders(flags.header ?? []),
+    goodput: parseGoodput(flags.goodput ?? []),
   };
-  const set = <K extends keyof BenchOptions>(k: K, v: unknown, map: (x: never) => BenchOptions[K] = (x) => x): void => {
-    if (v !== undefined) opts[k] = map(v as never);
-  };
-  set('endpointPath', flags['endpoint']);
-  set('sessionHeader', flags['sessionHeader']);
   // A comma list sweeps (see sweepOf); the run options take its first value.
-  const first = (v: unknown): unknown => (Array.isArray(v) ? v[0] : v);
-  set('concurrency', first(flags['concurrency']));
-  set('requestRate', first(flags['requestRate']));
+  const first = (v: number | number[] | undefined): number | undefined => (Array.isArray(v) ? v[0] : v);
+  const concurrency = first(flags.concurrency);
+  if (concurrency !== undefined) opts.concurrency = concurrency;
+  const requestRate = first(flags.requestRate);
+  if (requestRate !== undefined) opts.requestRate = requestRate;
   // AIPerf's concurrency_burst: every slot starts at once and is refilled, a closed loop.
-  if (flags['requestRateMode'] === 'concurrency_burst') {
-    if (flags['requestRate'] !== undefined) throw new TailgateError('CLI_USAGE', '--arrival-pattern concurrency_burst is a closed loop at --concurrency: drop --request-rate (AIPerf refuses the pair too)');
+  if (flags.requestRateMode === 'concurrency_burst') {
+    if (flags.requestRate !== undefined) throw new TailgateError('CLI_USAGE', '--arrival-pattern concurrency_burst is a closed loop at --concurrency: drop --request-rate (AIPerf refuses the pair too)');
     delete opts.requestRate;
-  } else set('requestRateMode', flags['requestRateMode']);
-  set('requestRateSeries', flags['requestRateSeries'], readRateSeries);
-  set('arrivalSmoothness', flags['arrivalSmoothness']);
-  set('datasetSamplingStrategy', flags['datasetSamplingStrategy']);
-  set('requestCount', flags['requestCount']);
-  set('warmupRequestCount', flags['warmupRequestCount']);
-  set('benchmarkDurationMs', flags['benchmarkDuration'], (s: number) => s * 1000);
-  set('warmupDurationMs', flags['warmupDuration'], (s: number) => s * 1000);
-  set('benchmarkGracePeriodMs', flags['benchmarkGracePeriod'], (s: number) => s * 1000);
-  set('inputTokensMean', flags['isl']);
-  set('inputTokensStddev', flags['islStddev']);
-  set('outputTokensMean', flags['osl']);
-  set('outputTokensStddev', flags['oslStddev']);
-  set('sequenceDistribution', flags['sequenceDistribution'], parseSequenceDistribution);
-  set('media', mediaOptionsOf(flags));
-  set('numDatasetEntries', flags['numDatasetEntries']);
-  set('randomSeed', flags['randomSeed']);
-  set('numPrefixPrompts', flags['numPrefixPrompts']);
-  set('prefixPromptLength', flags['prefixPromptLength']);
-  set('sharedSystemPromptLength', flags['sharedSystemPromptLength']);
-  set('userContextPromptLength', flags['userContextPromptLength']);
-  set('conversationNum', flags['conversationNum']);
-  set('conversationTurnMean', flags['conversationTurnMean']);
-  set('conversationTurnStddev', flags['conversationTurnStddev']);
-  set('conversationTurnDelayMeanMs', flags['conversationTurnDelayMean']);
-  set('conversationTurnDelayStddevMs', flags['conversationTurnDelayStddev']);
-  set('conversationTurnDelayRatio', flags['conversationTurnDelayRatio']);
-  set('publicDataset', flags['publicDataset']);
-  set('inputFile', flags['inputFile']);
-  set('fixedSchedule', flags['fixedSchedule']);
-  set('fixedScheduleAutoOffset', flags['fixedScheduleAutoOffset']);
-  set('fixedScheduleStartOffsetMs', flags['fixedScheduleStartOffset']);
-  set('fixedScheduleEndOffsetMs', flags['fixedScheduleEndOffset']);
-  set('blockTokens', flags['blockTokens']);
-  const reuse = flags['connectionReuseStrategy'] as string | undefined;
+  } else if (flags.requestRateMode !== undefined) opts.requestRateMode = flags.requestRateMode;
+  if (flags.requestRateSeries !== undefined) opts.requestRateSeries = readRateSeries(flags.requestRateSeries);
+  if (flags.sequenceDistribution !== undefined) opts.sequenceDistribution = parseSequenceDistribution(flags.sequenceDistribution);
+  const media = mediaOptionsOf(flags);
+  if (media !== undefined) opts.media = media;
+  const reuse = flags.connectionReuseStrategy;
   if (reuse !== undefined && reuse !== 'pooled') throw new TailgateError('CLI_USAGE', `--connection-reuse-strategy ${reuse}: AIPerf then opens connections per request or per user session; tailgate bench keeps one kept-alive pool (pooled, AIPerf's default)`);
-  const contentType = flags['requestContentType'] as string | undefined;
+  const contentType = flags.requestContentType;
   if (contentType !== undefined && contentType.split(';')[0]!.trim().toLowerCase() !== 'application/json') {
     throw new TailgateError('CLI_USAGE', `--request-content-type ${contentType}: AIPerf then sends that body encoding; tailgate bench sends application/json only`);
   }
-  const formats = ((flags['serverMetricsFormats'] as string[] | undefined) ?? []).flatMap((f) => f.split(','));
+  const formats = (flags.serverMetricsFormats ?? []).flatMap((f) => f.split(','));
   if (formats.includes('parquet')) throw new TailgateError('CLI_USAGE', '--server-metrics-formats parquet: AIPerf writes a Parquet file; tailgate bench does not (use json, csv or jsonl)');
-  const datasetType = flags['customDatasetType'] as string | undefined;
+  const datasetType = flags.customDatasetType;
   if (datasetType !== undefined && datasetType !== 'mooncake_trace') {
     throw new TailgateError('CLI_USAGE', `--custom-dataset-type ${datasetType} is not supported yet: only mooncake_trace (a JSONL trace with --input-file)`);
   }
-  if (datasetType !== undefined && flags['inputFile'] === undefined) throw new TailgateError('CLI_USAGE', '--custom-dataset-type mooncake_trace needs --input-file');
-  set('apiKey', flags['apiKey']);
-  set('useLegacyMaxTokens', flags['useLegacyMaxTokens']);
-  const exportOutputsJson = (flags['exportOutputsJson'] as boolean | undefined) ?? flags['exportLevel'] === 'raw';
-  if (flags['exportLevel'] === 'raw' || exportOutputsJson) opts.keepRaw = true;
-  set('requestCancellationRate', flags['requestCancellationRate']);
-  set('failedRequestThreshold', flags['failedRequestThreshold']);
-  set('concurrencyRampMs', flags['concurrencyRampDuration'], (s: number) => s * 1000);
-  set('warmupConcurrencyRampMs', flags['warmupConcurrencyRampDuration'], (s: number) => s * 1000);
-  set('requestRateRampMs', flags['requestRateRampDuration'], (s: number) => s * 1000);
+  if (datasetType !== undefined && flags.inputFile === undefined) throw new TailgateError('CLI_USAGE', '--custom-dataset-type mooncake_trace needs --input-file');
+  const exportOutputsJson = flags.exportOutputsJson ?? flags.exportLevel === 'raw';
+  if (flags.exportLevel === 'raw' || exportOutputsJson) opts.keepRaw = true;
   if (models.length > 1) opts.models = models;
-  set('modelSelectionStrategy', flags['modelSelectionStrategy']);
-  set('warmupConcurrency', flags['warmupConcurrency']);
-  set('userCentricRate', flags['userCentricRate']);
-  set('numUsers', flags['numUsers']);
-  set('prefillConcurrency', flags['prefillConcurrency']);
-  set('prefillConcurrencyRampMs', flags['prefillConcurrencyRampDuration'], (s: number) => s * 1000);
-  set('warmupPrefillConcurrency', flags['warmupPrefillConcurrency']);
-  set('warmupPrefillConcurrencyRampMs', flags['warmupPrefillConcurrencyRampDuration'], (s: number) => s * 1000);
-  set('warmupRequestRate', flags['warmupRequestRate']);
-  set('warmupRequestRateMode', flags['warmupArrivalPattern']);
-  set('warmupRequestRateRampMs', flags['warmupRequestRateRampDuration'], (s: number) => s * 1000);
-  set('warmupGracePeriodMs', flags['warmupGracePeriod'], (s: number) => s * 1000);
-  set('requestCancellationDelayMs', flags['requestCancellationDelay'], (s: number) => s * 1000);
-  set('useServerTokenCount', flags['useServerTokenCount']);
-  set('requestTimeoutMs', flags['requestTimeoutSeconds'], (s: number) => s * 1000);
-  set('workerHeader', flags['workerHeader']);
-  if (flags['transport'] !== 'http') set('transport', flags['transport']);
-  set('threads', flags['threads']);
+  if (flags.transport !== undefined && flags.transport !== 'http') opts.transport = flags.transport;
   const shard = shardOf(flags);
   if (shard) applyShard(opts, shard);
-  const startAtMs = flags['startAt'] as number | undefined;
-  const gpu = flags['gpuTelemetry'];
-  const gpuPlan = gpu === undefined || gpu === false ? { urls: [], notes: [] } : gpuTelemetryPlan(Array.isArray(gpu) ? (gpu as string[]) : []);
+  const startAtMs = flags.startAt;
+  const gpu = flags.gpuTelemetry;
+  const gpuPlan = gpu === undefined || gpu === false ? { urls: [], notes: [] } : gpuTelemetryPlan(Array.isArray(gpu) ? gpu : []);
   notes.push(...gpuPlan.notes);
   return {
-    options: opts, artifactDir: flags['artifactDir'] as string, exportLevel: flags['exportLevel'] as BenchInvocation['exportLevel'], notes,
+    options: opts, artifactDir: flags.artifactDir, exportLevel: flags.exportLevel, notes,
     tokenizer, gpuTelemetryUrls: gpuPlan.urls, exportOutputsJson,
-    ignoredFlags, outputOnlyFlags: (flags['aiperfOutputOnly'] as UnappliedFlag[] | undefined) ?? [],
+    ignoredFlags, outputOnlyFlags: flags.aiperfOutputOnly ?? [],
     logLevel: logLevelOf(flags),
-    ...(flags['profileExportPrefix'] !== undefined && { filePrefix: flags['profileExportPrefix'] as string }),
-    ...(flags['sliceDuration'] !== undefined && { sliceDurationMs: (flags['sliceDuration'] as number) * 1000 }),
+    ...(flags.profileExportPrefix !== undefined && { filePrefix: flags.profileExportPrefix }),
+    ...(flags.sliceDuration !== undefined && { sliceDurationMs: flags.sliceDuration * 1000 }),
     ...(shard !== undefined && { shard }),
     ...(startAtMs !== undefined && { startAtMs }),
   };
 }
 
 /** Runs `tailgate bench` from merged flags; returns the exit code (errors for bad input are thrown). */
-export async function runBenchCommand(flags: Record<string, unknown>, argv: readonly string[] = []): Promise<number> {
+export async function runBenchCommand(flags: BenchFlags, argv: readonly string[] = []): Promise<number> {
   const { options: opts, artifactDir: dir, exportLevel, notes, shard, startAtMs, tokenizer, logLevel, filePrefix, sliceDurationMs, gpuTelemetryUrls, exportOutputsJson, ignoredFlags, outputOnlyFlags } = benchInvocation(flags);
   const resolved = resolveBenchOptions(opts);
   opts.tokenizer = await resolveTokenizer(tokenizer);
@@ -227,12 +173,12 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
       ...(shard !== undefined && { shard }),
       ...(startAtMs !== undefined && { start_at: new Date(startAtMs).toISOString(), start_lag_ms: startLagMs }),
     };
-    const waitS = (flags['waitForModelTimeout'] as number | undefined) ?? 0;
+    const waitS = flags.waitForModelTimeout ?? 0;
     if (waitS > 0) {
       if (logs(logLevel, 'INFO')) process.stderr.write(`tailgate: waiting up to ${waitS} s for ${opts.model} to be served\n`);
       await waitForModel(resolved, {
-        timeoutMs: waitS * 1000, mode: (flags['waitForModelMode'] as WaitForModelMode | undefined) ?? 'inference',
-        intervalMs: ((flags['waitForModelInterval'] as number | undefined) ?? 5) * 1000, signal: ctl.signal,
+        timeoutMs: waitS * 1000, mode: flags.waitForModelMode ?? 'inference',
+        intervalMs: (flags.waitForModelInterval ?? 5) * 1000, signal: ctl.signal,
       });
       if (ctl.signal.aborted) return interruptedCode();
     }
@@ -240,14 +186,14 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     const plan = multiRunPlan(flags, opts);
     const sweep = sweepOf(flags);
     const scrapeUrls = serverMetricsUrls(flags, opts);
-    const formats = ((flags['serverMetricsFormats'] as string[] | undefined) ?? ['json', 'csv']).flatMap((f) => f.split(','));
+    const formats = (flags.serverMetricsFormats ?? ['json', 'csv']).flatMap((f) => f.split(','));
     /**
      * One run, with the server metrics (AIPerf `--server-metrics`) and GPU telemetry (`--gpu-telemetry`)
      * scraped around it into `runDir`; `telemetry` goes into the run's JSON and CSV exports.
      */
     const benchOnce = async (runOpts: BenchOptions, runDir: string): Promise<{ result: BenchResult; telemetry: Pick<BenchArtifactOptions, 'telemetryData' | 'csvAppendix'>; telemetryText: string }> => {
-      if (flags['resetKvCache'] === true) {
-        const warnings = await resetKvCache(resolved, (flags['resetKvCachePath'] as string | undefined) ?? '/reset_prefix_cache', ((flags['resetKvCacheTimeoutSeconds'] as number | undefined) ?? 10) * 1000);
+      if (flags.resetKvCache === true) {
+        const warnings = await resetKvCache(resolved, flags.resetKvCachePath ?? '/reset_prefix_cache', (flags.resetKvCacheTimeoutSeconds ?? 10) * 1000);
         if (logs(logLevel, 'WARNING')) for (const w of warnings) process.stderr.write(`tailgate: ${w}\n`);
       }
       const scrape = scrapeUrls.length > 0 ? startServerMetrics(scrapeUrls) : null;
@@ -302,9 +248,9 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
     };
     await runRepeated({
       dir, opts, plan, sweep, signal: ctl.signal, runOne: runInto, version: VERSION,
-      sweepMode: flags['parameterSweepMode'] === 'independent' ? 'independent' : 'repeated',
-      sameSeed: flags['parameterSweepSameSeed'] === true,
-      sweepCooldownMs: ((flags['parameterSweepCooldownSeconds'] as number | undefined) ?? 0) * 1000,
+      sweepMode: flags.parameterSweepMode === 'independent' ? 'independent' : 'repeated',
+      sameSeed: flags.parameterSweepSameSeed === true,
+      sweepCooldownMs: (flags.parameterSweepCooldownSeconds ?? 0) * 1000,
       out: (line) => process.stdout.write(`${line}\n`),
       warn: (line) => {
         if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${line}\n`);
@@ -320,19 +266,19 @@ export async function runBenchCommand(flags: Record<string, unknown>, argv: read
 }
 
 /** `--server-metrics` endpoints: the URLs given, or each `--url`'s `/metrics` when the flag is bare. */
-export function serverMetricsUrls(flags: Record<string, unknown>, opts: BenchOptions): string[] {
-  const v = flags['serverMetrics'];
+export function serverMetricsUrls(flags: Pick<BenchFlags, 'serverMetrics'>, opts: BenchOptions): string[] {
+  const v = flags.serverMetrics;
   if (v === undefined || v === false) return [];
-  const given = Array.isArray(v) ? (v as string[]).flatMap((s) => s.split(',')).filter((s) => s !== '') : [];
+  const given = Array.isArray(v) ? v.flatMap((s) => s.split(',')).filter((s) => s !== '') : [];
   const urls = given.length > 0 ? given : (typeof opts.url === 'string' ? [opts.url] : [...opts.url]);
   return urls.map(serverMetricsUrl);
 }
 
 /** A comma list given to `--concurrency` or `--request-rate`: AIPerf sweeps its values, one run (or trial set) each. */
-export function sweepOf(flags: Record<string, unknown>): SweepSpec | null {
-  const list = (k: string): number[] | null => (Array.isArray(flags[k]) && (flags[k] as number[]).length > 1 ? (flags[k] as number[]) : null);
-  const c = list('concurrency');
-  const r = list('requestRate');
+export function sweepOf(flags: Pick<BenchFlags, 'concurrency' | 'requestRate'>): SweepSpec | null {
+  const list = (v: number | number[] | undefined): number[] | null => (Array.isArray(v) && v.length > 1 ? v : null);
+  const c = list(flags.concurrency);
+  const r = list(flags.requestRate);
   if (c && r) throw new TailgateError('CLI_USAGE', 'sweep one of --concurrency or --request-rate at a time (a grid of both is not done)');
   if (c) return { key: 'concurrency', path: 'concurrency', values: c };
   if (r) return { key: 'requestRate', path: 'request_rate', values: r };
@@ -348,27 +294,27 @@ function everyRequestFailed(result: BenchResult): boolean {
 }
 
 /** Reads the multi-run flags (AIPerf's defaults: one seed, 42 unless given; warm-up only before the first run). */
-export function multiRunPlan(flags: Record<string, unknown>, opts: BenchOptions): MultiRunPlan {
-  const runs = (flags['numProfileRuns'] as number | undefined) ?? 1;
+export function multiRunPlan(flags: BenchFlags, opts: BenchOptions): MultiRunPlan {
+  const runs = flags.numProfileRuns ?? 1;
   if (runs > 10) throw new TailgateError('CLI_USAGE', `--num-profile-runs must be between 1 and 10 (got ${runs}), as in AIPerf`);
   const notes: string[] = [];
-  const consistent = flags['setConsistentSeed'] !== false;
+  const consistent = flags.setConsistentSeed !== false;
   const base = opts.randomSeed ?? (consistent && runs > 1 ? 42 : undefined);
-  const vary = flags['varySeedPerTrial'] === true;
-  const metric = flags['convergenceMetric'] as string | undefined;
-  const mode = (flags['convergenceMode'] as string | undefined) ?? 'ci_width';
+  const vary = flags.varySeedPerTrial === true;
+  const metric = flags.convergenceMetric;
+  const mode = flags.convergenceMode ?? 'ci_width';
   if (mode === 'distribution') throw new TailgateError('CLI_USAGE', '--convergence-mode distribution: in AIPerf a KS test between runs; tailgate bench does not do it (use ci_width or cv)');
   return {
     runs,
-    level: (flags['confidenceLevel'] as number | undefined) ?? 0.95,
-    cooldownMs: ((flags['profileRunCooldownSeconds'] as number | undefined) ?? 0) * 1000,
-    warmupOnlyFirst: flags['profileRunDisableWarmupAfterFirst'] !== false,
+    level: flags.confidenceLevel ?? 0.95,
+    cooldownMs: (flags.profileRunCooldownSeconds ?? 0) * 1000,
+    warmupOnlyFirst: flags.profileRunDisableWarmupAfterFirst !== false,
     seedOf: (run) => (base === undefined ? undefined : vary ? base + run : base),
     convergence: metric === undefined ? null : {
       metric,
-      stat: (flags['convergenceStat'] as string | undefined) ?? 'avg',
-      mode: mode as 'ci_width' | 'cv',
-      threshold: (flags['convergenceThreshold'] as number | undefined) ?? (mode === 'cv' ? 0.05 : 0.1),
+      stat: flags.convergenceStat ?? 'avg',
+      mode,
+      threshold: flags.convergenceThreshold ?? (mode === 'cv' ? 0.05 : 0.1),
     },
     notes,
   };

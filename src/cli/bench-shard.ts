@@ -27,9 +27,9 @@ export function shardShare(total: number, index: number, count: number): number 
 }
 
 /** The shard flags: `--shard-count` with `--shard-index` (default: the Indexed Job's `JOB_COMPLETION_INDEX`). */
-export function shardOf(flags: Record<string, unknown>, env: Record<string, string | undefined> = process.env): ShardSpec | undefined {
-  const count = flags['shardCount'] as number | undefined;
-  let index = flags['shardIndex'] as number | undefined;
+export function shardOf(flags: { shardCount?: number | undefined; shardIndex?: number | undefined }, env: Record<string, string | undefined> = process.env): ShardSpec | undefined {
+  const count = flags.shardCount;
+  let index = flags.shardIndex;
   if (count === undefined) {
     if (index !== undefined) throw new TailgateError('CLI_USAGE', '--shard-index needs --shard-count');
     return undefined;

@@ -19,8 +19,18 @@ export interface OptionRow<V, L> {
   defaultNote?: string;
   /** A `--no-` switch: true unless given. */
   negate?: true;
-  /** The library option this flag sets as it is. */
+  /** Also declares a hidden `--no-NAME`, which sets the flag to false (`--streaming` and `--no-streaming`). */
+  negatable?: true;
+  /** The flag's long name when it is not the key in kebab-case (`isl` is `--synthetic-input-tokens-mean`). */
+  long?: string;
+  /** A one-letter name (`-m`). */
+  short?: string;
+  /** Other names of the flag, hidden in help and named in it; where both are given the primary wins. */
+  aliases?: readonly string[];
+  /** The library option this flag sets, as it is or times {@link OptionRow.scale}. */
   lib?: { [K in keyof L]-?: [V] extends [L[K]] ? K : never }[keyof L];
+  /** The library option is the value times this (seconds flags of millisecond options: 1000). */
+  scale?: number;
 }
 
 /** Builds rows typed against the library options `L` (two overloads: a row with a default is never undefined). */
@@ -55,20 +65,72 @@ function shown(row: OptionRow<unknown, unknown>): string | undefined {
   return undefined;
 }
 
+/** The naming fields of a row. */
+type Names = Pick<OptionRow<unknown, unknown>, 'long' | 'short' | 'aliases' | 'negate' | 'negatable'>;
+
+/** The flag's long name without dashes (`queue-timeout`). */
+export function longName(key: string, row: Names): string {
+  return row.long ?? kebab(key);
+}
+
+/** Every name a row declares: long, short, aliases and its `--no-` form. */
+export function rowNames(key: string, row: Names): string[] {
+  const long = longName(key, row);
+  return [`--${row.negate ? 'no-' : ''}${long}`, ...(row.short !== undefined ? [row.short] : []), ...(row.aliases ?? []), ...(row.negatable ? [`--no-${long}`] : [])];
+}
+
+const aliasAttr = (name: string): string => `__alias_${name.replace(/^-+/, '').replace(/-/g, '_')}`;
+
 /** The commander option of one row. */
 export function toOption(key: string, row: OptionRow<unknown, unknown>): Option {
-  const long = `--${row.negate ? 'no-' : ''}${kebab(key)}`;
-  const help = row.defaultNote === undefined ? row.help : `${row.help} (default: ${row.defaultNote})`;
-  const o = new Option(row.arg === undefined ? long : `${long} ${row.arg}`, help);
+  const long = `--${row.negate ? 'no-' : ''}${longName(key, row)}`;
+  const named = row.short === undefined ? long : `${row.short}, ${long}`;
+  let help = row.defaultNote === undefined ? row.help : `${row.help} (default: ${row.defaultNote})`;
+  if (row.aliases !== undefined) help += ` (alias: ${row.aliases.join(', ')})`;
+  const o = new Option(row.arg === undefined ? named : `${named} ${row.arg}`, help);
   if (row.parse) o.argParser(row.parse);
   if (row.default !== undefined && row.negate === undefined) o.default(row.default, shown(row));
+  if (row.long !== undefined) o.attributeName = () => key;
   return o;
 }
 
-/** Adds every row of `table` to `cmd`, in the table's order. */
+/** Adds every row of `table` to `cmd`, in the table's order, with its hidden `--no-` form and aliases. */
 export function addOptions(cmd: Command, table: OptionTable): Command {
-  for (const [key, row] of Object.entries(table)) cmd.addOption(toOption(key, row as OptionRow<unknown, unknown>));
+  for (const [key, r] of Object.entries(table)) {
+    const row = r as OptionRow<unknown, unknown>;
+    cmd.addOption(toOption(key, row));
+    if (row.negatable) {
+      const no = new Option(`--no-${longName(key, row)}`).hideHelp();
+      no.attributeName = () => key;
+      cmd.addOption(no);
+    }
+    for (const a of row.aliases ?? []) {
+      const o = new Option(row.arg === undefined ? a : `${a} ${row.arg}`, row.help).hideHelp();
+      if (row.parse) o.argParser(row.parse);
+      o.attributeName = () => aliasAttr(a);
+      cmd.addOption(o);
+    }
+  }
   return cmd;
+}
+
+/**
+ * Folds the values of aliases into their row's key: an alias sets the flag only where the primary
+ * is unset or defaulted; the values of a repeatable flag (`<x...>`) accumulate.
+ */
+export function foldAliases(table: OptionTable, raw: Record<string, unknown>, cmd: Command): Record<string, unknown> {
+  const out = { ...raw };
+  for (const [key, row] of Object.entries(table)) {
+    const fromDefault = cmd.getOptionValueSource(key) === 'default';
+    for (const a of (row as OptionRow<unknown, unknown>).aliases ?? []) {
+      const v = out[aliasAttr(a)];
+      delete out[aliasAttr(a)];
+      if (v === undefined) continue;
+      if ((row.arg as string | undefined)?.includes('...')) out[key] = [...((out[key] as unknown[] | undefined) ?? []), ...(v as unknown[])];
+      else if (out[key] === undefined || fromDefault) out[key] = v;
+    }
+  }
+  return out;
 }
 
 /**
@@ -85,7 +147,8 @@ export function addOptionsWhenRun(program: Command, cmd: Command, load: () => Pr
 export function libraryOptions<L>(table: OptionTable, flags: Record<string, unknown>): Partial<L> {
   const out: Record<string, unknown> = {};
   for (const [key, row] of Object.entries(table)) {
-    if (row.lib !== undefined && flags[key] !== undefined) out[row.lib] = flags[key];
+    const v = flags[key];
+    if (row.lib !== undefined && v !== undefined) out[row.lib] = row.scale === undefined ? v : (v as number) * row.scale;
   }
   return out as Partial<L>;
 }
@@ -97,5 +160,5 @@ export function libraryOptions<L>(table: OptionTable, flags: Record<string, unkn
 export function parseCli<T extends OptionTable>(table: T, argv: readonly string[]): FlagsOf<T> {
   const cmd = addOptions(new Command().exitOverride().configureOutput({ writeErr: () => undefined }), table);
   cmd.parse(argv, { from: 'user' });
-  return cmd.opts<FlagsOf<T>>();
+  return foldAliases(table, cmd.opts(), cmd) as FlagsOf<T>;
 }
