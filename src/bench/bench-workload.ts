@@ -1,5 +1,6 @@
 import { attachMedia, buildWorkload, loadShareGpt, loadTrace, traceWorkload, type Workload } from '../workload/index.js';
 import type { ResolvedBenchOptions } from './options.js';
+import { cacheBustMarkerTokens, markerOnUserTurn } from './cache-bust.js';
 
 /**
  * The sessions a run sends: the seeded synthetic dataset (behind shared prefixes, as conversations)
@@ -41,6 +42,8 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     turnDelayMeanMs: w.turnDelayMeanMs,
     turnDelayStddevMs: w.turnDelayStddevMs,
     turnDelayRatio: w.turnDelayRatio,
+    // AIPerf keeps the length sent as asked: a marker bound for the first user message takes its room there.
+    firstTurnReserveTokens: markerOnUserTurn(o.cacheBust, w.prefixGroups > 0 && w.prefixRole === 'system') ? cacheBustMarkerTokens(o.cacheBust, o.tokenizer) : 0,
   });
   attachMedia(workload, o.media, o.randomSeed);
   return workload;

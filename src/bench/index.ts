@@ -2,6 +2,8 @@ export type { BenchOptions, BenchProgress, BenchTarget, ResolvedBenchOptions } f
 export { resolveBenchOptions, parseBaseUrl, aiperfInputConfig } from './options.js';
 export type { BenchResult } from './run-bench.js';
 export { runBench } from './run-bench.js';
+export type { CacheBustTarget } from './cache-bust.js';
+export { CACHE_BUST_TARGETS, applyCacheBust, cacheBustMarker, cacheBustMarkerTokens } from './cache-bust.js';
 export type { BenchArtifactOptions } from './artifacts.js';
 export { writeBenchArtifacts, inputsJson, INPUTS_FILE } from './artifacts.js';
 export type { SelfCheck } from './self-check.js';

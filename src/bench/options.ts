@@ -5,6 +5,7 @@ import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimesta
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import { mediaInputConfig, resolveMedia } from './media-options.js';
 import type { CallResult } from './request-call.js';
+import { CACHE_BUST_TARGETS, type CacheBustTarget } from './cache-bust.js';
 
 /** Progress of a run, reported about four times a second through `onProgress`. */
 export interface BenchProgress {
@@ -42,6 +43,8 @@ export interface BenchOptions {
    * the last held), starting at the first; excludes `requestRate` and `userCentricRate`, as in AIPerf.
    */
   requestRateSeries?: readonly RatePoint[];
+  /** AIPerf `--cache-bust`: a marker per conversation run, where AIPerf puts it, to defeat prefix caches. @default 'none' */
+  cacheBust?: CacheBustTarget;
   /** @default 'poisson' (AIPerf's default) */
   requestRateMode?: ArrivalMode;
   /** Gamma arrivals' shape (`--arrival-smoothness`): 1 Poisson-like, below 1 bursty, above 1 regular. @default 1 */
@@ -238,6 +241,7 @@ export interface ResolvedBenchOptions {
   requestRate: number | null;
   /** The profiling phase's rate series (`requestRate` is then its first rate); null for a steady rate. */
   requestRateSeries: readonly RatePoint[] | null;
+  cacheBust: CacheBustTarget;
   requestRateMode: ArrivalMode;
   arrivalSmoothness: number;
   requestCount: number | null;
@@ -374,6 +378,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--output-tokens-mean', o.outputTokensMean, 1);
   numAtLeast('--output-tokens-stddev', o.outputTokensStddev, 0);
   checkPrefill(o);
+  if (o.cacheBust !== undefined && !CACHE_BUST_TARGETS.includes(o.cacheBust)) throw bad(`--cache-bust must be one of ${CACHE_BUST_TARGETS.join(', ')} (got ${String(o.cacheBust)})`);
   const workload = resolveWorkload(o);
   if (o.sequenceDistribution !== undefined && workload.kind === 'trace') throw bad('--sequence-distribution draws synthetic prompt lengths: a trace brings its own (drop one)');
   if (o.datasetSamplingStrategy !== undefined && !SAMPLING_STRATEGIES.includes(o.datasetSamplingStrategy)) {
@@ -425,6 +430,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     userCentric,
     requestRate: o.requestRate ?? null,
     requestRateSeries: series,
+    cacheBust: o.cacheBust ?? 'none',
     requestRateMode: o.requestRateMode ?? 'poisson',
     arrivalSmoothness: o.arrivalSmoothness ?? 1,
     requestCount,

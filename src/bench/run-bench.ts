@@ -9,6 +9,7 @@ import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './re
 import { requestPayload } from './payload.js';
 import { payloadOptionsOf, requestHeadersOf, resolveBenchOptions, summaryOptionsOf, type BenchOptions, type BenchProgress, type ResolvedBenchOptions } from './options.js';
 import { PrefillGate } from './prefill-gate.js';
+import { applyCacheBust, cacheBustMarker } from './cache-bust.js';
 import { userCentricLoop } from './user-centric.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
@@ -83,6 +84,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   const nextSession = (): Session => sessions[draw()]!;
   // AIPerf's X-Correlation-ID, one per run of a session (keyed by that run's answers list); single-turn synthetic runs send none.
   const sessionRuns = workload.kind === 'trace' || workload.kind === 'multi-turn' ? new WeakMap<readonly string[], string>() : null;
+  const busts = o.cacheBust === 'none' ? null : new CacheBustMarkers(o);
   let inflight = 0;
   let stoppedEarly: string | null = null;
   let selfCheck: SelfCheck | undefined;
@@ -105,7 +107,8 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         const target = i % pools.length;
         // A first turn was serialized up front; a later one carries the history, known only now.
         const first = prepared[target]!(session);
-        const req = withSessionHeaders(sessionRuns, o.sessionHeader, answers, turn === 0 ? first : turnRequest(o, session, turn, answers, first));
+        const marker = busts?.markerOf(session, answers) ?? null;
+        const req = withSessionHeaders(sessionRuns, o.sessionHeader, answers, turn === 0 && marker === null ? first : turnRequest(o, session, turn, answers, first, marker));
         inflight++;
         // A prefill slot, when limited, is held from before the send to the first token.
         const held = gate !== null && (await gate.acquire(stop.signal));
@@ -266,14 +269,40 @@ function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: stri
   return (session) => all[session.index]!;
 }
 
-/** A later turn of a conversation: the history with the answers as received, then the new message. */
-function turnRequest(o: ResolvedBenchOptions, session: Session, turn: number, answers: readonly string[], first: PreparedRequest): PreparedRequest {
-  const messages = turnMessages(session, turn, answers);
+/**
+ * A turn of a conversation: the history with the answers as received, then the new message; with
+ * `--cache-bust`, the run's marker placed as AIPerf places it (so every turn of a run carries it).
+ */
+function turnRequest(o: ResolvedBenchOptions, session: Session, turn: number, answers: readonly string[], first: PreparedRequest, marker: string | null = null): PreparedRequest {
+  const messages = applyCacheBust(turnMessages(session, turn, answers), marker, o.cacheBust);
   return {
     ...first,
     body: JSON.stringify(requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o, session.index))),
     inputTokens: o.tokenizer.count(messages.map(messageText).join('\n')),
   };
+}
+
+/**
+ * AIPerf's cache-bust markers, one per run of a conversation (keyed by that run's answers list):
+ * digested from this run's id, how many times the entry was run before (AIPerf's recycle pass), lane
+ * 0 and the conversation id, so no two runs of an entry share a prefix.
+ */
+class CacheBustMarkers {
+  private readonly benchmarkId = randomUUID();
+  private readonly runs = new WeakMap<readonly string[], string | null>();
+  private readonly passes = new Map<number, number>();
+  constructor(private readonly o: ResolvedBenchOptions) {}
+
+  markerOf(session: Session, answers: readonly string[]): string | null {
+    let m = this.runs.get(answers);
+    if (m === undefined) {
+      const pass = (this.passes.get(session.index) ?? -1) + 1;
+      this.passes.set(session.index, pass);
+      m = cacheBustMarker(this.benchmarkId, pass, 0, `tailgate-${this.o.randomSeed}-${session.index}`, this.o.cacheBust);
+      this.runs.set(answers, m);
+    }
+    return m;
+  }
 }
 
 /** One request due at `atMs` (run clock) for a session's first turn. */

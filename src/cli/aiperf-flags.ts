@@ -136,7 +136,7 @@ f('-b --prompt-batch-size --batch-size-text --batch-size', 'value', R, 'texts pe
 f('--prompt-corpus', 'value', R, 'source text of synthetic prompts (sonnet, coding)', 'sonnet');
 
 s('Cache Bust');
-f('--cache-bust', 'value', R, 'insert a per-conversation marker to defeat prefix caches', 'none');
+f('--cache-bust', 'value', I, 'insert a per-conversation marker to defeat prefix caches', 'first_turn_prefix');
 
 s('Prefix Prompt');
 f('--prompt-prefix-pool-size --prefix-prompt-pool-size --num-prefix-prompts', 'value', I, 'distinct shared prefixes', '2');

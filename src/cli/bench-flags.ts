@@ -5,10 +5,12 @@ import { startAtArg } from './bench-shard.js';
 import { LOG_LEVELS } from './log-level.js';
 import { rowsFor, type FlagsOf } from './option-table.js';
 import type { SamplingStrategy } from '../workload/index.js';
-import type { BenchOptions } from '../bench/index.js';
+import type { BenchOptions, CacheBustTarget } from '../bench/index.js';
 import type { UnappliedFlag } from './aiperf-flags.js';
 import { MEDIA_FLAGS } from './bench-media-flags.js';
 
+// AIPerf's --cache-bust choices, checked against bench's type (a type import loads nothing).
+const CACHE_BUST = Object.keys({ none: 0, system_prefix: 0, system_suffix: 0, first_turn_prefix: 0, first_turn_suffix: 0 } satisfies Record<CacheBustTarget, 0>) as CacheBustTarget[];
 // The compiler checks these against workload's type; importing workload/ here would load it (~50 ms) at every command's start.
 const SAMPLING_STRATEGIES = Object.keys({ sequential: 0, shuffle: 0, random: 0 } satisfies Record<SamplingStrategy, 0>) as SamplingStrategy[];
 
@@ -69,6 +71,7 @@ export const BENCH_FLAGS = {
   numDatasetEntries: row({ arg: '<n>', aliases: ['--num-prompts'], help: 'distinct prompts (default 100)', parse: intArg(1), lib: 'numDatasetEntries' }),
   datasetSamplingStrategy: row<SamplingStrategy>({ arg: '<s>', help: `how requests draw dataset entries: ${SAMPLING_STRATEGIES.join(', ')} (default shuffle; sequential for --input-file)`, parse: choiceArg(SAMPLING_STRATEGIES), lib: 'datasetSamplingStrategy' }),
   randomSeed: row({ arg: '<n>', help: 'seed for prompts and arrivals (default 0)', parse: intArg(0), lib: 'randomSeed' }),
+  cacheBust: row<CacheBustTarget>({ arg: '<where>', help: 'AIPerf\'s per-conversation marker "[rid:<12 hex>]" that defeats prefix caches: none (default), system_prefix, system_suffix (on the system message, else the first user message), first_turn_prefix or first_turn_suffix', parse: choiceArg(CACHE_BUST), lib: 'cacheBust' }),
   numPrefixPrompts: row({ arg: '<n>', aliases: ['--prompt-prefix-pool-size', '--prefix-prompt-pool-size'], help: 'shared prefixes: N groups, entry i starts with prefix i mod N (with --prefix-prompt-length)', parse: intArg(0), lib: 'numPrefixPrompts' }),
   prefixPromptLength: row({ arg: '<n>', aliases: ['--prompt-prefix-length'], help: 'tokens of each shared prefix', parse: intArg(0), lib: 'prefixPromptLength' }),
   sharedSystemPromptLength: row({ arg: '<n>', help: 'one system message of N tokens shared by every entry', parse: intArg(1), lib: 'sharedSystemPromptLength' }),

@@ -36,6 +36,11 @@ export interface WorkloadOptions {
   turnDelayMeanMs?: number;
   turnDelayStddevMs?: number;
   turnDelayRatio?: number;
+  /**
+   * Tokens taken off each first user message's drawn length, down to 1 (0 behind a user-side prefix):
+   * AIPerf's room for a cache-bust marker that will be added to it (`first_turn_isl_adjustment`). @default 0
+   */
+  firstTurnReserveTokens?: number;
 }
 
 function bad(message: string): TailgateError {
@@ -107,13 +112,22 @@ export function buildWorkload(opts: WorkloadOptions): Workload {
   const delayStd = opts.turnDelayStddevMs ?? 0;
   const delayRatio = opts.turnDelayRatio ?? 1;
 
+  const reserve = opts.firstTurnReserveTokens ?? 0;
+  const reserveRng = createRng(opts.seed ^ 0x510e527f);
+  // AIPerf's floor: 1 token, or 0 when a prefix leads the first user message.
+  const floor = groups > 0 && (opts.prefixRole ?? 'system') === 'user' ? 0 : 1;
+  const reservedPrompt = (drawn: number): Piece => {
+    const n = Math.max(floor, drawn - reserve);
+    const text = n === 0 ? '' : promptOfLength(reserveRng, n, tokenizer);
+    return textPiece(text, n);
+  };
   const sessions: Session[] = [];
   let next = 0;
   for (let i = 0; i < opts.sessions; i++) {
     const turns: Turn[] = [];
     for (let k = 0; k < turnCounts[i]!; k++) {
       const e = entries[next++]!;
-      let body: Piece = textPiece(e.prompt, e.inputTokens);
+      let body: Piece = k === 0 && reserve > 0 ? reservedPrompt(e.inputTokens) : textPiece(e.prompt, e.inputTokens);
       if (k === 0) {
         const lead: Piece[] = [];
         if (groups > 0 && (opts.prefixRole ?? 'system') === 'user') lead.push(prefixes[i % groups]!);
