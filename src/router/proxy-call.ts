@@ -104,6 +104,8 @@ class Attempt implements ExchangeHandler {
   readonly #itl: BucketHistogram;
   /** Resumes reading from the worker once the client drained (made at the first pause: most attempts never pause). */
   #resume: (() => void) | null = null;
+  /** The output it may generate (its `max_tokens` left; 0 when not given): its worker's decode tokens from its first token. */
+  readonly #decodeTokens: number;
 
   constructor(call: ProxyCall, backend: Backend, continuation: boolean) {
     this.call = call;
@@ -115,6 +117,7 @@ class Attempt implements ExchangeHandler {
     this.#keepBody = call.ctx.migrate || call.ctx.accessLog !== undefined;
     this.#stats = call.ctx.dispatcher.stats(backend.id);
     this.#itl = call.ctx.metrics.itl.seriesOf(backend.id);
+    this.#decodeTokens = call.outputTokensLeft();
   }
 
   /** Sends the request (after the call points to this attempt: a failure may report at once). */
@@ -142,7 +145,9 @@ class Attempt implements ExchangeHandler {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    this.call.ctx.dispatcher.release(this.backend.id, this.call.flow?.ticket, this.call.routeReq.promptTokens);
+    // what it holds of its worker's token counts: its prompt before its first token, its output after
+    const first = this.firstContentMs >= 0;
+    this.call.ctx.dispatcher.release(this.backend.id, this.call.flow?.ticket, first ? 0 : this.call.routeReq.promptTokens, first ? this.#decodeTokens : 0);
   }
 
   /** Stops the attempt (upstream request aborted) and releases its count. */
@@ -463,6 +468,7 @@ class Attempt implements ExchangeHandler {
       this.firstContentMs = now;
       const ttft = now - this.startMs;
       ctx.dispatcher.recordTtft(id, ttft);
+      ctx.dispatcher.firstToken(id, call.routeReq.promptTokens, this.#decodeTokens);
       ctx.metrics.ttft.observe(id, ttft / 1000);
       if (call.firstTokenMs < 0) {
         call.firstTokenMs = now;
@@ -689,7 +695,7 @@ export class ProxyCall {
     if (this.#session !== undefined) this.ctx.sessions?.assigned(this.#session, w.id, this.ctx.clock.now());
     const b = this.ctx.backends.get(w.id)!;
     if (this.finished) {
-      this.ctx.dispatcher.release(w.id, this.flow?.ticket, this.routeReq.promptTokens);
+      this.ctx.dispatcher.release(w.id, this.flow?.ticket, this.routeReq.promptTokens, 0);
       return;
     }
     if (this.#firstWorker === null) this.flow?.assigned(this.ctx.clock.now(), lent);
@@ -824,6 +830,11 @@ export class ProxyCall {
     this.retries = 0;
     this.dispatch();
     return true;
+  }
+
+  /** The output tokens this call may still generate: its `max_tokens` less what a migrated stream already sent (0 when not given). */
+  outputTokensLeft(): number {
+    return this.norm.maxTokens === null ? 0 : Math.max(0, this.norm.maxTokens - this.#migratedChunks);
   }
 
   /** Usage of the whole answer from the continuation's usage (its prompt held the text so far). */

@@ -61,15 +61,19 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
   });
   for (const b of backends) dispatcher.addWorker(b.id, { healthy: false });
   const metrics = new RouterMetrics(dispatcher, backends);
-  new Gauge({
-    name: 'tailgate_router_worker_prompt_tokens_inflight',
-    help: 'Prompt tokens of the requests assigned to the worker and not yet finished, counted by this router at pick time.',
-    labelNames: ['worker'] as const,
-    registers: [metrics.registry],
-    collect() {
-      for (const b of backends) this.set({ worker: b.id }, dispatcher.inflightPromptTokens(b.id));
-    },
-  });
+  const tokenGauge = (name: string, help: string, read: (id: string) => number): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['worker'] as const,
+      registers: [metrics.registry],
+      collect() {
+        for (const b of backends) this.set({ worker: b.id }, read(b.id));
+      },
+    });
+  };
+  tokenGauge('tailgate_router_worker_prefill_tokens_inflight', 'Prompt tokens of the requests assigned to the worker that have had no first token yet, counted by this router.', (id) => dispatcher.inflightPrefillTokens(id));
+  tokenGauge('tailgate_router_worker_decode_tokens_inflight', 'Output tokens the requests on the worker past their first token may still generate (their max_tokens; 0 when not given), counted by this router.', (id) => dispatcher.inflightDecodeTokens(id));
   const sessions = opts.sessions ? new SessionTable(opts.sessions) : undefined;
   sessions?.registerMetrics(metrics.registry);
   if (kv !== undefined) {

@@ -1,6 +1,7 @@
 import { TailgateError } from '../core/index.js';
 import { AdaptivePolicy } from './adaptive.js';
 import { LeastLoadedPolicy } from './least-loaded.js';
+import { LeastTokensPolicy } from './least-tokens.js';
 import { P2cPolicy } from './p2c.js';
 import type { PolicyName, PolicyOptions, RoutingPolicy } from './policy.js';
 import { PrefixAffinityPolicy } from './prefix-affinity.js';
@@ -24,6 +25,8 @@ export function createPolicy(name: PolicyName, opts: PolicyOptions = {}): Routin
       return new RandomPolicy();
     case 'least-loaded':
       return new LeastLoadedPolicy();
+    case 'least-tokens':
+      return new LeastTokensPolicy();
     case 'p2c':
       return new P2cPolicy();
     case 'adaptive':

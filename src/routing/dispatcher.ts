@@ -109,7 +109,8 @@ class WorkerEntry implements WorkerView {
   models: ReadonlySet<string> | '*';
   healthy: boolean;
   inflight = 0;
-  inflightPromptTokens = 0;
+  inflightPrefillTokens = 0;
+  inflightDecodeTokens = 0;
   readonly stats = new WorkerStats();
   /** Half-open since this time (ms); NaN when it takes a full share. */
   halfOpenSinceMs = Number.NaN;
@@ -429,9 +430,26 @@ export class Dispatcher {
     return this.#workers.get(id)?.inflight ?? 0;
   }
 
-  /** Prompt tokens of the requests in flight on `id` (see `WorkerView.inflightPromptTokens`). */
-  inflightPromptTokens(id: string): number {
-    return this.#workers.get(id)?.inflightPromptTokens ?? 0;
+  /** Prompt tokens of the requests in flight on `id` before their first token (see `WorkerView.inflightPrefillTokens`). */
+  inflightPrefillTokens(id: string): number {
+    return this.#workers.get(id)?.inflightPrefillTokens ?? 0;
+  }
+
+  /** Output tokens of the requests in flight on `id` past their first token (see `WorkerView.inflightDecodeTokens`). */
+  inflightDecodeTokens(id: string): number {
+    return this.#workers.get(id)?.inflightDecodeTokens ?? 0;
+  }
+
+  /**
+   * A request on `workerId` had its first token: its `prefillTokens` (the prompt tokens it was
+   * submitted with) leave the worker's prefill count and its `decodeTokens` (the output it may still
+   * generate: its `max_tokens` left, 0 when unknown) join its decode count, until it is released.
+   */
+  firstToken(workerId: string, prefillTokens: number, decodeTokens: number): void {
+    const w = this.#workers.get(workerId);
+    if (!w || w.inflight <= 0) return;
+    w.inflightPrefillTokens = Math.max(0, w.inflightPrefillTokens - prefillTokens);
+    w.inflightDecodeTokens += decodeTokens;
   }
 
   isHealthy(id: string): boolean {
@@ -557,16 +575,20 @@ export class Dispatcher {
   /**
    * Releases one in-flight request of `workerId`, then gives the room to the oldest queued
    * request that can use it. With flow control on, `flow` is the ticket it was submitted with
-   * (its tenant's in-flight count goes down). Returns false (and changes nothing) if nothing was in
+   * (its tenant's in-flight count goes down). `prefillTokens` and `decodeTokens` are what it holds
+   * of the worker's token counts (before its first token: its prompt tokens and 0; after: 0 and its
+   * decode tokens, see {@link firstToken}). Returns false (and changes nothing) if nothing was in
    * flight there: the caller released twice, which callers must prevent.
    */
-  release(workerId: string, flow?: FlowTicket, promptTokens?: number): boolean {
+  release(workerId: string, flow?: FlowTicket, prefillTokens?: number, decodeTokens?: number): boolean {
     const w = this.#workers.get(workerId);
     if (!w || w.inflight <= 0) return false;
-    // Without the request's own count, its share of the worker's: the count never drifts, and is 0 when idle.
-    const share = promptTokens ?? w.inflightPromptTokens / w.inflight;
+    // Without the request's own counts, its share of the worker's: the counts never drift, and are 0 when idle.
+    const prefill = prefillTokens ?? w.inflightPrefillTokens / w.inflight;
+    const decode = decodeTokens ?? w.inflightDecodeTokens / w.inflight;
     w.inflight--;
-    w.inflightPromptTokens = w.inflight === 0 ? 0 : Math.max(0, w.inflightPromptTokens - share);
+    w.inflightPrefillTokens = w.inflight === 0 ? 0 : Math.max(0, w.inflightPrefillTokens - prefill);
+    w.inflightDecodeTokens = w.inflight === 0 ? 0 : Math.max(0, w.inflightDecodeTokens - decode);
     this.#totalInflight--;
     this.#flows?.finished((flow ?? DEFAULT_TICKET).tenant);
     if (this.queueLength > 0) this.#drain(w);
@@ -797,7 +819,7 @@ export class Dispatcher {
   #assign(w: WorkerEntry, entry: QueueEntry, lent = false): void {
     if (w.inflight === 0 && this.#now) w.stats.busySinceMs = this.#now();
     w.inflight++;
-    w.inflightPromptTokens += entry.req.promptTokens;
+    w.inflightPrefillTokens += entry.req.promptTokens;
     this.#totalInflight++;
     this.#flows?.started(entry.ticket.tenant);
     this.policy.assigned?.(w.id, entry.req);
@@ -911,7 +933,8 @@ function view(w: WorkerEntry, model: string, healthy: boolean): WorkerView {
   return {
     id: w.id,
     inflight: w.inflight,
-    inflightPromptTokens: w.inflightPromptTokens,
+    inflightPrefillTokens: w.inflightPrefillTokens,
+    inflightDecodeTokens: w.inflightDecodeTokens,
     healthy,
     ttftMsEwma: w.stats.ttftMsEwma,
     itlMsEwma: w.stats.itlMsEwma,

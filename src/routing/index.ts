@@ -3,6 +3,7 @@ export { POLICY_NAMES, usesAdaptiveDefaults } from './policy.js';
 export { createPolicy } from './create-policy.js';
 export { AdaptivePolicy } from './adaptive.js';
 export { LeastLoadedPolicy } from './least-loaded.js';
+export { LeastTokensPolicy, tokenLoad } from './least-tokens.js';
 export { P2cPolicy } from './p2c.js';
 export { PrefixAffinityPolicy } from './prefix-affinity.js';
 export { PrefixGreedyPolicy } from './prefix-greedy.js';

@@ -68,6 +68,22 @@ for (const name of POLICY_NAMES) {
       for (const n of firsts.values()) assert.ok(n > 50, `first picks skewed: ${JSON.stringify([...firsts])}`);
     });
 
+    test('token counts in the views (prefill, decode) never make an unhealthy or other-model worker eligible', () => {
+      const p = createPolicy(name);
+      const rng = createRng(5);
+      const tokens = (prefill: number, decode: number) => ({ inflightPrefillTokens: prefill, inflightDecodeTokens: decode });
+      const fleet = [w('a', { healthy: false, ...tokens(0, 0) }), w('b', { inflight: 3, ...tokens(30_000, 4000) }), w('c', { model: 'other', ...tokens(0, 0) }), w('d', { inflight: 1, ...tokens(100, 0) })];
+      const seen = new Set<string>();
+      for (let i = 0; i < 300; i++) {
+        const got = p.pick(fleet, req, rng);
+        assert.ok(got && (got.id === 'b' || got.id === 'd'), `picked ${got?.id}`);
+        seen.add(got.id);
+        p.assigned?.(got.id, req);
+      }
+      // a policy that reads token load never sends to the worker holding 34000 tokens while one holds 100
+      if (name === 'least-tokens') assert.deepEqual([...seen], ['d']);
+    });
+
     test('the same seed gives the same sequence', () => {
       const fleet = [w('a'), w('b', { inflight: 1 }), w('c'), w('d', { inflight: 2 })];
       const run = () => {

@@ -10,10 +10,16 @@ export interface WorkerView {
   /** Requests the router has assigned to it and not yet released (counted at pick time). */
   readonly inflight: number;
   /**
-   * Prompt tokens of those requests (counted likewise): a 30k-token prompt is not one request's
-   * worth of work. Absent in views that do not count them.
+   * Prompt tokens of those requests still before their first token (counted likewise): the prefill
+   * work queued on it; a 30k-token prompt is not one request's worth of work. Absent in views that
+   * do not count tokens.
    */
-  readonly inflightPromptTokens?: number;
+  readonly inflightPrefillTokens?: number;
+  /**
+   * Output tokens those requests past their first token may still generate (their `max_tokens` left
+   * when sent; 0 for a request that gave none): the decode work on it. Absent likewise.
+   */
+  readonly inflightDecodeTokens?: number;
   /** Routable: probed healthy and not ejected. */
   readonly healthy: boolean;
   /** Recent time to first token on this worker (EWMA, ms); NaN when unknown. */
@@ -53,10 +59,10 @@ export interface RouteRequest {
 }
 
 /** The routing policies, by the name the CLI accepts. */
-export type PolicyName = 'round-robin' | 'random' | 'least-loaded' | 'p2c' | 'adaptive' | 'prefix' | 'prefix-greedy';
+export type PolicyName = 'round-robin' | 'random' | 'least-loaded' | 'least-tokens' | 'p2c' | 'adaptive' | 'prefix' | 'prefix-greedy';
 
 /** Every policy name, in the order `--help` lists them. */
-export const POLICY_NAMES: readonly PolicyName[] = ['adaptive', 'prefix', 'p2c', 'least-loaded', 'round-robin', 'random', 'prefix-greedy'];
+export const POLICY_NAMES: readonly PolicyName[] = ['adaptive', 'prefix', 'p2c', 'least-loaded', 'least-tokens', 'round-robin', 'random', 'prefix-greedy'];
 
 /**
  * Policies that run behind adaptive's router defaults (auto per-worker cap, auto deadlines,

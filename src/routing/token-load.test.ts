@@ -5,7 +5,7 @@ import { createPolicy } from './create-policy.js';
 import { Dispatcher } from './dispatcher.js';
 import type { WorkerView } from './policy.js';
 
-test('token-aware load: each worker\'s view counts the prompt tokens in flight on it, and releases bring it back to 0', () => {
+test('token-aware load: a request\'s prompt counts as prefill on its worker until its first token, then its output left as decode, and releases bring both back to 0', () => {
   const d = new Dispatcher({ policy: createPolicy('least-loaded'), rng: createRng(1) });
   d.addWorker('a', { healthy: true });
   d.addWorker('b', { healthy: true });
@@ -16,18 +16,55 @@ test('token-aware load: each worker\'s view counts the prompt tokens in flight o
   place(30_000);
   place(100);
   place(50);
-  const tokens = (id: string): number | undefined => d.views('m').find((v) => v.id === id)!.inflightPromptTokens;
-  const [first, second] = [on[0]!, on[1]!];
+  const view = (id: string): WorkerView => d.views('m').find((v) => v.id === id)!;
+  const [first, second, third] = [on[0]!, on[1]!, on[2]!];
   assert.notEqual(first, second);
   // least-loaded spread them by request count; the view shows the long prompt's weight.
-  assert.equal((tokens(first) ?? 0) + (tokens(second) ?? 0), 30_150);
-  assert.ok(Math.max(tokens('a')!, tokens('b')!) >= 30_000);
-  assert.equal(d.inflightPromptTokens(on[0]!), tokens(on[0]!));
-  // Released with its own count, exactly; without, its share (never below 0, 0 when idle).
-  d.release(first, undefined, 30_000);
-  assert.equal(tokens(first), on[2] === first ? 50 : 0);
+  assert.equal(view('a').inflightPrefillTokens! + view('b').inflightPrefillTokens!, 30_150);
+  assert.ok(Math.max(view('a').inflightPrefillTokens!, view('b').inflightPrefillTokens!) >= 30_000);
+  assert.equal(view('a').inflightDecodeTokens! + view('b').inflightDecodeTokens!, 0, 'nothing decodes before a first token');
+  // the long prompt's first token: its 30000 prompt tokens leave prefill, its 200 tokens to generate join decode
+  d.firstToken(first, 30_000, 200);
+  assert.equal(view(first).inflightPrefillTokens, third === first ? 50 : 0);
+  assert.equal(view(first).inflightDecodeTokens, 200);
+  assert.equal(d.inflightDecodeTokens(first), 200);
+  // released with what it holds, exactly; without, its share (never below 0, 0 when idle)
+  d.release(first, undefined, 0, 200);
+  assert.equal(view(first).inflightDecodeTokens, 0);
+  assert.equal(view(first).inflightPrefillTokens, third === first ? 50 : 0);
   d.release(second);
-  d.release(on[2]!);
-  assert.equal(tokens('a'), 0);
-  assert.equal(tokens('b'), 0);
+  d.release(third);
+  for (const id of ['a', 'b']) assert.deepEqual([view(id).inflightPrefillTokens, view(id).inflightDecodeTokens, d.inflightPrefillTokens(id)], [0, 0, 0]);
+});
+
+test('least-tokens weighs prefill and decode tokens: one 30k-token prompt, or long answers being decoded, outweigh several short requests', () => {
+  const M = 'm';
+  const w = (id: string, inflight: number, prefill: number, decode: number): WorkerView => ({ id, inflight, inflightPrefillTokens: prefill, inflightDecodeTokens: decode, healthy: true, ttftMsEwma: Number.NaN, itlMsEwma: Number.NaN, model: M, lastProgressMs: 0 });
+  const p = createPolicy('least-tokens');
+  const rng = createRng(7);
+  const req = { model: M, promptTokens: 100 };
+  const cases: [string, WorkerView[], string][] = [
+    ['a long prompt before its first token', [w('long-prompt', 1, 30_000, 0), w('short', 3, 300, 0)], 'short'],
+    ['long answers being decoded', [w('decoding', 2, 0, 4000), w('prefilling', 3, 600, 0)], 'prefilling'],
+    ['both kinds add up', [w('mixed', 2, 1000, 1000), w('one-kind', 2, 1500, 0)], 'one-kind'],
+    ['no token counts in the view: fewest requests (least-loaded)', [{ ...w('x', 4, 0, 0), inflightPrefillTokens: undefined } as unknown as WorkerView, w('y', 2, 0, 0)], 'y'],
+  ];
+  for (const [what, fleet, want] of cases) for (let i = 0; i < 20; i++) assert.equal(p.pick(fleet, req, rng)?.id, want, what);
+});
+
+test('least-tokens through the Dispatcher: a worker holding a long prompt gets the short ones until it has its first token, then counts its answer', () => {
+  const d = new Dispatcher({ policy: createPolicy('least-tokens'), rng: createRng(3) });
+  d.addWorker('a');
+  d.addWorker('b');
+  const on: string[] = [];
+  const place = (promptTokens: number): string => {
+    d.submit({ model: 'm', promptTokens }, (w) => on.push(w.id));
+    return on.at(-1)!;
+  };
+  const long = place(8000);
+  const other = long === 'a' ? 'b' : 'a';
+  for (let i = 0; i < 10; i++) assert.equal(place(100), other, 'the short prompts go around the long one');
+  // its first token: 8000 prompt tokens leave, 64 to decode join (8000 + 11 -> 64 + 1 + 1 per request)
+  d.firstToken(long, 8000, 64);
+  assert.equal(place(100), long);
 });

@@ -282,6 +282,8 @@ export class AttemptRoute {
 /** Where an attempt reports its end (the simulation loop). */
 export interface AttemptHost {
   attemptEnded(a: number, reason: 'length' | 'abort', nowMs: number): void;
+  /** Its first token arrived (its router's token counts move it from prefill to decode). */
+  attemptFirstToken(a: number): void;
 }
 
 /**
@@ -472,6 +474,7 @@ export class SimAttempts implements EngineCaller {
       times[t + A_FIRST] = nowMs;
       times[t + A_SEEN] = nowMs;
       stats.recordTtft(nowMs - times[t + A_START]!);
+      this.#host.attemptFirstToken(a);
     } else {
       stats.recordItl(nowMs - times[t + A_LAST]!);
     }

@@ -97,13 +97,31 @@ export class SimRequestPath implements AttemptHost {
     const route = attempts.route(a);
     const workerId = route.workerId;
     const fe = frontends[requests.replica(q)]!;
-    fe.dispatcher.release(workerId, this.ticketOf(q));
+    this.release(fe, workerId, q, a);
     if (reason === 'length') {
       fe.success(route.worker);
       this.finishRequest(q, nowMs, route.worker, 'ok', 200, null);
     } else {
       this.finishRequest(q, nowMs, route.worker, 'aborted', null, 'aborted by the engine');
     }
+  }
+
+  /** Its first token: its replica's token counts of its worker move it from prefill to decode (its answer left). */
+  attemptFirstToken(a: number): void {
+    const { attempts, requests } = this;
+    const q = attempts.req(a);
+    this.frontends[requests.replica(q)]!.dispatcher.firstToken(attempts.workerId(a), this.promptTokens(q), attempts.maxTokens(a));
+  }
+
+  /** Releases attempt `a` of request `q` on `workerId` with what it holds of the worker's token counts. */
+  private release(fe: Frontend, workerId: string, q: number, a: number): void {
+    const first = this.attempts.hasFirstToken(a);
+    fe.dispatcher.release(workerId, this.ticketOf(q), first ? 0 : this.promptTokens(q), first ? this.attempts.maxTokens(a) : 0);
+  }
+
+  /** The prompt request `q` is sent with: its own, and a migrated continuation's answer so far. */
+  private promptTokens(q: number): number {
+    return this.requests.plans[q]!.promptTokens + this.requests.tokens(q);
   }
 
   private startAttempt(q: number, feIndex: number, w: WorkerView): void {
@@ -119,7 +137,7 @@ export class SimRequestPath implements AttemptHost {
     const t = engines[wi]!.submitTo(attempts, a, plan.promptTokens + requests.tokens(q), attempts.maxTokens(a), plan.promptTokenIds, keepChunks ? undefined : route.sink);
     if (t === QUEUE_FULL || t === TOO_LONG) {
       attempts.end(a);
-      fe.dispatcher.release(w.id, this.ticketOf(q));
+      this.release(fe, w.id, q, a);
       this.finishRequest(q, clock.now(), wi, 'http_error', t === QUEUE_FULL ? 429 : 400, t === QUEUE_FULL ? 'worker queue full' : 'prompt too long');
       return;
     }
@@ -134,7 +152,7 @@ export class SimRequestPath implements AttemptHost {
   private routeRequest(q: number, hashSize: number | undefined): RouteRequest {
     const { requests } = this;
     const plan = requests.plans[q]!;
-    const promptTokens = plan.promptTokens + requests.tokens(q);
+    const promptTokens = this.promptTokens(q);
     if (hashSize === undefined) return { model: this.model, promptTokens };
     return { model: this.model, promptTokens, blockHashes: cachedBlockHashes(plan.promptTokenIds, hashSize) };
   }
@@ -178,7 +196,7 @@ export class SimRequestPath implements AttemptHost {
     if (v.blame) fe.failure(attempts.route(a).worker);
     else if (v.queueing) fe.dispatcher.noteQueueing(workerId, attempts.position(a));
     engines[attempts.route(a).worker]!.abort(attempts.ticket(a));
-    fe.dispatcher.release(workerId, this.ticketOf(q));
+    this.release(fe, workerId, q, a);
     this.dispatch(q, feIndex, new Set([workerId]));
   }
 }

@@ -1,0 +1,54 @@
+// Token-aware load, live: the router counts a request's prompt as prefill on its worker until the
+// first token, then its max_tokens as decode, and both back to 0 when it ends; least-tokens reads them.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { startRouter } from '../src/router/index.js';
+import { startFakeUpstream } from './doubles/fake-upstream.js';
+import { until } from './helpers.js';
+
+const MODEL = 'Qwen/Qwen3-8B';
+
+const gauge = (text: string, name: string, worker: string): number => {
+  const m = new RegExp(`^${name}\\{worker="${worker.replace(/\./g, '\\.')}"\\} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : Number.NaN;
+};
+
+test('the router\'s view of a worker: prompt tokens as prefill until the first token, max_tokens as decode after, 0 at the end; least-tokens sends short prompts around a long one', async (t) => {
+  const a = await startFakeUpstream(MODEL, { ttftMs: 1500, itlMs: 600 });
+  const b = await startFakeUpstream(MODEL, { ttftMs: 1500, itlMs: 600 });
+  t.after(() => Promise.all([a.close(), b.close()]));
+  const router = await startRouter({ backends: [a.url, b.url], port: 0, policy: 'least-tokens' });
+  t.after(() => router.close());
+  await until('workers healthy', () => router.workers().every((w) => w.healthy));
+  const send = (words: number) =>
+    fetch(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 5, messages: [{ role: 'user', content: Array.from({ length: words }, () => 'word').join(' ') }] }),
+    });
+  const long = send(3000);
+  // the long prompt is in flight before the short ones are sent
+  const longOn = await until('the long prompt counted', async () => {
+    const m = await router.metrics();
+    return [a.id, b.id].find((id) => gauge(m, 'tailgate_router_worker_prefill_tokens_inflight', id) >= 3000);
+  });
+  const shorts = Array.from({ length: 3 }, async () => {
+    const r = await send(10);
+    await r.text();
+    return r.headers.get('x-tailgate-worker');
+  });
+  // past its first token its prompt has left prefill and its 5 tokens to generate are decode
+  const longRes = await long;
+  assert.equal(longRes.headers.get('x-tailgate-worker'), longOn);
+  const m = await router.metrics();
+  assert.equal(gauge(m, 'tailgate_router_worker_prefill_tokens_inflight', longOn), 0);
+  assert.equal(gauge(m, 'tailgate_router_worker_decode_tokens_inflight', longOn), 5);
+  await longRes.text();
+  const shortOn = await Promise.all(shorts);
+  assert.deepEqual(shortOn, shortOn.map(() => (longOn === a.id ? b.id : a.id)), 'three short prompts weigh less than one 3000-token prompt');
+  const after = await router.metrics();
+  for (const id of [a.id, b.id]) {
+    assert.equal(gauge(after, 'tailgate_router_worker_prefill_tokens_inflight', id), 0);
+    assert.equal(gauge(after, 'tailgate_router_worker_decode_tokens_inflight', id), 0);
+  }
+});
