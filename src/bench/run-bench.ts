@@ -235,7 +235,9 @@ function finish(
   const warnings: string[] = [];
   const dis = summary.tokenSources.disagreementPct;
   if (dis !== null && dis > 5) {
-    warnings.push(`client (${o.tokenizer.name}) and server usage token counts disagree by ${dis.toFixed(1)}%; metrics use the ${o.useServerTokenCount ? 'server' : 'client'} count${o.useServerTokenCount ? ' (--use-server-token-count)' : ', as AIPerf'}`);
+    // With images or audio the server's prompt tokens include theirs; the client counts text, as AIPerf does.
+    const why = o.media.image || o.media.audio ? ' (the server\'s prompt tokens include the images and audio, the client counts their text)' : '';
+    warnings.push(`client (${o.tokenizer.name}) and server usage token counts disagree by ${dis.toFixed(1)}%${why}; metrics use the ${o.useServerTokenCount ? 'server' : 'client'} count${o.useServerTokenCount ? ' (--use-server-token-count)' : ', as AIPerf'}`);
   }
   if (selfCheck.clientBound) {
     warnings.push(

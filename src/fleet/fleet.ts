@@ -7,6 +7,7 @@ import { FleetWorker } from './worker.js';
 import { tokenizerTokens } from './token-text.js';
 import { parseThrottle, startGpuMetrics, type GpuMetricsServer, type GpuThrottleSpec } from './gpu-metrics.js';
 import type { AddedFault } from './worker.js';
+import type { MultimodalProfile } from './mm-tokens.js';
 
 export interface FleetOptions {
   /** Number of workers. @default 8 */
@@ -57,6 +58,8 @@ export interface FleetOptions {
    * output streams single tokens of it. @default the word rule (one token per word)
    */
   tokenizer?: Tokenizer;
+  /** How chat images and audio count as prompt tokens (vLLM's processor for the served model). @default QWEN2_MULTIMODAL (Qwen2-VL images, Qwen2-Audio clips) */
+  multimodal?: MultimodalProfile;
 }
 
 /** Where a worker publishes its KV events. */
@@ -178,6 +181,7 @@ export async function startFleet(opts: FleetOptions = {}): Promise<Fleet> {
         listFaults: () => schedule?.faults ?? [],
         ...(opts.apiKey !== undefined && { apiKey: opts.apiKey }),
         ...(tokens !== undefined && { tokens }),
+        ...(opts.multimodal !== undefined && { multimodal: opts.multimodal }),
       }),
     );
   }

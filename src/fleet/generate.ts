@@ -13,6 +13,7 @@ import {
 } from '../openai/index.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { TokenText } from './token-text.js';
+import { withMediaIds, type MultimodalProfile } from './mm-tokens.js';
 
 /** What a generation handler needs from its worker. */
 export interface GenerateContext {
@@ -25,6 +26,8 @@ export interface GenerateContext {
   defaultMaxTokens: number;
   /** How prompt tokens are counted and output tokens spelled (the word rule, or the model's tokenizer). */
   tokens: TokenText;
+  /** How images and audio count as prompt tokens. */
+  multimodal: MultimodalProfile;
   nextId: () => string;
   /** Sends a JSON error response (status, body) with the worker header. */
   sendError: (res: ServerResponse, status: number, body: object) => void;
@@ -83,7 +86,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
   const offset = continuedTokens(v, tokens);
   const arrivalMs = clock.now();
   // Token ids (the shared rule's or the tokenizer's), so equal text is equal KV blocks in the prefix cache.
-  const promptIds = tokens.promptIds(v.promptText);
+  const promptIds = withMediaIds(tokens.promptIds(v.promptText), v.media, ctx.multimodal);
   const promptTokens = promptIds.length;
   const maxTokens = v.maxTokens ?? Math.max(1, Math.min(ctx.defaultMaxTokens, engine.profile.maxModelLen - promptTokens));
   const rawId = ctx.nextId();
@@ -272,7 +275,7 @@ function sendRefusal(ctx: GenerateContext, res: ServerResponse, reason: string, 
 function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerResponse): void {
   const { clock, engine, metrics, tokens } = ctx;
   const arrivalMs = clock.now();
-  const promptIds = tokens.promptIds(v.promptText);
+  const promptIds = withMediaIds(tokens.promptIds(v.promptText), v.media, ctx.multimodal);
   const promptTokens = promptIds.length;
   const offset = continuedTokens(v, tokens);
   const continuous = continuousUsage(v);

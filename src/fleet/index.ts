@@ -5,3 +5,5 @@ export type { AddedFault } from './worker.js';
 export { WorkerMetrics, formatPromFloat } from './metrics.js';
 export type { GpuThrottleSpec, GpuMetricsOptions, GpuMetricsServer, GpuWorkerSource } from './gpu-metrics.js';
 export { startGpuMetrics, parseThrottle, SIMULATED_GPU } from './gpu-metrics.js';
+export type { AudioTokenProfile, ImageTokenProfile, MultimodalProfile } from './mm-tokens.js';
+export { QWEN2_MULTIMODAL, audioTokens, imageTokens } from './mm-tokens.js';

@@ -9,6 +9,7 @@ import { serveGeneration, type GenerateContext } from './generate.js';
 import { serveEmbeddings, tokenizeBody } from './pooling.js';
 import { WorkerMetrics } from './metrics.js';
 import { wordTokens, type TokenText } from './token-text.js';
+import { QWEN2_MULTIMODAL, type MultimodalProfile } from './mm-tokens.js';
 
 export interface WorkerOptions {
   index: number;
@@ -31,6 +32,8 @@ export interface WorkerOptions {
   apiKey?: string;
   /** How tokens are counted and spelled. @default wordTokens */
   tokens?: TokenText;
+  /** How images and audio count as prompt tokens. @default QWEN2_MULTIMODAL */
+  multimodal?: MultimodalProfile;
 }
 
 /** What `POST /admin/faults` added: an engine or HTTP fault, or a GPU throttle (`kind=throttle`). */
@@ -78,6 +81,7 @@ export class FleetWorker {
       tokensPerChunk: opts.tokensPerChunk,
       defaultMaxTokens: opts.defaultMaxTokens,
       tokens: opts.tokens ?? wordTokens,
+      multimodal: opts.multimodal ?? QWEN2_MULTIMODAL,
       nextId: () => `${this.index.toString(16).padStart(4, '0')}${(this.#seq++).toString(16).padStart(12, '0')}`,
       sendError,
     };
@@ -262,7 +266,7 @@ export class FleetWorker {
     const parsed = await this.#readJson(req, res);
     if (parsed === undefined) return;
     const tokens = this.#ctx.tokens;
-    const v = validateRequest(kind, parsed, { maxModelLen: this.engine.profile.maxModelLen, ...(tokens !== wordTokens && { countTokens: tokens.count }) });
+    const v = validateRequest(kind, parsed, { maxModelLen: this.engine.profile.maxModelLen, readMedia: true, ...(tokens !== wordTokens && { countTokens: tokens.count }) });
     if (!v.ok) {
       this.#json(res, v.status, JSON.stringify(v.error));
       return;

@@ -13,6 +13,8 @@ export type {
 export { errorBody, modelNotFound, malformedJson, schemaError, semanticError } from './errors.js';
 export type { ValidationResult, ValidateOptions } from './validate.js';
 export { validateRequest } from './validate.js';
+export type { AudioItem, ImageItem, MediaItem, MediaRead } from './media.js';
+export { imageSize, readMediaPart, wavSeconds } from './media.js';
 export type { StreamEncoderOptions, ResponseBodyOptions } from './encode.js';
 export {
   DONE_FRAME,

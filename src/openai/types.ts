@@ -1,3 +1,5 @@
+import type { MediaItem } from './media.js';
+
 /** Which OpenAI-compatible endpoint a body was sent to. */
 export type EndpointKind = 'chat' | 'completions';
 
@@ -76,6 +78,8 @@ export interface NormalizedRequest {
   prompt: string | null;
   /** Text whose `countTokens()` is the prompt length: chat = message contents joined by '\n'; completions = prompt. */
   promptText: string;
+  /** The chat messages' images and audio, in order (read only with `readMedia`; else empty). */
+  media?: MediaItem[];
   maxTokens: number | null;
   /** Choices asked for (`n`, 1 when absent); each is a sequence of its own. */
   n: number;

@@ -1,6 +1,7 @@
 import { countTokens } from '../core/index.js';
 import { schemaError, semanticError } from './errors.js';
 import type { ChatMessage, EndpointKind, NormalizedRequest, OpenAiErrorBody } from './types.js';
+import { readMediaPart, type MediaItem } from './media.js';
 
 /** The result of `validateRequest`: a value, never an exception (it runs on every request). */
 export type ValidationResult = { ok: true; value: NormalizedRequest } | { ok: false; status: number; error: OpenAiErrorBody };
@@ -11,6 +12,8 @@ export interface ValidateOptions {
   maxModelLen?: number;
   /** Counts the prompt's tokens for that check (a worker serving a real tokenizer's counts). @default countTokens, the word rule */
   countTokens?: (text: string) => number;
+  /** Load the images and audio of chat messages (`media`), a 400 for one that cannot be loaded, as a model server does. @default false (a proxy passes them on unread) */
+  readMedia?: boolean;
 }
 
 type Fail = { ok: false; status: number; error: OpenAiErrorBody };
@@ -38,11 +41,13 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
   let messages: ChatMessage[] | null = null;
   let prompt: string | null = null;
   let promptText: string;
+  let media: MediaItem[] = [];
   if (kind === 'chat') {
-    const r = readMessages(b['messages']);
+    const r = readMessages(b['messages'], opts.readMedia === true);
     if (!r.ok) return r;
     messages = r.messages;
     promptText = r.text;
+    media = r.media;
   } else {
     const r = readPrompt(b['prompt']);
     if (!r.ok) return r;
@@ -114,6 +119,7 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
       messages,
       prompt,
       promptText,
+      media,
       maxTokens,
       n: isInt(n) ? n : 1,
       stream,
@@ -127,11 +133,12 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
   };
 }
 
-function readMessages(v: unknown): { ok: true; messages: ChatMessage[]; text: string } | Fail {
+function readMessages(v: unknown, readMedia: boolean): { ok: true; messages: ChatMessage[]; text: string; media: MediaItem[] } | Fail {
   if (v === undefined || v === null) return fail(schemaError('messages', 'Field required', 'missing'));
   if (!Array.isArray(v)) return fail(schemaError('messages', 'Input should be a valid list', 'list_type'));
   if (v.length === 0) return fail(schemaError('messages', 'List should have at least 1 item after validation, not 0', 'too_short'));
   const texts: string[] = [];
+  const media: MediaItem[] = [];
   for (let i = 0; i < v.length; i++) {
     const m: unknown = v[i];
     if (!isObject(m)) return fail(schemaError(`messages.${i}`, 'Input should be a valid dictionary', 'dict_type'));
@@ -147,12 +154,16 @@ function readMessages(v: unknown): { ok: true; messages: ChatMessage[]; text: st
         if (p['type'] === 'text') {
           if (typeof p['text'] !== 'string') return fail(schemaError(`messages.${i}.content.${j}.text`, 'Input should be a valid string', 'string_type'));
           parts.push(p['text']);
+        } else if (readMedia) {
+          const r = readMediaPart(p);
+          if (r && !r.ok) return fail(semanticError(`messages.${i}.content.${j}`, String(p['type']), r.message));
+          if (r) media.push(r.item);
         }
       }
       texts.push(parts.join('\n'));
     } else return fail(schemaError(`messages.${i}.content`, 'Input should be a valid string or a list of content parts', 'union_type'));
   }
-  return { ok: true, messages: v as ChatMessage[], text: texts.join('\n') };
+  return { ok: true, messages: v as ChatMessage[], text: texts.join('\n'), media };
 }
 
 function readPrompt(v: unknown): { ok: true; prompt: string } | Fail {

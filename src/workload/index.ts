@@ -22,5 +22,6 @@ export type { SequencePair } from './sequence-distribution.js';
 export { parseSequenceDistribution, samplePair } from './sequence-distribution.js';
 export type { PublicDatasetFile } from './public-dataset.js';
 export { SHAREGPT, loadShareGpt, resolveShareGpt, shareGptSessions } from './public-dataset.js';
-export type { AudioOptions, AudioPart, ImageOptions, ImagePart, MediaOptions, MediaPart } from './media.js';
+export type { AudioPart, ImagePart, MediaPart } from './content-parts.js';
+export type { AudioOptions, ImageOptions, MediaOptions } from './media.js';
 export { attachMedia, checkMediaOptions, noisePng, noiseWav } from './media.js';

@@ -1,21 +1,7 @@
 import { deflateSync } from 'node:zlib';
 import { TailgateError, createRng, type Rng } from '../core/index.js';
 import type { Workload } from './session.js';
-
-/** An image content part as AIPerf sends it in a chat message. */
-export interface ImagePart {
-  type: 'image_url';
-  image_url: { url: string };
-}
-
-/** An audio content part as AIPerf sends it in a chat message (`data` is base64, no data-URL prefix). */
-export interface AudioPart {
-  type: 'input_audio';
-  input_audio: { data: string; format: string };
-}
-
-/** A non-text content part of a user turn. */
-export type MediaPart = ImagePart | AudioPart;
+import type { MediaPart } from './content-parts.js';
 
 /** AIPerf's synthetic image settings (`--image-*`); images are sent when both means are > 0. */
 export interface ImageOptions {

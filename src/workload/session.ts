@@ -1,5 +1,5 @@
 import { promptTokenIds, tokenId, vocabWord } from '../core/index.js';
-import type { MediaPart } from './media.js';
+import type { MediaPart } from './content-parts.js';
 
 /** A piece of prompt text with its exact token count; its token ids are computed once, on first use. */
 export interface Piece {
