@@ -21,6 +21,10 @@ export function formatBenchReport(result: BenchResult): string {
   for (const g of result.summary.errorSummary.slice(0, 5)) {
     lines.push(`errors: ${g.count} x ${g.kind}${g.status === null ? '' : ` ${g.status}`}: ${g.message}`);
   }
+  const adaptive = result.adaptiveScale?.summary;
+  if (adaptive !== undefined) {
+    lines.push(`adaptive scale: ${String(adaptive['status'])} (${String(adaptive['completed_reason'])}): boundary ${String(adaptive['boundary_value'])}, last passing ${String(adaptive['last_passing_value'])}, first failing ${String(adaptive['first_failing_value'])} (${String(adaptive['control_variable'])})`);
+  }
   for (const w of result.warnings) lines.push(`warning: ${w}`);
   if (result.stoppedEarly !== undefined) lines.push(`stopped early: ${result.stoppedEarly}; results cover what was measured until then`);
   else if (result.cancelled) lines.push('cancelled: results cover what was measured before the interrupt');

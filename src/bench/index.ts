@@ -27,3 +27,7 @@ export { resetKvCache } from './server-control.js';
 export { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv, telemetryData, writeGpuTelemetryJsonl } from './gpu-telemetry.js';
 export type { MultiRunPlan, RepeatedRuns, RunOne, SweepSpec, Variation } from './repeat-runs.js';
 export { runRepeated } from './repeat-runs.js';
+export type { AdaptiveScaleOptions, AdaptiveScaleFlags, SlaFilter } from './adaptive-scale.js';
+export { adaptiveScaleOf, parseSlaFilter, parseAdaptiveControl } from './adaptive-scale.js';
+export type { AdaptiveScaleResult } from './adaptive-controller.js';
+export { ADAPTIVE_EVENTS_FILE, ADAPTIVE_SUMMARY_FILE } from './adaptive-controller.js';

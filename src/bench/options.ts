@@ -6,6 +6,7 @@ import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payloa
 import { mediaInputConfig, resolveMedia } from './media-options.js';
 import type { CallResult } from './request-call.js';
 import { CACHE_BUST_TARGETS, type CacheBustTarget } from './cache-bust.js';
+import { resolveAdaptiveScale, type AdaptiveScaleOptions, type ResolvedAdaptiveScale } from './adaptive-scale.js';
 
 /** Progress of a run, reported about four times a second through `onProgress`. */
 export interface BenchProgress {
@@ -200,6 +201,8 @@ export interface BenchOptions {
   warmupRequestRateRampMs?: number;
   /** AIPerf `--warmup-grace-period`: after a timed warm-up, how long its responses may finish. @default `benchmarkGracePeriodMs` */
   warmupGracePeriodMs?: number;
+  /** AIPerf `--adaptive-scale*`: the profiling phase finds the SLA boundary of its concurrency and holds it (needs `benchmarkDurationMs`). */
+  adaptiveScale?: AdaptiveScaleOptions;
 }
 
 /** The resolved workload flags: synthetic sessions (with prefixes and turns), or a trace file. */
@@ -294,6 +297,8 @@ export interface ResolvedBenchOptions {
   /** `--prefill-concurrency`: requests allowed between send and first token; null: no limit. */
   prefillConcurrency: number | null;
   prefillConcurrencyRampMs: number;
+  /** `--adaptive-scale`: the controller's checked settings; null: a fixed load. */
+  adaptiveScale: ResolvedAdaptiveScale | null;
   headers: Record<string, string>;
   /** Lowercased. */
   sessionHeader: string;
@@ -400,6 +405,10 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     throw bad('multi-turn conversations run in a closed loop: use --concurrency, not --request-rate');
   }
   const userCentric = userCentricOf(o, workload, fixedSchedule);
+  const adaptiveScale = o.adaptiveScale === undefined ? null : resolveAdaptiveScale(o.adaptiveScale, {
+    concurrency: o.concurrency, benchmarkDurationMs: o.benchmarkDurationMs, concurrencyRampMs: o.concurrencyRampMs, threads: o.threads,
+    openLoop: o.requestRate !== undefined || fixedSchedule || userCentric !== null,
+  });
   for (const tag of Object.keys(o.goodput ?? {})) {
     if (!GOODPUT_TAGS.includes(tag)) throw bad(`unknown --goodput metric "${tag}" (use one of: ${GOODPUT_TAGS.join(', ')})`);
   }
@@ -474,6 +483,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     },
     prefillConcurrency: o.prefillConcurrency ?? null,
     prefillConcurrencyRampMs: o.prefillConcurrencyRampMs ?? 0,
+    adaptiveScale,
     useServerTokenCount: o.useServerTokenCount ?? false,
     headers: { ...(o.headers ?? {}) },
     sessionHeader: (o.sessionHeader ?? 'X-Correlation-ID').toLowerCase(),
@@ -626,6 +636,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
       request_count: r.requestCount,
       ...(r.prefillConcurrency !== null && { prefill_concurrency: r.prefillConcurrency }),
       ...(r.userCentric !== null && { user_centric_rate: r.userCentric.ratePerS, num_users: r.userCentric.numUsers }),
+      ...(r.adaptiveScale !== null && { adaptive_scale: adaptiveConfig(r.adaptiveScale) }),
       warmup_request_count: r.warmupRequestCount,
       warmup_duration: r.warmupDurationMs === null ? null : r.warmupDurationMs / 1000,
       benchmark_duration: r.benchmarkDurationMs === null ? null : r.benchmarkDurationMs / 1000,
@@ -634,6 +645,17 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
     tokenizer: { name: r.tokenizer.name },
     ...((r.useLegacyMaxTokens || r.useServerTokenCount) && { use_legacy_max_tokens: r.useLegacyMaxTokens, use_server_token_count: r.useServerTokenCount }),
     tailgate: { worker_header: r.workerHeader, transport: r.transport, threads: r.threads },
+  };
+}
+
+function adaptiveConfig(a: ResolvedAdaptiveScale): Record<string, unknown> {
+  return {
+    control: { variable: a.variable, min: a.min, max: a.max },
+    assessment_period: a.assessmentPeriodMs / 1000,
+    min_completed_requests: a.minCompletedRequests,
+    sustain_duration: a.sustainDurationMs / 1000,
+    strategy: { type: 'ramp_until_fail', step_policy: a.stepPolicy, base_step: a.baseStep, max_step_multiplier: a.maxStepMultiplier, step_percent: a.stepPercent },
+    sla: a.sla.map((f) => `${f.metric}:${f.stat}:${f.op}:${f.threshold}`),
   };
 }
 

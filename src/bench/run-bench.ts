@@ -12,6 +12,7 @@ import { PrefillGate } from './prefill-gate.js';
 import { applyCacheBust, cacheBustMarker } from './cache-bust.js';
 import { userCentricLoop } from './user-centric.js';
 import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
+import { AdaptiveScaleController, DynamicLimit, type AdaptiveScaleResult } from './adaptive-controller.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
 import { runThreads } from './threads.js';
 
@@ -35,6 +36,8 @@ export interface BenchResult {
   warnings: string[];
   /** Why the run stopped itself early (`--failed-request-threshold`), when it did. */
   stoppedEarly?: string;
+  /** `--adaptive-scale`: the controller's events and summary (also written to its artifact directory as the run goes). */
+  adaptiveScale?: AdaptiveScaleResult;
   /** `keepRaw`: each request's body as sent and answer as received, by record id. */
   raw?: Map<string, { request: string; response: string; reasoning: string }>;
 }
@@ -86,6 +89,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   const sessionRuns = workload.kind === 'trace' || workload.kind === 'multi-turn' ? new WeakMap<readonly string[], string>() : null;
   const busts = o.cacheBust === 'none' ? null : new CacheBustMarkers(o);
   let inflight = 0;
+  let adaptive: AdaptiveRun | null = null;
   let stoppedEarly: string | null = null;
   let selfCheck: SelfCheck | undefined;
   let startTime: Date;
@@ -128,6 +132,7 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         record.conversationId = `tailgate-${o.randomSeed}-${session.index}`;
         record.turnIndex = turn;
         opts.onCall?.(result);
+        if (phase === 'profiling') adaptive?.controller.record(record);
         inflight--;
         completed++;
         if (record.outcome !== 'ok') errors++;
@@ -157,6 +162,9 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
               return one(session, turn, answers);
             },
           });
+        } else if (!warm && o.adaptiveScale !== null) {
+          const a = (adaptive = startAdaptive(o, now, originEpochMs, () => inflight));
+          await closedLoop(o.adaptiveScale.max, count, deadline, now, stop.signal, nextSession, one, 0, null, a.limit).finally(() => a.end(stop.signal.aborted));
         } else if (o.requestRate === null && !o.fixedSchedule) {
           await closedLoop(warm ? o.warmup.concurrency : o.concurrency, count, deadline, now, stop.signal, nextSession, one, warm ? o.warmup.concurrencyRampMs : o.concurrencyRampMs, warm ? null : o.sessionCount);
         } else {
@@ -193,13 +201,41 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   }
   const done = finish(o, workload, records, selfCheck!, startTime, endTime, originEpochMs, (signal?.aborted ?? false) || stoppedEarly !== null);
   if (raw) done.raw = raw;
+  if (adaptive) done.adaptiveScale = (adaptive as AdaptiveRun).controller.result();
   if (stoppedEarly !== null) done.stoppedEarly = stoppedEarly;
   return done;
 }
 
+/** An adaptive-scale profiling phase under way: its controller, the limit it moves, and its end. */
+interface AdaptiveRun {
+  controller: AdaptiveScaleController;
+  limit: DynamicLimit;
+  /** Stops the assessments and closes the controller (phase_stopped, or phase_cancelled on an interrupt). */
+  end(cancelled: boolean): void;
+}
+
+/** Starts AIPerf's adaptive scale on the profiling phase: a controller judging a window every assessment period. */
+function startAdaptive(o: ResolvedBenchOptions, now: () => number, originEpochMs: number, inflight: () => number): AdaptiveRun {
+  const cfg = o.adaptiveScale!;
+  const limit = new DynamicLimit(cfg.min);
+  const controller = new AdaptiveScaleController(cfg, {
+    setLimit: (v) => limit.set(v), stopSending: () => limit.close(), inflight, originEpochMs, useServerTokenCount: o.useServerTokenCount,
+  }, now());
+  const timer = setInterval(() => controller.assess(now()), cfg.assessmentPeriodMs);
+  return {
+    controller,
+    limit,
+    end(cancelled) {
+      clearInterval(timer);
+      limit.close();
+      controller.finish(now(), cancelled);
+    },
+  };
+}
+
 /** One pool per target, each able to hold the whole concurrency (round-robin may bunch up). */
 function openPools(o: ResolvedBenchOptions): BenchDispatcher[] {
-  const connections = o.requestRate === null && !o.fixedSchedule && o.userCentric === null ? Math.max(o.concurrency, o.warmup.concurrency) : o.maxConcurrency;
+  const connections = o.requestRate === null && !o.fixedSchedule && o.userCentric === null ? Math.max(o.concurrency, o.warmup.concurrency, o.adaptiveScale?.max ?? 0) : o.maxConcurrency;
   return o.targets.map((t) =>
     o.transport === 'socket'
       ? new SocketPool(t.origin, { connections })
@@ -371,6 +407,7 @@ function traceSchedule(sessions: readonly Session[], count: number | null, phase
  * Every slot starts its first request in the same tick (a real burst), then refills as each ends.
  * A slot runs a session's turns in order, each after the previous answer and its think time; a
  * failed turn ends the conversation. `sessionLimit` bounds the sessions started (each runs to its end).
+ * With `gate` (adaptive scale), a slot holds it for each session: fewer than `concurrency` may run.
  */
 async function closedLoop(
   concurrency: number,
@@ -382,6 +419,7 @@ async function closedLoop(
   one: (session: Session, turn: number, answers: readonly string[]) => Promise<CallResult>,
   rampMs = 0,
   sessionLimit: number | null = null,
+  gate: DynamicLimit | null = null,
 ): Promise<void> {
   let issued = 0;
   let started = 0;
@@ -392,11 +430,20 @@ async function closedLoop(
     // A ramp opens slot i at rampMs x i / (concurrency - 1): concurrency climbs from 1 to its target.
     if (rampMs > 0 && index > 0) await sleep((rampMs * index) / (concurrency - 1), stopped);
     while (more() && started < sessions) {
+      if (gate !== null && !(await gate.acquire())) break;
+      if (!more()) {
+        gate?.release();
+        break;
+      }
       started++;
-      await runTurns(nextSession(), (session, k, answers) => {
-        issued++;
-        return one(session, k, answers);
-      }, more, stopped);
+      try {
+        await runTurns(nextSession(), (session, k, answers) => {
+          issued++;
+          return one(session, k, answers);
+        }, more, stopped);
+      } finally {
+        gate?.release();
+      }
     }
   };
   const slots: Promise<void>[] = [];

@@ -13,8 +13,11 @@ import { benchInvocation, multiRunPlan } from './bench-run.js';
 
 /** Flags that only make sense with a trace get one (AIPerf refuses them without one too). */
 const NEEDS_TRACE = new Set(['--input-file', '--custom-dataset-type', '--fixed-schedule', '--no-fixed-schedule', '--fixed-schedule-auto-offset']);
+/** What an adaptive-scale flag needs alongside (AIPerf: a duration, a sustain duration and an SLA filter). */
+const ADAPTIVE = ['--adaptive-scale', '--benchmark-duration', '10', '--concurrency', '8', '--adaptive-sustain-duration', '5', '--adaptive-scale-sla', 'time_to_first_token:p95:le:500'];
 /** Flags AIPerf also wants in pairs. */
 const COMPANION: Record<string, string[]> = {
+  ...Object.fromEntries(AIPERF_FLAGS.filter((f) => f.section === 'Adaptive Scale').flatMap((f) => f.names.map((n) => [n, ADAPTIVE]))),
   '--prompt-prefix-pool-size': ['--prefix-prompt-length', '16'],
   '--prefix-prompt-pool-size': ['--prefix-prompt-length', '16'],
   '--num-prefix-prompts': ['--prefix-prompt-length', '16'],

@@ -225,14 +225,14 @@ f('--trace-idle-gap-cap-seconds', 'value', R, 'cap idle gaps within one Weka tra
 f('--system-idle-gap-cap-seconds', 'value', R, 'agentic replay: cap global idle time', '5');
 
 s('Adaptive Scale');
-f('--adaptive-scale', 'switch', R, 'ramp the load to the SLA boundary in one run and hold it there (adaptive_scale_events.jsonl, adaptive_scale_summary.json)');
-f('--adaptive-scale-control', 'value', R, 'compact control of the adaptive scale: variable:min,max:type', 'concurrency:1,8:int');
-f('--adaptive-control-variable', 'value', R, 'the load dimension the adaptive scale moves', 'concurrency');
-f('--adaptive-control-min', 'value', R, 'lowest value of the adaptive control', '1');
-f('--adaptive-control-max', 'value', R, 'highest value of the adaptive control', '8');
-f('--adaptive-scale-assessment-period --adaptive-assessment-period', 'value', R, 'seconds between adaptive-scale assessments', '60');
-f('--adaptive-sustain-duration', 'value', R, 'seconds to hold the found boundary', '60');
-f('--adaptive-scale-sla', 'list', R, 'SLA of the adaptive scale, metric:stat:op:threshold', 'request_latency:p95:le:30000');
+f('--adaptive-scale', 'switch', I, 'ramp the load to the SLA boundary in one run and hold it there (adaptive_scale_events.jsonl, adaptive_scale_summary.json)');
+f('--adaptive-scale-control', 'value', I, 'compact control of the adaptive scale: variable:min,max:type', 'concurrency:1,8:int');
+f('--adaptive-control-variable', 'value', I, 'the load dimension the adaptive scale moves', 'concurrency');
+f('--adaptive-control-min', 'value', I, 'lowest value of the adaptive control', '1');
+f('--adaptive-control-max', 'value', I, 'highest value of the adaptive control', '8');
+f('--adaptive-scale-assessment-period --adaptive-assessment-period', 'value', I, 'seconds between adaptive-scale assessments', '60');
+f('--adaptive-sustain-duration', 'value', I, 'seconds to hold the found boundary', '60');
+f('--adaptive-scale-sla', 'list', I, 'SLA of the adaptive scale, metric:stat:op:threshold', 'request_latency:p95:le:30000');
 
 s('Scenario');
 f('--scenario', 'value', R, 'lock the run to a named scenario\'s invariants', 'x');

@@ -8,6 +8,7 @@ import type { SamplingStrategy } from '../workload/index.js';
 import type { BenchOptions, CacheBustTarget } from '../bench/index.js';
 import type { UnappliedFlag } from './aiperf-flags.js';
 import { MEDIA_FLAGS } from './bench-media-flags.js';
+import { ADAPTIVE_FLAGS } from './bench-adaptive-flags.js';
 
 // AIPerf's --cache-bust choices, checked against bench's type (a type import loads nothing).
 const CACHE_BUST = Object.keys({ none: 0, system_prefix: 0, system_suffix: 0, first_turn_prefix: 0, first_turn_suffix: 0 } satisfies Record<CacheBustTarget, 0>) as CacheBustTarget[];
@@ -157,6 +158,7 @@ export const BENCH_FLAGS = {
   verbose: row({ short: '-v', help: 'log level DEBUG (-vv: TRACE)', parse: countUp }),
   extraVerbose: row<boolean>({ help: 'log level TRACE (as -vv)' }),
   ...MEDIA_FLAGS,
+  ...ADAPTIVE_FLAGS,
 };
 
 /** The flags of `tailgate bench` as parsed, with the AIPerf flags given that bench does not apply. */

@@ -1,6 +1,7 @@
 import { basename } from 'node:path';
 import { TailgateError } from '../core/index.js';
 import {
+  adaptiveScaleOf,
   formatBenchReport,
   formatProgress,
   parseExtraInputs,
@@ -102,6 +103,8 @@ export function benchInvocation(flags: BenchFlags): BenchInvocation {
   if (flags.sequenceDistribution !== undefined) opts.sequenceDistribution = parseSequenceDistribution(flags.sequenceDistribution);
   const media = mediaOptionsOf(flags);
   if (media !== undefined) opts.media = media;
+  const adaptive = adaptiveScaleOf(flags);
+  if (adaptive !== undefined) opts.adaptiveScale = adaptive;
   const reuse = flags.connectionReuseStrategy;
   if (reuse !== undefined && reuse !== 'pooled') throw new TailgateError('CLI_USAGE', `--connection-reuse-strategy ${reuse}: AIPerf then opens connections per request or per user session; tailgate bench keeps one kept-alive pool (pooled, AIPerf's default)`);
   const contentType = flags.requestContentType;
@@ -198,7 +201,7 @@ export async function runBenchCommand(flags: BenchFlags, argv: readonly string[]
       }
       const scrape = scrapeUrls.length > 0 ? startServerMetrics(scrapeUrls) : null;
       const gpu = gpuTelemetryUrls.length > 0 ? startGpuTelemetry(gpuTelemetryUrls) : null;
-      const result = await runBench(runOpts, ctl.signal);
+      const result = await runBench(runOpts.adaptiveScale ? { ...runOpts, adaptiveScale: { ...runOpts.adaptiveScale, artifactDir: runDir } } : runOpts, ctl.signal);
       if (scrape) await writeServerMetrics(runDir, exportFileNames(filePrefix).serverMetrics, await scrape.stop(), formats);
       if (!gpu) return { result, telemetry: {}, telemetryText: '' };
       const endpoints = await gpu.stop();
