@@ -9,3 +9,5 @@ export type { Outcome, RequestRecord, TokenCount } from './record.js';
 export { countTokens, vocabWord, tokenId, promptTokenIds } from './tokens.js';
 export { durationSchema } from './duration-schema.js';
 export { issueText } from './zod-issue.js';
+export type { RowField, RowLayout } from './row-layout.js';
+export { rowLayout } from './row-layout.js';

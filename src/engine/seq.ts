@@ -1,3 +1,4 @@
+import { rowLayout } from '../core/index.js';
 import type { EngineCaller, Ticket } from './engine-types.js';
 
 // Where a request is: in the frontend, in the waiting queue, in the running set, or ended.
@@ -9,57 +10,61 @@ export const DONE = 3;
 // A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
 const RECORDS = 2 ** 21;
 
-// A record's numeric fields: one row of STRIDE Int32 slots (88 bytes), by record index, the last
-// two a Float64 (its last token time); while its request runs, these are its live counters (the
-// running set lists records in admission order). Its prompt hashes are in a plain array.
-/** How many requests this record has held (part of their tickets). */
-export const USES = 0;
-/** PENDING, WAITING, RUNNING or DONE. */
-export const STATE = 1;
-// Copied from the request, which is cold in memory by the time it is admitted.
-export const PROMPT = 2;
-export const MAX = 3;
-/** Index of its sink in the engine's sink table, -1 for none. */
-export const SINK = 4;
-/** Tokens to compute before decoding (the prompt; prompt + generated after a preemption). */
-export const TARGET = 5;
-/** Tokens whose KV is in cache (a decode cohort member's as of its JOIN). */
-export const COMPUTED = 6;
-export const GENERATED = 7;
-/** Its entry in the running set while RUNNING; while spare, the next spare record (-1: none). */
-export const SLOT = 8;
-/** Prompt blocks offered to the cache so far (the first `registered` of its cache entries are set). */
-export const REGISTERED = 9;
-/** How many of those are cache entries (the rest of its blocks are private). */
-export const SHARED = 10;
-/** Bits: ADMITTED (its prompt counted), ON_ADMIT (its request has an `onAdmit`); above them (>> CALLER_SHIFT), who its callbacks go to (see `callerOf`). */
-export const FLAGS = 11;
+// A record's numeric fields: one row of Int32 slots (88 bytes), by record index, the last a Float64
+// (its last token time); while its request runs, these are its live counters (the running set lists
+// records in admission order). Its prompt hashes are in a plain array. Declared once, in row order.
+const ROW = rowLayout({
+  /** How many requests this record has held (part of their tickets). */
+  USES: 'i32',
+  /** PENDING, WAITING, RUNNING or DONE. */
+  STATE: 'i32',
+  // Copied from the request, which is cold in memory by the time it is admitted.
+  PROMPT: 'i32',
+  MAX: 'i32',
+  /** Index of its sink in the engine's sink table, -1 for none. */
+  SINK: 'i32',
+  /** Tokens to compute before decoding (the prompt; prompt + generated after a preemption). */
+  TARGET: 'i32',
+  /** Tokens whose KV is in cache (a decode cohort member's as of its JOIN). */
+  COMPUTED: 'i32',
+  GENERATED: 'i32',
+  /** Its entry in the running set while RUNNING; while spare, the next spare record (-1: none). */
+  SLOT: 'i32',
+  /** Prompt blocks offered to the cache so far (the first `registered` of its cache entries are set). */
+  REGISTERED: 'i32',
+  /** How many of those are cache entries (the rest of its blocks are private). */
+  SHARED: 'i32',
+  /** Bits: ADMITTED (its prompt counted), ON_ADMIT (its request has an `onAdmit`); above them (>> CALLER_SHIFT), who its callbacks go to (see `callerOf`). */
+  FLAGS: 'i32',
+  /** The caller's number for its request (what its callbacks are given). */
+  ID: 'i32',
+  /** Its cache entries per prompt block while running (see `KvBlocks`): -1 for none, <= -2 a run of consecutive entries from -2 - this, else where its list is and its size class. */
+  ENTRIES: 'i32',
+  /** While a decode cohort member: the next and previous member (records, -1 for none) in its list of those due at the same step (see `DecodeCohort`). */
+  FIN_NEXT: 'i32',
+  FIN_PREV: 'i32',
+  /** While running: KV blocks it holds. */
+  BLOCKS: 'i32',
+  /** While running: tokens scheduled for it in the step in flight. */
+  STEP: 'i32',
+  /** While running: FREE outside the decode cohort, else the cohort step after which it has all its tokens. */
+  FIN: 'i32',
+  /** While a decode cohort member: the cohort step at which it joined (its counters are as of then). */
+  JOIN: 'i32',
+  /** When its request last got its last token, in Float64 slots (`SeqTable.times`): set only once it had one (read it through `lastMs`), a decode cohort member's as of its JOIN. */
+  LAST_MS: 'f64',
+});
+
+/** A record's fields, as indices into its row (see ROW above; LAST_MS in Float64 slots, the rest in Int32 ones). */
+export const { USES, STATE, PROMPT, MAX, SINK, TARGET, COMPUTED, GENERATED, SLOT, REGISTERED, SHARED, FLAGS, ID, ENTRIES, FIN_NEXT, FIN_PREV, BLOCKS, STEP, FIN, JOIN, LAST_MS } = ROW.at;
+/** FLAGS bits. */
 export const ADMITTED = 1;
 export const ON_ADMIT = 2;
 const CALLER_SHIFT = 2;
-/** The caller's number for its request (what its callbacks are given). */
-export const ID = 12;
-/** Its cache entries per prompt block while running (see `KvBlocks`): -1 for none, <= -2 a run of consecutive entries from -2 - this, else where its list is and its size class. */
-export const ENTRIES = 13;
-/** While a decode cohort member: the next and previous member (records, -1 for none) in its list of those due at the same step (see `DecodeCohort`). */
-export const FIN_NEXT = 14;
-export const FIN_PREV = 15;
-/** While running: KV blocks it holds. */
-export const BLOCKS = 16;
-/** While running: tokens scheduled for it in the step in flight. */
-export const STEP = 17;
-/** While running: FREE outside the decode cohort, else the cohort step after which it has all its tokens. */
-export const FIN = 18;
-/** While a decode cohort member: the cohort step at which it joined (its counters are as of then). */
-export const JOIN = 19;
-export const STRIDE = 22;
+/** A row in Int32 slots (`SeqTable.rows`). */
+export const STRIDE = ROW.i32Stride;
 /** A row in Float64 slots (`SeqTable.times`). */
-export const TIME_STRIDE = STRIDE / 2;
-/**
- * When its request last got its last token (Int32 slots 20-21, as Float64 slot 10 of the row):
- * set only once it had one (read it through `lastMs`), a decode cohort member's as of its JOIN.
- */
-export const LAST_MS = 10;
+export const TIME_STRIDE = ROW.f64Stride;
 
 /**
  * An engine's request records as rows of typed arrays, by record index, and those free for reuse. The engine keeps no
@@ -181,7 +186,7 @@ export class SeqTable {
 
   /** Half as much room again by default (records are made as requests in flight grow). */
   #grow(cap = Math.max(64, (this.#made + (this.#made >> 1) + 15) & ~15)): void {
-    const buf = new ArrayBuffer(cap * STRIDE * 4);
+    const buf = new ArrayBuffer(cap * ROW.bytes);
     const rows = new Int32Array(buf);
     rows.set(this.rows);
     this.rows = rows;

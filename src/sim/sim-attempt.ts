@@ -1,4 +1,4 @@
-import type { RequestRecord } from '../core/index.js';
+import { rowLayout, type RequestRecord } from '../core/index.js';
 import type { EngineCaller, Ticket, TokenSink } from '../engine/index.js';
 import type { WorkerStats } from '../routing/index.js';
 import type { TurnPlan } from './sim-workload.js';
@@ -22,54 +22,52 @@ const PHASES: readonly RequestRecord['phase'][] = ['warmup', 'profiling'];
 // buffer seen as both Int32 (`ints`, indexed by row x RI) and Float64 (`times`, by row x RT). At
 // fleet scale a row is cold whenever it is read: as four arrays (two per table) an end read four or
 // five cache lines on three pages, now three on one. What the deadline sweep reads of an attempt
-// (filing, flags, first and last-seen token, start, prompt length) is in its first 48 bytes.
-// Int32 fields by their Int32 index in the row, Float64 ones by their Float64 index.
-// The row, by byte: 0-15 Int32 [0-3] A_FLAGS, A_SWEEP, A_SWEEP_REPLICA, R_PROMPT; 16-47 Float64 [2-5]
-// A_WATCH, A_FIRST, A_SEEN, A_START; 48-63 Int32 [12-15] A_TOKENS, A_MAX, A_ROUTE, R_TOKENS; 64-111
-// Float64 [8-13] A_LAST, A_TICKET, R_FIRST, R_LAST, R_START, A_START_SEQ; 112-135 Int32 [28-33]
-// R_FLAGS, R_INDEX, R_REPLICA, R_TENANT, A_POSITION, padding.
-/** Bits: LIVE, ENDED, BLAMED (the attempt's). */
-const A_FLAGS = 0;
-/** The deadline sweep it is filed under (-1: none), and by which replica. */
-const A_SWEEP = 1;
-const A_SWEEP_REPLICA = 2;
-/** The request's prompt length (read at its end and by the sweep without its plan). */
-const R_PROMPT = 3;
-/** Past its first token: the attempt's listing among its route's streams watched for silence (-1: none). */
-const A_WATCH = 2;
-/** Its first token (NaN before it). */
-const A_FIRST = 3;
-/** A token time already known (last times only grow), so most silence checks need no engine lookup. */
-const A_SEEN = 4;
-/** When the attempt was sent. */
-const A_START = 5;
-const A_TOKENS = 12;
-const A_MAX = 13;
-const A_ROUTE = 14;
-/** Tokens the request received from attempts that have ended. */
-const R_TOKENS = 15;
-/** The attempt's last token (its start before the first). */
-const A_LAST = 8;
-/** What its engine returned when it accepted it (-1 before). */
-const A_TICKET = 9;
-/** The request's first token: NaN before it (set when the attempt that got it ends). */
-const R_FIRST = 10;
-const R_LAST = 11;
-const R_START = 12;
-/** The attempt's place in the order the router's sweep walks attempts in. */
-const A_START_SEQ = 13;
-/** The request's phase (0 warm-up, 1 profiling) and the bits RESENT, REDISPATCHED, MIGRATED, LAST_TURN above it. */
-const R_FLAGS = 28;
-const R_INDEX = 29;
-const R_REPLICA = 30;
-/** Its tenant's index in the scenario's `tenants` (0 without tenants). */
-const R_TENANT = 31;
-/** The attempt's worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
-const A_POSITION = 32;
-// (33: padding.)
+// (filing, flags, first and last-seen token, start, prompt length) is in its first 48 bytes, so the
+// fields are declared in row order (Int32 fields by their Int32 index, Float64 ones by their Float64 index).
+const ROW = rowLayout({
+  /** Bits: LIVE, ENDED, BLAMED (the attempt's). */
+  A_FLAGS: 'i32',
+  /** The deadline sweep it is filed under (-1: none), and by which replica. */
+  A_SWEEP: 'i32',
+  A_SWEEP_REPLICA: 'i32',
+  /** The request's prompt length (read at its end and by the sweep without its plan). */
+  R_PROMPT: 'i32',
+  /** Past its first token: the attempt's listing among its route's streams watched for silence (-1: none). */
+  A_WATCH: 'f64',
+  /** Its first token (NaN before it). */
+  A_FIRST: 'f64',
+  /** A token time already known (last times only grow), so most silence checks need no engine lookup. */
+  A_SEEN: 'f64',
+  /** When the attempt was sent. */
+  A_START: 'f64',
+  A_TOKENS: 'i32',
+  A_MAX: 'i32',
+  A_ROUTE: 'i32',
+  /** Tokens the request received from attempts that have ended. */
+  R_TOKENS: 'i32',
+  /** The attempt's last token (its start before the first). */
+  A_LAST: 'f64',
+  /** What its engine returned when it accepted it (-1 before). */
+  A_TICKET: 'f64',
+  /** The request's first token: NaN before it (set when the attempt that got it ends). */
+  R_FIRST: 'f64',
+  R_LAST: 'f64',
+  R_START: 'f64',
+  /** The attempt's place in the order the router's sweep walks attempts in. */
+  A_START_SEQ: 'f64',
+  /** The request's phase (0 warm-up, 1 profiling) and the bits RESENT, REDISPATCHED, MIGRATED, LAST_TURN above it. */
+  R_FLAGS: 'i32',
+  R_INDEX: 'i32',
+  R_REPLICA: 'i32',
+  /** Its tenant's index in the scenario's `tenants` (0 without tenants). */
+  R_TENANT: 'i32',
+  /** The attempt's worker's in-flight count with it, when it was sent (as the router's attempt keeps it). */
+  A_POSITION: 'i32',
+});
+const { A_FLAGS, A_SWEEP, A_SWEEP_REPLICA, R_PROMPT, A_WATCH, A_FIRST, A_SEEN, A_START, A_TOKENS, A_MAX, A_ROUTE, R_TOKENS, A_LAST, A_TICKET, R_FIRST, R_LAST, R_START, A_START_SEQ, R_FLAGS, R_INDEX, R_REPLICA, R_TENANT, A_POSITION } = ROW.at;
 /** The row's length in Float64 and in Int32 fields. */
-const RT = 17;
-const RI = 2 * RT;
+const RT = ROW.f64Stride;
+const RI = ROW.i32Stride;
 /** It still listens to the engine. */
 const LIVE = 1;
 /** The engine has finished or aborted it (and forgotten it: nothing left to read there). */
