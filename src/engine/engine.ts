@@ -7,7 +7,7 @@ import { KvBlocks } from './kv-blocks.js';
 import type { EngineProfile } from './profile.js';
 import { FrontendQueue, WaitingQueue } from './request-queues.js';
 import { FREE, HOLE, RunningSet } from './running-set.js';
-import { ADMITTED, BLOCKS, COMPUTED, DONE, FIN, FLAGS, GENERATED, ID, LAST_MS, MAX, ON_ADMIT, PROMPT, RUNNING, SINK, SLOT, STATE, STEP, STRIDE, TARGET, TIME_STRIDE, WAITING, SeqTable } from './seq.js';
+import { ADMITTED, BLOCKS, COMPUTED, DONE, FIN, FLAGS, GENERATED, ID, LAST_MS, MAX, ON_ADMIT, PREEMPTIONS, PROMPT, RUNNING, SINK, SLOT, STATE, STEP, STRIDE, TARGET, TIME_STRIDE, WAITING, SeqTable } from './seq.js';
 import { StepScratch } from './step-scratch.js';
 
 export type { EngineCaller, EngineFault, EngineOptions, KvEventSink, EngineRequest, EngineStats, SubmitResult, Ticket, TokenSink } from './engine-types.js';
@@ -263,6 +263,15 @@ export class Engine {
     return state === RUNNING ? this.#cohort.generatedOf(r) : seqs.rows[o + GENERATED]!;
   }
 
+  /**
+   * Times a request was preempted so far: readable until its record is reused, so at the latest in
+   * its `onFinish` (-1 after, or for a ticket this engine never gave).
+   */
+  preemptionsOf(ticket: Ticket): number {
+    const r = this.#seqs.of(ticket);
+    return r < 0 ? -1 : this.#seqs.rows[r * STRIDE + PREEMPTIONS]!;
+  }
+
   /** When a request last got a token (0 before its first; NaN once it ended). */
   lastTokenMsOf(ticket: Ticket): number {
     const seqs = this.#seqs;
@@ -338,6 +347,7 @@ export class Engine {
     const rows = this.#seqs.rows;
     const o = r * STRIDE;
     this.#n.preemptionsTotal++;
+    rows[o + PREEMPTIONS]!++;
     this.#runningCount--;
     rows[o + TARGET] = Math.max(rows[o + TARGET]!, rows[o + COMPUTED]!);
     rows[o + COMPUTED] = 0;

@@ -10,7 +10,7 @@ export const DONE = 3;
 // A ticket is uses x RECORDS + index: exact in a double for 2^31 uses of each of up to 2^21 records.
 const RECORDS = 2 ** 21;
 
-// A record's numeric fields: one row of Int32 slots (88 bytes), by record index, the last a Float64
+// A record's numeric fields: one row of Int32 slots (96 bytes), by record index, the last a Float64
 // (its last token time); while its request runs, these are its live counters (the running set lists
 // records in admission order). Its prompt hashes are in a plain array. Declared once, in row order.
 const ROW = rowLayout({
@@ -51,12 +51,14 @@ const ROW = rowLayout({
   FIN: 'i32',
   /** While a decode cohort member: the cohort step at which it joined (its counters are as of then). */
   JOIN: 'i32',
+  /** Times its request was preempted (its KV dropped, to be recomputed). */
+  PREEMPTIONS: 'i32',
   /** When its request last got its last token, in Float64 slots (`SeqTable.times`): set only once it had one (read it through `lastMs`), a decode cohort member's as of its JOIN. */
   LAST_MS: 'f64',
 });
 
 /** A record's fields, as indices into its row (see ROW above; LAST_MS in Float64 slots, the rest in Int32 ones). */
-export const { USES, STATE, PROMPT, MAX, SINK, TARGET, COMPUTED, GENERATED, SLOT, REGISTERED, SHARED, FLAGS, ID, ENTRIES, FIN_NEXT, FIN_PREV, BLOCKS, STEP, FIN, JOIN, LAST_MS } = ROW.at;
+export const { USES, STATE, PROMPT, MAX, SINK, TARGET, COMPUTED, GENERATED, SLOT, REGISTERED, SHARED, FLAGS, ID, ENTRIES, FIN_NEXT, FIN_PREV, BLOCKS, STEP, FIN, JOIN, PREEMPTIONS, LAST_MS } = ROW.at;
 /** FLAGS bits. */
 export const ADMITTED = 1;
 export const ON_ADMIT = 2;
@@ -70,7 +72,7 @@ export const TIME_STRIDE = ROW.f64Stride;
  * An engine's request records as rows of typed arrays, by record index, and those free for reuse. The engine keeps no
  * table of ticket ids: a ticket names its record and that record's use (at fleet scale, a record
  * per request and an id lookup were a third of a simulation's time). No object per request: a
- * record is one 88-byte row, and hundreds of thousands in flight leave nothing for the garbage
+ * record is one 96-byte row, and hundreds of thousands in flight leave nothing for the garbage
  * collector to copy.
  */
 export class SeqTable {
@@ -125,6 +127,7 @@ export class SeqTable {
     rows[o + SLOT] = -1;
     rows[o + REGISTERED] = 0;
     rows[o + SHARED] = 0;
+    rows[o + PREEMPTIONS] = 0;
     let c = this.#lastCallerIndex;
     if (caller !== this.#lastCaller) {
       c = this.#callerIndex.get(caller) ?? -1;
