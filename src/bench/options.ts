@@ -679,7 +679,7 @@ function prefixConfig(w: Extract<BenchWorkloadSpec, { kind: 'synthetic' }>): Rec
 
 /** The summary settings of a resolved run (the run's summary, warm-up, time slices). */
 export function summaryOptionsOf(o: ResolvedBenchOptions): SummarizeOptions {
-  return { goodput: o.goodput, useServerTokenCount: o.useServerTokenCount, producesTokens: o.endpointType !== 'embeddings' };
+  return { goodput: o.goodput, useServerTokenCount: o.useServerTokenCount, producesTokens: o.endpointType !== 'embeddings', timeWeighted: true };
 }
 
 /** Which model each dataset entry asks for: AIPerf's `--model-selection-strategy` over the models given. */

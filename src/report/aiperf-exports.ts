@@ -206,6 +206,8 @@ export function aiperfCsv(summary: Summary): string {
     if (!m) continue;
     const label = metricLabel(tag, m.unit);
     if (isMetricBlock(m)) dist.push([label, ...stats.map((s) => csvNumber(m[s]))].join(','));
+    // A time-weighted metric is a distribution without the low percentiles: those cells stay empty.
+    else if ('p50' in m) dist.push([label, ...stats.map((s) => csvNumber((m as unknown as Record<string, number>)[s] ?? Number.NaN))].join(','));
     else scalars.push(`${label},${csvNumber(m.avg)}`);
   }
   return `${dist.join('\n')}\n\n${scalars.join('\n')}\n`;

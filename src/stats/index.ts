@@ -12,6 +12,8 @@ export type { SummarizeOptions, RecordMetrics } from './summarize.js';
 export { peakInflight, inflightEvents } from './inflight.js';
 export type { InflightPeak } from './inflight.js';
 export { timeSeries } from './time-series.js';
+export { timeWeightedMetrics, timeWeightedStats } from './time-weighted.js';
+export type { TimeWeightedBlock } from './time-weighted.js';
 export type { TimeSeries, TimeSeriesOptions } from './time-series.js';
 export { syntheticRecord, syntheticError } from './synthetic.js';
 export type { SyntheticRequest } from './synthetic.js';

@@ -25,9 +25,9 @@ export interface MetricBlock extends ScalarMetric {
   sum: number;
 }
 
-/** True when the metric carries a distribution (percentiles), not just `avg`. */
+/** True when the metric carries a distribution over records (every percentile), not just `avg` (a time-weighted metric has no p1). */
 export function isMetricBlock(m: ScalarMetric | MetricBlock | undefined): m is MetricBlock {
-  return m !== undefined && 'p50' in m;
+  return m !== undefined && 'p1' in m;
 }
 
 /**

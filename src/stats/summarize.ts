@@ -5,6 +5,7 @@ import { GOODPUT_TAGS, METRIC_CATALOG, metricInfo } from './metric-catalog.js';
 import { peakInflightOf } from './inflight.js';
 import { percentile } from './percentile.js';
 import type { ErrorGroup, Summary, WorkerSummary } from './summary.js';
+import { timeWeightedMetrics } from './time-weighted.js';
 
 /** Options of {@link summarize}. */
 export interface SummarizeOptions {
@@ -26,6 +27,11 @@ export interface SummarizeOptions {
    * tokens ({@link OUTPUT_TOKEN_TAGS}) are left out, as AIPerf leaves them out. @default true
    */
   producesTokens?: boolean;
+  /**
+   * Also AIPerf's time-weighted load metrics (`effective_concurrency`, `effective_prefill_concurrency`,
+   * `tokens_in_flight`; see `timeWeightedMetrics`). Off for the simulator's large runs. @default false
+   */
+  timeWeighted?: boolean;
 }
 
 /** AIPerf's metrics that exist only for endpoints that produce tokens (its `PRODUCES_TOKENS_ONLY` flag). */
@@ -441,5 +447,10 @@ export function summarize(records: readonly RequestRecord[], opts: SummarizeOpti
   for (const r of records) if (r.phase === 'profiling' && r.outcome === 'ok') gaps += Math.max(0, r.chunkMs.length - 1);
   const b = new SummaryBuilder(gaps > (opts.exactChunkGapLimit ?? EXACT_GAP_LIMIT) ? { ...opts, exactChunkGapLimit: 0 } : opts);
   for (const r of records) b.add(r);
-  return b.build();
+  const summary = b.build();
+  if (opts.timeWeighted === true && opts.producesTokens !== false) {
+    const m = blankMetrics();
+    Object.assign(summary.metrics, timeWeightedMetrics(records, (r) => recordMetrics(r, m, opts.useServerTokenCount ?? false)));
+  }
+  return summary;
 }

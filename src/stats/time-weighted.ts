@@ -1,0 +1,145 @@
+import type { RequestRecord } from '../core/index.js';
+import type { ScalarMetric } from './metric-block.js';
+
+/**
+ * A time-weighted metric as AIPerf writes it (its sweep-line metrics): the statistics of a step
+ * function over the run window, each value weighted by how long it held. No count, sum or low
+ * percentiles, as in AIPerf's export.
+ */
+export interface TimeWeightedBlock extends ScalarMetric {
+  min: number;
+  max: number;
+  p50: number;
+  p90: number;
+  p95: number;
+  p99: number;
+  std: number;
+}
+
+/** A step function: `values[i]` holds from `ts[i]` to `ts[i + 1]`. */
+interface Step {
+  ts: Float64Array;
+  values: Float64Array;
+}
+
+/** Sorts (time, delta) events, ends before starts at equal times (AIPerf's tie rule), and sums them. */
+function sweep(times: number[], deltas: number[]): Step {
+  const order = times.map((_, i) => i).sort((a, b) => times[a]! - times[b]! || (deltas[a]! > 0 ? 1 : 0) - (deltas[b]! > 0 ? 1 : 0));
+  const ts = new Float64Array(order.length);
+  const values = new Float64Array(order.length);
+  let sum = 0;
+  let peak = 0;
+  order.forEach((e, k) => {
+    ts[k] = times[e]!;
+    sum += deltas[e]!;
+    values[k] = sum;
+    peak = Math.max(peak, Math.abs(sum));
+  });
+  // Snap float residue of cancelled +x/-x pairs to 0, as AIPerf does (relative 1e-9 of the peak).
+  for (let k = 0; k < values.length; k++) if (Math.abs(values[k]!) < 1e-9 * peak) values[k] = 0;
+  return { ts, values };
+}
+
+/**
+ * AIPerf's `compute_time_weighted_stats`: the step function clipped to [start, end]; avg and std
+ * weighted by duration over the whole window; percentiles from the duration-weighted distribution
+ * (the first value whose cumulative share of time reaches q).
+ */
+export function timeWeightedStats(step: Step, startMs: number, endMs: number, unit: string): TimeWeightedBlock | null {
+  const total = endMs - startMs;
+  if (step.ts.length === 0 || total <= 0) return null;
+  // Zero before the first event; each value held to the next event (the last to the window's end).
+  const vals: number[] = [0];
+  const durs: number[] = [Math.max(0, Math.min(step.ts[0]!, endMs) - startMs)];
+  for (let k = 0; k < step.ts.length; k++) {
+    const from = Math.max(step.ts[k]!, startMs);
+    const to = Math.min(k + 1 < step.ts.length ? step.ts[k + 1]! : endMs, endMs);
+    vals.push(step.values[k]!);
+    durs.push(Math.max(0, to - from));
+  }
+  const held = vals.map((_, i) => i).filter((i) => durs[i]! > 0);
+  if (held.length === 0) return null;
+  let area = 0;
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const i of held) {
+    area += vals[i]! * durs[i]!;
+    min = Math.min(min, vals[i]!);
+    max = Math.max(max, vals[i]!);
+  }
+  const avg = area / total;
+  let m2 = 0;
+  for (const i of held) m2 += durs[i]! * (vals[i]! - avg) ** 2;
+  const order = held.sort((a, b) => vals[a]! - vals[b]!);
+  const heldMs = order.reduce((sum, i) => sum + durs[i]!, 0);
+  const pct = (q: number): number => {
+    let cum = 0;
+    for (const i of order) {
+      cum += durs[i]!;
+      if (cum / heldMs >= q) return vals[i]!;
+    }
+    return vals[order[order.length - 1]!]!;
+  };
+  return { unit, avg, min, max, p50: pct(0.5), p90: pct(0.9), p95: pct(0.95), p99: pct(0.99), std: Math.sqrt(m2 / total) };
+}
+
+/** Token counts of a record, as the run counts them (client tokenizer, or the server's usage). */
+export type TokensOf = (r: RequestRecord) => { isl: number; osl: number };
+
+/**
+ * AIPerf's three time-weighted load metrics over the profiling records, on the window from the
+ * first request start to the last request end (AIPerf's default window, the span of its
+ * concurrency curve):
+ * - `effective_concurrency`: requests in flight (start to end), failed ones included;
+ * - `effective_prefill_concurrency`: requests between their start and their first token;
+ * - `tokens_in_flight`: each completed request's prompt tokens from its start while it has a first
+ *   token, plus its output tokens as they stream (1 at the first token, the other osl - 1 spread
+ *   evenly over its later chunks, AIPerf's ICL-aware curve; all at the first token when the run
+ *   did not stream), all freed at its end.
+ */
+export function timeWeightedMetrics(records: readonly RequestRecord[], tokensOf: TokensOf): Record<string, TimeWeightedBlock> {
+  const prof = records.filter((r) => r.phase === 'profiling' && r.endMs >= r.startMs);
+  if (prof.length === 0) return {};
+  const startMs = prof.reduce((m, r) => Math.min(m, r.startMs), Number.POSITIVE_INFINITY);
+  const endMs = prof.reduce((m, r) => Math.max(m, r.endMs), Number.NEGATIVE_INFINITY);
+  const inFlight = sweep(prof.flatMap((r) => [r.startMs, r.endMs]), prof.flatMap(() => [1, -1]));
+  const prefilling = prof.filter((r) => r.firstTokenMs !== null && r.firstTokenMs >= r.startMs);
+  const prefill = sweep(prefilling.flatMap((r) => [r.startMs, r.firstTokenMs!]), prefilling.flatMap(() => [1, -1]));
+  const out: Record<string, TimeWeightedBlock> = {};
+  const put = (tag: string, step: Step, unit: string): void => {
+    const b = timeWeightedStats(step, startMs, endMs, unit);
+    if (b) out[tag] = b;
+  };
+  put('effective_concurrency', inFlight, 'requests');
+  put('effective_prefill_concurrency', prefill, 'requests');
+  put('tokens_in_flight', tokensInFlight(prof, tokensOf), 'tokens');
+  return out;
+}
+
+/** The tokens-in-flight curve (see {@link timeWeightedMetrics}). */
+function tokensInFlight(prof: readonly RequestRecord[], tokensOf: TokensOf): Step {
+  const times: number[] = [];
+  const deltas: number[] = [];
+  const add = (t: number, d: number): void => {
+    times.push(t);
+    deltas.push(d);
+  };
+  // AIPerf switches to the chunk-by-chunk curve when the run has inter-chunk gaps at all.
+  const streamed = prof.some((r) => r.outcome === 'ok' && r.chunkMs.length >= 2);
+  for (const r of prof) {
+    if (r.outcome !== 'ok' || r.firstTokenMs === null || r.firstTokenMs <= r.startMs) continue;
+    const { isl, osl } = tokensOf(r);
+    add(r.startMs, isl);
+    const chunks = r.chunkMs.length;
+    if (streamed && chunks >= 2) {
+      add(r.firstTokenMs, 1);
+      // A chunk stamped at or past the end counts just before it, so the release comes after it.
+      for (let k = 1; k < chunks; k++) add(Math.min(r.chunkMs[k]!, r.endMs - 1e-6), (osl - 1) / (chunks - 1));
+      add(r.endMs, -(isl + osl));
+    } else if (!streamed) {
+      add(r.firstTokenMs, osl);
+      add(r.endMs, -(isl + osl));
+    } else add(r.endMs, -isl);
+  }
+  return sweep(times, deltas);
+}
