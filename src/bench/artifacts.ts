@@ -8,6 +8,7 @@ import { turnMessages } from '../workload/index.js';
 import { aiperfInputConfig, payloadOptionsOf, summaryOptionsOf } from './options.js';
 import { requestPayload } from './payload.js';
 import type { BenchResult } from './run-bench.js';
+import { hasRowFields, rowPayload } from './trace-rows.js';
 
 /** Options of {@link writeBenchArtifacts}. */
 export interface BenchArtifactOptions {
@@ -48,10 +49,12 @@ export function inputsJson(result: BenchResult): { data: Array<{ session_id: str
     data: result.workload.sessions.map((session) => ({
       session_id: `tailgate-${o.randomSeed}-${session.index}`,
       payloads: session.turns.map((turn, k) =>
-        requestPayload(
-          { messages: k === 0 ? turnMessages(session, 0, []) : turnMessages(session, k, []).slice(-1), maxTokens: turn.maxTokens },
-          payloadOptionsOf(o, session.index),
-        ),
+        hasRowFields(turn)
+          ? rowPayload(o, session, k, k === 0 || turn.verbatim ? null : turnMessages(session, k, []).slice(-1))
+          : requestPayload(
+              { messages: k === 0 ? turnMessages(session, 0, []) : turnMessages(session, k, []).slice(-1), maxTokens: turn.maxTokens },
+              payloadOptionsOf(o, session.index),
+            ),
       ),
     })),
   };

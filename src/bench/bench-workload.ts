@@ -1,4 +1,5 @@
 import { attachMedia, buildWorkload, loadShareGpt, loadTrace, traceWorkload, type Workload } from '../workload/index.js';
+import { TailgateError } from '../core/index.js';
 import type { ResolvedBenchOptions } from './options.js';
 import { cacheBustMarkerTokens, markerOnUserTurn } from './cache-bust.js';
 
@@ -15,14 +16,17 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     return { kind: sessions.some((x) => x.turns.length > 1) ? 'multi-turn' : 'synthetic', sessions };
   }
   if (w.kind === 'trace') {
-    let lines = await loadTrace(w.file);
+    let lines = await loadTrace(w.file, { verbatim: true });
     // AIPerf's window: lines from the start offset (the replay's time 0) to the end offset, both included.
     if (w.startOffsetMs !== null || w.endOffsetMs !== null) {
       const from = w.startOffsetMs ?? 0;
       const to = w.endOffsetMs ?? Number.POSITIVE_INFINITY;
       lines = lines.filter((l) => l.timestampMs === null || (l.timestampMs >= from && l.timestampMs <= to)).map((l) => (l.timestampMs === null ? l : { ...l, timestampMs: l.timestampMs - from }));
     }
-    return traceWorkload(lines, { seed: o.randomSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+    const traced = traceWorkload(lines, { seed: o.randomSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+    // A messages row is a chat request (AIPerf formats it with the chat endpoint).
+    if (o.endpointType !== 'chat' && lines.some((l) => l.verbatim?.kind === 'messages')) throw new TailgateError('CONFIG_INVALID', `${w.file}: trace rows with messages are chat requests: use --endpoint-type chat`);
+    return traced;
   }
   const workload = buildWorkload({
     seed: o.randomSeed,

@@ -15,6 +15,7 @@ import { SelfCheckMonitor, type SelfCheck } from './self-check.js';
 import { AdaptiveScaleController, DynamicLimit, type AdaptiveScaleResult } from './adaptive-controller.js';
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
 import { runThreads } from './threads.js';
+import { hasRowFields, rowRequest } from './trace-rows.js';
 
 /** What one run measured. Times in records are milliseconds from `originMs`. */
 export interface BenchResult {
@@ -290,6 +291,7 @@ function finish(
 function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: string): (session: Session) => PreparedRequest {
   const headers = requestHeadersOf(o, o.streaming);
   const build = (session: Session): PreparedRequest => {
+    if (hasRowFields(session.turns[0]!)) return rowRequest(o, session, 0, path, null);
     const messages = turnMessages(session, 0, []);
     return {
       path,
@@ -313,6 +315,7 @@ function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: stri
  */
 function turnRequest(o: ResolvedBenchOptions, session: Session, turn: number, answers: readonly string[], first: PreparedRequest, marker: string | null = null): PreparedRequest {
   const messages = applyCacheBust(turnMessages(session, turn, answers), marker, o.cacheBust);
+  if (hasRowFields(session.turns[turn]!)) return rowRequest(o, session, turn, first.path, messages);
   return {
     ...first,
     body: JSON.stringify(requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o, session.index))),

@@ -12,7 +12,9 @@ export type { Piece, PromptMessage, Session, TextPart, Turn, Workload, WorkloadK
 export { messageText, answerText, answerTokenIds, concatIds, joinPieces, textPiece, turnInputTokens, turnMessages, turnTokenIds } from './session.js';
 export type { WorkloadOptions } from './build.js';
 export { buildWorkload } from './build.js';
-export type { TraceLine, TraceOptions } from './trace.js';
+export type { ParseTraceOptions, TraceLine, TraceOptions } from './trace.js';
+export type { VerbatimTurn } from './trace-verbatim.js';
+export { verbatimText } from './trace-verbatim.js';
 export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, timedSessions, traceHasTimestamps, traceWorkload } from './trace.js';
 export type { SamplingStrategy } from './sampler.js';
 export { SAMPLING_STRATEGIES, defaultSampling, sessionSampler } from './sampler.js';

@@ -1,5 +1,6 @@
 import { promptTokenIds, tokenId, vocabWord } from '../core/index.js';
 import type { MediaPart } from './content-parts.js';
+import type { VerbatimTurn } from './trace-verbatim.js';
 
 /** A piece of prompt text with its exact token count; its token ids are computed once, on first use. */
 export interface Piece {
@@ -20,6 +21,10 @@ export interface Turn extends Piece {
   delayMs: number;
   /** Images and audio sent after the text (AIPerf's `--image-*`/`--audio-*`); none when absent. */
   media?: readonly MediaPart[];
+  /** A trace row sent as written (`messages` or `payload`): its request is built from this, not from the session's history. */
+  verbatim?: VerbatimTurn;
+  /** Body fields this turn adds to its request (a trace row's `extra`). */
+  extra?: Readonly<Record<string, unknown>>;
 }
 
 /**

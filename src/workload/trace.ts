@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { TailgateError, countTokens, createRng, promptTokenIds } from '../core/index.js';
 import { PROMPT_WORDS } from './corpus.js';
-import { concatIds, textPiece, type Piece, type Session, type Workload } from './session.js';
+import { concatIds, textPiece, type Piece, type Session, type Turn, type Workload } from './session.js';
+import { readVerbatim, verbatimText, type VerbatimTurn } from './trace-verbatim.js';
 
 /** One request of a trace file (Mooncake's JSONL layout, as AIPerf's `mooncake_trace` reads it). */
 export interface TraceLine {
@@ -11,7 +12,7 @@ export interface TraceLine {
   timestampMs: number | null;
   /** Prompt tokens (`input_length`). */
   inputLength: number;
-  /** Tokens to ask for (`output_length`). */
+  /** Tokens to ask for (`output_length`); 0 on a verbatim row without one (none is asked for). */
   outputLength: number;
   /** One id per block of prompt tokens (`hash_ids`): equal ids, equal blocks. */
   hashIds: number[];
@@ -21,6 +22,16 @@ export interface TraceLine {
   sessionId: string | null;
   /** Ms to wait after the previous turn's answer before sending this one (`delay`); null when absent. */
   delayMs: number | null;
+  /** A row sent as written (`messages` or `payload`, read with `verbatim: true` only); null otherwise. */
+  verbatim: VerbatimTurn | null;
+  /** Body fields the row adds to its request (`extra`); null when absent. */
+  extra: Record<string, unknown> | null;
+}
+
+/** Options of {@link parseTrace}. */
+export interface ParseTraceOptions {
+  /** Read AIPerf's `messages`, `tools`, `payload` and `extra` row fields (bench replays them; the simulator does not). @default false */
+  verbatim?: boolean;
 }
 
 /** Tokens per hash id, as in the Mooncake traces and AIPerf (`--prompt-input-tokens-block-size`). */
@@ -48,7 +59,7 @@ function lineError(source: string, line: number, message: string): TailgateError
  * parseTrace('{"timestamp": 0, "input_length": 655, "output_length": 52, "hash_ids": [46, 47]}', 't.jsonl');
  * @throws TailgateError CONFIG_INVALID
  */
-export function parseTrace(text: string, source: string): TraceLine[] {
+export function parseTrace(text: string, source: string, opts: ParseTraceOptions = {}): TraceLine[] {
   const out: TraceLine[] = [];
   const rows = text.split('\n');
   for (let i = 0; i < rows.length; i++) {
@@ -64,7 +75,9 @@ export function parseTrace(text: string, source: string): TraceLine[] {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw lineError(source, line, 'not a JSON object');
     const o = v as Record<string, unknown>;
     // Fields of AIPerf's richer Mooncake rows that bench does not replay: refused, never flattened into single requests.
+    const v2 = opts.verbatim === true ? readVerbatim(o, `${source} line ${line}`) : { verbatim: null, extra: null };
     for (const [key, what] of UNSUPPORTED_FIELDS) {
+      if (opts.verbatim === true && key !== 'context_mode') continue;
       if (o[key] !== undefined) throw lineError(source, line, `${key} (${what} in AIPerf) is not replayed by tailgate bench; only timestamp, input_length, output_length, hash_ids and text_input are`);
     }
     const int = (key: string, min: number): number => {
@@ -81,12 +94,13 @@ export function parseTrace(text: string, source: string): TraceLine[] {
       timestampMs = t;
     }
     let textInput: string | null = null;
-    if (o['text_input'] !== undefined) {
+    if (v2.verbatim) textInput = verbatimText(v2.verbatim);
+    else if (o['text_input'] !== undefined) {
       if (typeof o['text_input'] !== 'string' || countTokens(o['text_input']) === 0) throw lineError(source, line, 'text_input must be a non-empty string');
       textInput = o['text_input'];
     }
     const inputLength = textInput === null ? int('input_length', 1) : countTokens(textInput);
-    const outputLength = int('output_length', 1);
+    const outputLength = v2.verbatim && (o['output_length'] === undefined || o['output_length'] === null) ? 0 : int('output_length', 1);
     let hashIds: number[] = [];
     if (o['hash_ids'] !== undefined && textInput === null) {
       const h = o['hash_ids'];
@@ -106,7 +120,7 @@ export function parseTrace(text: string, source: string): TraceLine[] {
       if (typeof d !== 'number' || !Number.isFinite(d) || d < 0) throw lineError(source, line, `delay must be a number of ms >= 0 (got ${JSON.stringify(d)})`);
       delayMs = d;
     }
-    out.push({ line, timestampMs, inputLength, outputLength, hashIds, textInput, sessionId, delayMs });
+    out.push({ line, timestampMs, inputLength, outputLength, hashIds, textInput: v2.verbatim ? null : textInput, sessionId, delayMs, verbatim: v2.verbatim, extra: v2.extra });
   }
   if (out.length === 0) throw new TailgateError('CONFIG_INVALID', `${source}: the trace has no requests`);
   return out;
@@ -117,7 +131,7 @@ export function parseTrace(text: string, source: string): TraceLine[] {
  *
  * @throws TailgateError CONFIG_INVALID (unreadable file or a bad line)
  */
-export async function loadTrace(path: string): Promise<TraceLine[]> {
+export async function loadTrace(path: string, opts: ParseTraceOptions = {}): Promise<TraceLine[]> {
   const { readFile } = await import('node:fs/promises');
   let text: string;
   try {
@@ -125,7 +139,7 @@ export async function loadTrace(path: string): Promise<TraceLine[]> {
   } catch (e) {
     throw new TailgateError('CONFIG_INVALID', `cannot read trace ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
   }
-  return parseTrace(text, path);
+  return parseTrace(text, path, opts);
 }
 
 /**
@@ -219,16 +233,25 @@ export function traceWorkload(lines: readonly TraceLine[], opts: TraceOptions): 
   }
   const sessions: Session[] = groups.map((rows, index) => {
     const head = rows[0]!;
-    const turns = rows.map((l, k) => {
+    checkSessionModes(rows);
+    const turns = rows.map((l, k): Turn => {
       if (k > 0 && l.timestampMs !== null) {
         throw new TailgateError('CONFIG_INVALID', `trace line ${l.line}: timestamp on a later turn of session ${JSON.stringify(l.sessionId)} is not replayed by tailgate bench; give the turn a delay instead`);
       }
-      const piece = l.textInput !== null ? textPiece(l.textInput, l.inputLength) : tracePiece(l, blockTokens, block, (salt ^ ~l.line) | 0);
-      return { ...piece, maxTokens: l.outputLength, delayMs: k === 0 ? 0 : (l.delayMs ?? 0) };
+      const piece = l.verbatim ? textPiece(verbatimText(l.verbatim), l.inputLength) : l.textInput !== null ? textPiece(l.textInput, l.inputLength) : tracePiece(l, blockTokens, block, (salt ^ ~l.line) | 0);
+      return { ...piece, maxTokens: l.outputLength, delayMs: k === 0 ? 0 : (l.delayMs ?? 0), ...(l.verbatim && { verbatim: l.verbatim }), ...(l.extra && { extra: l.extra }) };
     });
     return { index, system: null, turns, timestampMs: head.timestampMs === null ? null : head.timestampMs - offset };
   });
   return { kind: 'trace', sessions };
+}
+
+/** AIPerf's rule: a session's rows are all `messages`, all `payload`, or all synthesized (input_length/text_input). */
+function checkSessionModes(rows: readonly TraceLine[]): void {
+  const kinds = new Set(rows.map((l) => l.verbatim?.kind ?? 'synthesized'));
+  if (kinds.size > 1) {
+    throw new TailgateError('CONFIG_INVALID', `trace line ${rows[0]!.line}: session ${JSON.stringify(rows[0]!.sessionId)} mixes ${[...kinds].join(' and ')} rows; AIPerf refuses a session that mixes modes too`);
+  }
 }
 
 /** A line's prompt, composed on demand from the cached blocks (a trace's prompts are not all kept). */
