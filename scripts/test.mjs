@@ -3,7 +3,7 @@
 // user's; the hub tests point HF_ENDPOINT at a loopback server and lift the offline switch themselves.
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
 function find(dir) {
@@ -16,11 +16,43 @@ function find(dir) {
   return out;
 }
 
+// Unit tests under src/ that start servers, sockets or real timers: they run with the integration
+// tests in test/, one file at a time, so nothing else competes with their timing for the two cores.
+const REAL_TIME_SRC = new Set([
+  'src/bench/prefill-gate.test.ts', 'src/bench/socket-pool.test.ts', 'src/fleet/fleet-kv-events.test.ts', 'src/fleet/fleet.test.ts',
+  'src/fleet/gpu-metrics.test.ts', 'src/kv-events/kv-events.test.ts', 'src/router/direct-write.test.ts', 'src/router/relay.test.ts',
+  'src/router/router.test.ts', 'src/router/upstream.test.ts', 'src/scrape/collector.test.ts', 'src/validate/junit-suites.test.ts',
+  'src/wire/wire.test.ts',
+]);
+// Files in test/ that start nothing and read no clock (source scans, the virtual-time engine).
+const PURE_TEST = new Set(['test/docs-links.test.ts', 'test/engine-reference.test.ts', 'test/import-graph.test.ts']);
+
+/** A file whose outcome no other test running beside it can change: CPU-bound, on virtual time or none. */
+function pure(file) {
+  const f = relative('.', file).split(sep).join('/');
+  return f.startsWith('src/') ? !REAL_TIME_SRC.has(f) : PURE_TEST.has(f);
+}
+
 const only = process.argv.slice(2);
 const files = only.length > 0 ? only : [...find('src'), ...find('test')].sort();
 const hfHome = mkdtempSync(join(tmpdir(), 'tailgate-test-hf-'));
 const env = { ...process.env, HF_HUB_OFFLINE: '1', HF_HOME: hfHome, HF_HUB_CACHE: join(hfHome, 'hub') };
 for (const k of ['HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_TOKEN_PATH', 'HF_ENDPOINT', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_OFFLINE']) delete env[k];
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], { stdio: 'inherit', env });
+// The pure files two at a time (they share nothing, and use both cores), then the others one at a time.
+const groups = [
+  { files: files.filter(pure), concurrency: 2 },
+  { files: files.filter((f) => !pure(f)), concurrency: 1 },
+];
+let status = 0;
+const told = [];
+for (const g of groups) {
+  if (g.files.length === 0) continue;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${g.concurrency}`, ...g.files], { stdio: 'inherit', env });
+  const code = r.status ?? 1;
+  if (code !== 0) status = code;
+  told.push(`${g.files.length} file(s) ${g.concurrency} at a time: ${code === 0 ? 'pass' : `FAIL (exit ${code})`}`);
+}
+// Two TAP reports when both groups ran: one line says how each ended.
+if (told.length > 1) console.log(`# ${told.join('; ')}`);
 rmSync(hfHome, { recursive: true, force: true });
-process.exit(r.status ?? 1);
+process.exit(status);
