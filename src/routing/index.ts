@@ -23,3 +23,5 @@ export { FlowQueue, PRIORITIES } from './flow-queue.js';
 export { ROUTER_DEFAULTS } from './defaults.js';
 export type { DeadlineAction, DeadlineFacts, DeadlineLimits, DeadlineSituation, DeadlineVerdict } from './deadline-decision.js';
 export { decideDeadline } from './deadline-decision.js';
+export type { RequestSlo } from './slo-admission.js';
+export { sloRefusal } from './slo-admission.js';

@@ -1,7 +1,7 @@
 import { VirtualClock, createRng, type RequestRecord, type Timer } from '../core/index.js';
 import { Engine, FaultSchedule, burstyStalls, getProfile, type FaultSpec } from '../engine/index.js';
 import { classifyTrial, judgeGates, type GateResult, type ShapeVerdict, type WorkerSeries } from '../gate/index.js';
-import type { FlowTicket, PolicyName } from '../routing/index.js';
+import type { FlowTicket, PolicyName, RequestSlo } from '../routing/index.js';
 import type { Summary } from '../stats/index.js';
 import { SWEEP_MS } from './deadline-sweep.js';
 import { Frontend, routerDefaults } from './frontend.js';
@@ -78,7 +78,7 @@ export interface SimResult {
   explanation?: Explanation;
   /** Per tenant, with `tenants` in the scenario: profiling requests, errors (shed included), TTFT p50 and p99 of the answered ones. */
   tenants?: TenantResult[];
-  /** Requests shed by flow control (429). */
+  /** Requests shed by flow control (429): past their wait, or refused on arrival for a target no worker could meet. */
   shed?: number;
 }
 
@@ -142,8 +142,8 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const sink = new SimRecords(requests, ids, opts.recordMode, tenantRng !== null, tenants.length);
 
   // The request path: replica -> dispatcher -> engine, and back.
-  const sloTtftMs = tenants.map((t) => t.sloTtftMs ?? Number.POSITIVE_INFINITY);
-  const path = new SimRequestPath(clock, scenario.model, engines, frontends, requests, sink, keepChunks, flowsOn ? tickets : null, sloTtftMs);
+  const slos = tenants.map((t): RequestSlo => ({ ttftMs: t.sloTtftMs ?? Number.POSITIVE_INFINITY, tpotMs: t.sloTpotMs ?? Number.POSITIVE_INFINITY }));
+  const path = new SimRequestPath(clock, scenario.model, engines, frontends, requests, sink, keepChunks, flowsOn ? tickets : null, slos);
 
 
   // ---- clients: warm-up, then profiling, as bench/ does ----
@@ -165,7 +165,7 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   };
   frontends.forEach((fe, i) => {
     // (a tenant's first-token target is watched by the sweep even where the router's deadlines are off)
-    if (fe.deadlinesOn || sloTtftMs.some(Number.isFinite)) every(SWEEP_MS, () => path.sweeper.sweep(i));
+    if (fe.deadlinesOn || slos.some((s) => Number.isFinite(s.ttftMs))) every(SWEEP_MS, () => path.sweeper.sweep(i));
   });
   // the router's sweep also sheds the sheddable requests that waited past their deadline
   if (flowsOn && maxWaitMs !== undefined) for (const fe of frontends) every(SWEEP_MS, () => fe.dispatcher.shedExpired());

@@ -65,6 +65,11 @@ export interface SimTenant {
    * token this long after it was sent is re-dispatched, if the router's own deadline is later. @default none
    */
   sloTtftMs?: number;
+  /**
+   * Its requests' time-per-output-token target (`sloTpot:`; as `x-slo-tpot-ms` live): with flows on,
+   * a sheddable tenant's request is refused (429) when no worker with room is within its targets. @default none
+   */
+  sloTpotMs?: number;
 }
 
 /**
@@ -196,6 +201,7 @@ const SCHEMA = z.strictObject({
       inputTokens: lengths.optional(),
       outputTokens: lengths.optional(),
       sloTtft: durationMs.refine((ms) => ms > 0, 'a first-token target above 0').optional(),
+      sloTpot: durationMs.refine((ms) => ms > 0, 'a per-token target above 0').optional(),
     }))
     .min(1)
     .optional(),
@@ -307,6 +313,7 @@ export function scenarioFromObject(input: unknown, source: string, lineOf?: (pat
       if (t.inputTokens !== undefined) out.inputTokens = t.inputTokens;
       if (t.outputTokens !== undefined) out.outputTokens = t.outputTokens;
       if (t.sloTtft !== undefined) out.sloTtftMs = t.sloTtft;
+      if (t.sloTpot !== undefined) out.sloTpotMs = t.sloTpot;
       return out;
     });
   }

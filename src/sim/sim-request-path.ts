@@ -1,6 +1,6 @@
 import type { RequestRecord, VirtualClock } from '../core/index.js';
 import { QUEUE_FULL, TOO_LONG, cachedBlockHashes, type Engine } from '../engine/index.js';
-import type { DeadlineVerdict, FlowTicket, RouteRequest, WorkerView } from '../routing/index.js';
+import { sloRefusal, type DeadlineVerdict, type FlowTicket, type RequestSlo, type RouteRequest, type WorkerView } from '../routing/index.js';
 import { DeadlineSweep } from './deadline-sweep.js';
 import type { Frontend } from './frontend.js';
 import { AttemptRoute, SimAttempts, type AttemptHost, type SimRequests } from './sim-attempt.js';
@@ -45,7 +45,7 @@ export class SimRequestPath implements AttemptHost {
   // Per replica: how long after its start an attempt can first be due (its deadlines' fixed bounds).
   private readonly firstLookMs: number[];
 
-  /** `tickets`: by tenant, its flow ticket, with flows on (else null); `sloTtftMs`: by tenant, its first-token target (none: Infinity). */
+  /** `tickets`: by tenant, its flow ticket, with flows on (else null); `slos`: by tenant, its latency targets (none: Infinity). */
   constructor(
     private readonly clock: VirtualClock,
     private readonly model: string,
@@ -55,7 +55,7 @@ export class SimRequestPath implements AttemptHost {
     private readonly sink: SimRecords,
     private readonly keepChunks: boolean,
     private readonly tickets: readonly FlowTicket[] | null,
-    private readonly sloTtftMs: readonly number[] = [],
+    private readonly slos: readonly RequestSlo[] = [],
   ) {
     this.attempts = new SimAttempts(requests, this);
     this.routesOf = frontends.map(() => []);
@@ -65,7 +65,7 @@ export class SimRequestPath implements AttemptHost {
 
   /** Request `q`'s first-token target (its tenant's; Infinity when none). */
   private sloOf(q: number): number {
-    return this.sloTtftMs.length === 0 ? Number.POSITIVE_INFINITY : this.sloTtftMs[this.requests.tenant(q)] ?? Number.POSITIVE_INFINITY;
+    return this.slos.length === 0 ? Number.POSITIVE_INFINITY : this.slos[this.requests.tenant(q)]?.ttftMs ?? Number.POSITIVE_INFINITY;
   }
 
   private get flowsOn(): boolean {
@@ -161,7 +161,17 @@ export class SimRequestPath implements AttemptHost {
   dispatch(q: number, feIndex: number, exclude?: ReadonlySet<string>): void {
     const { frontends, clock, flowsOn } = this;
     const fe = frontends[feIndex]!;
-    const flow = flowsOn ? { flow: this.ticketOf(q)!, onShed: () => {
+    const ticket = flowsOn ? this.ticketOf(q)! : undefined;
+    // A sheddable request whose tenant's targets no worker can meet is refused now, as the router does.
+    if (ticket?.priority === 'sheddable' && !exclude && this.slos.length > 0) {
+      const slo = this.slos[this.requests.tenant(q)];
+      if (slo !== undefined && (slo.ttftMs < Number.POSITIVE_INFINITY || slo.tpotMs < Number.POSITIVE_INFINITY) && sloRefusal(fe.dispatcher, this.model, slo) !== undefined) {
+        this.shed++;
+        this.finishRequest(q, clock.now(), -1, 'http_error', 429, 'SLO unmeetable');
+        return;
+      }
+    }
+    const flow = ticket ? { flow: ticket, onShed: () => {
       this.shed++;
       this.finishRequest(q, clock.now(), -1, 'http_error', 429, 'shed');
     } } : undefined;

@@ -34,3 +34,35 @@ test('simulate: a tenant\'s sloTtft re-sends its requests that have no first tok
   assert.ok(tight.ttftP99Ms < tenant(withSlo, 'loose').ttftP99Ms / 2, figures);
   assert.throws(() => slowWorker('0ms'), /tenants\.0\.sloTtft/);
 });
+
+test('simulate with flows: a sheddable tenant whose sloTtft or sloTpot no worker meets is refused on arrival (429, counted as shed), by the same rule as the router; a standard tenant with the same targets is served', () => {
+  const run = (targets: { sloTtft?: string; sloTpot?: string }) => {
+    const s = scenarioFromObject({
+      name: 'slo-admission',
+      workers: 2,
+      profile: 'small',
+      rate: 10,
+      requestCount: 200,
+      inputTokens: { mean: 32 },
+      outputTokens: { mean: 8 },
+      router: { flows: true },
+      tenants: [
+        { name: 'batch', share: 1, priority: 'sheddable', ...targets },
+        { name: 'interactive', share: 1, priority: 'standard', ...targets },
+      ],
+    }, 'test');
+    const r = runScenario(s, 'adaptive', 1, { keepChunks: false });
+    return { r, batch: r.tenants!.find((t) => t.name === 'batch')!, interactive: r.tenants!.find((t) => t.name === 'interactive')! };
+  };
+  // the small profile takes ~20 ms a step: no worker is within 1 ms to a first token, nor 1 ms a token
+  for (const targets of [{ sloTtft: '1ms' }, { sloTpot: '1ms' }]) {
+    const { r, batch, interactive } = run(targets);
+    // refused from the first answer on (before it, no worker has a record: each counts as able)
+    assert.ok(batch.errors >= batch.requests - 3 && batch.errors > 80, `${JSON.stringify(targets)}: ${batch.errors} of ${batch.requests} refused`);
+    assert.equal(r.shed, batch.errors);
+    assert.equal(interactive.errors, 0, 'a standard request is never refused for its targets');
+  }
+  // targets every worker meets refuse nothing
+  const { r } = run({ sloTtft: '10s', sloTpot: '10s' });
+  assert.equal(r.shed, 0);
+});
