@@ -3,6 +3,7 @@ import type { EngineProfile } from '../engine/index.js';
 import type { Level, LevelFigures } from './level.js';
 import { nelderMead, nonNegativeLeastSquares } from './least-squares.js';
 import { predictLevel, simLevelOf } from './predict.js';
+import { CALIBRATE_DEFAULTS } from './defaults.js';
 
 /** The parameters a fit can set, and whether the data pinned each one down. */
 export type FittedName = 'stepBaseMs' | 'prefillMsPerToken' | 'decodeMsPerToken' | 'frontendOverheadMs' | 'maxNumSeqs' | 'kvBlocks';
@@ -116,7 +117,7 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
   let simulations = 0;
   const simulate = (p: EngineProfile): LevelFigures[] => {
     simulations += sims.length;
-    return sims.map((s) => predictLevel(s, p, opts.seed ?? 1));
+    return sims.map((s) => predictLevel(s, p, opts.seed ?? CALIBRATE_DEFAULTS.seed));
   };
   const rows = levels.map((l) => stepRow(l, itlMean(l)));
   const ratios = rows.map((r) => r.prefill / r.decode);
@@ -128,7 +129,7 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
   const kvFit = fitKv(levels, opts.base, warnings);
   const fMax = Math.max(0.1, Math.min(...levels.map((l) => ttftOf(l.measured, ttftMean(l)))));
   let frontend = fMax / 4;
-  const profileOf = (): EngineProfile => ({ ...opts.base, name: opts.name ?? 'calibrated', stepBaseMs: stepBase, prefillMsPerToken: prefill, decodeMsPerToken: decode, frontendOverheadMs: frontend, maxNumSeqs: capFit.value, kvBlocks: Math.round(kvFit.value) });
+  const profileOf = (): EngineProfile => ({ ...opts.base, name: opts.name ?? CALIBRATE_DEFAULTS.name, stepBaseMs: stepBase, prefillMsPerToken: prefill, decodeMsPerToken: decode, frontendOverheadMs: frontend, maxNumSeqs: capFit.value, kvBlocks: Math.round(kvFit.value) });
   // Prefill cost and frontend time are searched on the simulator's TTFT and ITL; base and decode
   // cost follow from them in closed form (least squares on the ITL targets).
   let targets = rows.map((r) => r.stepMs);
@@ -193,7 +194,7 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
     const params = [point('stepBaseMs', stepBase), point('prefillMsPerToken', prefill), point('decodeMsPerToken', decode), point('frontendOverheadMs', frontend), capFit, kvFit];
     return { profile, params, warnings, simulations };
   }
-  const seed = opts.seed ?? 1;
+  const seed = opts.seed ?? CALIBRATE_DEFAULTS.seed;
   // Profile scans: the values whose objective stays within 3.84 (chi-square, one degree of freedom) of the best.
   const [aLow, aHigh] = scanInterval((v) => error([v / aScale, x[1]!]), prefill, best);
   const [fLow, fHigh] = scanInterval((v) => error([x[0]!, v]), frontend, best);

@@ -1,3 +1,4 @@
+export { CALIBRATE_DEFAULTS } from './defaults.js';
 export { formatProfileYaml, resolveProfile } from './profile-file.js';
 export type { Level, LevelFigures, LevelServerMetrics } from './level.js';
 export { expandRuns, readRun, levelOf } from './read-run.js';

@@ -3,6 +3,7 @@ import type { ReportDoc } from '../report/index.js';
 import { fitProfile, fmt, type FitOptions, type FitResult } from './fit.js';
 import type { Level, LevelFigures } from './level.js';
 import { predictLevel, simLevelOf, type SimLevel } from './predict.js';
+import { CALIBRATE_DEFAULTS } from './defaults.js';
 
 /** The figures a fit report compares, keyed by the AIPerf metric and statistic they are. */
 export const COMPARED = [
@@ -46,7 +47,7 @@ export function calibrate(levels: readonly Level[], opts: FitOptions): Calibrati
   const t0 = performance.now();
   const fit = fitProfile(levels, opts);
   const fitMs = performance.now() - t0;
-  const seed = opts.seed ?? 1;
+  const seed = opts.seed ?? CALIBRATE_DEFAULTS.seed;
   const out: LevelComparison[] = levels.map((l) => ({ label: l.label, source: l.source, measured: figures(l.measured), predicted: figures(predictLevel(simLevelOf(l), fit.profile, seed)) as Record<string, number>, leftOut: null }));
   let leaveOneOutError: Record<string, number> | null = null;
   if (levels.length >= 3) {
@@ -84,7 +85,7 @@ export type PredictLoad = SimLevel['load'];
  * leave-one-out error.
  */
 export function predictAt(loads: readonly PredictLoad[], levels: readonly Level[], report: CalibrationReport, opts: PredictOptions = {}): Record<string, unknown>[] {
-  const seed = opts.seed ?? 1;
+  const seed = opts.seed ?? CALIBRATE_DEFAULTS.seed;
   return loads.map((load) => {
     const x = load.kind === 'closed' ? load.concurrency : load.ratePerS;
     const same = levels.filter((l) => l.load.kind === load.kind);

@@ -46,6 +46,13 @@ export function sizeArg(value: string): number {
   }
 }
 
+/** A confidence level, strictly between 0 and 1. */
+export function levelArg(value: string): number {
+  const n = Number(value);
+  if (!(n > 0 && n < 1)) throw new InvalidArgumentError('expected a level between 0 and 1, e.g. 0.95');
+  return n;
+}
+
 /** Accumulates a repeatable option into a list. */
 export function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];

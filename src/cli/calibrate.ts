@@ -1,18 +1,8 @@
 import type { Command } from 'commander';
 import { TailgateError } from '../core/index.js';
+import type { CALIBRATE_DEFAULTS, FitOptions } from '../calibrate/index.js';
 import { intArg, writeOutputFile } from './args.js';
-
-interface CalibrateFlags {
-  output?: string;
-  base: string;
-  name: string;
-  json?: string;
-  html?: string;
-  predict?: string;
-  seed: number;
-  requestCount?: number;
-  warmupRequestCount?: number;
-}
+import { addOptionsWhenRun, libraryOptions, rowsFor, type FlagsOf } from './option-table.js';
 
 /** `--predict concurrency=2,8,32` or `request-rate=1,2.5` as loads. */
 export function parsePredict(text: string): ({ kind: 'closed'; concurrency: number } | { kind: 'rate'; ratePerS: number })[] {
@@ -25,27 +15,41 @@ export function parsePredict(text: string): ({ kind: 'closed'; concurrency: numb
   });
 }
 
+const row = rowsFor<FitOptions>();
+
+/** Every flag of `tailgate calibrate`, declared once: commander's option, its help and default (from CALIBRATE_DEFAULTS), and the fit option it sets. */
+export function calibrateFlags(D: typeof CALIBRATE_DEFAULTS) {
+  return {
+    output: row<string>({ short: '-o', arg: '<file>', help: 'write the fitted profile YAML here (for fleet/simulate --profile)' }),
+    base: row<string>({ arg: '<name|file>', help: 'profile the fields the data cannot show come from (block size, token budget, ...)', default: D.base }),
+    name: row<string>({ arg: '<name>', help: "the fitted profile's name", default: D.name, lib: 'name' }),
+    predict: row<string>({ arg: '<loads>', help: 'predict AIPerf figures at other loads of the same workload: concurrency=2,8,32 or request-rate=1,2.5 (JSON on stdout)' }),
+    requestCount: row({ arg: '<n>', help: 'requests of each predicted run', parse: intArg(1), defaultNote: "the nearest measured level's" }),
+    warmupRequestCount: row({ arg: '<n>', help: 'warm-up requests of each predicted run', parse: intArg(0), defaultNote: "the nearest measured level's" }),
+    json: row<string>({ arg: '<file>', help: 'write the fit report as JSON' }),
+    html: row<string>({ arg: '<file>', help: 'write the fit report as a self-contained HTML file' }),
+    seed: row({ arg: '<n>', help: 'seed of the simulations and the bootstrap', parse: intArg(0), default: D.seed, lib: 'seed' }),
+  };
+}
+
+/** The flags of `tailgate calibrate` as commander parses them. */
+export type CalibrateFlags = FlagsOf<ReturnType<typeof calibrateFlags>>;
+
 /** `tailgate calibrate RUN... -o profile.yaml`: fits an engine profile from measured load levels. */
 export function registerCalibrate(program: Command): void {
-  program
+  const cmd = program
     .command('calibrate')
     .description('fit an engine profile (step time, frontend time, caps) from bench/validate/AIPerf runs at several load levels; check it level by level')
-    .argument('<runs...>', 'bench/validate output directories or AIPerf profile_export_aiperf.json files, one per load level')
-    .option('-o, --output <file>', 'write the fitted profile YAML here (for fleet/simulate --profile)')
-    .option('--base <name|file>', 'profile the fields the data cannot show come from (block size, token budget, ...)', 'h100-qwen3-8b')
-    .option('--name <name>', "the fitted profile's name", 'calibrated')
-    .option('--predict <loads>', 'predict AIPerf figures at other loads of the same workload: concurrency=2,8,32 or request-rate=1,2.5 (JSON on stdout)')
-    .option('--request-count <n>', "requests of each predicted run (default: the nearest measured level's)", intArg(1))
-    .option('--warmup-request-count <n>', "warm-up requests of each predicted run (default: the nearest measured level's)", intArg(0))
-    .option('--json <file>', 'write the fit report as JSON')
-    .option('--html <file>', 'write the fit report as a self-contained HTML file')
-    .option('--seed <n>', 'seed of the simulations and the bootstrap', intArg(0), 1)
+    .argument('<runs...>', 'bench/validate output directories or AIPerf profile_export_aiperf.json files, one per load level');
+  // the defaults live in calibrate/, heavy to load: only for this command
+  addOptionsWhenRun(program, cmd, async () => calibrateFlags((await import('../calibrate/index.js')).CALIBRATE_DEFAULTS));
+  cmd
     .action(async (runs: string[], flags: CalibrateFlags) => {
       const c = await import('../calibrate/index.js');
       const loads = flags.predict !== undefined ? parsePredict(flags.predict) : [];
       const base = c.resolveProfile(flags.base);
       const levels = c.expandRuns(runs).map((r) => c.readRun(r));
-      const report = c.calibrate(levels, { base, name: flags.name, seed: flags.seed });
+      const report = c.calibrate(levels, { ...libraryOptions<FitOptions>(calibrateFlags(c.CALIBRATE_DEFAULTS), flags), base });
       if (flags.output !== undefined) {
         const notes = Object.fromEntries(report.fit.params.map((p) => [p.name, `${p.pinned ? 'fitted' : 'NOT pinned down'}: 95% [${p.low.toPrecision(4)}, ${p.high.toPrecision(4)}]`]));
         await writeOutputFile(flags.output, c.formatProfileYaml(report.fit.profile, `tailgate calibrate from ${levels.map((l) => l.label).join(', ')} (${levels[0]!.model || 'model not named'}); other fields from ${base.name}`, notes));

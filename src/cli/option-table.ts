@@ -17,6 +17,8 @@ export interface OptionRow<V, L> {
   default?: V;
   /** How the default reads when the library picks it (no `default`): `auto for adaptive, ...`. */
   defaultNote?: string;
+  /** The flag must be given (commander's mandatory option). */
+  required?: true;
   /** A `--no-` switch: true unless given. */
   negate?: true;
   /** Also declares a hidden `--no-NAME`, which sets the flag to false (`--streaming` and `--no-streaming`). */
@@ -33,10 +35,11 @@ export interface OptionRow<V, L> {
   scale?: number;
 }
 
-/** Builds rows typed against the library options `L` (two overloads: a row with a default is never undefined). */
+/** Builds rows typed against the library options `L` (a row with a default, a `--no-` switch or a required flag is never undefined). */
 export interface RowMaker<L> {
   <V>(row: OptionRow<V, L> & { default: V }): OptionRow<V, L> & { default: V };
   <V>(row: OptionRow<V, L> & { negate: true }): OptionRow<V, L> & { negate: true };
+  <V>(row: OptionRow<V, L> & { required: true }): OptionRow<V, L> & { required: true };
   <V>(row: OptionRow<V, L>): OptionRow<V, L>;
 }
 
@@ -52,7 +55,7 @@ export type OptionTable = Record<string, OptionRow<any, any>>;
 /** The parsed flags of a table, as commander's `opts()` returns them. */
 export type FlagsOf<T> = {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any library: only the value type is read
-  -readonly [K in keyof T]: T[K] extends OptionRow<infer V, any> ? (T[K] extends { default: unknown } | { negate: true } ? V : V | undefined) : never;
+  -readonly [K in keyof T]: T[K] extends OptionRow<infer V, any> ? (T[K] extends { default: unknown } | { negate: true } | { required: true } ? V : V | undefined) : never;
 };
 
 const kebab = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
@@ -91,6 +94,7 @@ export function toOption(key: string, row: OptionRow<unknown, unknown>): Option 
   if (row.parse) o.argParser(row.parse);
   if (row.default !== undefined && row.negate === undefined) o.default(row.default, shown(row));
   if (row.long !== undefined) o.attributeName = () => key;
+  if (row.required) o.makeOptionMandatory();
   return o;
 }
 
@@ -141,6 +145,18 @@ export function addOptionsWhenRun(program: Command, cmd: Command, load: () => Pr
   program.hook('preSubcommand', async (_program, sub) => {
     if (sub === cmd) addOptions(cmd, await load());
   });
+}
+
+/** The flags given on the command line, by the flag's name or an alias (defaults and absent flags left out), aliases folded in. */
+export function givenFlags(table: OptionTable, cmd: Command): Record<string, unknown> {
+  const raw = cmd.opts();
+  const folded = foldAliases(table, raw, cmd);
+  const out: Record<string, unknown> = {};
+  for (const [key, row] of Object.entries(table)) {
+    const names = [key, ...((row as OptionRow<unknown, unknown>).aliases ?? []).map(aliasAttr)];
+    if (names.some((n) => cmd.getOptionValueSource(n) === 'cli') && folded[key] !== undefined) out[key] = folded[key];
+  }
+  return out;
 }
 
 /** The library options set as they are by the flags given (or defaulted). */

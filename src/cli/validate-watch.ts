@@ -1,34 +1,38 @@
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
+import type { ValidateInput } from '../validate/index.js';
+import type { COMPARE_DEFAULTS } from '../compare/index.js';
 import { durationArg, intArg } from './args.js';
+import { rowsFor, type FlagsOf } from './option-table.js';
 
-/** The watch's flags and their `opts()` keys; none of them is a validate input. */
-const WATCH_KEYS = ['every', 'watchRuns', 'metricsPort', 'metricsHost'] as const;
+const row = rowsFor<unknown>();
 
-/** Adds `--every`, `--watch-runs`, `--metrics-port` and `--metrics-host` to `tailgate validate`. */
-export function addWatchFlags(cmd: Command): void {
-  cmd
-    .addOption(new Option('--every <duration>', 'watch: run one small trial this often (e.g. 10m), keep history.jsonl and windows.json in --out, until stopped').argParser(durationArg))
-    .addOption(new Option('--watch-runs <n>', 'watch: stop after this many runs').argParser(intArg(1)))
-    .addOption(new Option('--metrics-port <port>', 'watch: serve Prometheus /metrics (and /history) on this port; 0 picks one').argParser(intArg(0)))
-    .addOption(new Option('--metrics-host <addr>', 'watch: bind address of the metrics server (default 127.0.0.1; 0.0.0.0 in a pod)'));
+/** The watch's flags of `tailgate validate` (`--every` and what goes with it); none of them is a validate input. */
+export function watchFlags(C: typeof COMPARE_DEFAULTS) {
+  return {
+    every: row({ arg: '<duration>', help: 'watch: run one small trial this often (e.g. 10m), keep history.jsonl and windows.json in --out, until stopped', parse: durationArg }),
+    watchRuns: row({ arg: '<n>', help: 'watch: stop after this many runs', parse: intArg(1) }),
+    metricsPort: row({ arg: '<port>', help: 'watch: serve Prometheus /metrics (and /history) on this port; 0 picks one', parse: intArg(0) }),
+    metricsHost: row<string>({ arg: '<addr>', help: 'watch: bind address of the metrics server (0.0.0.0 in a pod)', defaultNote: C.watchMetricsHost }),
+  };
 }
+
+/** The watch's flags as commander parses them. */
+export type WatchFlags = FlagsOf<ReturnType<typeof watchFlags>>;
 
 /**
  * Runs the watch when `--every` was given (and takes the watch's flags out of `input`); returns
  * false otherwise, so `validate` goes on as a single run. Ctrl-C or SIGTERM ends the watch after
  * the run in progress is judged and recorded.
  */
-export async function runWatchIfAsked(command: Command, input: Record<string, unknown>): Promise<boolean> {
-  const opts = command.opts();
-  for (const k of WATCH_KEYS) delete input[k];
-  if (opts['every'] === undefined) {
-    const stray = WATCH_KEYS.find((k) => opts[k] !== undefined);
+export async function runWatchIfAsked(command: Command, flags: WatchFlags, input: ValidateInput, C: typeof COMPARE_DEFAULTS): Promise<boolean> {
+  if (flags.every === undefined) {
+    const stray = Object.keys(watchFlags(C)).find((k) => flags[k as keyof WatchFlags] !== undefined);
     if (stray) command.error(`error: --${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --every`, { exitCode: 2 });
     return false;
   }
   const [{ runWatch }, { resolveValidateOptions, runValidate }] = await Promise.all([import('../compare/index.js'), import('../validate/index.js')]);
   // Bad input fails now, not at the first run.
-  const each = { ...input, trials: (input['trials'] as number | undefined) ?? 1 };
+  const each = { ...input, trials: input.trials ?? 1 };
   const resolved = resolveValidateOptions(each);
   const stop = new AbortController();
   const onSignal = (): void => {
@@ -39,15 +43,15 @@ export async function runWatchIfAsked(command: Command, input: Record<string, un
   process.on('SIGTERM', onSignal);
   try {
     const w = await runWatch({
-      everyMs: opts['every'] as number,
+      everyMs: flags.every,
       outDir: resolved.outDir,
       run: (out, signal, onEvent) => runValidate({ ...each, out, onEvent, ...(signal !== undefined && { signal }) }),
       signal: stop.signal,
       onEvent: (line) => process.stderr.write(`${line}\n`),
       onListening: (url) => process.stdout.write(`watch: metrics on ${url}/metrics\n`),
-      ...(opts['watchRuns'] !== undefined && { runs: opts['watchRuns'] as number }),
-      ...(opts['metricsPort'] !== undefined && { metricsPort: opts['metricsPort'] as number }),
-      ...(opts['metricsHost'] !== undefined && { metricsHost: opts['metricsHost'] as string }),
+      ...(flags.watchRuns !== undefined && { runs: flags.watchRuns }),
+      ...(flags.metricsPort !== undefined && { metricsPort: flags.metricsPort }),
+      ...(flags.metricsHost !== undefined && { metricsHost: flags.metricsHost }),
     });
     const failing = w.entries.filter((e) => e.verdict !== 'pass').length;
     process.stdout.write(`watch: ${w.entries.length} runs in ${w.historyFile}, ${failing} failing, ${w.windows.length} window(s)${w.windows.map((x) => `\n  window ${x.index}: ${x.start} .. ${x.end}, ${x.runs.length} runs (${x.failing} failing), mostly ${x.shape}${x.worker ? ` (${x.worker})` : ''}`).join('')}\n`);

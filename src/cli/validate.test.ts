@@ -1,20 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Command } from 'commander';
-import { givenFlags, registerValidate } from './validate.js';
+import { COMPARE_DEFAULTS } from '../compare/index.js';
+import { VALIDATE_DEFAULTS } from '../validate/index.js';
+import { addOptions } from './option-table.js';
+import { givenInput, validateFlags } from './validate.js';
 
-/** Parses argv for `validate` without running it; returns the flags given on the command line. */
+const TABLE = validateFlags(VALIDATE_DEFAULTS, COMPARE_DEFAULTS);
+
+/** Parses argv for `validate` against its table without running it; returns the recipe fields the command line sets. */
 function parse(argv: string[]): Record<string, unknown> {
-  const program = new Command('tailgate').exitOverride();
-  registerValidate(program);
-  const cmd = program.commands.find((c) => c.name() === 'validate')!;
-  cmd.exitOverride().configureOutput({ writeErr: () => {} });
-  let out: Record<string, unknown> = {};
-  cmd.action((_o: unknown, c: Command) => {
-    out = givenFlags(c);
-  });
-  program.parse(['node', 'tailgate', 'validate', ...argv]);
-  return out;
+  const cmd = addOptions(new Command('validate').exitOverride().configureOutput({ writeErr: () => {} }), TABLE);
+  cmd.parse(argv, { from: 'user' });
+  return givenInput(TABLE, cmd) as Record<string, unknown>;
 }
 
 test('only flags given on the command line override the recipe; AIPerf aliases land on the primary field', () => {
@@ -24,6 +22,7 @@ test('only flags given on the command line override the recipe; AIPerf aliases l
   assert.deepEqual(parse(['--sweep', '64,16,32', '--gate', 'a:p99:<=:1', '--gate', 'b:avg:>=:2']), { sweep: [16, 32, 64], gate: ['a:p99:<=:1', 'b:avg:>=:2'] });
   assert.deepEqual(parse(['--ready-timeout', '10m', '--worker-url', 'http://w:1', '--worker-url', 'http://w:2']), { readyTimeout: 600_000, workerUrl: ['http://w:1', 'http://w:2'] });
   assert.deepEqual(parse(['--recipe', 'r.yaml']), {});
+  assert.deepEqual(parse(['--every', '10m', '--metrics-port', '0']), {}, 'the watch flags are not validate inputs');
   assert.deepEqual(parse(['--trials', 'auto', '--max-trials', '6', '--target-ci-width', '0.1', '--confidence-level', '0.9']), { trials: 'auto', maxTrials: 6, targetCiWidth: 0.1, confidenceLevel: 0.9 });
   assert.deepEqual(parse(['--search', 'max-concurrency', '--search-range', '16:512', '--search-step', '16']), { search: 'max-concurrency', searchRange: '16:512', searchStep: 16 });
 });

@@ -1,3 +1,4 @@
+export { COMPARE_DEFAULTS } from './defaults.js';
 export type { LoadSettings, RunSide, TrialData } from './load-run.js';
 export { loadDifference, loadOf, readRunSide } from './load-run.js';
 export type { FigureDef, FigureKind, Scope, TrialFigure } from './figures.js';

@@ -1,6 +1,7 @@
 import { studentTQuantile } from '../stats/index.js';
 import { statValue, trialFigures, type FigureDef, type TrialFigure } from './figures.js';
 import type { RunSide } from './load-run.js';
+import { COMPARE_DEFAULTS } from './defaults.js';
 
 /** One figure of A against B. */
 export interface FigureComparison {
@@ -159,7 +160,7 @@ export interface CompareOptions {
  * @example compareSides(await readRunSide('A', ['a']), await readRunSide('B', ['b'])).filter((c) => c.beyondNoise);
  */
 export function compareSides(a: RunSide, b: RunSide, opts: CompareOptions = {}): FigureComparison[] {
-  const level = opts.level ?? 0.95;
+  const level = opts.level ?? COMPARE_DEFAULTS.level;
   const collect = (s: RunSide): Map<string, TrialFigure[]> => {
     const m = new Map<string, TrialFigure[]>();
     for (const t of s.trials) for (const [k, f] of trialFigures(t)) {

@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { HistoryEntry, TroubleWindow } from './history.js';
+import { COMPARE_DEFAULTS } from './defaults.js';
 
 /** Every shape a trial can get (gate/shapes.ts), plus `not-ready`: each has a counter from the start. */
 const SHAPES = ['clean', 'knee-jitter', 'single-worker-backup', 'broad-degradation', 'under-provisioned', 'client-bound', 'errors', 'not-ready'];
@@ -91,7 +92,7 @@ export async function serveWatchMetrics(metrics: WatchMetrics, history: () => { 
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics or /history\n');
     }
   });
-  const host = opts.host ?? '127.0.0.1';
+  const host = opts.host ?? COMPARE_DEFAULTS.watchMetricsHost;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, host, () => resolve());

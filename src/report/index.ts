@@ -8,6 +8,7 @@ export { renderHtmlReport } from './html-report.js';
 export { lineChartSvg, niceTicks, tickLabel, SERIES_COLOURS } from './svg-chart.js';
 export type { Chart, ReportDoc, ReportSection } from './report-doc.js';
 export { escapeXml, formatNumber } from './escape.js';
+export { MERGE_DEFAULTS } from './merge-defaults.js';
 export { mergeShardExports, findShardDirs, readShardExport, recordFromJsonl } from './merge-shards.js';
 export type { MergeOptions, MergeResult, ShardExport } from './merge-shards.js';
 export { workerIdOf, workerName, workerNames, workerOrder } from './worker-names.js';

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { TailgateError, type Outcome, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
 import { AIPERF_FILES, writeAiperfExports } from './aiperf-exports.js';
+import { MERGE_DEFAULTS } from './merge-defaults.js';
 
 /** One shard as read back from its AIPerf exports. */
 export interface ShardExport {
@@ -232,7 +233,7 @@ export async function mergeShardExports(dirs: readonly string[], outDir: string,
   const inputConfig = mergedInputConfig(shards);
   const goodput = goodputOf(inputConfig);
   const summary = summarize(records, goodput ? { goodput } : {});
-  const lateAfter = opts.lateAfterMs ?? 1000;
+  const lateAfter = opts.lateAfterMs ?? MERGE_DEFAULTS.lateAfterMs;
   const shardInfo = shards.map((s) => {
     const lag = s.tailgate['start_lag_ms'];
     const startLagMs = typeof lag === 'number' ? lag : null;

@@ -64,6 +64,7 @@ export interface ResolvedValidateOptions {
 
 /** Defaults; token lengths, seed and dataset size follow the reference recipe (docs/reference.md#the-seed). */
 export const VALIDATE_DEFAULTS = {
+  gpus: 1,
   concurrencyPerGpu: 256,
   trials: 3,
   /** `--trials auto`: at least this many trials before an interval can stop it. */
@@ -78,13 +79,20 @@ export const VALIDATE_DEFAULTS = {
   probeTimeoutMs: 120_000,
   trialTimeoutMs: 1_800_000,
   scrapeIntervalMs: 250,
+  endpointType: 'chat',
   inputTokensMean: 128,
+  inputTokensStddev: 0,
   outputTokensMean: 128,
+  outputTokensStddev: 0,
+  /** The request-count rule: `max(minRequestCount, requestsPerStream x C)`. */
+  minRequestCount: 1000,
+  requestsPerStream: 8,
   randomSeed: 100,
   numDatasetEntries: 100,
   requestTimeoutMs: 600_000,
   floorTolerance: 0.9,
   ceilingTolerance: 1.1,
+  searchStep: 1,
 } as const;
 
 function bad(message: string): TailgateError {
@@ -157,7 +165,7 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
   if (input.minThroughput !== undefined && input.minThroughputPerGpu !== undefined) {
     throw bad('give --min-throughput (whole target) or --min-throughput-per-gpu, not both');
   }
-  const gpus = input.gpus ?? 1;
+  const gpus = input.gpus ?? VALIDATE_DEFAULTS.gpus;
   const floorTol = input.floorTolerance ?? VALIDATE_DEFAULTS.floorTolerance;
   const ceilTol = input.ceilingTolerance ?? VALIDATE_DEFAULTS.ceilingTolerance;
   if (!(floorTol > 0) || !(ceilTol > 0)) throw bad('--floor-tolerance and --ceiling-tolerance must be numbers > 0');
@@ -209,12 +217,12 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
     trialTimeoutMs: input.trialTimeout ?? VALIDATE_DEFAULTS.trialTimeoutMs,
     scrapeIntervalMs,
     sweep: [...new Set(sweep)].sort((a, b) => a - b),
-    endpointType: input.endpointType ?? 'chat',
+    endpointType: input.endpointType ?? VALIDATE_DEFAULTS.endpointType,
     streaming: input.streaming ?? true,
     inputTokensMean: input.syntheticInputTokensMean ?? VALIDATE_DEFAULTS.inputTokensMean,
-    inputTokensStddev: input.syntheticInputTokensStddev ?? 0,
+    inputTokensStddev: input.syntheticInputTokensStddev ?? VALIDATE_DEFAULTS.inputTokensStddev,
     outputTokensMean: input.outputTokensMean ?? VALIDATE_DEFAULTS.outputTokensMean,
-    outputTokensStddev: input.outputTokensStddev ?? 0,
+    outputTokensStddev: input.outputTokensStddev ?? VALIDATE_DEFAULTS.outputTokensStddev,
     requestCount: input.requestCount ?? null,
     warmupRequestCount: input.warmupRequestCount ?? null,
     randomSeed: input.randomSeed ?? VALIDATE_DEFAULTS.randomSeed,
@@ -242,7 +250,7 @@ function searchOf(input: ValidateInput, sweep: readonly number[]): ResolvedValid
   const lo = Number(m?.[1]);
   const hi = Number(m?.[2]);
   if (!m || !(lo >= 1) || !(hi > lo)) throw bad(`--search-range "${input.searchRange}" must be lo:hi with 1 <= lo < hi (concurrency per GPU, e.g. 16:512)`);
-  return { lo, hi, step: input.searchStep ?? 1 };
+  return { lo, hi, step: input.searchStep ?? VALIDATE_DEFAULTS.searchStep };
 }
 
 /** A `--gpu-metrics` URL as given (a bare `host:port` gets `http://` and `/metrics`). */
@@ -261,7 +269,7 @@ function gpuMetricsUrl(text: string): string {
 
 /** The request-count rule: `max(1000, 8 x C)` unless a count was given. */
 export function requestCountFor(o: ResolvedValidateOptions, concurrency: number): number {
-  return o.requestCount ?? Math.max(1000, 8 * concurrency);
+  return o.requestCount ?? Math.max(VALIDATE_DEFAULTS.minRequestCount, VALIDATE_DEFAULTS.requestsPerStream * concurrency);
 }
 
 /** The warm-up rule: `C` unless a count was given. */
