@@ -159,6 +159,21 @@ export const PRESETS: Readonly<Record<string, Scenario>> = Object.freeze({
     warmupRequestCount: 0,
     tenants: NOISY_TENANTS.slice(1),
   },
+  'long-and-short-prompts': {
+    ...OVERLOADED_SMALL,
+    name: 'long-and-short-prompts',
+    description: '4 small workers, 8 requests/s (poisson): one request in five a 6000-token prompt (16 out), the others 100 in / 64 out; what token-aware load (least-tokens) is for',
+    workers: 4,
+    load: { kind: 'rate', ratePerS: 8, mode: 'poisson' },
+    requestCount: 600,
+    inputTokens: { mean: 100, stddev: 0 },
+    outputTokens: { mean: 64, stddev: 0 },
+    router: { replicas: 1, replicaPick: 'round-robin' },
+    tenants: [
+      { name: 'long', share: 1, weight: 1, priority: 'standard', inputTokens: { mean: 6000, stddev: 0 }, outputTokens: { mean: 16, stddev: 0 } },
+      { name: 'short', share: 4, weight: 1, priority: 'standard', inputTokens: { mean: 100, stddev: 0 }, outputTokens: { mean: 64, stddev: 0 } },
+    ],
+  },
   'batch-interactive': {
     ...OVERLOADED_SMALL,
     description: '2 small workers, 80 requests/s (1.7x capacity): 80% sheddable batch, 20% critical interactive, a router queue of 256 with flow control: batch waits and is shed when the queue is full or its wait would pass 5 s, interactive goes first',
