@@ -24,8 +24,11 @@ const REAL_TIME_SRC = new Set([
   'src/router/kv-index.test.ts', 'src/router/router.test.ts', 'src/router/upstream.test.ts', 'src/scrape/collector.test.ts', 'src/validate/junit-suites.test.ts',
   'src/wire/wire.test.ts',
 ]);
-// Files in test/ that start nothing and read no clock (source scans, the virtual-time engine).
-const PURE_TEST = new Set(['test/docs-links.test.ts', 'test/engine-reference.test.ts', 'test/import-graph.test.ts']);
+// Files in test/ that start no server and read no clock (source scans, lint, fits of files, virtual time).
+const PURE_TEST = new Set([
+  'test/calibrate-fits.test.ts', 'test/docs-links.test.ts', 'test/engine-reference.test.ts', 'test/import-graph.test.ts', 'test/layers.test.ts',
+  'test/manifests.test.ts', 'test/simulate.test.ts',
+]);
 
 /** A file whose outcome no other test running beside it can change: CPU-bound, on virtual time or none. */
 function pure(file) {
