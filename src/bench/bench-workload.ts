@@ -1,4 +1,4 @@
-import { attachMedia, buildWorkload, loadShareGpt, loadTrace, traceWorkload, type Workload } from '../workload/index.js';
+import { attachMedia, buildWorkload, loadShareGpt, loadTrace, synthesizeTrace, traceWorkload, type Workload } from '../workload/index.js';
 import { TailgateError } from '../core/index.js';
 import type { ResolvedBenchOptions } from './options.js';
 import { cacheBustMarkerTokens, markerOnUserTurn } from './cache-bust.js';
@@ -23,6 +23,7 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
       const to = w.endOffsetMs ?? Number.POSITIVE_INFINITY;
       lines = lines.filter((l) => l.timestampMs === null || (l.timestampMs >= from && l.timestampMs <= to)).map((l) => (l.timestampMs === null ? l : { ...l, timestampMs: l.timestampMs - from }));
     }
+    lines = synthesizeTrace(lines, w.synthesis, w.blockTokens, o.randomSeed);
     const traced = traceWorkload(lines, { seed: o.randomSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
     // A messages row is a chat request (AIPerf formats it with the chat endpoint).
     if (o.endpointType !== 'chat' && lines.some((l) => l.verbatim?.kind === 'messages')) throw new TailgateError('CONFIG_INVALID', `${w.file}: trace rows with messages are chat requests: use --endpoint-type chat`);

@@ -1,7 +1,7 @@
 import { TailgateError, createRng } from '../core/index.js';
 import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
-import { SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type MediaOptions, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
+import { NO_SYNTHESIS, SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type MediaOptions, type SynthesisOptions, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import { mediaInputConfig, resolveMedia } from './media-options.js';
 import type { CallResult } from './request-call.js';
@@ -69,6 +69,8 @@ export interface BenchOptions {
   outputTokensStddev?: number;
   /** AIPerf `--sequence-distribution`: each prompt's (ISL, OSL) drawn from these pairs instead of the means. */
   sequenceDistribution?: readonly SequencePair[];
+  /** AIPerf `--synthesis-*`: the trace reshaped before the replay (with `inputFile` only). */
+  synthesis?: Partial<SynthesisOptions>;
   /** AIPerf `--image-*`/`--audio-*`: synthetic images and audio sent with each turn (chat only). */
   media?: MediaOptions;
   /** AIPerf `--public-dataset` (sharegpt): its conversations instead of synthetic prompts. */
@@ -220,7 +222,7 @@ export type BenchWorkloadSpec =
       turnDelayStddevMs: number;
       turnDelayRatio: number;
     }
-  | { kind: 'trace'; file: string; blockTokens: number; autoOffset: boolean; startOffsetMs: number | null; endOffsetMs: number | null }
+  | { kind: 'trace'; file: string; blockTokens: number; autoOffset: boolean; startOffsetMs: number | null; endOffsetMs: number | null; synthesis: SynthesisOptions }
   /** AIPerf `--public-dataset`: its conversations, found and filtered as AIPerf does. */
   | { kind: 'public'; name: 'sharegpt' };
 
@@ -566,6 +568,7 @@ function resolveWorkload(o: BenchOptions): BenchWorkloadSpec {
     if (o.requestRate !== undefined) throw bad('--public-dataset sharegpt entries are conversations, run in a closed loop: use --concurrency, not --request-rate');
     return { kind: 'public', name: o.publicDataset };
   }
+  if (o.synthesis !== undefined && o.inputFile === undefined) throw bad('--synthesis-* reshape a Mooncake trace: give it with --input-file');
   if (o.inputFile !== undefined) {
     const synthetic = legacy || o.sharedSystemPromptLength !== undefined || o.userContextPromptLength !== undefined || (o.conversationTurnMean ?? 1) > 1;
     if (synthetic) throw bad('--input-file replays a trace: drop the prefix and conversation flags');
@@ -573,7 +576,7 @@ function resolveWorkload(o: BenchOptions): BenchWorkloadSpec {
     const end = o.fixedScheduleEndOffsetMs ?? null;
     if (start !== null && o.fixedScheduleAutoOffset === true) throw bad('--fixed-schedule-start-offset and --fixed-schedule-auto-offset exclude each other (as in AIPerf)');
     if (start !== null && end !== null && start > end) throw bad(`--fixed-schedule-start-offset (${start}) must be <= --fixed-schedule-end-offset (${end})`);
-    return { kind: 'trace', file: o.inputFile, blockTokens: o.blockTokens ?? 512, autoOffset: o.fixedScheduleAutoOffset ?? false, startOffsetMs: start, endOffsetMs: end };
+    return { kind: 'trace', file: o.inputFile, blockTokens: o.blockTokens ?? 512, autoOffset: o.fixedScheduleAutoOffset ?? false, startOffsetMs: start, endOffsetMs: end, synthesis: { ...NO_SYNTHESIS, ...o.synthesis } };
   }
   const shared = o.sharedSystemPromptLength;
   return {
@@ -625,6 +628,7 @@ export function aiperfInputConfig(r: ResolvedBenchOptions): Record<string, unkno
         fixed_schedule: r.fixedSchedule,
         fixed_schedule_auto_offset: r.workload.autoOffset,
         prompt_input_tokens_block_size: r.workload.blockTokens,
+        synthesis: { speedup_ratio: r.workload.synthesis.speedupRatio, prefix_len_multiplier: r.workload.synthesis.prefixLenMultiplier, prefix_root_multiplier: r.workload.synthesis.prefixRootMultiplier, prompt_len_multiplier: r.workload.synthesis.promptLenMultiplier, max_isl: r.workload.synthesis.maxIsl, max_osl: r.workload.synthesis.maxOsl },
       }),
     },
     loadgen: {

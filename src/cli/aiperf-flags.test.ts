@@ -12,7 +12,7 @@ import { parseBenchFlags, undeclaredAiperfFlags } from './bench.js';
 import { benchInvocation, multiRunPlan } from './bench-run.js';
 
 /** Flags that only make sense with a trace get one (AIPerf refuses them without one too). */
-const NEEDS_TRACE = new Set(['--input-file', '--custom-dataset-type', '--fixed-schedule', '--no-fixed-schedule', '--fixed-schedule-auto-offset']);
+const NEEDS_TRACE = new Set(['--input-file', '--custom-dataset-type', '--fixed-schedule', '--no-fixed-schedule', '--fixed-schedule-auto-offset', '--synthesis-speedup-ratio', '--synthesis-prefix-len-multiplier', '--synthesis-prefix-root-multiplier', '--synthesis-prompt-len-multiplier', '--synthesis-max-isl', '--synthesis-max-osl']);
 /** What an adaptive-scale flag needs alongside (AIPerf: a duration, a sustain duration and an SLA filter). */
 const ADAPTIVE = ['--adaptive-scale', '--benchmark-duration', '10', '--concurrency', '8', '--adaptive-sustain-duration', '5', '--adaptive-scale-sla', 'time_to_first_token:p95:le:500'];
 /** Flags AIPerf also wants in pairs. */

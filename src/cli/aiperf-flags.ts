@@ -196,13 +196,13 @@ f('--rankings-query-prompt-token-mean', 'value', R, 'tokens per query', '64');
 f('--rankings-query-prompt-token-stddev', 'value', R, 'query length standard deviation', '0');
 
 s('Synthesis');
-f('--synthesis-speedup-ratio', 'value', R, 'timestamp scaling of synthesized traces', '1');
-f('--synthesis-prefix-len-multiplier', 'value', R, 'prefix branch length multiplier', '1');
-f('--synthesis-prefix-root-multiplier', 'value', R, 'independent radix trees', '1');
-f('--synthesis-prompt-len-multiplier', 'value', R, 'unique prompt length multiplier', '1');
-f('--synthesis-output-len-multiplier', 'value', R, 'output length multiplier', '1');
-f('--synthesis-max-isl', 'value', R, 'skip synthesized lines above this input length', '4096');
-f('--synthesis-max-osl', 'value', R, 'cap synthesized output lengths', '1024');
+f('--synthesis-speedup-ratio', 'value', I, 'timestamp scaling of synthesized traces', '1');
+f('--synthesis-prefix-len-multiplier', 'value', I, 'prefix branch length multiplier', '1');
+f('--synthesis-prefix-root-multiplier', 'value', I, 'independent radix trees', '1');
+f('--synthesis-prompt-len-multiplier', 'value', I, 'unique prompt length multiplier', '1');
+f('--synthesis-output-len-multiplier', 'value', R, 'output length multiplier (bench: refused; AIPerf\'s synthesizer code was not found applying it)', '1');
+f('--synthesis-max-isl', 'value', I, 'skip synthesized lines above this input length', '4096');
+f('--synthesis-max-osl', 'value', I, 'cap synthesized output lengths', '1024');
 
 s('Load Generator');
 f('--benchmark-duration', 'value', I, 'profile for this many seconds', '1');

@@ -8,6 +8,7 @@ import type { SamplingStrategy } from '../workload/index.js';
 import type { BenchOptions, CacheBustTarget } from '../bench/index.js';
 import type { UnappliedFlag } from './aiperf-flags.js';
 import { MEDIA_FLAGS } from './bench-media-flags.js';
+import { SYNTHESIS_FLAGS } from './bench-synthesis-flags.js';
 import { ADAPTIVE_FLAGS } from './bench-adaptive-flags.js';
 
 // AIPerf's --cache-bust choices, checked against bench's type (a type import loads nothing).
@@ -158,6 +159,7 @@ export const BENCH_FLAGS = {
   verbose: row({ short: '-v', help: 'log level DEBUG (-vv: TRACE)', parse: countUp }),
   extraVerbose: row<boolean>({ help: 'log level TRACE (as -vv)' }),
   ...MEDIA_FLAGS,
+  ...SYNTHESIS_FLAGS,
   ...ADAPTIVE_FLAGS,
 };
 

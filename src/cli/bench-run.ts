@@ -30,6 +30,7 @@ import { ignoredFlagLine, refusedFlagLine, type UnappliedFlag } from './aiperf-f
 import { BENCH_FLAGS, type BenchFlags } from './bench-flags.js';
 import { libraryOptions } from './option-table.js';
 import { mediaOptionsOf } from './bench-media-flags.js';
+import { synthesisOptionsOf } from './bench-synthesis-flags.js';
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
 export interface BenchInvocation {
@@ -103,6 +104,8 @@ export function benchInvocation(flags: BenchFlags): BenchInvocation {
   if (flags.sequenceDistribution !== undefined) opts.sequenceDistribution = parseSequenceDistribution(flags.sequenceDistribution);
   const media = mediaOptionsOf(flags);
   if (media !== undefined) opts.media = media;
+  const synthesis = synthesisOptionsOf(flags);
+  if (synthesis !== undefined) opts.synthesis = synthesis;
   const adaptive = adaptiveScaleOf(flags);
   if (adaptive !== undefined) opts.adaptiveScale = adaptive;
   const reuse = flags.connectionReuseStrategy;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { resolveBenchOptions } from '../bench/index.js';
 import { parseBenchFlags } from './bench.js';
 import { benchInvocation } from './bench-run.js';
+import { NO_SYNTHESIS } from '../workload/index.js';
 
 const invoke = (...argv: string[]) => benchInvocation(parseBenchFlags(['-m', 'm', ...argv]));
 const dir = mkdtempSync(join(tmpdir(), 'tailgate-workload-flags-'));
@@ -30,7 +31,7 @@ test('AIPerf dataset flags and their aliases reach the bench options', () => {
   const sys = resolveBenchOptions({ ...invoke('--shared-system-prompt-length', '300', '--user-context-prompt-length', '50').options }).workload;
   assert.deepEqual([sys.kind === 'synthetic' && sys.prefixRole, sys.kind === 'synthetic' && sys.prefixGroups, sys.kind === 'synthetic' && sys.userContextTokens], ['system', 1, 50]);
   const trace = resolveBenchOptions({ ...invoke('--input-file', TIMED, '--custom-dataset-type', 'mooncake_trace', '--isl-block-size', '64').options });
-  assert.deepEqual(trace.workload, { kind: 'trace', file: TIMED, blockTokens: 64, autoOffset: false, startOffsetMs: null, endOffsetMs: null });
+  assert.deepEqual(trace.workload, { kind: 'trace', file: TIMED, blockTokens: 64, autoOffset: false, startOffsetMs: null, endOffsetMs: null, synthesis: NO_SYNTHESIS });
   const window = resolveBenchOptions({ ...invoke('--input-file', TIMED, '--custom-dataset-type', 'mooncake_trace', '--fixed-schedule-start-offset', '1000', '--fixed-schedule-end-offset', '5000').options });
   assert.deepEqual(window.workload.kind === 'trace' && [window.workload.startOffsetMs, window.workload.endOffsetMs], [1000, 5000], 'the trace window, in ms as AIPerf gives it');
   assert.equal(trace.fixedSchedule, true, 'a trace without a load is replayed at its timestamps');

@@ -27,3 +27,5 @@ export { SHAREGPT, loadShareGpt, resolveShareGpt, shareGptSessions } from './pub
 export type { AudioPart, ImagePart, MediaPart } from './content-parts.js';
 export type { AudioOptions, ImageOptions, MediaOptions } from './media.js';
 export { attachMedia, checkMediaOptions, noisePng, noiseWav } from './media.js';
+export type { SynthesisOptions } from './synthesis.js';
+export { NO_SYNTHESIS, synthesisTransforms, synthesizeTrace } from './synthesis.js';

@@ -50,6 +50,7 @@ export function readVerbatim(o: Record<string, unknown>, where: string): { verba
   const modes = ['input_length', 'text_input', 'messages', 'payload'].filter((k) => o[k] !== undefined && o[k] !== null);
   if (modes.length > 1) throw bad(`${modes.join(', ')}: one input mode per row (input_length, text_input, messages or payload), as AIPerf`);
   if (o['tools'] !== undefined && o['messages'] === undefined) throw bad('tools goes with messages only');
+  if (o['hash_ids'] !== undefined && (o['messages'] !== undefined || o['payload'] !== undefined)) throw bad('hash_ids goes with input_length only');
   if (o['message_mode'] !== undefined && o['message_mode'] !== 'history') {
     if (o['message_mode'] === 'delta') throw bad('message_mode "delta" (AIPerf: each row adds messages to the history, with the answers received) is not replayed by tailgate bench; give each row the whole conversation ("history")');
     throw bad(`message_mode must be "history" or "delta" (got ${JSON.stringify(o['message_mode'])})`);
