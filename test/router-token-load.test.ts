@@ -43,6 +43,8 @@ test('the router\'s view of a worker: prompt tokens as prefill until the first t
   const m = await router.metrics();
   assert.equal(gauge(m, 'tailgate_router_worker_prefill_tokens_inflight', longOn), 0);
   assert.equal(gauge(m, 'tailgate_router_worker_decode_tokens_inflight', longOn), 5);
+  const status = (await (await fetch(`${router.url}/workers`)).json()) as { id: string; inflight: number; prefillTokens: number; decodeTokens: number }[];
+  assert.deepEqual(status.filter((w) => w.id === longOn).map((w) => [w.inflight, w.prefillTokens, w.decodeTokens]), [[1, 0, 5]], '/workers shows the same');
   await longRes.text();
   const shortOn = await Promise.all(shorts);
   assert.deepEqual(shortOn, shortOn.map(() => (longOn === a.id ? b.id : a.id)), 'three short prompts weigh less than one 3000-token prompt');

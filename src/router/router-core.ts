@@ -119,7 +119,7 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
     sessions,
   };
   const workers = (): WorkerStatus[] =>
-    backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id), slots: dispatcher.slots(b.id) }));
+    backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id), prefillTokens: dispatcher.inflightPrefillTokens(b.id), decodeTokens: dispatcher.inflightDecodeTokens(b.id), slots: dispatcher.slots(b.id) }));
   return { clock, dispatcher, backends, metrics, health, backendSet, ctx, active, flowControl: flowControl || undefined, kvEvents: kv, metricsText, workers };
 }
 
