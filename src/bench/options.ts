@@ -123,7 +123,7 @@ export interface BenchOptions {
   /** Header carrying a session's correlation id (AIPerf `--session-header`). @default 'X-Correlation-ID' */
   sessionHeader?: string;
   apiKey?: string;
-  /** Whole-request bound. @default 600000 */
+  /** Whole-request bound. @default 21600000 (AIPerf's 21600 s) */
   requestTimeoutMs?: number;
   goodput?: Record<string, number>;
   /** Response header naming the worker. @default 'x-tailgate-worker' */
@@ -313,6 +313,9 @@ export interface ResolvedBenchOptions {
   threads: number;
 }
 
+/** AIPerf's `--request-timeout-seconds` default, 21600 s (its command-line reference; docs/reference.md#aiperf-defaults). */
+export const AIPERF_REQUEST_TIMEOUT_MS = 21_600_000;
+
 function bad(message: string): TailgateError {
   return new TailgateError('CONFIG_INVALID', message);
 }
@@ -490,7 +493,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     headers: { ...(o.headers ?? {}) },
     sessionHeader: (o.sessionHeader ?? 'X-Correlation-ID').toLowerCase(),
     apiKey: o.apiKey ?? null,
-    requestTimeoutMs: o.requestTimeoutMs ?? 600_000,
+    requestTimeoutMs: o.requestTimeoutMs ?? AIPERF_REQUEST_TIMEOUT_MS,
     goodput: { ...(o.goodput ?? {}) },
     workerHeader: (o.workerHeader ?? 'x-tailgate-worker').toLowerCase(),
     tokenizer: o.tokenizer ?? defaultTokenizer,
