@@ -3,6 +3,7 @@ export { resolveBenchOptions, parseBaseUrl, aiperfInputConfig } from './options.
 export type { BenchResult } from './run-bench.js';
 export { runBench } from './run-bench.js';
 export type { CacheBustTarget } from './cache-bust.js';
+export { aiperfConfigArgv } from './aiperf-config.js';
 export { CACHE_BUST_TARGETS, applyCacheBust, cacheBustMarker, cacheBustMarkerTokens } from './cache-bust.js';
 export type { BenchArtifactOptions } from './artifacts.js';
 export { writeBenchArtifacts, inputsJson, INPUTS_FILE } from './artifacts.js';

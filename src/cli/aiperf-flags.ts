@@ -103,7 +103,7 @@ f('--dataset-sampling-strategy', 'value', I, 'sequential, random or shuffle draw
 f('--allow-dataset-wrap --no-allow-dataset-wrap', 'switch', R, 'let agentic replay reuse traces across lanes');
 f('--random-seed', 'value', I, 'seed of prompts, lengths and arrivals', '7');
 f('--trace-session-sample-ratio', 'value', R, 'keep this fraction of a Baseten trace\'s sessions', '0.5');
-f('-f --config', 'value', R, 'read options from a YAML file (tailgate reads flags only)', 'aiperf.yaml');
+f('-f --config', 'value', I, 'read options from a YAML file; flags on the command line override it', 'aiperf.yaml');
 
 s('Fixed Schedule');
 f('--fixed-schedule', 'switch', I, 'send each trace line at its timestamp');

@@ -154,6 +154,7 @@ export const BENCH_FLAGS = {
   startAt: row({ arg: '<time>', help: 'distributed run: start at this common time (ISO 8601 with zone, or epoch seconds); a pod that arrives later starts at once and is reported late', parse: startAtArg }),
   shardCount: row({ arg: '<n>', help: 'distributed run: shards (pods); concurrency, request counts and rate are the whole run\'s and split evenly', parse: intArg(1) }),
   shardIndex: row({ arg: '<i>', help: 'distributed run: this shard (default $JOB_COMPLETION_INDEX); offsets the seed', parse: intArg(0) }),
+  config: row<string>({ short: '-f', arg: '<file>', help: 'AIPerf\'s YAML config (schema 2.0: benchmark.model, endpoint, dataset, phases, artifacts, slos, ...): read into the flags it stands for, the command line\'s own flags winning; a key bench does not read stops the run with one line naming it' }),
   allowIgnoredFlags: row<boolean>({ help: 'run even with AIPerf flags bench refuses (see docs/bench.md): each is then ignored, named on the console at every log level and listed in the exports\' ignored_flags' }),
   logLevel: row({ arg: '<level>', help: 'TRACE, DEBUG, INFO (default), NOTICE, WARNING, SUCCESS, ERROR or CRITICAL: DEBUG and TRACE print the resolved run; ERROR and above hide warnings', parse: upperChoice(LOG_LEVELS) }),
   verbose: row({ short: '-v', help: 'log level DEBUG (-vv: TRACE)', parse: countUp }),

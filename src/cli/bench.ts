@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { addOptions, foldAliases, rowNames } from './option-table.js';
 import { AIPERF_FLAGS, type AiperfFlag, type UnappliedFlag } from './aiperf-flags.js';
 import { BENCH_FLAGS, type BenchFlags } from './bench-flags.js';
+import { withConfigFile } from './bench-config.js';
 
 function ignoredAttr(name: string): string {
   return `__aiperf_${name.replace(/^-+/, '').replace(/-/g, '_')}`;
@@ -71,9 +72,11 @@ export function registerBench(program: Command): void {
     .description('benchmark an OpenAI-compatible endpoint (AIPerf flags in, AIPerf files out)');
   declare(cmd);
   cmd.action(async (raw: Record<string, unknown>, command: Command) => {
-    const flags = mergeAliases(raw, command);
+    const argv = process.argv.slice(process.argv.indexOf('bench') + 1);
+    // AIPerf's -f/--config: the file's flags, under the command line's, parsed as one command line.
+    const flags = raw['config'] === undefined ? mergeAliases(raw, command) : await parseBenchArgv(argv);
     const { runBenchCommand } = await import('./bench-run.js');
-    process.exitCode = await runBenchCommand(flags, process.argv.slice(process.argv.indexOf('bench') + 1));
+    process.exitCode = await runBenchCommand(flags, argv);
   });
 }
 
@@ -86,4 +89,9 @@ export function parseBenchFlags(argv: readonly string[]): BenchFlags {
   declare(cmd);
   cmd.parse([...argv], { from: 'user' });
   return mergeAliases(cmd.opts(), cmd);
+}
+
+/** {@link parseBenchFlags} after expanding AIPerf's `-f/--config FILE` (see withConfigFile). */
+export async function parseBenchArgv(argv: readonly string[]): Promise<BenchFlags> {
+  return parseBenchFlags(await withConfigFile(argv));
 }
