@@ -73,6 +73,7 @@ test('a system_suffix marker goes on the shared system message and stays on ever
     assert.equal(msgs[0]!.role, 'system');
     const m = /\n\n(\[rid:[0-9a-f]{12}\])$/.exec(msgs[0]!.content);
     assert.ok(m, 'the marker ends the system message');
+    assert.equal(msgs[0]!.content.replace(/\n\n\[rid:[0-9a-f]{12}\]$/, '').split(' ').length, 5, 'the shared system prompt left the marker\'s one token of the 6 asked');
     assert.ok(msgs.slice(1).every((x) => !RID.test(x.content)), 'and nowhere else');
     byRun.set(m[1]!, [...(byRun.get(m[1]!) ?? []), msgs]);
   }

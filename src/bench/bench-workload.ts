@@ -29,6 +29,9 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     if (o.endpointType !== 'chat' && lines.some((l) => l.verbatim?.kind === 'messages')) throw new TailgateError('CONFIG_INVALID', `${w.file}: trace rows with messages are chat requests: use --endpoint-type chat`);
     return traced;
   }
+  const hasSystem = w.prefixGroups > 0 && w.prefixRole === 'system';
+  const markerTokens = o.cacheBust === 'none' ? 0 : cacheBustMarkerTokens(o.cacheBust, o.tokenizer);
+  const markerOnUser = markerOnUserTurn(o.cacheBust, hasSystem);
   const workload = buildWorkload({
     seed: o.randomSeed,
     sessions: w.sessions,
@@ -39,7 +42,8 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     tokenizer: o.tokenizer,
     ...(o.sequenceDistribution !== null && { sequenceDistribution: o.sequenceDistribution }),
     prefixGroups: w.prefixGroups,
-    prefixTokens: w.prefixTokens,
+    // AIPerf keeps the lengths sent as asked: a marker takes its room in the message it lands on.
+    prefixTokens: hasSystem && !markerOnUser && markerTokens > 0 ? Math.max(1, w.prefixTokens - markerTokens) : w.prefixTokens,
     prefixRole: w.prefixRole,
     userContextTokens: w.userContextTokens,
     turnsMean: w.turnsMean,
@@ -47,8 +51,7 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     turnDelayMeanMs: w.turnDelayMeanMs,
     turnDelayStddevMs: w.turnDelayStddevMs,
     turnDelayRatio: w.turnDelayRatio,
-    // AIPerf keeps the length sent as asked: a marker bound for the first user message takes its room there.
-    firstTurnReserveTokens: markerOnUserTurn(o.cacheBust, w.prefixGroups > 0 && w.prefixRole === 'system') ? cacheBustMarkerTokens(o.cacheBust, o.tokenizer) : 0,
+    firstTurnReserveTokens: markerOnUser ? markerTokens : 0,
   });
   attachMedia(workload, o.media, o.randomSeed);
   return workload;
