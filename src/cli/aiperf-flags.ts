@@ -169,7 +169,7 @@ f('--image-width-stddev', 'value', I, 'image width standard deviation', '0');
 f('--image-height-mean', 'value', I, 'synthetic image height, px', '0');
 f('--image-height-stddev', 'value', I, 'image height standard deviation', '0');
 f('--image-batch-size --batch-size-image', 'value', I, 'images per request', '0');
-f('--image-format', 'value', I, 'png, jpeg or random (bench: png; jpeg and random refused)', 'png');
+f('--image-format', 'value', I, 'png, jpeg or random', 'png');
 f('--image-source', 'value', I, 'noise, bundled assets or a folder of images (bench: noise; the others refused)', 'noise');
 f('--image-source-sampling', 'value', I, 'how source images are drawn (with noise only random-with-replacement)', 'random-with-replacement');
 

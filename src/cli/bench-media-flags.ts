@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { intArg, numberArg } from './args.js';
+import { choiceArg, intArg, numberArg } from './args.js';
 import type { MediaOptions } from '../workload/index.js';
 import type { BenchOptions } from '../bench/index.js';
 import { rowsFor, type FlagsOf } from './option-table.js';
@@ -27,7 +27,7 @@ export const MEDIA_FLAGS = {
   imageHeightMean: row({ arg: '<px>', help: 'synthetic images: mean height', parse: numberArg(0) }),
   imageHeightStddev: row({ arg: '<px>', help: 'image height standard deviation', parse: numberArg(0) }),
   imageBatchSize: row({ arg: '<n>', aliases: ['--batch-size-image'], help: 'images per turn (default 1, as AIPerf)', parse: intArg(0) }),
-  imageFormat: row({ arg: '<fmt>', help: 'png (AIPerf\'s default; jpeg and random are not encoded by bench)', parse: only('--image-format', 'png', 'bench encodes PNG only, JPEG is not written') }),
+  imageFormat: row({ arg: '<fmt>', help: 'png (AIPerf\'s default), jpeg (baseline, quality 75) or random (each image png or jpeg)', parse: choiceArg(['png', 'jpeg', 'random'] as const) }),
   imageSource: row({ arg: '<src>', help: 'noise (AIPerf\'s default: random pixels); assets and folders are not read by bench', parse: only('--image-source', 'noise', 'bench draws noise images only; AIPerf\'s bundled assets and image folders are not read') }),
   imageSourceSampling: row({ arg: '<s>', help: 'random-with-replacement (the only one valid with noise, as AIPerf)', parse: only('--image-source-sampling', 'random-with-replacement', 'with --image-source noise AIPerf allows only random-with-replacement') }),
   audioBatchSize: row({ arg: '<n>', aliases: ['--batch-size-audio'], help: 'audio inputs per turn (default 1, as AIPerf)', parse: intArg(0) }),
@@ -49,7 +49,7 @@ type NumberKey = { [K in keyof typeof MEDIA_FLAGS]: FlagsOf<typeof MEDIA_FLAGS>[
 export function mediaOptionsOf(flags: FlagsOf<typeof MEDIA_FLAGS>): MediaOptions | undefined {
   const num = (k: NumberKey, d: number): number => flags[k] ?? d;
   const image = num('imageWidthMean', 0) > 0 && num('imageHeightMean', 0) > 0 && num('imageBatchSize', 1) > 0
-    ? { widthMean: num('imageWidthMean', 0), widthStddev: num('imageWidthStddev', 0), heightMean: num('imageHeightMean', 0), heightStddev: num('imageHeightStddev', 0), batchSize: num('imageBatchSize', 1), format: 'png' as const }
+    ? { widthMean: num('imageWidthMean', 0), widthStddev: num('imageWidthStddev', 0), heightMean: num('imageHeightMean', 0), heightStddev: num('imageHeightStddev', 0), batchSize: num('imageBatchSize', 1), format: flags.imageFormat ?? 'png' }
     : null;
   const audio = num('audioLengthMean', 0) > 0 && num('audioBatchSize', 1) > 0
     ? {

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRng } from '../core/index.js';
-import { noisePng, noiseWav } from '../workload/index.js';
+import { encodeJpeg, noisePng, noiseRgb, noiseWav } from '../workload/index.js';
 import { startFleet } from './index.js';
 
 const MODEL = 'Qwen/Qwen2-VL-2B-Instruct';
@@ -40,6 +40,9 @@ test('usage.prompt_tokens counts each image and audio clip as vLLM does, streami
   const mixed = await chat(url, [text, { type: 'image_url', image_url: { url: png64 } }, { type: 'image_url', image_url: { url: png64 } }, { type: 'input_audio', input_audio: { data: wav1s, format: 'wav' } }], true);
   assert.equal(mixed.status, 200, mixed.body);
   assert.equal(usageOf(mixed.body).prompt_tokens, 4 + 6 + 6 + 27, 'two 64 x 64 images (6 each) and 1 s of audio (25 + 2)');
+  const jpeg = `data:image/jpeg;base64,${encodeJpeg(noiseRgb(rng, 640, 480), 640, 480).toString('base64')}`;
+  const photo = await chat(url, [text, { type: 'image_url', image_url: { url: jpeg } }]);
+  assert.equal(usageOf(photo.body).prompt_tokens, 4 + 393, 'a 640 x 480 JPEG (size read from its SOF): 644 x 476, 391 + 2');
 });
 
 test('an image or audio part the fleet cannot load is a 400 with an OpenAI error naming the part', async (t) => {

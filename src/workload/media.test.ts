@@ -80,3 +80,19 @@ function buildAndAttach(opts: Parameters<typeof buildWorkload>[0]) {
   attachMedia(w, { image: { widthMean: 30, widthStddev: 0, heightMean: 20, heightStddev: 0, batchSize: 2, format: 'png' }, audio: null }, 5);
   return w;
 }
+
+test('--image-format jpeg sends JPEG data URLs; random draws png or jpeg per image', () => {
+  const opts = { seed: 2, sessions: 20, inputTokensMean: 4, inputTokensStddev: 0, outputTokensMean: 1, outputTokensStddev: 0 };
+  const urls = (format: 'jpeg' | 'random'): string[] => {
+    const w = buildWorkload(opts);
+    attachMedia(w, { image: { widthMean: 16, widthStddev: 0, heightMean: 8, heightStddev: 0, batchSize: 1, format }, audio: null }, 2);
+    return w.sessions.map((s) => (s.turns[0]!.media![0] as { image_url: { url: string } }).image_url.url);
+  };
+  for (const u of urls('jpeg')) {
+    assert.match(u, /^data:image\/jpeg;base64,/);
+    const b = Buffer.from(u.split(',')[1]!, 'base64');
+    assert.deepEqual([b[0], b[1]], [0xff, 0xd8]);
+  }
+  const kinds = new Set(urls('random').map((u) => u.slice(0, 15)));
+  assert.deepEqual([...kinds].sort(), ['data:image/jpeg', 'data:image/png;'], '20 draws use both');
+});

@@ -2,6 +2,7 @@ import { deflateSync } from 'node:zlib';
 import { TailgateError, createRng, type Rng } from '../core/index.js';
 import type { Workload } from './session.js';
 import type { MediaPart } from './content-parts.js';
+import { encodeJpeg } from './jpeg.js';
 
 /** AIPerf's synthetic image settings (`--image-*`); images are sent when both means are > 0. */
 export interface ImageOptions {
@@ -11,8 +12,8 @@ export interface ImageOptions {
   heightStddev: number;
   /** Images per turn (`--image-batch-size`, AIPerf's default 1). */
   batchSize: number;
-  /** `--image-format`: png only (jpeg and random are refused by the caller). */
-  format: 'png';
+  /** `--image-format`: png, jpeg, or random (each image png or jpeg, drawn). */
+  format: 'png' | 'jpeg' | 'random';
 }
 
 /** AIPerf's synthetic audio settings (`--audio-*`); audio is sent when the mean length is > 0. */
@@ -99,24 +100,34 @@ function fillNoise(rng: Rng, out: Uint8Array): void {
   }
 }
 
+/** Uniform random RGB pixels, `width * height * 3` bytes (AIPerf's `--image-source noise`). */
+export function noiseRgb(rng: Rng, width: number, height: number): Uint8Array {
+  const rgb = new Uint8Array(width * height * 3 + 3);
+  fillNoise(rng, rgb);
+  return rgb.subarray(0, width * height * 3);
+}
+
 /**
- * A PNG (8-bit RGB, no interlace) of uniform noise, as AIPerf's default `--image-source noise` makes
- * it: every row filter 0, the scanlines deflated by node:zlib.
+ * A PNG (8-bit RGB, no interlace) of the pixels: every row filter 0, the scanlines deflated by node:zlib.
  *
- * @example noisePng(createRng(1), 64, 48).subarray(1, 4).toString() // 'PNG'
+ * @example encodePng(noiseRgb(createRng(1), 64, 48), 64, 48).subarray(1, 4).toString() // 'PNG'
  */
-export function noisePng(rng: Rng, width: number, height: number): Buffer {
+export function encodePng(rgb: Uint8Array, width: number, height: number): Buffer {
   const row = width * 3 + 1;
-  const raw = new Uint8Array(row * height + 3);
-  fillNoise(rng, raw);
-  for (let y = 0; y < height; y++) raw[y * row] = 0;
+  const raw = new Uint8Array(row * height);
+  for (let y = 0; y < height; y++) raw.set(rgb.subarray(y * width * 3, (y + 1) * width * 3), y * row + 1);
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // colour type RGB
   const sig = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-  return Buffer.concat([sig, pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(raw.subarray(0, row * height))), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([sig, pngChunk('IHDR', ihdr), pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', Buffer.alloc(0))]);
+}
+
+/** A noise image as AIPerf's default source makes it, encoded as PNG. */
+export function noisePng(rng: Rng, width: number, height: number): Buffer {
+  return encodePng(noiseRgb(rng, width, height), width, height);
 }
 
 /**
@@ -165,8 +176,8 @@ export function checkMediaOptions(m: MediaOptions): void {
 
 /**
  * Gives every turn of a synthetic workload its images and audio, as AIPerf's synthetic composer
- * does per turn: `batchSize` images of a drawn width x height (noise, PNG, as a `data:image/png;base64,`
- * URL), then `batchSize` clips of a drawn length, sample rate and depth (WAV, base64 with its format).
+ * does per turn: `batchSize` images of a drawn width x height (noise, PNG or JPEG, as a `data:image/png;base64,`
+ * or `data:image/jpeg;base64,` URL), then `batchSize` clips of a drawn length, sample rate and depth (WAV, base64 with its format).
  * Drawn from their own stream of the seed, so adding media leaves the prompts unchanged.
  */
 export function attachMedia(workload: Workload, media: MediaOptions, seed: number): void {
@@ -180,7 +191,11 @@ export function attachMedia(workload: Workload, media: MediaOptions, seed: numbe
       for (let i = 0; img && i < img.batchSize; i++) {
         const w = positiveInt(rng, img.widthMean, img.widthStddev);
         const h = positiveInt(rng, img.heightMean, img.heightStddev);
-        parts.push({ type: 'image_url', image_url: { url: `data:image/png;base64,${noisePng(rng, w, h).toString('base64')}` } });
+        // AIPerf's random format: png or jpeg, drawn per image.
+        const format = img.format === 'random' ? (rng.int(0, 1) === 0 ? 'png' : 'jpeg') : img.format;
+        const pixels = noiseRgb(rng, w, h);
+        const bytes = format === 'png' ? encodePng(pixels, w, h) : encodeJpeg(pixels, w, h);
+        parts.push({ type: 'image_url', image_url: { url: `data:image/${format};base64,${bytes.toString('base64')}` } });
       }
       const au = media.audio;
       for (let i = 0; au && i < au.batchSize; i++) {
