@@ -130,7 +130,7 @@ export function foldAliases(table: OptionTable, raw: Record<string, unknown>, cm
       const v = out[aliasAttr(a)];
       delete out[aliasAttr(a)];
       if (v === undefined) continue;
-      if ((row.arg as string | undefined)?.includes('...')) out[key] = [...((out[key] as unknown[] | undefined) ?? []), ...(v as unknown[])];
+      if (row.arg?.includes('...')) out[key] = [...((out[key] as unknown[] | undefined) ?? []), ...(v as unknown[])];
       else if (out[key] === undefined || fromDefault) out[key] = v;
     }
   }
