@@ -18,19 +18,19 @@ test('bench: a refused AIPerf flag is exit 2 with one line; --allow-ignored-flag
   t.after(() => rm(dir, { recursive: true, force: true }));
   const base = ['bench', '-m', MODEL, '--tokenizer', 'builtin', '--url', fleet.workers[0]!.url, '--request-count', '3', '--isl', '8', '--osl', '2'];
 
-  const refused = await runCli([...base, '--image-batch-size', '2', '--artifact-dir', join(dir, 'refused')]);
+  const refused = await runCli([...base, '--video-batch-size', '2', '--artifact-dir', join(dir, 'refused')]);
   assert.equal(refused.code, 2);
   assert.deepEqual(refused.stderr.trim().split('\n'), [
-    "tailgate: --image-batch-size: in AIPerf: images per request; tailgate bench does not do this, so it refuses the run (--allow-ignored-flags runs without it and lists it in the exports)",
+    "tailgate: --video-batch-size: in AIPerf: videos per request; tailgate bench does not do this, so it refuses the run (--allow-ignored-flags runs without it and lists it in the exports)",
   ]);
   await assert.rejects(stat(join(dir, 'refused')), 'nothing ran, nothing was written');
 
   const out = join(dir, 'allowed');
-  const allowed = await runCli([...base, '--image-batch-size', '2', '--ui', 'none', '--allow-ignored-flags', '--log-level', 'ERROR', '--artifact-dir', out]);
+  const allowed = await runCli([...base, '--video-batch-size', '2', '--ui', 'none', '--allow-ignored-flags', '--log-level', 'ERROR', '--artifact-dir', out]);
   assert.equal(allowed.code, 0, allowed.stderr);
-  assert.match(allowed.stderr, /^tailgate: warning: --image-batch-size ignored \(--allow-ignored-flags\): in AIPerf: images per request; these results were measured without it$/m);
+  assert.match(allowed.stderr, /^tailgate: warning: --video-batch-size ignored \(--allow-ignored-flags\): in AIPerf: videos per request; these results were measured without it$/m);
   const doc = JSON.parse(await readFile(join(out, 'profile_export_aiperf.json'), 'utf8')) as Record<string, unknown>;
-  assert.deepEqual(doc['ignored_flags'], [{ flag: '--image-batch-size', value: '2', aiperf: 'images per request' }]);
+  assert.deepEqual(doc['ignored_flags'], [{ flag: '--video-batch-size', value: '2', aiperf: 'videos per request' }]);
   assert.deepEqual(doc['output_only_flags'], [{ flag: '--ui', value: 'none', aiperf: 'dashboard, simple or none progress display' }]);
   assert.deepEqual(doc['generator'], { name: 'tailgate', version: JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version });
   assert.equal(doc['aiperf_version'], null);
