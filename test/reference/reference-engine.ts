@@ -135,8 +135,7 @@ class KvCache {
  * Where these rules (the fast engine's too) are simpler than vLLM V1's scheduler
  * (vllm/v1/core/sched/scheduler.py, `schedule()`, read at commit 00024d3): V1 walks the running
  * requests once, each taking its decode token or its prefill chunk in turn (not decodes first);
- * a request that has to preempt itself ends V1's walk of the running requests (here the walk goes
- * on); V1 admits no waiting request in a step that preempted one; and a resumed request recomputes
+ * V1 admits no waiting request in a step that preempted one; and a resumed request recomputes
  * every token it had, the last output token included (here all but that one). docs/limits.md lists them.
  */
 export class ReferenceEngine {
