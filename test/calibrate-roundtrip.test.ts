@@ -27,93 +27,123 @@ const PICKED: EngineProfile = {
 
 /** Levels differ in lengths as well as load, so prefill and decode costs come apart. */
 const LEVELS = [
-  { concurrency: 2, requests: 14, warmup: 2, isl: 1024, osl: 24 },
+  { concurrency: 2, requests: 26, warmup: 2, isl: 1024, osl: 24 },
   { concurrency: 6, requests: 18, warmup: 6, isl: 128, osl: 24 },
   { concurrency: 16, requests: 40, warmup: 16, isl: 256, osl: 32 },
 ];
 /** Unmeasured levels of the middle level's workload (--predict runs the nearest level's lengths and request counts). */
 const UNSEEN = [
-  { concurrency: 5, requests: 18, warmup: 6, isl: 128, osl: 24 },
-  { concurrency: 9, requests: 18, warmup: 6, isl: 128, osl: 24 },
+  { concurrency: 5, requests: 36, warmup: 6, isl: 128, osl: 24 },
+  { concurrency: 9, requests: 36, warmup: 6, isl: 128, osl: 24 },
 ];
+/** Requests of each unseen level and of its prediction: a TTFT median over a few waves, not one (a step boundary moves one wave's). */
+const UNSEEN_REQUESTS = 36;
 
-/** Mean lateness of a 5 ms timer over ~0.5 s: how far this machine's clock-driven fleet will run behind its model. */
-async function timerLatenessMs(): Promise<number> {
-  let late = 0;
-  for (let i = 0; i < 80; i++) {
-    const t0 = performance.now();
-    await new Promise((r) => setTimeout(r, 5));
-    late += performance.now() - t0 - 5;
-  }
-  return late / 80;
+/** The fleet's own step counters (its /metrics): steps run, and the time they fell behind the profile on the real clock. */
+async function stepClock(url: string): Promise<{ steps: number; lateMs: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const read = (name: string): number => {
+    const m = new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(text);
+    assert.ok(m, `${name} missing from the fleet's /metrics`);
+    return Number(m[1]);
+  };
+  return { steps: read('tailgate_engine_steps_total'), lateMs: 1000 * read('tailgate_engine_late_seconds_total') };
 }
 
-/** Lateness beyond which the live fleet's steps run measurably longer than its profile says (a 20 ms step base). */
-const QUIET_ENOUGH_MS = 1.5;
-/** How far a level's live ITL may stray from the profile's before the fleet counts as not having kept its time. */
-const KEPT_TIME = 0.03;
+/** A level as the fleet ran it: its run directory, and how late (ms per step) the fleet's steps ran against the profile. */
+interface LiveLevel {
+  dir: string;
+  steps: number;
+  lateMs: number;
+}
 
-test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, calibrate recovers the profile and predicts 2 more', { timeout: 240_000 }, async (t) => {
-  // A step late by a millisecond in twenty is 5%: on a machine that busy the fleet is not the profile it was given.
-  const lateness = await timerLatenessMs();
-  if (lateness > QUIET_ENOUGH_MS) {
-    t.skip(`this machine's timers run ${lateness.toFixed(1)} ms late: a live fleet would not keep its profile's step times`);
-    return;
-  }
+/**
+ * How far a level's live ITL may stray from the simulator's on the profile as the fleet ran it (its
+ * steps' mean lateness added): lateness varies from step to step (7.7 ms a step at one level of one
+ * loaded run), and the mean over all steps stands for the decode steps the ITL sees.
+ */
+const KEPT_TIME = 0.05;
+/** Fit levels whose steps ran late by amounts further apart than this did not run one profile (5% of the picked step base). */
+const MAX_LATE_SPREAD_MS = 1;
+/** Times the fit levels are measured before the fit takes them as they are. */
+const FIT_ATTEMPTS = 3;
+
+test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, calibrate recovers the profile as the fleet ran it and predicts 2 more', { timeout: 420_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'tailgate-calibrate-'));
   const profileFile = join(dir, 'picked.yaml');
   writeFileSync(profileFile, formatProfileYaml(PICKED, 'picked by test/calibrate-roundtrip.test.ts', {}));
   const fleet = await startCli(['fleet', '--workers', '1', '--port', '0', '--no-prefix-caching', '--profile', profileFile]);
   const url = (JSON.parse(fleet.lines[0]!) as { url: string }).url;
-  const bench = async (l: (typeof LEVELS)[number]): Promise<string> => {
-    const out = join(dir, `c${l.concurrency}`);
-    const r = await runCli(['bench', '--url', url, '--model', 'Qwen/Qwen3-8B', '--streaming', '--server-metrics', '--num-dataset-entries', '200', '--concurrency', String(l.concurrency), '--request-count', String(l.requests), '--warmup-request-count', String(l.warmup), '--isl', String(l.isl), '--osl', String(l.osl), '--artifact-dir', out], { timeoutMs: 60_000 });
+  // A live fleet runs on the real clock: on a loaded machine its step timers fire late. The engine
+  // catches a late step up by the next one (up to a step); beyond that it runs a slower profile than
+  // the file says, and its own counters say by how much, level by level.
+  const bench = async (l: (typeof LEVELS)[number], attempt = 1): Promise<LiveLevel> => {
+    const out = join(dir, `c${l.concurrency}-${attempt}`);
+    const before = await stepClock(url);
+    const r = await runCli(['bench', '--url', url, '--model', 'Qwen/Qwen3-8B', '--streaming', '--server-metrics', '--num-dataset-entries', '200', '--concurrency', String(l.concurrency), '--request-count', String(l.requests), '--warmup-request-count', String(l.warmup), '--isl', String(l.isl), '--osl', String(l.osl), '--artifact-dir', out], { timeoutMs: 90_000 });
     assert.equal(r.code, 0, r.stderr);
-    return out;
+    const after = await stepClock(url);
+    const steps = after.steps - before.steps;
+    return { dir: out, steps, lateMs: (after.lateMs - before.lateMs) / steps };
   };
-  let runs: string[];
-  let unseen: string[];
+  let runs: LiveLevel[] = [];
+  const unseen: LiveLevel[] = [];
   try {
-    runs = [];
-    for (const l of LEVELS) runs.push(await bench(l));
-    unseen = [];
+    // The fit levels must have run one profile: another process's burst late in one level and not the
+    // others would make the fleet two profiles at once. They are measured again (a bounded number of times).
+    for (let attempt = 1; attempt <= FIT_ATTEMPTS; attempt++) {
+      runs = [];
+      for (const l of LEVELS) runs.push(await bench(l, attempt));
+      const late = runs.map((l) => l.lateMs);
+      if (Math.max(...late) - Math.min(...late) <= MAX_LATE_SPREAD_MS) break;
+      process.stderr.write(`fit levels' steps ran ${late.map((v) => v.toFixed(2)).join(', ')} ms late: not one profile${attempt < FIT_ATTEMPTS ? '; measuring them again' : ''}\n`);
+    }
     for (const l of UNSEEN) unseen.push(await bench(l));
   } finally {
     await fleet.stop();
   }
-  // The fleet must have run as its profile says: each level's ITL as the simulator gives it on the
-  // picked profile. Another process's load stretches a live fleet's steps (27 ms for 20 in one run).
-  for (const run of [...runs, ...unseen]) {
-    const level = readRun(run);
-    const ideal = predictLevel(simLevelOf(level), PICKED).itlMeanMs;
-    if (Math.abs(level.measured.itlMeanMs / ideal - 1) > KEPT_TIME) {
-      t.skip(`the fleet did not keep its profile's time at ${level.label} (ITL ${level.measured.itlMeanMs.toFixed(1)} ms, ${ideal.toFixed(1)} on the profile): this machine is too busy for a live recovery test`);
-      return;
-    }
+  const asRun = (lateMs: number): EngineProfile => ({ ...PICKED, stepBaseMs: PICKED.stepBaseMs + lateMs });
+  const lateness = [...runs, ...unseen].map((l) => `${readRun(l.dir).label} ${l.lateMs.toFixed(2)} ms`).join(', ');
+  process.stderr.write(`fleet steps late per step: ${lateness}\n`);
+  // The fleet ran as its counters say: each level's live ITL is the simulator's on the picked profile with that level's lateness.
+  for (const l of [...runs, ...unseen]) {
+    const level = readRun(l.dir);
+    const ideal = predictLevel(simLevelOf(level), asRun(l.lateMs)).itlMeanMs;
+    assert.ok(Math.abs(level.measured.itlMeanMs / ideal - 1) <= KEPT_TIME, `${level.label}: live ITL ${level.measured.itlMeanMs.toFixed(2)} ms, ${ideal.toFixed(2)} on the profile as run (steps ${l.lateMs.toFixed(2)} ms late)`);
   }
   const fitted = join(dir, 'fitted.yaml');
   const report = join(dir, 'fit.json');
-  const r = await runCli(['calibrate', ...runs, '--base', 'small', '-o', fitted, '--json', report, '--html', join(dir, 'fit.html'), '--predict', `concurrency=${UNSEEN.map((l) => l.concurrency).join(',')}`], { timeoutMs: 60_000 });
+  const r = await runCli(['calibrate', ...runs.map((l) => l.dir), '--base', 'small', '-o', fitted, '--json', report, '--html', join(dir, 'fit.html'), '--predict', `concurrency=${UNSEEN.map((l) => l.concurrency).join(',')}`, '--request-count', String(UNSEEN_REQUESTS)], { timeoutMs: 90_000 });
   assert.equal(r.code, 0, r.stderr);
   process.stderr.write(r.stderr);
   const profile = parseProfile(readFileSync(fitted, 'utf8'), fitted);
+  // What the fit levels ran: the picked profile, its step base late by their steps' mean lateness.
+  const fitLate = runs.reduce((s, l) => s + l.lateMs * l.steps, 0) / runs.reduce((s, l) => s + l.steps, 0);
+  const ran = asRun(fitLate);
   for (const field of ['stepBaseMs', 'prefillMsPerToken', 'decodeMsPerToken', 'maxNumSeqs'] as const) {
-    const err = Math.abs(profile[field] / PICKED[field] - 1);
-    assert.ok(err <= 0.05, `${field}: fitted ${profile[field]}, picked ${PICKED[field]} (${(100 * err).toFixed(1)}% off)`);
+    const err = Math.abs(profile[field] / ran[field] - 1);
+    assert.ok(err <= 0.05, `${field}: fitted ${profile[field]}, ran ${ran[field]} (picked ${PICKED[field]}; ${(100 * err).toFixed(1)}% off; steps late: ${lateness})`);
   }
   // The frontend time shows only through the TTFT of waves queueing at the frontend, which a loaded
   // machine's clock blurs (docs/calibrate.md): the picked value must lie inside the fitted interval.
   const fit = JSON.parse(readFileSync(report, 'utf8')) as { parameters: { name: string; low: number; high: number | null }[] };
   const frontend = fit.parameters.find((p) => p.name === 'frontendOverheadMs')!;
   assert.ok(frontend.low <= PICKED.frontendOverheadMs && PICKED.frontendOverheadMs <= (frontend.high ?? Number.POSITIVE_INFINITY), `frontendOverheadMs: picked ${PICKED.frontendOverheadMs}, fitted ${profile.frontendOverheadMs} [${frontend.low}, ${frontend.high}]`);
-  const predictions = JSON.parse(r.stdout) as { concurrency: number; output_token_throughput: { avg: number }; inter_token_latency: { p50: number }; time_to_first_token: { p50: number } }[];
+  type Row = { concurrency: number; output_token_throughput: { avg: number }; inter_token_latency: { p50: number }; time_to_first_token: { p50: number } };
+  const predictions = JSON.parse(r.stdout) as Row[];
   assert.deepEqual(predictions.map((p) => p.concurrency), UNSEEN.map((l) => l.concurrency));
   predictions.forEach((p, i) => {
-    const live = JSON.parse(readFileSync(join(unseen[i]!, 'profile_export_aiperf.json'), 'utf8')) as Record<string, Record<string, number>>;
-    const within = (name: string, got: number, want: number, share: number): void => assert.ok(Math.abs(got / want - 1) <= share, `c=${p.concurrency} ${name}: predicted ${got.toFixed(2)}, live ${want.toFixed(2)}`);
-    within('output tok/s', p.output_token_throughput.avg, live['output_token_throughput']!['avg']!, 0.05);
-    within('ITL p50', p.inter_token_latency.p50, live['inter_token_latency']!['p50']!, 0.05);
-    within('TTFT p50', p.time_to_first_token.p50, live['time_to_first_token']!['p50']!, 0.15);
+    const live = readRun(unseen[i]!.dir);
+    // --predict runs the fitted profile, whose base carries the fit levels' lateness; this level ran late by its own.
+    const row = predictLevel(simLevelOf(live), { ...profile, stepBaseMs: profile.stepBaseMs + unseen[i]!.lateMs - fitLate });
+    // What the simulator gives on the picked profile as this level ran: the model's own error, beside the fit's.
+    const truth = predictLevel(simLevelOf(live), asRun(unseen[i]!.lateMs));
+    const same = predictLevel(simLevelOf(live), profile);
+    assert.ok(Math.abs(p.output_token_throughput.avg / same.outputTokPerS - 1) < 0.01, `c=${p.concurrency}: --predict ran the fitted profile at the level's workload (${p.output_token_throughput.avg} against ${same.outputTokPerS})`);
+    const within = (name: string, got: number, want: number, share: number): void => assert.ok(Math.abs(got / want - 1) <= share, `c=${p.concurrency} ${name}: predicted ${got.toFixed(2)}, live ${want.toFixed(2)} (TTFT p50 on the picked profile as run ${truth.ttftP50Ms.toFixed(1)}; steps late: ${lateness})`);
+    within('output tok/s', row.outputTokPerS, live.measured.outputTokPerS, 0.05);
+    within('ITL p50', row.itlP50Ms, live.measured.itlP50Ms, 0.05);
+    within('TTFT p50', row.ttftP50Ms, live.measured.ttftP50Ms, 0.15);
   });
   const json = JSON.parse(readFileSync(report, 'utf8')) as { levels: unknown[]; leave_one_out_error: Record<string, number> | null };
   assert.equal(json.levels.length, 3);

@@ -12,6 +12,7 @@ export class EngineCounters {
   preemptionsTotal = 0;
   stepsTotal = 0;
   busyMsTotal = 0;
+  lateMsTotal = 0;
 
   /** The totals with the engine's present state. */
   stats(running: number, waiting: number, kvUsage: number): EngineStats {
@@ -29,6 +30,7 @@ export class EngineCounters {
       preemptionsTotal: this.preemptionsTotal,
       stepsTotal: this.stepsTotal,
       busyMsTotal: this.busyMsTotal,
+      lateMsTotal: this.lateMsTotal,
     };
   }
 }

@@ -86,6 +86,8 @@ export interface EngineStats {
   stepsTotal: number;
   /** Time spent inside steps (a stand-in for GPU utilisation). */
   busyMsTotal: number;
+  /** Time steps fell behind the profile on a real clock: a late timer is caught up by the next step, up to one step; what is not, is counted here. */
+  lateMsTotal: number;
 }
 
 export interface EngineFault {

@@ -62,6 +62,10 @@ export class Engine {
   #stalled = false;
   #slowFactor = 1;
   #stepPrefill = 0;
+  #stepPlannedMs = 0;
+  /** When the last step was planned to end, and whether the step being started follows it at once. */
+  #stepEndPlannedMs = 0;
+  #backToBack = false;
   #stepStartMs = 0;
   // Preempted requests waiting to run again that have had tokens, and a time none of them had its
   // last token before (a bound, kept until there are none): see `oldestTokenMs`.
@@ -513,9 +517,19 @@ export class Engine {
     const p = this.profile;
     const durationMs = (p.stepBaseMs + p.prefillMsPerToken * prefill + p.decodeMsPerToken * decode) * this.#slowFactor;
     this.#stepPrefill = prefill;
-    this.#stepStartMs = this.#clock.now();
+    const now = this.#clock.now();
+    // A step that follows another at once starts where that one was planned to end: a real clock's
+    // late timer (a loaded host) is caught up, by at most one step, so a live engine keeps its
+    // profile's cadence. On the virtual clock timers are never late and this is `now`.
+    const late = this.#backToBack ? now - this.#stepEndPlannedMs : 0;
+    const caughtUp = late > 0 && late <= this.#stepPlannedMs;
+    if (late > 0 && !caughtUp) this.#n.lateMsTotal += late;
+    this.#stepStartMs = caughtUp ? this.#stepEndPlannedMs : now;
+    this.#backToBack = false;
+    this.#stepPlannedMs = durationMs;
+    this.#stepEndPlannedMs = this.#stepStartMs + durationMs;
     this.#inStep = true;
-    this.#clock.setTimer(this.#stepStartMs + durationMs, this.#onStepDue);
+    this.#clock.setTimer(this.#stepEndPlannedMs, this.#onStepDue);
   }
 
   /** Hands one step's sink tokens to their sinks: the cohort's as one count per sink, then the others. */
@@ -651,6 +665,10 @@ export class Engine {
     this.#onStepEnd?.(now);
     this.#kv.sink?.stepEnd(now);
     // The next step starts at once (vLLM's busy loop), not after another timer.
-    if (!this.#timer && !this.#inStep) this.#startStep();
+    if (!this.#timer && !this.#inStep) {
+      this.#backToBack = true;
+      this.#startStep();
+      this.#backToBack = false;
+    }
   }
 }

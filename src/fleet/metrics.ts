@@ -87,9 +87,13 @@ export class WorkerMetrics {
     this.#histogram(out, 'vllm:request_queue_time_seconds', 'Histogram of time spent in WAITING phase for request.', this.queue);
     this.#histogram(out, 'vllm:request_prefill_time_seconds', 'Histogram of time spent in PREFILL phase for request.', this.prefill);
     this.#histogram(out, 'vllm:request_decode_time_seconds', 'Histogram of time spent in DECODE phase for request.', this.decode);
-    // Not a vLLM family: time the engine spent in steps, the simulator's stand-in for GPU busy time.
+    // Not vLLM families: time the engine spent in steps (the simulator's stand-in for GPU busy time),
+    // their count, and the time they fell behind the profile on the real clock (late timers not caught up).
+    const own = (name: string, help: string, v: number): string => `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name}{${L}} ${formatPromFloat(v)}\n`;
     out.push(
-      `# HELP tailgate_engine_busy_seconds_total Time the simulated engine spent executing steps.\n# TYPE tailgate_engine_busy_seconds_total counter\ntailgate_engine_busy_seconds_total{${L}} ${formatPromFloat(s.busyMsTotal / 1000)}\n`,
+      own('tailgate_engine_busy_seconds_total', 'Time the simulated engine spent executing steps.', s.busyMsTotal / 1000),
+      own('tailgate_engine_late_seconds_total', 'Time the steps fell behind the engine profile on the real clock (a late timer not caught up by the next step).', s.lateMsTotal / 1000),
+      own('tailgate_engine_steps_total', 'Steps the simulated engine executed.', s.stepsTotal),
     );
     if (this.#http.size > 0) {
       const help = 'Total number of requests by method, status and handler.';
