@@ -7,4 +7,4 @@ export { levelScenario, predictLevel, simLevelOf } from './predict.js';
 export type { FitOptions, FitResult, FittedName, FittedParam } from './fit.js';
 export { checkLevels, fitProfile } from './fit.js';
 export type { CalibrationReport, LevelComparison, PredictLoad, PredictOptions } from './report.js';
-export { COMPARED, calibrate, calibrationJson, calibrationReportDoc, formatCalibration, predictAt } from './report.js';
+export { COMPARED, calibrate, calibrationJson, calibrationReportDoc, formatCalibration, predictAt, predictLoads } from './report.js';

@@ -80,11 +80,13 @@ export interface PredictOptions {
 export type PredictLoad = SimLevel['load'];
 
 /**
- * Predicted AIPerf figures at other loads of the measured workload (the lengths and request
- * counts of the level nearest in load), each row keyed by AIPerf's metric names, with the
- * leave-one-out error.
+ * Predicted figures at other loads of the measured workload on `profile`: each load simulated at the
+ * lengths and request counts of the measured level nearest in load (of the same kind where there is one).
+ *
+ * @example
+ * predictLoads([{ kind: 'closed', concurrency: 64 }], levels, fit.profile)[0]!.figures.outputTokPerS;
  */
-export function predictAt(loads: readonly PredictLoad[], levels: readonly Level[], report: CalibrationReport, opts: PredictOptions = {}): Record<string, unknown>[] {
+export function predictLoads(loads: readonly PredictLoad[], levels: readonly Level[], profile: EngineProfile, opts: PredictOptions = {}): { near: Level; sim: SimLevel; figures: LevelFigures }[] {
   const seed = opts.seed ?? CALIBRATE_DEFAULTS.seed;
   return loads.map((load) => {
     const x = load.kind === 'closed' ? load.concurrency : load.ratePerS;
@@ -93,21 +95,28 @@ export function predictAt(loads: readonly PredictLoad[], levels: readonly Level[
     const from = simLevelOf(near);
     const inFlight = load.kind === 'closed' ? load.concurrency : Math.max(1, Math.ceil((from.inFlight * load.ratePerS) / loadOf(near)));
     const sim = { ...from, load, inFlight, requestCount: opts.requestCount ?? near.requestCount, warmupRequestCount: opts.warmupRequestCount ?? near.warmupRequestCount };
-    const f = predictLevel(sim, report.fit.profile, seed);
-    return {
-      ...(load.kind === 'closed' ? { concurrency: load.concurrency } : { request_rate: load.ratePerS }),
-      request_count: sim.requestCount,
-      warmup_request_count: sim.warmupRequestCount,
-      input_sequence_length: near.inputTokens,
-      output_sequence_length: near.outputTokens,
-      output_token_throughput: { unit: 'tokens/sec', avg: f.outputTokPerS },
-      request_throughput: { unit: 'requests/sec', avg: f.requestsPerS },
-      time_to_first_token: { unit: 'ms', avg: f.ttftMeanMs, p50: f.ttftP50Ms, p99: f.ttftP99Ms },
-      inter_token_latency: { unit: 'ms', p50: f.itlP50Ms, avg: f.itlMeanMs },
-      request_latency: { unit: 'ms', p50: f.latencyP50Ms },
-      leave_one_out_error: report.leaveOneOutError,
-    };
+    return { near, sim, figures: predictLevel(sim, profile, seed) };
   });
+}
+
+/**
+ * Predicted AIPerf figures at other loads of the measured workload (the lengths and request counts
+ * of the level nearest in load), each row keyed by AIPerf's metric names, with the leave-one-out error.
+ */
+export function predictAt(loads: readonly PredictLoad[], levels: readonly Level[], report: CalibrationReport, opts: PredictOptions = {}): Record<string, unknown>[] {
+  return predictLoads(loads, levels, report.fit.profile, opts).map(({ near, sim, figures: f }) => ({
+    ...(sim.load.kind === 'closed' ? { concurrency: sim.load.concurrency } : { request_rate: sim.load.ratePerS }),
+    request_count: sim.requestCount,
+    warmup_request_count: sim.warmupRequestCount,
+    input_sequence_length: near.inputTokens,
+    output_sequence_length: near.outputTokens,
+    output_token_throughput: { unit: 'tokens/sec', avg: f.outputTokPerS },
+    request_throughput: { unit: 'requests/sec', avg: f.requestsPerS },
+    time_to_first_token: { unit: 'ms', avg: f.ttftMeanMs, p50: f.ttftP50Ms, p99: f.ttftP99Ms },
+    inter_token_latency: { unit: 'ms', p50: f.itlP50Ms, avg: f.itlMeanMs },
+    request_latency: { unit: 'ms', p50: f.latencyP50Ms },
+    leave_one_out_error: report.leaveOneOutError,
+  }));
 }
 
 const loadOf = (l: Level): number => (l.load.kind === 'closed' ? l.load.concurrency : l.load.ratePerS);

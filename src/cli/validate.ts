@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import type { ValidateInput, VALIDATE_DEFAULTS } from '../validate/index.js';
+import type { SweepExtender, ValidateInput, VALIDATE_DEFAULTS } from '../validate/index.js';
 import type { COMPARE_DEFAULTS } from '../compare/index.js';
 import { choiceArg, collect, durationArg, durationText, intArg, levelArg, numberArg } from './args.js';
 import { addOptionsWhenRun, givenFlags, libraryOptions, rowsFor, type FlagsOf } from './option-table.js';
@@ -62,6 +62,8 @@ export function validateFlags(D: typeof VALIDATE_DEFAULTS, C: typeof COMPARE_DEF
     searchRange: row({ arg: '<lo:hi>', help: 'concurrency per GPU to search, e.g. 16:512', parse: rangeArg, lib: 'searchRange' }),
     searchStep: row({ arg: '<n>', help: 'resolution of the search, concurrency per GPU', parse: intArg(1), defaultNote: String(D.searchStep), lib: 'searchStep' }),
     sweep: row({ arg: '<levels>', help: 'concurrency levels per GPU, e.g. 16,32,64,128,256,512: one run each, knee and recommended point', parse: sweepArg, lib: 'sweep' }),
+    predictBeyond: row({ arg: '<levels>', help: "concurrency levels per GPU the sweep does not run, e.g. 1024,2048: predicted by an engine model calibrated on the sweep's levels (labelled predicted, never gated), with the knee over both", parse: sweepArg, lib: 'predictBeyond' }),
+    predictProfile: row<string>({ arg: '<name|file>', help: 'run the --predict-beyond levels on this engine profile (a built-in name or a tailgate calibrate file) instead of calibrating one from the sweep', lib: 'predictProfile' }),
     endpointType: row<'chat' | 'completions'>({ arg: '<type>', help: 'chat or completions', parse: choiceArg(['chat', 'completions'] as const), defaultNote: D.endpointType, lib: 'endpointType' }),
     streaming: row<boolean>({ help: 'stream responses; --no-streaming: do not (TTFT is then the whole response)', negatable: true, defaultNote: 'on', lib: 'streaming' }),
     syntheticInputTokensMean: row({ arg: '<n>', aliases: ['--isl', '--prompt-input-tokens-mean'], help: 'prompt length in tokens', parse: intArg(1), defaultNote: String(D.inputTokensMean), lib: 'syntheticInputTokensMean' }),
@@ -95,6 +97,35 @@ export type ValidateFlags = FlagsOf<ReturnType<typeof validateFlags>>;
 /** The `ValidateInput` fields set by the flags given on the command line (not by defaults: a recipe keeps its values). */
 export function givenInput(table: ReturnType<typeof validateFlags>, cmd: Command): ValidateInput {
   return libraryOptions<ValidateInput>(table, givenFlags(table, cmd));
+}
+
+/**
+ * `--predict-beyond`: the sweep's run folders read as calibrate levels, an engine profile (the one
+ * given, else fitted to them from the default H100 profile's scheduler limits), then each asked
+ * level simulated at the sweep's lengths with the request counts validate would run it at.
+ */
+function sweepExtender(profileArg: string | undefined): SweepExtender {
+  return async (dirs, asked, gpus) => {
+    const c = await import('../calibrate/index.js');
+    const levels = dirs.map((d) => c.readRun(d));
+    let profile;
+    let source: string;
+    const notes: string[] = [];
+    if (profileArg !== undefined) {
+      profile = c.resolveProfile(profileArg);
+      source = `profile ${profileArg}`;
+    } else {
+      const fit = c.fitProfile(levels, { base: c.resolveProfile('h100-qwen3-8b'), noIntervals: true });
+      profile = fit.profile;
+      source = `engine model calibrated on ${levels.map((l) => l.label).join(', ')}`;
+      notes.push(...fit.warnings);
+    }
+    const points = asked.map((a) => {
+      const [r] = c.predictLoads([{ kind: 'closed', concurrency: a.concurrencyPerGpu * gpus }], levels, profile, { requestCount: a.requestCount, warmupRequestCount: a.warmupRequestCount });
+      return { concurrencyPerGpu: a.concurrencyPerGpu, throughputPerGpu: r!.figures.outputTokPerS / gpus, ttftP99Ms: r!.figures.ttftP99Ms ?? Number.NaN };
+    });
+    return { source, points, notes };
+  };
 }
 
 /** `--wait-ready`: waits for the Service's ready endpoints; they become the worker URLs unless some were given. */
@@ -144,7 +175,7 @@ export function registerValidate(program: Command): void {
       // Bad input fails before the wait, not after it.
       if (waitReady !== undefined) (await import('../validate/index.js')).resolveValidateOptions(input);
       if (waitReady !== undefined) await waitForService(waitReady, input, D.gpus, stop.signal);
-      const r = await runValidate({ ...input, onEvent: (line) => process.stderr.write(`${line}\n`), signal: stop.signal });
+      const r = await runValidate({ ...input, onEvent: (line) => process.stderr.write(`${line}\n`), signal: stop.signal, extendSweep: sweepExtender(input.predictProfile) });
       process.stdout.write(r.summaryText);
       process.exitCode = r.exitCode;
     } finally {

@@ -11,7 +11,7 @@ export type { TrialOutcome, HostSample } from './trial.js';
 export { runTrial } from './trial.js';
 export type { TrialReportInput } from './report-sections.js';
 export { trialReportSections } from './report-sections.js';
-export type { ValidateResult, SummaryInput, SweepOutcome, SweepPointOutcome, Verdict } from './outcome.js';
+export type { PredictedLevel, PredictedPoint, PredictedSweep, ValidateResult, SummaryInput, SweepExtender, SweepExtension, SweepOutcome, SweepPointOutcome, Verdict } from './outcome.js';
 export { VERDICT_SCHEMA_VERSION, TAILGATE_VERSION, verdictJson } from './verdict-doc.js';
 export type { JunitSuitesInput } from './junit-suites.js';
 export { junitSuites } from './junit-suites.js';

@@ -62,6 +62,10 @@ export interface ValidateInput {
   searchRange?: string;
   /** Resolution of the search, concurrency per GPU. */
   searchStep?: number;
+  /** Concurrency levels per GPU past the sweep to predict with an engine model (labelled predicted, never gated). */
+  predictBeyond?: number[];
+  /** The engine profile (a built-in name or a `tailgate calibrate` file) the prediction runs; default: calibrated from the sweep's levels. */
+  predictProfile?: string;
 }
 
 /** Every field of {@link ValidateInput}, in help order (the recipe accepts exactly these, kebab-case). */
@@ -72,6 +76,7 @@ export const INPUT_FIELDS = [
   'syntheticInputTokensStddev', 'outputTokensMean', 'outputTokensStddev', 'requestCount', 'warmupRequestCount',
   'randomSeed', 'numDatasetEntries', 'requestTimeoutSeconds', 'extraInputs', 'header', 'apiKey', 'gpuMetrics', 'gpuMap',
   'failOnWarning', 'maxTrials', 'targetCiWidth', 'confidenceLevel', 'search', 'searchRange', 'searchStep',
+  'predictBeyond', 'predictProfile',
 ] as const satisfies readonly (keyof ValidateInput)[];
 
 /** `concurrencyPerGpu` -> `concurrency-per-gpu` (the recipe key and the flag name). */

@@ -60,6 +60,10 @@ export interface ResolvedValidateOptions {
   gpuMap: GpuMapEntry[];
   /** Worker warnings fail the verdict. */
   failOnWarning: boolean;
+  /** Levels per GPU past the sweep to predict (`--predict-beyond`); empty when not asked. */
+  predictBeyond: number[];
+  /** The profile the prediction runs (`--predict-profile`); null: calibrated from the sweep's levels. */
+  predictProfile: string | null;
 }
 
 /** Defaults; token lengths, seed and dataset size follow the reference recipe (docs/reference.md#the-seed). */
@@ -194,6 +198,11 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
   const sweep = input.sweep ?? [];
   if (sweep.some((c) => !Number.isInteger(c) || c < 1)) throw bad('--sweep levels must be integers >= 1');
   const concurrencyPerGpu = input.concurrencyPerGpu ?? VALIDATE_DEFAULTS.concurrencyPerGpu;
+  const predictBeyond = [...new Set(input.predictBeyond ?? [])].sort((a, b) => a - b);
+  if (predictBeyond.some((c) => !Number.isInteger(c) || c < 1)) throw bad('--predict-beyond levels must be integers >= 1');
+  if ((predictBeyond.length > 0 || input.predictProfile !== undefined) && sweep.length < 2) throw bad('--predict-beyond and --predict-profile extend a --sweep of two levels or more');
+  if (input.predictProfile !== undefined && predictBeyond.length === 0) throw bad('--predict-profile needs --predict-beyond (the levels to predict)');
+  if (predictBeyond.some((c) => sweep.includes(c))) throw bad(`--predict-beyond ${predictBeyond.filter((c) => sweep.includes(c)).join(',')}: measured by the sweep already; predict levels it does not run`);
 
   return {
     url,
@@ -234,6 +243,8 @@ export function resolveValidateOptions(input: ValidateInput): ResolvedValidateOp
     gpuMetricsUrls: (input.gpuMetrics ?? []).map(gpuMetricsUrl),
     gpuMap: parseGpuMap(input.gpuMap ?? []),
     failOnWarning: input.failOnWarning ?? false,
+    predictBeyond,
+    predictProfile: input.predictProfile ?? null,
   };
 }
 

@@ -25,6 +25,49 @@ export interface SweepOutcome {
   knee: KneeResult;
   kneeConcurrencyPerGpu: number | null;
   recommendedConcurrencyPerGpu: number | null;
+  /** The curve extended past the levels measured by an engine model (`--predict-beyond`); absent when not asked. */
+  predicted?: PredictedSweep;
+}
+
+/** One level no trial ran: the engine model's figures, never measured and never gated. */
+export interface PredictedPoint {
+  concurrencyPerGpu: number;
+  concurrency: number;
+  throughputPerGpu: number;
+  ttftP99Ms: number;
+}
+
+/** The sweep extended by a model (`--predict-beyond`): every figure here is predicted, labelled so, and judges nothing. */
+export interface PredictedSweep {
+  /** Where the model came from: `calibrated from sweep-16, sweep-32` or `profile mine.yaml`. */
+  source: string;
+  points: PredictedPoint[];
+  /** The knee over the measured and the predicted levels together. */
+  knee: KneeResult | null;
+  kneeConcurrencyPerGpu: number | null;
+  recommendedConcurrencyPerGpu: number | null;
+  /** What the model could not pin down, or why no prediction was made. */
+  notes: string[];
+}
+
+/** What a sweep extender returns: predicted figures per level (per GPU), with where the model came from. */
+export interface SweepExtension {
+  source: string;
+  points: { concurrencyPerGpu: number; throughputPerGpu: number; ttftP99Ms: number }[];
+  notes: string[];
+}
+
+/**
+ * Predicts levels no trial ran from the sweep's own run folders (one per measured level); supplied
+ * by the caller (the CLI calibrates an engine model from them), so validate/ needs no simulator.
+ */
+export type SweepExtender = (runDirs: readonly string[], levels: readonly PredictedLevel[], gpus: number) => Promise<SweepExtension>;
+
+/** A level to predict, with the request counts validate would run it at. */
+export interface PredictedLevel {
+  concurrencyPerGpu: number;
+  requestCount: number;
+  warmupRequestCount: number;
 }
 
 /** What `runValidate` found; the same facts as `verdict.json`. */

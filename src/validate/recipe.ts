@@ -80,6 +80,16 @@ const RECIPE_SHAPE = {
   search: z.enum(['max-concurrency']),
   searchRange: z.string().regex(/^\s*\d+\s*:\s*\d+\s*$/, 'expected lo:hi, e.g. 16:512'),
   searchStep: int(1),
+  predictBeyond: z.union([z.array(int(1)).min(1), z.string()]).transform((v, ctx) => {
+    if (Array.isArray(v)) return v;
+    try {
+      return parseSweep(v);
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: (e as Error).message });
+      return z.NEVER;
+    }
+  }),
+  predictProfile: z.string().min(1),
 } satisfies Record<(typeof INPUT_FIELDS)[number], z.ZodType>;
 
 const RECIPE = z.strictObject(Object.fromEntries(INPUT_FIELDS.map((f) => [kebab(f), RECIPE_SHAPE[f].optional()])) as Record<string, z.ZodType>);

@@ -18,9 +18,14 @@ function sweepSection(s: SummaryInput): ReportSection | null {
   const markers: { x: number; label: string }[] = [];
   if (sw.kneeConcurrencyPerGpu !== null) markers.push({ x: sw.kneeConcurrencyPerGpu, label: 'knee' });
   if (sw.recommendedConcurrencyPerGpu !== null) markers.push({ x: sw.recommendedConcurrencyPerGpu, label: 'recommended' });
+  const pr = sw.predicted;
+  if (pr?.kneeConcurrencyPerGpu != null && pr.kneeConcurrencyPerGpu !== sw.kneeConcurrencyPerGpu) markers.push({ x: pr.kneeConcurrencyPerGpu, label: 'predicted knee' });
+  // Predicted levels are their own series, never joined to the measured line.
+  const predicted = (of: (p: { throughputPerGpu: number; ttftP99Ms: number }) => number): { name: string; points: [number, number][] }[] =>
+    pr && pr.points.length > 0 ? [{ name: `predicted (${pr.source})`, points: pr.points.map((p): [number, number] => [p.concurrencyPerGpu, of(p)]) }] : [];
   return {
     title: 'Concurrency sweep',
-    text: sw.knee.explanation,
+    text: pr ? `${sw.knee.explanation}\n\nPredicted beyond the sweep (${pr.source}; not measured, not gated): ${pr.knee ? pr.knee.explanation : 'none'}${pr.notes.length > 0 ? ` Notes: ${pr.notes.join(' ')}` : ''}` : sw.knee.explanation,
     table: {
       columns: ['per GPU', 'total', 'output tok/s', 'tok/s per GPU', 'TTFT p99 ms', 'shape', 'verdict'],
       rows: sw.points.map((p) => [p.concurrencyPerGpu, p.concurrency, int(p.throughput), int(p.throughputPerGpu), int(p.ttftP99Ms), p.shape, p.verdict]),
@@ -32,7 +37,7 @@ function sweepSection(s: SummaryInput): ReportSection | null {
         xLabel: 'concurrency per GPU',
         yLabel: 'tokens/s per GPU',
         kind: 'line',
-        series: [{ name: 'tok/s per GPU', points: sw.points.map((p) => [p.concurrencyPerGpu, p.throughputPerGpu]) }],
+        series: [{ name: 'tok/s per GPU', points: sw.points.map((p) => [p.concurrencyPerGpu, p.throughputPerGpu]) }, ...predicted((p) => p.throughputPerGpu)],
         markers,
       },
       {
@@ -41,7 +46,7 @@ function sweepSection(s: SummaryInput): ReportSection | null {
         xLabel: 'concurrency per GPU',
         yLabel: 'ms',
         kind: 'line',
-        series: [{ name: 'TTFT p99', points: sw.points.map((p) => [p.concurrencyPerGpu, p.ttftP99Ms]) }],
+        series: [{ name: 'TTFT p99', points: sw.points.map((p) => [p.concurrencyPerGpu, p.ttftP99Ms]) }, ...predicted((p) => p.ttftP99Ms)],
         markers,
       },
     ],

@@ -4,8 +4,8 @@ import { writeBenchArtifacts } from '../bench/index.js';
 import { aggregateTrials, findKnee, metricValue, type TrialsAggregate } from '../gate/index.js';
 import { junitXml, renderHtmlReport } from '../report/index.js';
 import type { ValidateInput } from './input.js';
-import { VALIDATE_DEFAULTS, resolveValidateOptions, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
-import type { SummaryInput, SweepOutcome, ValidateResult, Verdict } from './outcome.js';
+import { VALIDATE_DEFAULTS, requestCountFor, resolveValidateOptions, warmupCountFor, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
+import type { PredictedSweep, SummaryInput, SweepExtender, SweepOutcome, ValidateResult, Verdict } from './outcome.js';
 import { serveProbe, waitForWorkers, type Readiness } from './readiness.js';
 import { validateReportDoc } from './report-doc.js';
 import { consoleSummary, summaryMarkdown } from './summary-text.js';
@@ -22,6 +22,8 @@ export interface ValidateOptions extends ValidateInput {
   onEvent?: ValidateEvent;
   /** Stops the run; what was measured is still judged and written. */
   signal?: AbortSignal;
+  /** Predicts `--predict-beyond` levels from the sweep's run folders (the CLI calibrates an engine model). */
+  extendSweep?: SweepExtender;
 }
 
 function reasonFor(verdict: Verdict, trials: readonly TrialOutcome[], o: ResolvedValidateOptions, agg: TrialsAggregate | null, interrupted: boolean, readiness: Readiness): string {
@@ -70,6 +72,27 @@ function sweepOutcome(o: ResolvedValidateOptions, trials: readonly TrialOutcome[
     ceiling ? { ttftCeilingMs: ceiling.threshold } : {},
   );
   return { points, knee, kneeConcurrencyPerGpu: knee.kneeConcurrency, recommendedConcurrencyPerGpu: knee.recommendedConcurrency };
+}
+
+/**
+ * The sweep extended past its levels by `extend` (`--predict-beyond`): the predicted points, and the
+ * knee and recommendation over measured and predicted levels together. A model that cannot be had
+ * (levels that do not fit) is a note, not a failure: predictions never judge the run.
+ */
+async function predictedSweep(o: ResolvedValidateOptions, sweep: SweepOutcome, trials: readonly TrialOutcome[], extend: SweepExtender): Promise<PredictedSweep> {
+  const dirs = trials.filter((t) => t.bench !== null).map((t) => join(o.outDir, t.label));
+  let ext;
+  try {
+    const levels = o.predictBeyond.map((perGpu) => ({ concurrencyPerGpu: perGpu, requestCount: requestCountFor(o, perGpu * o.gpus), warmupRequestCount: warmupCountFor(o, perGpu * o.gpus) }));
+    ext = await extend(dirs, levels, o.gpus);
+  } catch (e) {
+    return { source: 'none', points: [], knee: null, kneeConcurrencyPerGpu: null, recommendedConcurrencyPerGpu: null, notes: [`no prediction: ${(e as Error).message}`] };
+  }
+  const points = ext.points.map((p) => ({ ...p, concurrency: p.concurrencyPerGpu * o.gpus }));
+  const ceiling = o.gates.find((g) => g.metric === 'time_to_first_token' && g.op === '<=' && g.stat === 'p99');
+  const all = [...sweep.points.map((p) => ({ concurrency: p.concurrencyPerGpu, throughput: p.throughputPerGpu, ttftP99Ms: p.ttftP99Ms })), ...points.map((p) => ({ concurrency: p.concurrencyPerGpu, throughput: p.throughputPerGpu, ttftP99Ms: p.ttftP99Ms }))];
+  const knee = findKnee(all, ceiling ? { ttftCeilingMs: ceiling.threshold } : {});
+  return { source: ext.source, points, knee, kneeConcurrencyPerGpu: knee.kneeConcurrency, recommendedConcurrencyPerGpu: knee.recommendedConcurrency, notes: ext.notes };
 }
 
 /** One search level under the pass rule: pass or fail, and why (the failed gates with figures and limits, or the failed trials). */
@@ -206,6 +229,10 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     reason = `${bracket} ${sweep.knee.explanation.replace(/concurrency (\d+)/g, 'concurrency $1 per GPU')}${interrupted ? ' Interrupted.' : ''}`;
   } else if (o.sweep.length > 0) {
     sweep = sweepOutcome(o, trials);
+    if (o.predictBeyond.length > 0 && opts.extendSweep && !interrupted) {
+      onEvent(`predict: levels ${o.predictBeyond.join(', ')} per GPU from ${o.predictProfile === null ? 'a model calibrated on the sweep' : `profile ${o.predictProfile}`}`);
+      sweep.predicted = await predictedSweep(o, sweep, trials, opts.extendSweep);
+    }
     const rec = sweep.recommendedConcurrencyPerGpu === null ? undefined : trials.find((t) => t.concurrencyPerGpu === sweep!.recommendedConcurrencyPerGpu);
     verdict = rec?.pass === true && !interrupted ? 'pass' : 'fail';
     reason = `${sweep.knee.explanation} ${rec ? `The recommended point (${rec.concurrencyPerGpu} per GPU) ${rec.pass ? 'passes' : 'fails'} the gates.` : 'No recommended operating point.'}${interrupted ? ' Interrupted.' : ''}`

@@ -64,6 +64,12 @@ export function consoleSummary(s: SummaryInput): string {
   if (s.sweep) {
     const k = s.sweep;
     lines.push(`  knee: ${k.kneeConcurrencyPerGpu === null ? 'none found' : `${k.kneeConcurrencyPerGpu} per GPU`}; recommended: ${k.recommendedConcurrencyPerGpu === null ? 'none' : `${k.recommendedConcurrencyPerGpu} per GPU (${k.recommendedConcurrencyPerGpu * s.o.gpus} total)`}`);
+    const p = k.predicted;
+    if (p) {
+      lines.push(`  PREDICTED (${p.source}; not measured, not gated): ${p.points.map((q) => `${q.concurrencyPerGpu} per GPU ${int(q.throughputPerGpu)} tok/s per GPU, TTFT p99 ${int(q.ttftP99Ms)} ms`).join('; ') || 'none'}`);
+      if (p.knee) lines.push(`  predicted knee: ${p.kneeConcurrencyPerGpu === null ? 'none found' : `${p.kneeConcurrencyPerGpu} per GPU`}; predicted recommended: ${p.recommendedConcurrencyPerGpu === null ? 'none' : `${p.recommendedConcurrencyPerGpu} per GPU`}`);
+      for (const n of p.notes) lines.push(`    note: ${n}`);
+    }
   }
   if (s.trials.length > 0) {
     const groups = groupedWarnings(s.trials);
@@ -162,6 +168,12 @@ export function summaryMarkdown(s: SummaryInput): string {
     out.push('## Sweep', '', '| per GPU | total | output tok/s | tok/s per GPU | TTFT p99 ms | verdict |', '|---:|---:|---:|---:|---:|---|');
     for (const p of s.sweep.points) out.push(`| ${p.concurrencyPerGpu} | ${p.concurrency} | ${int(p.throughput)} | ${int(p.throughputPerGpu)} | ${int(p.ttftP99Ms)} | ${p.verdict} |`);
     out.push('', md(s.sweep.knee.explanation), '');
+    const p = s.sweep.predicted;
+    if (p) {
+      out.push(`### Predicted beyond the sweep (${md(p.source)})`, '', 'Not measured and not gated: figures of the engine model.', '', '| per GPU | total | tok/s per GPU (predicted) | TTFT p99 ms (predicted) |', '|---:|---:|---:|---:|');
+      for (const q of p.points) out.push(`| ${q.concurrencyPerGpu} | ${q.concurrency} | ${int(q.throughputPerGpu)} | ${int(q.ttftP99Ms)} |`);
+      out.push('', p.knee ? `Measured and predicted together: ${md(p.knee.explanation)}` : '', ...p.notes.map((n) => `- ${md(n)}`), '');
+    }
   }
   return `${out.join('\n')}\n`;
 }
