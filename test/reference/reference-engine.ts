@@ -260,6 +260,8 @@ export class ReferenceEngine {
       preemptionsTotal: n.preemptionsTotal,
       stepsTotal: n.stepsTotal,
       busyMsTotal: n.busyMsTotal,
+      // The reference runs on the virtual clock only, whose timers are never late.
+      lateMsTotal: 0,
     };
   }
 
