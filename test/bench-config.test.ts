@@ -80,6 +80,14 @@ profiling: {type: gamma, rate: 5, smoothness: 0.5, requests: 20, rateRamp: {dura
   refuses(yaml, /endpoint\.api_key: environment variable KEY is not set/);
 });
 
+test('an inline rateSeries becomes the series file --request-rate-series reads, with AIPerf\'s points', async () => {
+  const argv = aiperfConfigArgv('benchmark:\n  profiling: {type: constant, requests: 9, rateSeries: [{time_s: 0, qps: 2}, {timeS: 5, qps: 6}]}', 'c.yaml', {});
+  const file = argv.find((a) => a.startsWith('--request-rate-series='))!.slice('--request-rate-series='.length);
+  assert.deepEqual(JSON.parse(await readFile(file, 'utf8')), { points: [{ time_s: 0, qps: 2 }, { time_s: 5, qps: 6 }] });
+  await rm(file, { force: true });
+  assert.deepEqual(argv.filter((a) => !a.startsWith('--request-rate-series=')), ['--arrival-pattern=constant', '--request-count=9']);
+});
+
 test('a key bench does not read is one line naming it; one that stands for a refused flag is refused as the flag is', async (t) => {
   refuses('benchmark:\n  endpoint: {url: x, urll: y}', /unknown key benchmark\.endpoint\.urll/);
   refuses('sweep: {type: grid, parameters: {concurrency: [1, 2]}}', /unknown key sweep:/);

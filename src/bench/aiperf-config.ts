@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -297,6 +297,8 @@ function rateSeriesFile(v: unknown): unknown {
   if (v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as Obj)['path'] === 'string') return (v as Obj)['path'];
   const file = join(tmpdir(), `tailgate-rate-series-${process.pid}-${Date.now()}.json`);
   writeFileSync(file, JSON.stringify(Array.isArray(v) ? { points: v } : v));
+  // Read once at start-up; gone when the run ends.
+  process.once('exit', () => rmSync(file, { force: true }));
   return file;
 }
 
