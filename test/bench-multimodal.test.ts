@@ -89,3 +89,20 @@ test('AIPerf\'s audio tutorial (5 s WAV at 16 kHz, chat, streaming) runs end to 
   for (const q of chats) assert.ok(listed.has(JSON.stringify(q.body!['messages'])));
   for (const rec of records) assert.deepEqual(rec, { isl: 550, serverPrompt: 550 + 127 }, 'AIPerf\'s default 550-token text; 5 s: 500 mel frames -> 250 -> 125 tokens + 2');
 });
+
+test('AIPerf\'s vision tutorial (512 x 512 images, 100-token prompts, concurrency 4) runs end to end; each image adds 326 prompt tokens', async (t) => {
+  const model = 'Qwen/Qwen2-VL-2B-Instruct';
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model });
+  t.after(() => fleet.close());
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-vision-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // docs/tutorials/vision.md's argv; load scaled to two cores (8 requests, 8 output tokens, 8 entries), JPEG as AIPerf's newer default.
+  const r = await runCli(['bench', '--model', model, '--tokenizer', 'builtin', '--endpoint-type', 'chat', '--image-width-mean', '512', '--image-height-mean', '512',
+    '--image-format', 'jpeg', '--synthetic-input-tokens-mean', '100', '--streaming', '--url', fleet.workers[0]!.url.replace('http://', ''), '--request-count', '8', '--concurrency', '4',
+    '--output-tokens-mean', '8', '--num-dataset-entries', '8', '--artifact-dir', dir], { timeoutMs: 180_000 });
+  assert.equal(r.code, 0, r.stderr);
+  const { inputs, records } = sent(dir);
+  for (const p of inputs) assert.match((p.messages[0]!.content as Part[])[1]!.image_url!.url, /^data:image\/jpeg;base64,\/9j\//);
+  assert.equal(records.length, 8);
+  for (const rec of records) assert.deepEqual(rec, { isl: 100, serverPrompt: 100 + 326 }, '512 x 512: 504 x 504 after smart_resize, 324 + 2');
+});

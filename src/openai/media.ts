@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** An image of a chat request, as the server's processor sees it: its size in pixels. */
 export interface ImageItem {
   kind: 'image';
@@ -20,11 +22,9 @@ export type MediaItem = ImageItem | AudioItem;
 /** Reading one content part: its item, or why it cannot be read (a 400). */
 export type MediaRead = { ok: true; item: MediaItem } | { ok: false; message: string };
 
-/** FNV-1a over a string's code units (the base64 text): cheap, and equal data gives equal hashes. */
+/** 32 bits of the SHA-1 of the base64 text (native, ~1 GB/s): equal data gives equal hashes. */
 function hashText(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return h >>> 0;
+  return createHash('sha1').update(s).digest().readUInt32BE(0);
 }
 
 /** Width and height of a PNG (IHDR) or JPEG (first SOFn marker); null for anything else. */
