@@ -110,10 +110,11 @@ test('adaptive-scale command lines AIPerf refuses are refused with one line and 
   const cases: Array<[string[], RegExp]> = [
     [[], /--adaptive-scale requires --benchmark-duration/],
     [['--benchmark-duration', '10', '--adaptive-scale-control', 'concurrency:1,8:int', '--adaptive-control-max', '8'], /Use either --adaptive-scale-control or --adaptive-control-variable/],
-    [['--benchmark-duration', '10', '--adaptive-scale-control', 'request_rate:1,8:float'], /--adaptive-scale on request_rate: in AIPerf the controller moves request_rate; tailgate bench moves concurrency only/],
+    [['--benchmark-duration', '10', '--adaptive-scale-control', 'request_rate:1,8:float'], /--adaptive-scale on request_rate: in AIPerf the controller moves request_rate; tailgate bench moves concurrency and prefill_concurrency only/],
     [['--benchmark-duration', '10', '--adaptive-scale-sla', 'ttft:p97:le:100'], /time_to_first_token|ttft takes the stats/],
     [['--benchmark-duration', '10', '--adaptive-scale-assessment-period', '0.5'], /--adaptive-scale-assessment-period must be >= 1/],
-    [['--benchmark-duration', '10', '--request-rate', '5'], /runs a closed loop: drop --request-rate/],
+    [['--benchmark-duration', '10', '--request-rate', '5'], /runs in bench's closed loop: drop --request-rate/],
+    [['--benchmark-duration', '10', '--adaptive-control-variable', 'prefill_concurrency'], /moves the --prefill-concurrency limit: give --prefill-concurrency/],
   ];
   for (const [extra, message] of cases) {
     const r = await runCli([...base, ...extra]);
@@ -124,4 +125,39 @@ test('adaptive-scale command lines AIPerf refuses are refused with one line and 
   const alone = await runCli(['bench', '-m', 'm', '--adaptive-scale-sla', 'ttft:p95:le:100']);
   assert.equal(alone.code, 2);
   assert.match(alone.stderr, /--adaptive-scale-sla sets AIPerf's adaptive scale: give --adaptive-scale too/);
+});
+
+test('adaptive scale on prefill_concurrency moves the prefill gate: never more requests between send and first token than the control value in force', async (t) => {
+  const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model: 'm' });
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-adaptive-prefill-'));
+  t.after(async () => {
+    await fleet.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  // 1500-token prompts: the small profile prefills about one per 2048-token step, so TTFT grows with the prefills let in at once.
+  const r = await runBench({
+    url: fleet.workers[0]!.url, model: 'm', streaming: true, concurrency: 16, prefillConcurrency: 16, benchmarkDurationMs: 40_000, inputTokensMean: 1500, outputTokensMean: 8,
+    adaptiveScale: { control: 'prefill_concurrency:1,16:int', assessmentPeriodMs: 2000, sustainDurationMs: 2000, sla: ['ttft:p95:le:250'], stepPolicy: 'fixed_percent_step', stepPercent: 100, artifactDir: dir },
+  });
+  const summary = JSON.parse(await readFile(join(dir, 'adaptive_scale_summary.json'), 'utf8')) as Record<string, unknown>;
+  const events = (await readFile(join(dir, 'adaptive_scale_events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const windows = events.filter((e) => e['event'] === 'adaptive_window').map((e) => `${String(e['control_value'])}:${String(e['sla_passed'])}:${Number(e['sla_value']).toFixed(0)}`);
+  const why = `windows (value:passed:ttft p95) ${windows.join(' ')}`;
+  t.diagnostic(why);
+  assert.equal(summary['control_variable'], 'prefill_concurrency');
+  assert.notEqual(summary['completed_reason'], 'no_sustainable_concurrency_found', why);
+  // The limit in force over time: the control value after each event, from the event's time on.
+  const origin = r.originEpochMs;
+  const changes = events.map((e) => ({ atMs: Number(e['timestamp_ns']) / 1e6 - origin, value: e['control_value_after'] as number }));
+  const limitAt = (ms: number): number => changes.filter((c) => c.atMs <= ms).at(-1)?.value ?? 1;
+  const prof = r.records.filter((x) => x.phase === 'profiling' && x.firstTokenMs !== null);
+  assert.ok(prof.length > 20);
+  // At each request's start, the others still before their first token (plus itself) fit the highest limit since the last lowering.
+  for (const x of prof) {
+    const prefilling = prof.filter((y) => y.startMs <= x.startMs && y.firstTokenMs! > x.startMs).length;
+    const allowed = Math.max(...changes.filter((c) => c.atMs <= x.startMs).map((c) => c.value), 1);
+    assert.ok(prefilling <= allowed, `${prefilling} prefilling at ${x.startMs.toFixed(0)} ms, limit ${limitAt(x.startMs)}`);
+  }
+  const first = events.find((e) => e['event'] === 'adaptive_window')!;
+  assert.equal(first['control_value'], 1);
 });

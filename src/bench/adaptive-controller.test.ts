@@ -6,7 +6,7 @@ import { syntheticError, syntheticRecord } from '../stats/index.js';
 import { AdaptiveScaleController } from './adaptive-controller.js';
 import { formatG, resolveAdaptiveScale, type AdaptiveScaleOptions } from './adaptive-scale.js';
 
-const LOAD = { concurrency: 64, benchmarkDurationMs: 600_000, openLoop: false, concurrencyRampMs: undefined, threads: undefined };
+const LOAD = { concurrency: 64, benchmarkDurationMs: 600_000, openLoop: false, concurrencyRampMs: undefined, threads: undefined, prefillConcurrency: undefined, prefillConcurrencyRampMs: undefined };
 
 /** Runs windows of 1 s: each gets 10 requests with TTFT `ttftAt(limit)` (or errors), returns the summary and the limits set. */
 function drive(opts: AdaptiveScaleOptions, ttftAt: (limit: number) => number | 'error', windows = 20): { summary: Record<string, unknown>; limits: number[]; events: string[] } {

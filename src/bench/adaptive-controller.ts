@@ -1,7 +1,7 @@
 /**
  * AIPerf's adaptive-scale controller (`ramp_until_fail`), over bench's closed loop: every assessment
- * window it judges the SLA filters on what completed; while they pass it raises the concurrency
- * limit (discover), at the first failing window it goes back to the last passing value and holds it
+ * window it judges the SLA filters on what completed; while they pass it raises the limit it moves
+ * (the session concurrency or the prefill gate's capacity; discover), at the first failing window it goes back to the last passing value and holds it
  * (sustain) until the sustain duration has passed with a passing window. It writes AIPerf's
  * `adaptive_scale_events.jsonl` line by line as it decides and `adaptive_scale_summary.json` at the end
  * (schema version 2, field names as AIPerf's; docs/reference.md#aiperf-adaptive-scale).

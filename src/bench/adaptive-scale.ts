@@ -7,7 +7,7 @@
 import { TailgateError, type RequestRecord } from '../core/index.js';
 import { percentile, recordMetrics } from '../stats/index.js';
 
-/** The load dimensions AIPerf's adaptive scale can move; bench moves `concurrency`. */
+/** The load dimensions AIPerf's adaptive scale can move; bench moves `concurrency` and `prefill_concurrency`. */
 export const ADAPTIVE_CONTROL_VARIABLES = ['concurrency', 'prefill_concurrency', 'request_rate', 'users'] as const;
 export type AdaptiveControlVariable = (typeof ADAPTIVE_CONTROL_VARIABLES)[number];
 export type SlaOp = 'lt' | 'le' | 'gt' | 'ge';
@@ -53,7 +53,7 @@ export interface AdaptiveScaleOptions {
 
 /** The checked settings. */
 export interface ResolvedAdaptiveScale {
-  variable: 'concurrency';
+  variable: 'concurrency' | 'prefill_concurrency';
   min: number;
   max: number;
   assessmentPeriodMs: number;
@@ -139,6 +139,15 @@ export interface AdaptiveLoad {
   openLoop: boolean;
   concurrencyRampMs: number | undefined;
   threads: number | undefined;
+  prefillConcurrency: number | undefined;
+  prefillConcurrencyRampMs: number | undefined;
+}
+
+/** AIPerf's rules for moving prefill_concurrency: a concurrency to cap it, no prefill ramp; bench also needs the gate itself. */
+function checkPrefillControl(load: AdaptiveLoad): void {
+  if (load.prefillConcurrencyRampMs !== undefined) throw usage('adaptive_scale control.variable=prefill_concurrency cannot be combined with prefill_ramp');
+  if (load.concurrency === undefined) throw usage('adaptive_scale prefill_concurrency requires concurrency');
+  if (load.prefillConcurrency === undefined) throw usage('--adaptive-scale on prefill_concurrency moves the --prefill-concurrency limit: give --prefill-concurrency (and --streaming)');
 }
 
 /** Checks the settings as AIPerf does (its messages where it has them). @throws TailgateError CLI_USAGE */
@@ -150,8 +159,8 @@ export function resolveAdaptiveScale(a: AdaptiveScaleOptions, load: AdaptiveLoad
   const compact = a.control === undefined ? null : parseAdaptiveControl(a.control);
   const variable = compact?.variable ?? a.controlVariable ?? 'concurrency';
   if (!(ADAPTIVE_CONTROL_VARIABLES as readonly string[]).includes(variable)) throw usage(`--adaptive-control-variable ${variable}: AIPerf's are ${ADAPTIVE_CONTROL_VARIABLES.join(', ')}`);
-  if (variable !== 'concurrency') {
-    throw usage(`--adaptive-scale on ${variable}: in AIPerf the controller moves ${variable}; tailgate bench moves concurrency only, so it refuses the run`);
+  if (variable !== 'concurrency' && variable !== 'prefill_concurrency') {
+    throw usage(`--adaptive-scale on ${variable}: in AIPerf the controller moves ${variable}; tailgate bench moves concurrency and prefill_concurrency only, so it refuses the run`);
   }
   if (load.benchmarkDurationMs === undefined) throw usage('--adaptive-scale requires --benchmark-duration (AIPerf: adaptive_scale requires duration)');
   if (a.sustainDurationMs === undefined) throw usage('--adaptive-scale requires --adaptive-sustain-duration');
@@ -161,16 +170,18 @@ export function resolveAdaptiveScale(a: AdaptiveScaleOptions, load: AdaptiveLoad
   if (sla.some((f) => f.metric === 'goodput' || f.metric === 'goodput_ratio') && !sla.some((f) => QUALITY.has(f.metric))) {
     throw usage('quality goodput SLA requires at least one request_latency, time_to_first_token, or inter_token_latency quality filter');
   }
-  if (load.openLoop) throw usage('--adaptive-scale on concurrency runs a closed loop: drop --request-rate, --user-centric-rate and --fixed-schedule');
-  if (load.concurrencyRampMs !== undefined) throw usage('adaptive_scale cannot be combined with concurrency_ramp; control.variable=concurrency already adjusts concurrency');
+  if (load.openLoop) throw usage(`--adaptive-scale on ${variable} runs in bench's closed loop: drop --request-rate, --user-centric-rate and --fixed-schedule`);
+  if (variable === 'concurrency' && load.concurrencyRampMs !== undefined) throw usage('adaptive_scale cannot be combined with concurrency_ramp; control.variable=concurrency already adjusts concurrency');
+  if (variable === 'prefill_concurrency') checkPrefillControl(load);
   if ((load.threads ?? 1) > 1) throw usage('--adaptive-scale runs on one thread: drop --threads');
   const min = compact?.min ?? a.controlMin ?? 1;
-  const max = compact?.max ?? a.controlMax ?? load.concurrency;
+  const max = compact?.max ?? a.controlMax ?? (variable === 'concurrency' ? load.concurrency : load.prefillConcurrency);
   if (max === undefined) throw usage('adaptive_scale control.max could not be inferred: give --concurrency or --adaptive-control-max');
   if (!(min > 0)) throw usage('adaptive_scale control.min must be > 0');
   if (max <= min) throw usage('adaptive_scale control.max must be > control.min');
-  if (!Number.isInteger(min) || !Number.isInteger(max)) throw usage('adaptive_scale control.min and control.max must be integers for concurrency');
-  if (load.concurrency !== undefined && min > load.concurrency) throw usage('adaptive_scale control.min must be <= concurrency');
+  if (!Number.isInteger(min) || !Number.isInteger(max)) throw usage(`adaptive_scale control.min and control.max must be integers for ${variable}`);
+  if (variable === 'concurrency' && load.concurrency !== undefined && min > load.concurrency) throw usage('adaptive_scale control.min must be <= concurrency');
+  if (variable === 'prefill_concurrency' && max > load.concurrency!) throw usage('adaptive_scale prefill_concurrency control.max must be <= concurrency');
   const period = a.assessmentPeriodMs ?? ADAPTIVE_DEFAULTS.assessmentPeriodMs;
   if (!(period >= 1000)) throw usage('--adaptive-scale-assessment-period must be >= 1 (seconds)');
   const positiveInt = (name: string, v: number | undefined, fallback: number): number => {

@@ -412,6 +412,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   const userCentric = userCentricOf(o, workload, fixedSchedule);
   const adaptiveScale = o.adaptiveScale === undefined ? null : resolveAdaptiveScale(o.adaptiveScale, {
     concurrency: o.concurrency, benchmarkDurationMs: o.benchmarkDurationMs, concurrencyRampMs: o.concurrencyRampMs, threads: o.threads,
+    prefillConcurrency: o.prefillConcurrency, prefillConcurrencyRampMs: o.prefillConcurrencyRampMs,
     openLoop: o.requestRate !== undefined || fixedSchedule || userCentric !== null,
   });
   for (const tag of Object.keys(o.goodput ?? {})) {

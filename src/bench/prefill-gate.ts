@@ -1,3 +1,5 @@
+import { setMaxListeners } from 'node:events';
+
 /**
  * AIPerf's `--prefill-concurrency`: at most `capacity` requests between being sent and their first
  * token. A request takes a slot before it is sent and gives it back on its first token (or when it
@@ -40,6 +42,8 @@ export class PrefillGate {
         resolve(true);
       };
       if (signal.aborted) return resolve(false);
+      // Every waiting request listens on the run's one signal: more than Node's default 10 is expected, not a leak.
+      setMaxListeners(0, signal);
       signal.addEventListener('abort', onAbort, { once: true });
       this.#waiters.push(go);
     });
@@ -59,6 +63,12 @@ export class PrefillGate {
   #take(): void {
     this.#inUse++;
     if (this.#inUse > this.maxInUse) this.maxInUse = this.#inUse;
+  }
+
+  /** Moves the capacity (adaptive scale on prefill_concurrency): a lower one lets held slots finish and admits none until under it. */
+  setCapacity(capacity: number): void {
+    this.#capacity = capacity;
+    this.#wake();
   }
 
   #grow(capacity: number): void {

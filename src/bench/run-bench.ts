@@ -164,8 +164,8 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
             },
           });
         } else if (!warm && o.adaptiveScale !== null) {
-          const a = (adaptive = startAdaptive(o, now, originEpochMs, () => inflight));
-          await closedLoop(o.adaptiveScale.max, count, deadline, now, stop.signal, nextSession, one, 0, null, a.limit).finally(() => a.end(stop.signal.aborted));
+          const a = (adaptive = startAdaptive(o, now, originEpochMs, () => inflight, gate));
+          await closedLoop(a.slots, count, deadline, now, stop.signal, nextSession, one, 0, null, a.limit).finally(() => a.end(stop.signal.aborted));
         } else if (o.requestRate === null && !o.fixedSchedule) {
           await closedLoop(warm ? o.warmup.concurrency : o.concurrency, count, deadline, now, stop.signal, nextSession, one, warm ? o.warmup.concurrencyRampMs : o.concurrencyRampMs, warm ? null : o.sessionCount);
         } else {
@@ -207,24 +207,31 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   return done;
 }
 
-/** An adaptive-scale profiling phase under way: its controller, the limit it moves, and its end. */
+/** An adaptive-scale profiling phase under way: its controller, the closed loop's slots and session limit, and its end. */
 interface AdaptiveRun {
   controller: AdaptiveScaleController;
+  slots: number;
   limit: DynamicLimit;
   /** Stops the assessments and closes the controller (phase_stopped, or phase_cancelled on an interrupt). */
   end(cancelled: boolean): void;
 }
 
-/** Starts AIPerf's adaptive scale on the profiling phase: a controller judging a window every assessment period. */
-function startAdaptive(o: ResolvedBenchOptions, now: () => number, originEpochMs: number, inflight: () => number): AdaptiveRun {
+/**
+ * Starts AIPerf's adaptive scale on the profiling phase: a controller judging a window every assessment
+ * period and moving the session limit (concurrency) or the prefill gate's capacity (prefill_concurrency).
+ */
+function startAdaptive(o: ResolvedBenchOptions, now: () => number, originEpochMs: number, inflight: () => number, gate: PrefillGate | null): AdaptiveRun {
   const cfg = o.adaptiveScale!;
-  const limit = new DynamicLimit(cfg.min);
+  const onConcurrency = cfg.variable === 'concurrency';
+  const limit = new DynamicLimit(onConcurrency ? cfg.min : o.concurrency);
+  const setLimit = onConcurrency ? (v: number) => limit.set(v) : (v: number) => gate!.setCapacity(v);
   const controller = new AdaptiveScaleController(cfg, {
-    setLimit: (v) => limit.set(v), stopSending: () => limit.close(), inflight, originEpochMs, useServerTokenCount: o.useServerTokenCount,
+    setLimit, stopSending: () => limit.close(), inflight, originEpochMs, useServerTokenCount: o.useServerTokenCount,
   }, now());
   const timer = setInterval(() => controller.assess(now()), cfg.assessmentPeriodMs);
   return {
     controller,
+    slots: onConcurrency ? cfg.max : o.concurrency,
     limit,
     end(cancelled) {
       clearInterval(timer);

@@ -14,8 +14,8 @@ const positiveNumber = (value: string): number => {
 /** AIPerf's `--adaptive-scale*` flags, as `tailgate bench` declares them (rows of BENCH_FLAGS; bench/adaptive-scale.ts reads them). */
 export const ADAPTIVE_FLAGS = {
   adaptiveScale: row<boolean>({ help: 'AIPerf\'s adaptive scale: the profiling phase raises its concurrency while every --adaptive-scale-sla passes over a window, then holds the last passing value (needs --benchmark-duration, --adaptive-sustain-duration; writes adaptive_scale_events.jsonl and adaptive_scale_summary.json)' }),
-  adaptiveScaleControl: row<string>({ arg: '<spec>', help: 'variable:min,max:type, e.g. concurrency:1,64:int (bench moves concurrency)' }),
-  adaptiveControlVariable: row<string>({ arg: '<name>', help: 'the load the adaptive scale moves: concurrency (AIPerf\'s prefill_concurrency, request_rate and users are refused)' }),
+  adaptiveScaleControl: row<string>({ arg: '<spec>', help: 'variable:min,max:type, e.g. concurrency:1,64:int (bench moves concurrency or prefill_concurrency)' }),
+  adaptiveControlVariable: row<string>({ arg: '<name>', help: 'the load the adaptive scale moves: concurrency or prefill_concurrency (with --prefill-concurrency); AIPerf\'s request_rate and users are refused' }),
   adaptiveControlMin: row({ arg: '<n>', help: 'where the adaptive scale starts (default 1)', parse: positiveNumber }),
   adaptiveControlMax: row({ arg: '<n>', help: 'the highest value it tries (default --concurrency)', parse: positiveNumber }),
   adaptiveScaleAssessmentPeriod: row({ arg: '<s>', aliases: ['--adaptive-assessment-period'], help: 'seconds per SLA window (default 30, at least 1)', parse: positiveNumber }),
