@@ -11,6 +11,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
+import { getProfile, type EngineProfile } from '../src/engine/index.js';
 import { runCli, until } from './helpers.js';
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
@@ -35,7 +36,7 @@ async function records(dir: string): Promise<Record_[]> {
   return (await readFile(join(dir, 'profile_export.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record_);
 }
 
-async function withFleet(t: { after(fn: () => Promise<void>): void }, opts: { maxNumSeqs?: number } = {}): Promise<{ fleet: Fleet; dir: string }> {
+async function withFleet(t: { after(fn: () => Promise<void>): void }, opts: { maxNumSeqs?: number; profile?: EngineProfile } = {}): Promise<{ fleet: Fleet; dir: string }> {
   const fleet = await startFleet({ workers: 1, port: 0, model: MODEL, ...opts });
   const dir = await mkdtemp(join(tmpdir(), 'tailgate-tutorial-'));
   t.after(async () => {
@@ -188,7 +189,7 @@ test('adaptive scale tutorial (docs/tutorials/adaptive-scale.md, CLI quick start
   const run = spawnCli(asBench(['aiperf', 'profile', '--url', 'http://localhost:8000/v1/chat/completions', '--model', 'meta-llama/Llama-3.1-8B-Instruct', '--endpoint-type', 'chat', '--streaming',
     '--concurrency', '400', '--benchmark-duration', '3600', '--adaptive-scale', '--adaptive-scale-control', 'concurrency:1,400:int', '--adaptive-scale-assessment-period', '60',
     '--adaptive-sustain-duration', '1800', '--adaptive-scale-sla', 'request_latency:p95:le:30000', '--adaptive-scale-sla', 'error_rate:avg:le:0.01'].map((a) => (a === 'meta-llama/Llama-3.1-8B-Instruct' ? MODEL : a)),
-  fleet.workers[0]!.url, dir));
+  `${fleet.workers[0]!.url}/v1/chat/completions`, dir));
   t.after(() => {
     run.child.kill('SIGKILL');
   });
@@ -212,10 +213,10 @@ test('adaptive scale tutorial (docs/tutorials/adaptive-scale.md, CLI quick start
   assert.equal(summary['last_passing_value'], 1);
 });
 
-// Last: tutorial lines bench still refuses. Each runs and is marked todo while the refusal stands.
 
-test('adaptive scale tutorial (working boundary example, YAML with --config)', { todo: '-f/--config (AIPerf\'s YAML) is not read by bench yet: the run stops with exit 2 (the model is in the YAML)' }, async (t) => {
-  const { fleet, dir } = await withFleet(t, { maxNumSeqs: 8 });
+test('adaptive scale tutorial (docs/tutorials/adaptive-scale.md, working boundary example, YAML with --config): its settings drive the controller; doubling from 4 while the SLA holds, then the boundary held', async (t) => {
+  // A fast worker with 8 seats: short requests well inside the 250 ms SLA until they queue for seats.
+  const { fleet, dir } = await withFleet(t, { maxNumSeqs: 8, profile: { ...getProfile('h100-qwen3-8b'), name: 'fast', stepBaseMs: 2 } });
   const yaml = join(dir, 'adaptive-scale-boundary.yaml');
   await writeFile(yaml, `schemaVersion: "2.0"
 
@@ -261,8 +262,25 @@ benchmark:
   const r = await runCli(['bench', '--config', yaml, '--tokenizer', 'builtin', '--extra-inputs', 'ignore_eos:true', '--ui', 'none', '--output-artifact-dir', out], { timeoutMs: 180_000 });
   assert.equal(r.code, 0, r.stderr);
   const summary = JSON.parse(await readFile(join(out, 'adaptive_scale_summary.json'), 'utf8')) as Record<string, unknown>;
-  assert.equal(summary['status'], 'completed');
+  const why = JSON.stringify((summary['candidates'] as Array<Record<string, unknown>>).map((c) => [c['control_value'], c['accepted'], Math.round(c['latency_p95_ms'] as number)]));
+  t.diagnostic(why);
+  // The YAML's strategy and control reached the controller.
+  assert.equal(summary['step_policy'], 'fixed_percent_step');
+  assert.equal(summary['step_percent'], 100);
+  assert.equal(summary['sustain_duration_seconds'], 10);
+  assert.deepEqual(summary['sla'], { metric: 'request_latency', stat: 'p95', op: 'le', bound: 250 });
+  // Discover doubles from 4 while windows pass (100% steps); the first failing value is the double of the boundary.
+  const cands = summary['candidates'] as Array<{ control_value: number; accepted: boolean; rejection_reason: string | null }>;
+  assert.equal(cands[0]!.control_value, 4);
+  const firstFail = cands.findIndex((c) => !c.accepted && c.rejection_reason === 'sla_miss');
+  assert.ok(firstFail > 0, `4 passes on this worker: ${why}`);
+  cands.slice(1, firstFail + 1).forEach((c, i) => assert.ok(c.control_value === cands[i]!.control_value * 2 || c.control_value === cands[i]!.control_value, why));
+  assert.equal(summary['first_failing_value'], cands[firstFail]!.control_value);
+  assert.equal(summary['boundary_value'], (cands[firstFail]!.control_value as number) / 2, why);
+  assert.ok(['sustain_duration_completed', 'sustain_failed_after_recovery', 'phase_stopped'].includes(summary['completed_reason'] as string), why);
 });
+
+// Last: a tutorial line bench still refuses; it runs and is marked todo while the refusal stands.
 
 test('trace replay tutorial (pre-formatted messages, a two-turn session)', { todo: 'trace rows with AIPerf\'s messages field are refused by bench (one line naming the field)' }, async (t) => {
   const { fleet, dir } = await withFleet(t);

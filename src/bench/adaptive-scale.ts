@@ -335,13 +335,20 @@ export interface AdaptiveScaleFlags {
   adaptiveScaleAssessmentPeriod?: unknown;
   adaptiveSustainDuration?: unknown;
   adaptiveScaleSla?: unknown;
+  adaptiveMinCompletedRequests?: unknown;
+  adaptiveStepPolicy?: unknown;
+  adaptiveBaseStep?: unknown;
+  adaptiveMaxStepMultiplier?: unknown;
+  adaptiveStepPercent?: unknown;
 }
 
 const SUB_FLAGS: ReadonlyArray<[keyof AdaptiveScaleFlags, string]> = [
   ['adaptiveScaleControl', '--adaptive-scale-control'], ['adaptiveControlVariable', '--adaptive-control-variable'],
   ['adaptiveControlMin', '--adaptive-control-min'], ['adaptiveControlMax', '--adaptive-control-max'],
   ['adaptiveScaleAssessmentPeriod', '--adaptive-scale-assessment-period'], ['adaptiveSustainDuration', '--adaptive-sustain-duration'],
-  ['adaptiveScaleSla', '--adaptive-scale-sla'],
+  ['adaptiveScaleSla', '--adaptive-scale-sla'], ['adaptiveMinCompletedRequests', '--adaptive-min-completed-requests'],
+  ['adaptiveStepPolicy', '--adaptive-step-policy'], ['adaptiveBaseStep', '--adaptive-base-step'],
+  ['adaptiveMaxStepMultiplier', '--adaptive-max-step-multiplier'], ['adaptiveStepPercent', '--adaptive-step-percent'],
 ];
 
 /**
@@ -368,5 +375,10 @@ export function adaptiveScaleOf(flags: AdaptiveScaleFlags): AdaptiveScaleOptions
   set('controlMax', flags.adaptiveControlMax as number | undefined);
   set('assessmentPeriodMs', seconds(flags.adaptiveScaleAssessmentPeriod));
   set('sustainDurationMs', seconds(flags.adaptiveSustainDuration));
+  set('minCompletedRequests', flags.adaptiveMinCompletedRequests as number | undefined);
+  set('stepPolicy', flags.adaptiveStepPolicy as StepPolicy | undefined);
+  set('baseStep', flags.adaptiveBaseStep as number | undefined);
+  set('maxStepMultiplier', flags.adaptiveMaxStepMultiplier as number | undefined);
+  set('stepPercent', flags.adaptiveStepPercent as number | undefined);
   return out;
 }

@@ -288,7 +288,56 @@ function phase(e: Emitter, p: Obj, path: string, warm: boolean): void {
     auto_offset: profilingOnly('auto_offset', (x) => e.toggle('--fixed-schedule-auto-offset', x)),
     start_offset: profilingOnly('start_offset', (x) => e.flag('--fixed-schedule-start-offset', x)),
     end_offset: profilingOnly('end_offset', (x) => e.flag('--fixed-schedule-end-offset', x)),
+    adaptive_scale: profilingOnly('adaptive_scale', (x) => adaptiveScale(e, `${path}.adaptive_scale`, x)),
+    sla: profilingOnly('sla', (x) => slaFilters(e, `${path}.sla`, x)),
   });
+}
+
+/** A phase's `adaptive_scale` block (or `true`) as the adaptive flags, AIPerf's flat aliases included. */
+function adaptiveScale(e: Emitter, path: string, v: unknown): void {
+  if (typeof v === 'boolean') return e.toggle('--adaptive-scale', v);
+  const o = (v ?? {}) as Obj;
+  e.toggle('--adaptive-scale', o['enabled'] === undefined ? true : o['enabled']);
+  const flag = (name: string) => (x: unknown): void => e.flag(name, x);
+  const secondsFlag = (name: string, key: string) => (x: unknown): void => e.flag(name, seconds(e, `${path}.${key}`, x));
+  e.map(o, path, {
+    enabled: () => {},
+    control: (x) => e.map(x, `${path}.control`, { variable: flag('--adaptive-control-variable'), min: flag('--adaptive-control-min'), max: flag('--adaptive-control-max') }),
+    control_variable: flag('--adaptive-control-variable'),
+    control_min: flag('--adaptive-control-min'),
+    control_max: flag('--adaptive-control-max'),
+    min_concurrency: flag('--adaptive-control-min'),
+    max_concurrency: flag('--adaptive-control-max'),
+    window: secondsFlag('--adaptive-scale-assessment-period', 'window'),
+    assessment_period: secondsFlag('--adaptive-scale-assessment-period', 'assessment_period'),
+    min_completed_requests: flag('--adaptive-min-completed-requests'),
+    sustain_duration: secondsFlag('--adaptive-sustain-duration', 'sustain_duration'),
+    strategy: (x) =>
+      e.map(x, `${path}.strategy`, {
+        type: (y) => (y === 'ramp_until_fail' ? undefined : e.fail(`${path}.strategy.type ${String(y)}: AIPerf's adaptive scale has ramp_until_fail only`)),
+        step_policy: flag('--adaptive-step-policy'),
+        base_step: flag('--adaptive-base-step'),
+        max_step_multiplier: flag('--adaptive-max-step-multiplier'),
+        step_percent: flag('--adaptive-step-percent'),
+      }),
+    sla: (x) => slaFilters(e, `${path}.sla`, x),
+  });
+}
+
+/** SLA filters, `{metric: {stat: {op: threshold}}}` or a list of `{metric_tag, stat, op, threshold}`, as `--adaptive-scale-sla` values. */
+function slaFilters(e: Emitter, path: string, v: unknown): void {
+  if (Array.isArray(v)) {
+    for (const f of v as Obj[]) e.flag('--adaptive-scale-sla', `${String(f['metric_tag'] ?? f['metric'])}:${String(f['stat'])}:${String(f['op'])}:${String(f['threshold'])}`);
+    return;
+  }
+  if (v === null || typeof v !== 'object') e.fail(`${path} must map metrics to {stat: {op: threshold}}`);
+  for (const [metric, stats] of Object.entries(v as Obj)) {
+    if (stats === null || typeof stats !== 'object') e.fail(`${path}.${metric} must map stats to {op: threshold}`);
+    for (const [stat, ops] of Object.entries(stats as Obj)) {
+      if (ops === null || typeof ops !== 'object') e.fail(`${path}.${metric}.${stat} must map operators to thresholds`);
+      for (const [op, threshold] of Object.entries(ops as Obj)) e.flag('--adaptive-scale-sla', `${metric}:${stat}:${op}:${String(threshold)}`);
+    }
+  }
 }
 
 /** A rate series given inline (`[{time_s, qps}]` or `{points}`) goes to a file, as `--request-rate-series` reads one. */

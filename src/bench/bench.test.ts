@@ -41,6 +41,9 @@ test('base URLs: scheme assumed, path prefix kept, only http(s)', () => {
   assert.throws(() => parseBaseUrl('ftp://h'), { code: 'CONFIG_INVALID' });
   const o = resolveBenchOptions({ url: ['a:1', 'http://b:2/p'], model: 'm', endpointType: 'completions' });
   assert.deepEqual(o.targets.map((t) => t.path), ['/v1/completions', '/p/v1/completions']);
+  // AIPerf's tutorials give the whole endpoint URL (--url http://localhost:8000/v1/chat/completions): used as is.
+  const whole = resolveBenchOptions({ url: ['http://h:8000/v1/chat/completions', 'http://h:8001/gw/v1/chat/completions'], model: 'm' });
+  assert.deepEqual(whole.targets.map((t) => t.path), ['/v1/chat/completions', '/gw/v1/chat/completions']);
 });
 
 test('defaults follow AIPerf: streaming off, request count max(10, 2 x concurrency), poisson', () => {

@@ -432,7 +432,8 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   const requestCount = o.requestCount ?? (o.conversationNum !== undefined && !multiTurn ? o.conversationNum : defaultCount);
   const targets = urls.map((raw) => {
     const { url, origin, basePath } = parseBaseUrl(raw);
-    return { url, origin, path: basePath + endpoint };
+    // A URL already ending in the endpoint's path is used as is, as AIPerf's tutorials give it (--url http://host:8000/v1/chat/completions).
+    return { url, origin, path: basePath.endsWith(endpoint) ? basePath : basePath + endpoint };
   });
   const models = o.models !== undefined && o.models.length > 0 ? [...o.models] : [o.model];
   return {

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { collect } from './args.js';
+import { choiceArg, collect, intArg } from './args.js';
 import type { BenchOptions } from '../bench/index.js';
 import { rowsFor } from './option-table.js';
 
@@ -20,5 +20,10 @@ export const ADAPTIVE_FLAGS = {
   adaptiveControlMax: row({ arg: '<n>', help: 'the highest value it tries (default --concurrency)', parse: positiveNumber }),
   adaptiveScaleAssessmentPeriod: row({ arg: '<s>', aliases: ['--adaptive-assessment-period'], help: 'seconds per SLA window (default 30, at least 1)', parse: positiveNumber }),
   adaptiveSustainDuration: row({ arg: '<s>', help: 'seconds to hold the boundary once found', parse: positiveNumber }),
+  adaptiveMinCompletedRequests: row({ arg: '<n>', help: 'completions an SLA window needs to decide (default 1; AIPerf\'s YAML min_completed_requests)', parse: intArg(1) }),
+  adaptiveStepPolicy: row({ arg: '<policy>', help: 'sla_margin (default: base step x 1-4 by the SLA margin) or fixed_percent_step (AIPerf\'s YAML strategy.step_policy)', parse: choiceArg(['sla_margin', 'fixed_percent_step'] as const) }),
+  adaptiveBaseStep: row({ arg: '<n>', help: 'sla_margin\'s base step (default 10)', parse: intArg(1) }),
+  adaptiveMaxStepMultiplier: row({ arg: '<n>', help: 'sla_margin\'s largest multiplier (default 4)', parse: intArg(1) }),
+  adaptiveStepPercent: row({ arg: '<pct>', help: 'fixed_percent_step\'s step, percent of the value (default 25)', parse: positiveNumber }),
   adaptiveScaleSla: row({ arg: '<filter...>', help: 'metric:stat:op:threshold, repeatable, e.g. time_to_first_token:p95:le:3000 (ms; every filter must pass)', parse: collect }),
 };
