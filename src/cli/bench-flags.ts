@@ -42,13 +42,34 @@ const openUnit = (value: string): number => {
 
 const row = rowsFor<BenchOptions>();
 
+/** What `tailgate bench` itself does when not told otherwise; the run's own defaults are the library's (resolveBenchOptions). */
+export const BENCH_CLI_DEFAULTS = {
+  url: 'http://localhost:8000',
+  waitForModelTimeoutS: 0,
+  waitForModelMode: 'inference',
+  waitForModelIntervalS: 5,
+  resetKvCachePath: '/reset_prefix_cache',
+  resetKvCacheTimeoutS: 10,
+  serverMetricsFormats: ['json', 'csv'],
+  parameterSweepCooldownS: 0,
+  numProfileRuns: 1,
+  profileRunCooldownS: 0,
+  confidenceLevel: 0.95,
+  convergenceStat: 'avg',
+  convergenceMode: 'ci_width',
+  convergenceThreshold: { ci_width: 0.1, cv: 0.05 },
+  /** AIPerf's seed of repeated runs under --set-consistent-seed without --random-seed. */
+  consistentSeed: 42,
+} as const;
+const C = BENCH_CLI_DEFAULTS;
+
 /**
  * Every flag of `tailgate bench`, declared once with every alias AIPerf accepts: commander's option,
  * its help, and the bench option it sets (`lib`, seconds flags times `scale`). The AIPerf flags it
  * does not declare are AIPERF_FLAGS' refused and output-only ones (see undeclaredAiperfFlags).
  */
 export const BENCH_FLAGS = {
-  url: row({ short: '-u', arg: '<url...>', help: 'base URL of the OpenAI-compatible server; several are used round-robin (default http://localhost:8000)', parse: collect }),
+  url: row({ short: '-u', arg: '<url...>', help: 'base URL of the OpenAI-compatible server; several are used round-robin', parse: collect, defaultNote: C.url }),
   model: row<string>({ short: '-m', arg: '<name>', aliases: ['--model-names'], help: 'model name to request; several, comma-separated: each dataset entry asks for one (--model-selection-strategy)' }),
   modelSelectionStrategy: row<'round_robin' | 'random'>({ arg: '<s>', help: 'with several models: round_robin (entry i gets model i mod n, default) or random (seeded)', parse: choiceArg(['round_robin', 'random'] as const), lib: 'modelSelectionStrategy' }),
   endpointType: row<'chat' | 'completions' | 'embeddings'>({ arg: '<type>', help: 'chat, completions or embeddings (no streaming, no output tokens)', parse: choiceArg(['chat', 'completions', 'embeddings'] as const), default: 'chat', lib: 'endpointType' }),
@@ -100,12 +121,12 @@ export const BENCH_FLAGS = {
   connectionReuseStrategy: row({ arg: '<s>', help: 'pooled (AIPerf\'s default and bench\'s: kept-alive connections reused by any request); never and sticky-user-sessions are refused', parse: choiceArg(['pooled', 'never', 'sticky-user-sessions'] as const) }),
   requestContentType: row<string>({ arg: '<type>', help: 'application/json (AIPerf\'s default, what bench sends); multipart bodies are refused' }),
   apiKey: row<string>({ arg: '<key>', help: 'sent as Authorization: Bearer <key>', lib: 'apiKey' }),
-  waitForModelTimeout: row({ arg: '<s>', help: 'before the run, wait up to this many seconds for every --url to serve the model (0: do not wait, the default); not ready by then: exit 1', parse: numberArg(0) }),
-  waitForModelMode: row({ arg: '<mode>', help: 'how the wait probes: inference (default: a one-token request to the endpoint), models (/v1/models lists the model) or both', parse: choiceArg(['inference', 'models', 'both'] as const) }),
-  waitForModelInterval: row({ arg: '<s>', help: 'seconds between readiness probes (default 5)', parse: positiveNumber }),
+  waitForModelTimeout: row({ arg: '<s>', help: 'before the run, wait up to this many seconds for every --url to serve the model (0: do not wait); not ready by then: exit 1', parse: numberArg(0), default: C.waitForModelTimeoutS }),
+  waitForModelMode: row({ arg: '<mode>', help: 'how the wait probes: inference (a one-token request to the endpoint), models (/v1/models lists the model) or both', default: C.waitForModelMode, parse: choiceArg(['inference', 'models', 'both'] as const) }),
+  waitForModelInterval: row({ arg: '<s>', help: 'seconds between readiness probes', parse: positiveNumber, default: C.waitForModelIntervalS }),
   resetKvCache: row<boolean>({ help: 'before each run, POST --reset-kv-cache-path on every --url (vLLM\'s prefix-cache reset); a server that does not confirm gets one warning line' }),
-  resetKvCacheTimeoutSeconds: row({ arg: '<s>', help: 'timeout of each reset request (default 10)', parse: positiveNumber }),
-  resetKvCachePath: row<string>({ arg: '<path>', help: 'path of the reset request (default /reset_prefix_cache)' }),
+  resetKvCacheTimeoutSeconds: row({ arg: '<s>', help: 'timeout of each reset request', parse: positiveNumber, default: C.resetKvCacheTimeoutS }),
+  resetKvCachePath: row<string>({ arg: '<path>', help: 'path of the reset request', default: C.resetKvCachePath }),
   requestTimeoutSeconds: row({ arg: '<s>', help: 'bound on each whole request (default 21600, AIPerf\'s)', parse: positiveNumber, lib: 'requestTimeoutMs', scale: 1000 }),
   artifactDir: row<string>({ arg: '<dir>', aliases: ['--output-artifact-dir'], help: 'where the exports go', default: 'artifacts' }),
   concurrencyRampDuration: row({ arg: '<s>', help: 'open the profiling phase\'s --concurrency slots one by one over this many seconds (from 1 to the target)', parse: positiveNumber, lib: 'concurrencyRampMs', scale: 1000 }),
@@ -126,22 +147,22 @@ export const BENCH_FLAGS = {
   requestCancellationRate: row({ arg: '<pct>', help: 'percent of profiling requests to cut short (drawn from the seed); counted as AIPerf counts them: errors with code 499', parse: numberArg(0), lib: 'requestCancellationRate' }),
   requestCancellationDelay: row({ arg: '<s>', help: 'seconds after sending before a cancelled request is cut (default 0)', parse: numberArg(0), lib: 'requestCancellationDelayMs', scale: 1000 }),
   serverMetrics: row<string[] | boolean>({ arg: '[urls...]', help: 'scrape these Prometheus endpoints (host:port or URLs; none given: each --url\'s /metrics) every second during the run into server_metrics_export.json/.csv; off unless given (--no-server-metrics: off; AIPerf scrapes by default, see docs/bench.md)', negatable: true }),
-  serverMetricsFormats: row({ arg: '<formats...>', help: 'json, csv (default both), jsonl; parquet is not written', parse: collect }),
+  serverMetricsFormats: row({ arg: '<formats...>', help: 'json, csv, jsonl; parquet is not written', parse: collect, defaultNote: C.serverMetricsFormats.join(',') }),
   gpuTelemetry: row<string[] | boolean>({ arg: '[urls...]', help: 'scrape DCGM exporters (host:port or URLs, plus AIPerf\'s defaults localhost:9400 and :9401) during the run into gpu_telemetry_export.jsonl and the telemetry_data of the JSON/CSV exports; off unless given (--no-gpu-telemetry: off)', negatable: true }),
   sliceDuration: row({ arg: '<s>', help: 'also write the metrics per time slice of this many seconds (profile_export_aiperf_timeslices.json/.csv)', parse: positiveNumber }),
-  parameterSweepCooldownSeconds: row({ arg: '<s>', help: 'pause between sweep values (default 0)', parse: numberArg(0) }),
+  parameterSweepCooldownSeconds: row({ arg: '<s>', help: 'pause between sweep values', parse: numberArg(0), default: C.parameterSweepCooldownS }),
   parameterSweepMode: row({ arg: '<mode>', help: 'with --num-profile-runs: repeated (default: the whole sweep once per trial, profile_runs/trial_NNNN/concurrency_8) or independent (every trial of a value before the next, concurrency_8/profile_runs/trial_NNNN)', parse: choiceArg(['repeated', 'independent'] as const) }),
   parameterSweepSameSeed: row<boolean>({ help: 'every sweep value uses the same seed (default, as AIPerf: seed + the value\'s index)', negatable: true }),
-  numProfileRuns: row({ arg: '<n>', help: 'repeat the run N times (1-10): profile_runs/run_0001.. and aggregate/ with mean, std, CV, standard error and t-based confidence intervals', parse: intArg(1) }),
-  profileRunCooldownSeconds: row({ arg: '<s>', help: 'pause between repeated runs (default 0)', parse: numberArg(0) }),
-  confidenceLevel: row({ arg: '<x>', help: 'level of the confidence intervals over repeated runs, between 0 and 1 (default 0.95)', parse: openUnit }),
+  numProfileRuns: row({ arg: '<n>', help: 'repeat the run N times (1-10): profile_runs/run_0001.. and aggregate/ with mean, std, CV, standard error and t-based confidence intervals', parse: intArg(1), default: C.numProfileRuns }),
+  profileRunCooldownSeconds: row({ arg: '<s>', help: 'pause between repeated runs', parse: numberArg(0), default: C.profileRunCooldownS }),
+  confidenceLevel: row({ arg: '<x>', help: 'level of the confidence intervals over repeated runs, between 0 and 1', parse: openUnit, default: C.confidenceLevel }),
   profileRunDisableWarmupAfterFirst: row<boolean>({ help: 'warm up only before the first repeated run (default; --no-...: before each)', negatable: true }),
   setConsistentSeed: row<boolean>({ help: 'repeated runs share one seed, 42 unless --random-seed (default; --no-...: the default seed)', negatable: true }),
   varySeedPerTrial: row<boolean>({ help: 'each repeated run gets its own seed (seed + run index)', negatable: true }),
   convergenceMetric: row<string>({ arg: '<tag>', help: 'stop repeating once this metric is stable (--num-profile-runs is the cap; judged from the third run)' }),
-  convergenceStat: row({ arg: '<stat>', help: 'avg, p50, p90, p95, p99, min or max (default avg)', parse: choiceArg(['avg', 'p50', 'p90', 'p95', 'p99', 'min', 'max'] as const) }),
-  convergenceThreshold: row({ arg: '<x>', help: 'ci_width: interval width / mean below this (default 0.1); cv: CV below this (default 0.05)', parse: openUnit }),
-  convergenceMode: row({ arg: '<mode>', help: 'ci_width (default) or cv; distribution (a KS test) is not done and falls back to ci_width with a warning', parse: choiceArg(['ci_width', 'cv', 'distribution'] as const) }),
+  convergenceStat: row({ arg: '<stat>', help: 'avg, p50, p90, p95, p99, min or max', default: C.convergenceStat, parse: choiceArg(['avg', 'p50', 'p90', 'p95', 'p99', 'min', 'max'] as const) }),
+  convergenceThreshold: row({ arg: '<x>', help: 'ci_width: interval width / mean below this; cv: CV below this', parse: openUnit, defaultNote: `${C.convergenceThreshold.ci_width} for ci_width, ${C.convergenceThreshold.cv} for cv` }),
+  convergenceMode: row({ arg: '<mode>', help: 'ci_width or cv; distribution (AIPerf\'s KS test between runs) is refused (exit 2)', default: C.convergenceMode, parse: choiceArg(['ci_width', 'cv', 'distribution'] as const) }),
   profileExportPrefix: row<string>({ arg: '<name>', aliases: ['--profile-export-file'], help: 'base name of every export: NAME.json, NAME.csv, NAME.jsonl, NAME_raw.jsonl, ...' }),
   exportOutputsJson: row<boolean>({ help: 'also write outputs.json: each request\'s generated text with its ids, timestamps and token counts (implied by --export-level raw; --no-export-outputs-json: not)', negatable: true }),
   exportLevel: row<'summary' | 'records' | 'raw'>({ arg: '<level>', aliases: ['--profile-export-level'], help: 'summary, records or raw', parse: choiceArg(['summary', 'records', 'raw'] as const), default: 'records' }),

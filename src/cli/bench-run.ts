@@ -27,7 +27,7 @@ import { formatTelemetryTable, gpuTelemetryPlan, startGpuTelemetry, telemetryCsv
 import { applyShard, shardOf, waitForStart, type ShardSpec } from './bench-shard.js';
 import { VERSION } from './program.js';
 import { ignoredFlagLine, refusedFlagLine, type UnappliedFlag } from './aiperf-flags.js';
-import { BENCH_FLAGS, type BenchFlags } from './bench-flags.js';
+import { BENCH_CLI_DEFAULTS, BENCH_FLAGS, type BenchFlags } from './bench-flags.js';
 import { libraryOptions } from './option-table.js';
 import { mediaOptionsOf } from './bench-media-flags.js';
 import { synthesisOptionsOf } from './bench-synthesis-flags.js';
@@ -82,7 +82,7 @@ export function benchInvocation(flags: BenchFlags): BenchInvocation {
   const tokenizer = chooseTokenizer({ tokenizer: flags.tokenizer, model, revision: flags.tokenizerRevision });
   const opts: BenchOptions = {
     ...libraryOptions<BenchOptions>(BENCH_FLAGS, flags),
-    url: flags.url ?? ['http://localhost:8000'],
+    url: flags.url ?? [BENCH_CLI_DEFAULTS.url],
     model,
     streaming: flags.streaming === true && flags.endpointType !== 'embeddings',
     extraInputs: parseExtraInputs(flags.extraInputs ?? []),
@@ -179,12 +179,12 @@ export async function runBenchCommand(flags: BenchFlags, argv: readonly string[]
       ...(shard !== undefined && { shard }),
       ...(startAtMs !== undefined && { start_at: new Date(startAtMs).toISOString(), start_lag_ms: startLagMs }),
     };
-    const waitS = flags.waitForModelTimeout ?? 0;
+    const waitS = flags.waitForModelTimeout;
     if (waitS > 0) {
       if (logs(logLevel, 'INFO')) process.stderr.write(`tailgate: waiting up to ${waitS} s for ${opts.model} to be served\n`);
       await waitForModel(resolved, {
-        timeoutMs: waitS * 1000, mode: flags.waitForModelMode ?? 'inference',
-        intervalMs: (flags.waitForModelInterval ?? 5) * 1000, signal: ctl.signal,
+        timeoutMs: waitS * 1000, mode: flags.waitForModelMode,
+        intervalMs: flags.waitForModelInterval * 1000, signal: ctl.signal,
       });
       if (ctl.signal.aborted) return interruptedCode();
     }
@@ -192,14 +192,14 @@ export async function runBenchCommand(flags: BenchFlags, argv: readonly string[]
     const plan = multiRunPlan(flags, opts);
     const sweep = sweepOf(flags);
     const scrapeUrls = serverMetricsUrls(flags, opts);
-    const formats = (flags.serverMetricsFormats ?? ['json', 'csv']).flatMap((f) => f.split(','));
+    const formats = (flags.serverMetricsFormats ?? BENCH_CLI_DEFAULTS.serverMetricsFormats).flatMap((f) => f.split(','));
     /**
      * One run, with the server metrics (AIPerf `--server-metrics`) and GPU telemetry (`--gpu-telemetry`)
      * scraped around it into `runDir`; `telemetry` goes into the run's JSON and CSV exports.
      */
     const benchOnce = async (runOpts: BenchOptions, runDir: string): Promise<{ result: BenchResult; telemetry: Pick<BenchArtifactOptions, 'telemetryData' | 'csvAppendix'>; telemetryText: string }> => {
       if (flags.resetKvCache === true) {
-        const warnings = await resetKvCache(resolved, flags.resetKvCachePath ?? '/reset_prefix_cache', (flags.resetKvCacheTimeoutSeconds ?? 10) * 1000);
+        const warnings = await resetKvCache(resolved, flags.resetKvCachePath, flags.resetKvCacheTimeoutSeconds * 1000);
         if (logs(logLevel, 'WARNING')) for (const w of warnings) process.stderr.write(`tailgate: ${w}\n`);
       }
       const scrape = scrapeUrls.length > 0 ? startServerMetrics(scrapeUrls) : null;
@@ -256,7 +256,7 @@ export async function runBenchCommand(flags: BenchFlags, argv: readonly string[]
       dir, opts, plan, sweep, signal: ctl.signal, runOne: runInto, version: VERSION,
       sweepMode: flags.parameterSweepMode === 'independent' ? 'independent' : 'repeated',
       sameSeed: flags.parameterSweepSameSeed === true,
-      sweepCooldownMs: (flags.parameterSweepCooldownSeconds ?? 0) * 1000,
+      sweepCooldownMs: flags.parameterSweepCooldownSeconds * 1000,
       out: (line) => process.stdout.write(`${line}\n`),
       warn: (line) => {
         if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${line}\n`);
@@ -299,28 +299,28 @@ function everyRequestFailed(result: BenchResult): boolean {
   return true;
 }
 
-/** Reads the multi-run flags (AIPerf's defaults: one seed, 42 unless given; warm-up only before the first run). */
+/** Reads the multi-run flags (AIPerf's defaults: one seed, BENCH_CLI_DEFAULTS.consistentSeed unless given; warm-up only before the first run). */
 export function multiRunPlan(flags: BenchFlags, opts: BenchOptions): MultiRunPlan {
-  const runs = flags.numProfileRuns ?? 1;
+  const runs = flags.numProfileRuns;
   if (runs > 10) throw new TailgateError('CLI_USAGE', `--num-profile-runs must be between 1 and 10 (got ${runs}), as in AIPerf`);
   const notes: string[] = [];
   const consistent = flags.setConsistentSeed !== false;
-  const base = opts.randomSeed ?? (consistent && runs > 1 ? 42 : undefined);
+  const base = opts.randomSeed ?? (consistent && runs > 1 ? BENCH_CLI_DEFAULTS.consistentSeed : undefined);
   const vary = flags.varySeedPerTrial === true;
   const metric = flags.convergenceMetric;
-  const mode = flags.convergenceMode ?? 'ci_width';
+  const mode = flags.convergenceMode;
   if (mode === 'distribution') throw new TailgateError('CLI_USAGE', '--convergence-mode distribution: in AIPerf a KS test between runs; tailgate bench does not do it (use ci_width or cv)');
   return {
     runs,
-    level: flags.confidenceLevel ?? 0.95,
-    cooldownMs: (flags.profileRunCooldownSeconds ?? 0) * 1000,
+    level: flags.confidenceLevel,
+    cooldownMs: flags.profileRunCooldownSeconds * 1000,
     warmupOnlyFirst: flags.profileRunDisableWarmupAfterFirst !== false,
     seedOf: (run) => (base === undefined ? undefined : vary ? base + run : base),
     convergence: metric === undefined ? null : {
       metric,
-      stat: flags.convergenceStat ?? 'avg',
+      stat: flags.convergenceStat,
       mode,
-      threshold: flags.convergenceThreshold ?? (mode === 'cv' ? 0.05 : 0.1),
+      threshold: flags.convergenceThreshold ?? BENCH_CLI_DEFAULTS.convergenceThreshold[mode],
     },
     notes,
   };
