@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fitProfile, levelOf, predictAt, readRun, resolveProfile, type Level } from '../src/calibrate/index.js';
+import { fitProfile, levelOf, predictAt, predictLevel, readRun, resolveProfile, simLevelOf, type Level } from '../src/calibrate/index.js';
 import { getProfile } from '../src/engine/index.js';
 import { aiperfJson } from '../src/report/index.js';
-import { PRESETS, runScenario, type Scenario } from '../src/sim/index.js';
+import { PRESETS, runScenario, scenarioFromObject, type Scenario } from '../src/sim/index.js';
 import { runCli } from './helpers.js';
 
 const TABLE = new URL('./fixtures/calibrate/vultr-b200-nemotron-nano/', import.meta.url).pathname;
@@ -81,4 +81,39 @@ test('inputs that cannot be fitted are refused with the file and what is missing
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
   }
   assert.throws(() => levelOf({ ...doc, input_config: {} }, 'x.json'), /x\.json: no load level/);
+});
+
+test('a level whose output lengths vary (a server stopping at end-of-sequence) is simulated with their spread: fixed lengths keep waves in lock-step', () => {
+  const small = getProfile('small');
+  const c = 48;
+  const s = scenarioFromObject({ name: 'eos', workers: 1, concurrency: c, requestCount: 6 * c, warmupRequestCount: c, inputTokens: { mean: 512, stddev: 0 }, outputTokens: { mean: 64, stddev: 32 }, datasetEntries: 7 * c }, 'eos');
+  const r = runScenario({ ...s, profile: small.name, engineProfile: small }, 'round-robin', 7, { keepChunks: false, recordMode: 'summary' });
+  const doc = aiperfJson({ summary: r.summary, records: [], exportLevel: 'summary', startTime: new Date(0), endTime: new Date(r.simulatedMs), inputConfig: { endpoint: { model_names: ['m'], urls: ['sim'] }, loadgen: { concurrency: c, request_count: 6 * c, warmup_request_count: c } } });
+  const level = levelOf(doc, 'eos');
+  assert.ok(level.outputTokensStd > 20, `the summary's std: ${level.outputTokensStd}`);
+  const m = level.measured;
+  const spread = predictLevel(simLevelOf(level), small);
+  const fixed = predictLevel(simLevelOf({ ...level, outputTokensStd: 0 }), small);
+  within('TTFT mean with the spread', spread.ttftMeanMs, m.ttftMeanMs, 0.05);
+  within('output tok/s with the spread', spread.outputTokPerS, m.outputTokPerS, 0.05);
+  // Without it every wave finishes together and the next queues for prefill at once (+35% in this run).
+  assert.ok(fixed.ttftMeanMs > 1.2 * m.ttftMeanMs, `fixed lengths: TTFT mean ${fixed.ttftMeanMs.toFixed(1)} against ${m.ttftMeanMs.toFixed(1)}`);
+});
+
+test('per-request records beside an export give the level its lengths and their spread; warm-up and failed requests are left out', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-calibrate-records-'));
+  const run = join(dir, 'c8');
+  mkdirSync(run);
+  const doc = JSON.parse(readFileSync(join(TABLE, 'c0008.json'), 'utf8')) as Record<string, unknown>;
+  writeFileSync(join(run, 'profile_export_aiperf.json'), JSON.stringify(doc));
+  const osl = [100, 300, 500, 700];
+  const rec = (phase: string, o: number, error: unknown = null): string => JSON.stringify({ metadata: { benchmark_phase: phase }, metrics: { input_sequence_length: { value: 2048, unit: 'tokens' }, output_sequence_length: { value: o, unit: 'tokens' } }, error });
+  writeFileSync(join(run, 'profile_export.jsonl'), [...osl.map((o) => rec('profiling', o)), rec('warmup', 5000), rec('profiling', 9000, { code: 500 })].join('\n'));
+  const level = readRun(run);
+  assert.equal(level.records, 4);
+  assert.equal(level.outputTokens, 400);
+  assert.ok(Math.abs(level.outputTokensStd - Math.sqrt((300 ** 2 + 100 ** 2 + 100 ** 2 + 300 ** 2) / 3)) < 1e-9, String(level.outputTokensStd));
+  assert.equal(level.inputTokensStd, 0);
+  // The published file alone has neither records nor a spread.
+  assert.equal(readRun(join(TABLE, 'c0008.json')).records, null);
 });

@@ -46,6 +46,11 @@ export interface Level {
   workers: number;
   inputTokens: number;
   outputTokens: number;
+  /** Spread (standard deviation) of the request lengths: from the per-request records where present, else the summary's std, else 0. */
+  inputTokensStd: number;
+  outputTokensStd: number;
+  /** Per-request records read (bench's profile_export.jsonl beside the export), null when none were. */
+  records: number | null;
   requestCount: number;
   warmupRequestCount: number;
   /** Distinct prompts the run drew from (input_config.input.conversation.num_dataset_entries), null when not said. */

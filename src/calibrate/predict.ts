@@ -20,6 +20,9 @@ export interface SimLevel {
   workers: number;
   /** Prompt tokens of each request: its length when `datasetEntries` replays the prompts, else less its prefix-cache hits. */
   prefillTokens: number;
+  /** Spreads (standard deviations) of the prompt tokens prefilled and of the output tokens. */
+  prefillTokensStd: number;
+  outputTokensStd: number;
   /** Distinct prompts to replay (the engine's prefix cache then hits as it did), null: every prompt new. */
   datasetEntries: number | null;
   /** Requests in flight at once: the concurrency, or for a rate rate x request latency (Little's law). */
@@ -38,6 +41,8 @@ export function simLevelOf(level: Level): SimLevel {
     load: level.load,
     workers: level.workers,
     prefillTokens: Math.max(1, Math.round(level.inputTokens * (replay ? 1 : 1 - hit))),
+    prefillTokensStd: level.inputTokensStd * (replay ? 1 : 1 - hit),
+    outputTokensStd: level.outputTokensStd,
     datasetEntries: replay ? level.datasetEntries : null,
     inFlight: level.load.kind === 'closed' ? level.load.concurrency : Math.max(1, Math.ceil((level.load.ratePerS * level.measured.latencyP50Ms) / 1000)),
     outputTokens: Math.max(2, Math.round(level.outputTokens)),
@@ -59,8 +64,8 @@ export function levelScenario(level: SimLevel, profile: EngineProfile): Scenario
     ...(level.load.kind === 'closed' ? { concurrency: level.load.concurrency } : { rate: level.load.ratePerS, rateMode: 'poisson' }),
     requestCount: requests,
     warmupRequestCount: Math.min(warmup, 10 * perWave),
-    inputTokens: { mean: level.prefillTokens },
-    outputTokens: { mean: level.outputTokens },
+    inputTokens: { mean: level.prefillTokens, stddev: level.prefillTokensStd },
+    outputTokens: { mean: level.outputTokens, stddev: level.outputTokensStd },
     datasetEntries: level.datasetEntries ?? requests + warmup,
   }, 'calibrate');
   return { ...s, profile: profile.name, engineProfile: profile };

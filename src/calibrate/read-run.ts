@@ -73,7 +73,49 @@ export function readRun(path: string): Level {
   const level = levelOf(doc, file);
   const metricsFile = dir !== null ? join(dir, 'server_metrics_export.json') : file.replace(/profile_export_aiperf\.json$/, 'server_metrics_export.json');
   if (metricsFile !== file) level.serverMetrics = readServerMetrics(metricsFile);
+  const recordsFile = dir !== null ? join(dir, AIPERF_FILES.jsonl) : file.replace(/profile_export_aiperf\.json$/, AIPERF_FILES.jsonl);
+  if (recordsFile !== file) applyRecords(level, recordsFile);
   return level;
+}
+
+/**
+ * Per-request records (bench's profile_export.jsonl, export level records): the measured requests'
+ * own lengths give the level's mean and spread (what a server that stops at end-of-sequence did).
+ * The simulator then draws lengths with that spread, so its closed-loop waves drift as the server's.
+ */
+function applyRecords(level: Level, file: string): void {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return;
+  }
+  const isl: number[] = [];
+  const osl: number[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    let r: unknown;
+    try {
+      r = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (at(r, 'error') != null || at(r, 'metadata.benchmark_phase') === 'warmup') continue;
+    const i = num(at(r, 'metrics.input_sequence_length.value'));
+    const o = num(at(r, 'metrics.output_sequence_length.value'));
+    if (i !== null && o !== null) {
+      isl.push(i);
+      osl.push(o);
+    }
+  }
+  if (isl.length < 2) return;
+  const meanStd = (v: number[]): [number, number] => {
+    const m = v.reduce((a, b) => a + b, 0) / v.length;
+    return [m, Math.sqrt(v.reduce((a, b) => a + (b - m) ** 2, 0) / (v.length - 1))];
+  };
+  [level.inputTokens, level.inputTokensStd] = meanStd(isl);
+  [level.outputTokens, level.outputTokensStd] = meanStd(osl);
+  level.records = isl.length;
 }
 
 /** A level from a parsed `profile_export_aiperf.json`. */
@@ -127,6 +169,9 @@ export function levelOf(doc: Json, file: string): Level {
     workers: isObject(perWorker) && Object.keys(perWorker).length > 0 ? Object.keys(perWorker).length : 1,
     inputTokens: isl!,
     outputTokens: osl!,
+    inputTokensStd: stat('input_sequence_length', 'std') ?? 0,
+    outputTokensStd: stat('output_sequence_length', 'std') ?? 0,
+    records: null,
     requestCount: Math.max(1, Math.round(count)),
     warmupRequestCount: num(at(doc, 'input_config.loadgen.warmup_request_count')) ?? 0,
     datasetEntries: num(at(doc, 'input_config.input.conversation.num_dataset_entries')),
