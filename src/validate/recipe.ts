@@ -14,6 +14,16 @@ const stringList = z.union([z.string(), z.array(z.string())]).transform((v) => (
 const pairs = z
   .union([z.array(z.string()), z.record(z.string(), z.unknown())])
   .transform((v) => (Array.isArray(v) ? v : Object.entries(v).map(([k, x]) => `${k}:${typeof x === 'string' ? x : JSON.stringify(x)}`)));
+/** Concurrency levels per GPU: a list, or the flag's text (`16,32,64`). */
+const levels = z.union([z.array(int(1)).min(1), z.string()]).transform((v, ctx) => {
+  if (Array.isArray(v)) return v;
+  try {
+    return parseSweep(v);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: (e as Error).message });
+    return z.NEVER;
+  }
+});
 const gateItem = z.union([
   z.string(),
   z
@@ -51,15 +61,7 @@ const RECIPE_SHAPE = {
   probeTimeout: durationMs,
   trialTimeout: durationMs,
   scrapeInterval: durationMs,
-  sweep: z.union([z.array(int(1)).min(1), z.string()]).transform((v, ctx) => {
-    if (Array.isArray(v)) return v;
-    try {
-      return parseSweep(v);
-    } catch (e) {
-      ctx.addIssue({ code: 'custom', message: (e as Error).message });
-      return z.NEVER;
-    }
-  }),
+  sweep: levels,
   endpointType: z.enum(['chat', 'completions']),
   streaming: z.boolean(),
   syntheticInputTokensMean: int(1),
@@ -80,15 +82,7 @@ const RECIPE_SHAPE = {
   search: z.enum(['max-concurrency']),
   searchRange: z.string().regex(/^\s*\d+\s*:\s*\d+\s*$/, 'expected lo:hi, e.g. 16:512'),
   searchStep: int(1),
-  predictBeyond: z.union([z.array(int(1)).min(1), z.string()]).transform((v, ctx) => {
-    if (Array.isArray(v)) return v;
-    try {
-      return parseSweep(v);
-    } catch (e) {
-      ctx.addIssue({ code: 'custom', message: (e as Error).message });
-      return z.NEVER;
-    }
-  }),
+  predictBeyond: levels,
   predictProfile: z.string().min(1),
 } satisfies Record<(typeof INPUT_FIELDS)[number], z.ZodType>;
 
