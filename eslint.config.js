@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 import { layersConfig } from './eslint-layers.mjs';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'tailgate-demo/', '**/*.mjs', 'eslint.config.js'] },
+  { ignores: ['dist/', '.test-build-*/', 'node_modules/', 'tailgate-demo/', '**/*.mjs', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

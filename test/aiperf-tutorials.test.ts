@@ -14,8 +14,7 @@ import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { getProfile, type EngineProfile } from '../src/engine/index.js';
 import { runCli, until } from './helpers.js';
 import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
-import { CLI } from './helpers.js';
+import { spawnCli as spawnTailgate } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-0.6B';
 
@@ -175,7 +174,7 @@ test('trace replay tutorial (docs/benchmark-modes/trace-replay.md, custom trace)
 
 /** Starts `tailgate ARGV`; resolves when it exits. */
 function spawnCli(argv: string[]): { child: ChildProcess; done: Promise<{ code: number | null; stderr: string }> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...argv], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
+  const child = spawnTailgate(argv);
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   child.stdout!.resume();

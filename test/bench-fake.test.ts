@@ -11,8 +11,7 @@ import { epochNs } from '../src/report/index.js';
 import { scenarioFromObject } from '../src/sim/index.js';
 import { SimWorkload } from '../src/sim/sim-workload.js';
 import { turnMessages } from '../src/workload/index.js';
-import { spawn } from 'node:child_process';
-import { CLI, runCli, until } from './helpers.js';
+import { runCli, spawnCli, until } from './helpers.js';
 import { SCHEDULE, startScheduleFake, type ScheduleFake, type ScheduleFakeMode } from './doubles/schedule-fake.js';
 
 const { model: MODEL, ttftMs: TTFT_MS, itlMs: ITL_MS } = SCHEDULE;
@@ -345,8 +344,8 @@ test('--request-cancellation-rate cuts that share of requests after the delay; t
 test('CLI: Ctrl-C (SIGINT) writes what was measured, marked cancelled, its own cancellations not errors, exit 130', async (t) => {
   const fake = await startFake(t);
   const dir = await tempDir(t);
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', fake.url, '--streaming', '--concurrency', '4',
-    '--request-count', '100000', '--isl', '8', '--osl', '8', '--artifact-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
+  const child = spawnCli(['bench', '-m', MODEL, '--tokenizer', 'builtin', '-u', fake.url, '--streaming', '--concurrency', '4',
+    '--request-count', '100000', '--isl', '8', '--osl', '8', '--artifact-dir', dir]);
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));

@@ -1,5 +1,5 @@
-// The built CLI's `tailgate bench --threads 2` against `tailgate fleet` (when `dist/` is up to
-// date, as after `npm ci`; from the sources through tsx otherwise), and `--tokenizer` with a
+// The built CLI's `tailgate bench --threads 2` against `tailgate fleet` (the transpiled one under
+// scripts/test.mjs, or `dist/` when up to date, as after `npm ci`; from the sources through tsx otherwise), and `--tokenizer` with a
 // Hugging Face tokenizer.json from disk. The fixture `test/fixtures/tiny-bpe/tokenizer.json` is a
 // hand-written BPE model: lowercase normalizer, whitespace pre-tokenizer, the 26 letters plus 15
 // merges (th, the, er, in, ing, ...) and `<unk>`, so most words take several tokens.
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { words } from './sse.js';
 import { percentile } from '../src/stats/index.js';
 import { loadTokenizer } from '../src/workload/index.js';
-import { runCli, startCli, type CliResult } from './helpers.js';
+import { CLI_IS_JS, runCli, startCli, type CliResult } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 const TOKENIZER = fileURLToPath(new URL('./fixtures/tiny-bpe/tokenizer.json', import.meta.url));
@@ -32,9 +32,9 @@ function newestMs(dir: string): number {
   return t;
 }
 
-/** The built CLI (whose threads load compiled workers) when it is newer than every source file; else the sources. */
+/** A CLI whose threads load compiled workers: the run's transpiled one, else dist/ when newer than every source file; else the sources. */
 function runBuiltCli(args: string[]): Promise<CliResult> {
-  if (!existsSync(DIST_CLI) || statSync(DIST_CLI).mtimeMs < newestMs(SRC)) return runCli(args);
+  if (CLI_IS_JS || !existsSync(DIST_CLI) || statSync(DIST_CLI).mtimeMs < newestMs(SRC)) return runCli(args);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [DIST_CLI, ...args], { env: { ...process.env, CI: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

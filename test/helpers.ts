@@ -1,10 +1,29 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 
-/** The CLI entry point, run through tsx so tests need no build. */
-export const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+/** src/ transpiled fresh by scripts/test.mjs for this run (laid out like dist/); unset when a test file runs alone. */
+const TEST_BUILD = process.env['TAILGATE_TEST_BUILD'];
+
+/** The CLI entry point: the run's transpiled JS under scripts/test.mjs, else the sources through tsx (no build needed). */
+export const CLI = TEST_BUILD ? join(TEST_BUILD, 'cli', 'main.js') : fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+
+/** True when tests start the CLI from JavaScript (its worker threads load compiled files, no loader). */
+export const CLI_IS_JS = TEST_BUILD !== undefined;
+
+/** Node's arguments that start `tailgate ARGS...` (`nodeArgs` before the entry script); tsx only when running the sources. */
+export function cliArgv(args: string[], nodeArgs: string[] = []): string[] {
+  // The transpiled files carry inline sourcemaps: stack traces name the .ts lines.
+  return [...(TEST_BUILD ? ['--enable-source-maps'] : ['--import', 'tsx']), ...nodeArgs, CLI, ...args];
+}
+
+/** Spawns `tailgate ARGS...` with piped output and `CI=1` (plus `env`); the caller owns the child. */
+export function spawnCli(args: string[], opts: { cwd?: string | undefined; env?: NodeJS.ProcessEnv | undefined; nodeArgs?: string[] | undefined } = {}): ChildProcessByStdio<null, Readable, Readable> {
+  return spawn(process.execPath, cliArgv(args, opts.nodeArgs), { cwd: opts.cwd, env: { ...process.env, CI: '1', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
 
 export interface CliResult {
   code: number | null;
@@ -27,11 +46,7 @@ export interface RunCliOptions {
 /** Runs `tailgate ARGS...` to completion (bounded by `timeoutMs`). */
 export function runCli(args: string[], opts: RunCliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...(opts.nodeArgs ?? []), CLI, ...args], {
-      cwd: opts.cwd,
-      env: { ...process.env, CI: '1', ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnCli(args, opts);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -51,7 +66,7 @@ export function runCli(args: string[], opts: RunCliOptions = {}): Promise<CliRes
 /** Starts a long-running `tailgate ...` and resolves once it prints a line equal to `readyLine`. */
 export function startCli(args: string[], readyLine = 'ready', env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; lines: string[]; stop(): Promise<void> }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1', ...env } });
+    const child = spawnCli(args, { env });
     const lines: string[] = [];
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -1,13 +1,12 @@
 // Ctrl-C during `tailgate validate`: exit 130, and every file it writes says the run was
 // cancelled (a verdict nobody judged must not read as a failure with all gates passed).
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFleet } from '../src/fleet/index.js';
-import { CLI, until } from './helpers.js';
+import { spawnCli, until } from './helpers.js';
 
 test('validate interrupted by SIGINT mid-trial: exit 130, verdict.json, junit.xml, summary.md and the console say cancelled', async (t) => {
   const fleet = await startFleet({ workers: 1, port: 0, profile: 'small', model: 'm' });
@@ -15,9 +14,8 @@ test('validate interrupted by SIGINT mid-trial: exit 130, verdict.json, junit.xm
   const out = await mkdtemp(join(tmpdir(), 'tailgate-vint-'));
   t.after(() => rm(out, { recursive: true, force: true }));
   const url = fleet.workers[0]!.url;
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'validate', '--url', url, '--worker-url', url, '--model', 'm', '--gpus', '1', '--concurrency-per-gpu', '4',
-    '--min-throughput', '1', '--trials', '3', '--request-count', '100000', '--warmup-request-count', '0', '--output-tokens-mean', '8', '--ready-timeout', '5s', '--out', out],
-  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CI: '1' } });
+  const child = spawnCli(['validate', '--url', url, '--worker-url', url, '--model', 'm', '--gpus', '1', '--concurrency-per-gpu', '4',
+    '--min-throughput', '1', '--trials', '3', '--request-count', '100000', '--warmup-request-count', '0', '--output-tokens-mean', '8', '--ready-timeout', '5s', '--out', out]);
   t.after(() => child.kill('SIGKILL'));
   let stderr = '';
   let stdout = '';
