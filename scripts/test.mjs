@@ -3,11 +3,12 @@
 // laid out like dist/, passed in TAILGATE_TEST_BUILD: plain `node` starts it ~3x faster than tsx.
 // The suite never reaches the Hugging Face hub: offline, with an empty cache and no token of the
 // user's; the hub tests point HF_ENDPOINT at a loopback server and lift the offline switch themselves.
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { build } from 'esbuild';
+import { transpileSrc } from './transpile-src.mjs';
 
 function find(dir) {
   const out = [];
@@ -39,13 +40,9 @@ function pure(file) {
   return f.startsWith('src/') ? !REAL_TIME_SRC.has(f) : PURE_TEST.has(f);
 }
 
-/** Every file under `dir` (recursively). */
-function walk(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
-}
-
 // One folder per run (a run beside it never sees a half-written tree), at the root like dist/ so
 // paths the code resolves from itself (../../package.json) hold; folders of runs no longer alive go.
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BUILD_PREFIX = '.test-build-';
 function alive(pid) {
   try {
@@ -55,35 +52,22 @@ function alive(pid) {
     return e.code === 'EPERM';
   }
 }
-for (const e of readdirSync('.')) {
-  if (e.startsWith(BUILD_PREFIX) && !alive(Number(e.slice(BUILD_PREFIX.length)))) rmSync(e, { recursive: true, force: true });
-}
-
-/** Transpiles src/ (tests aside) to `out`, .ts to .js with inline sourcemaps, other files copied; exits on failure. */
-async function transpile(out) {
-  const all = walk('src');
-  const sources = all.filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
-  try {
-    await build({ entryPoints: sources, outdir: out, outbase: 'src', format: 'esm', platform: 'node', target: 'node20', sourcemap: 'inline', bundle: false, logLevel: 'silent' });
-  } catch (e) {
-    const why = (e.errors ?? []).map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`).join('; ') || e.message;
-    console.error(`scripts/test.mjs: transpiling src/ failed, no test ran: ${why}`);
-    rmSync(out, { recursive: true, force: true });
-    process.exit(1);
-  }
-  for (const f of all.filter((x) => !x.endsWith('.ts'))) {
-    const to = join(out, relative('src', f));
-    mkdirSync(dirname(to), { recursive: true });
-    copyFileSync(f, to);
-  }
+for (const e of readdirSync(ROOT)) {
+  if (e.startsWith(BUILD_PREFIX) && !alive(Number(e.slice(BUILD_PREFIX.length)))) rmSync(join(ROOT, e), { recursive: true, force: true });
 }
 
 const only = process.argv.slice(2);
 const files = only.length > 0 ? only : [...find('src'), ...find('test')].sort();
 const hfHome = mkdtempSync(join(tmpdir(), 'tailgate-test-hf-'));
 const env = { ...process.env, HF_HUB_OFFLINE: '1', HF_HOME: hfHome, HF_HUB_CACHE: join(hfHome, 'hub') };
-const testBuild = resolve(`${BUILD_PREFIX}${process.pid}`);
-await transpile(testBuild);
+const testBuild = join(ROOT, `${BUILD_PREFIX}${process.pid}`);
+try {
+  await transpileSrc(testBuild);
+} catch (e) {
+  console.error(`scripts/test.mjs: ${e.message}; no test ran`);
+  rmSync(testBuild, { recursive: true, force: true });
+  process.exit(1);
+}
 env.TAILGATE_TEST_BUILD = testBuild;
 for (const k of ['HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_TOKEN_PATH', 'HF_ENDPOINT', 'HUGGINGFACE_HUB_CACHE', 'TRANSFORMERS_OFFLINE']) delete env[k];
 // The pure files two at a time (they share nothing, and use both cores), then the others one at a time.
