@@ -343,22 +343,8 @@ export function parseBaseUrl(raw: string): { url: string; origin: string; basePa
   return { url: u.href.replace(/\/$/, ''), origin: u.origin, basePath: u.pathname.replace(/\/+$/, '') };
 }
 
-/** Applies defaults and checks every option; bad values are CONFIG_INVALID errors (exit 2). */
-export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
-  const series = given.requestRateSeries ?? null;
-  // A series runs as an open loop starting at its first rate; every rule of --request-rate applies to it.
-  const o: BenchOptions = series === null ? given : { ...given, requestRate: rateSeriesStart(given, series) };
-  if (!o.model) throw bad('--model is required');
-  const urls = typeof o.url === 'string' ? [o.url] : [...o.url];
-  if (urls.length === 0) throw bad('--url is required');
-  const endpointType = o.endpointType ?? 'chat';
-  if (!(endpointType in ENDPOINT_PATHS)) throw bad(`--endpoint-type must be chat, completions or embeddings (got ${String(endpointType)})`);
-  let endpoint = o.endpointPath ?? ENDPOINT_PATHS[endpointType];
-  if (!endpoint.startsWith('/')) endpoint = `/${endpoint}`;
-  if (/[\s\0]/.test(endpoint)) throw bad(`--endpoint "${endpoint}" must not contain spaces or line breaks`);
-  for (const [k, v] of Object.entries(o.headers ?? {})) checkHeader(k, v);
-  if (o.sessionHeader !== undefined && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(o.sessionHeader)) throw bad(`--session-header: "${o.sessionHeader}" is not a valid header name`);
-  if (o.apiKey !== undefined && /[\r\n\0]/.test(o.apiKey)) throw bad('--api-key must not contain line breaks');
+/** Every numeric option is in its range (AIPerf's bounds); a bad one is a CONFIG_INVALID error naming the flag. */
+function checkNumbers(o: BenchOptions): void {
   intAtLeast('--concurrency', o.concurrency, 1);
   intAtLeast('--request-count', o.requestCount, 1);
   intAtLeast('--warmup-request-count', o.warmupRequestCount, 0);
@@ -387,15 +373,10 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   numAtLeast('--synthetic-input-tokens-stddev', o.inputTokensStddev, 0);
   numAtLeast('--output-tokens-mean', o.outputTokensMean, 1);
   numAtLeast('--output-tokens-stddev', o.outputTokensStddev, 0);
-  checkPrefill(o);
-  if (o.cacheBust !== undefined && !CACHE_BUST_TARGETS.includes(o.cacheBust)) throw bad(`--cache-bust must be one of ${CACHE_BUST_TARGETS.join(', ')} (got ${String(o.cacheBust)})`);
-  const workload = resolveWorkload(o);
-  if (o.sequenceDistribution !== undefined && workload.kind === 'trace') throw bad('--sequence-distribution draws synthetic prompt lengths: a trace brings its own (drop one)');
-  if (o.datasetSamplingStrategy !== undefined && !SAMPLING_STRATEGIES.includes(o.datasetSamplingStrategy)) {
-    throw bad(`unknown --dataset-sampling-strategy "${String(o.datasetSamplingStrategy)}" (use one of: ${SAMPLING_STRATEGIES.join(', ')})`);
-  }
-  // As AIPerf: a trace with timestamps runs on them (--concurrency is then a ceiling) unless --no-fixed-schedule.
-  const fixedSchedule = workload.kind === 'trace' && (o.fixedSchedule ?? traceHasTimestamps(workload.file));
+}
+
+/** The pairs of options a schedule cannot take together: a timestamped replay, embeddings and multi-turn conversations. */
+function checkSchedule(o: BenchOptions, workload: BenchWorkloadSpec, endpointType: string, fixedSchedule: boolean): void {
   if (o.fixedSchedule && workload.kind !== 'trace') throw bad('--fixed-schedule replays a trace: give it with --input-file');
   if (fixedSchedule) {
     if (o.requestRate !== undefined) throw bad('--request-rate: a trace with timestamps is sent at them, as AIPerf sends it (the rate is not used): drop --request-rate, or give --no-fixed-schedule to send its lines at the rate');
@@ -409,6 +390,35 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   if (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0) && o.requestRate !== undefined) {
     throw bad('multi-turn conversations run in a closed loop: use --concurrency, not --request-rate');
   }
+}
+
+/** Applies defaults and checks every option; bad values are CONFIG_INVALID errors (exit 2). */
+export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
+  const series = given.requestRateSeries ?? null;
+  // A series runs as an open loop starting at its first rate; every rule of --request-rate applies to it.
+  const o: BenchOptions = series === null ? given : { ...given, requestRate: rateSeriesStart(given, series) };
+  if (!o.model) throw bad('--model is required');
+  const urls = typeof o.url === 'string' ? [o.url] : [...o.url];
+  if (urls.length === 0) throw bad('--url is required');
+  const endpointType = o.endpointType ?? 'chat';
+  if (!(endpointType in ENDPOINT_PATHS)) throw bad(`--endpoint-type must be chat, completions or embeddings (got ${String(endpointType)})`);
+  let endpoint = o.endpointPath ?? ENDPOINT_PATHS[endpointType];
+  if (!endpoint.startsWith('/')) endpoint = `/${endpoint}`;
+  if (/[\s\0]/.test(endpoint)) throw bad(`--endpoint "${endpoint}" must not contain spaces or line breaks`);
+  for (const [k, v] of Object.entries(o.headers ?? {})) checkHeader(k, v);
+  if (o.sessionHeader !== undefined && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(o.sessionHeader)) throw bad(`--session-header: "${o.sessionHeader}" is not a valid header name`);
+  if (o.apiKey !== undefined && /[\r\n\0]/.test(o.apiKey)) throw bad('--api-key must not contain line breaks');
+  checkNumbers(o);
+  checkPrefill(o);
+  if (o.cacheBust !== undefined && !CACHE_BUST_TARGETS.includes(o.cacheBust)) throw bad(`--cache-bust must be one of ${CACHE_BUST_TARGETS.join(', ')} (got ${String(o.cacheBust)})`);
+  const workload = resolveWorkload(o);
+  if (o.sequenceDistribution !== undefined && workload.kind === 'trace') throw bad('--sequence-distribution draws synthetic prompt lengths: a trace brings its own (drop one)');
+  if (o.datasetSamplingStrategy !== undefined && !SAMPLING_STRATEGIES.includes(o.datasetSamplingStrategy)) {
+    throw bad(`unknown --dataset-sampling-strategy "${String(o.datasetSamplingStrategy)}" (use one of: ${SAMPLING_STRATEGIES.join(', ')})`);
+  }
+  // As AIPerf: a trace with timestamps runs on them (--concurrency is then a ceiling) unless --no-fixed-schedule.
+  const fixedSchedule = workload.kind === 'trace' && (o.fixedSchedule ?? traceHasTimestamps(workload.file));
+  checkSchedule(o, workload, endpointType, fixedSchedule);
   const userCentric = userCentricOf(o, workload, fixedSchedule);
   const adaptiveScale = o.adaptiveScale === undefined ? null : resolveAdaptiveScale(o.adaptiveScale, {
     concurrency: o.concurrency, benchmarkDurationMs: o.benchmarkDurationMs, concurrencyRampMs: o.concurrencyRampMs, threads: o.threads,
