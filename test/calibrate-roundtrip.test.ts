@@ -39,22 +39,33 @@ const UNSEEN = [
 /** Requests of each unseen level and of its prediction: a TTFT median over a few waves, not one (a step boundary moves one wave's). */
 const UNSEEN_REQUESTS = 36;
 
-/** The fleet's own step counters (its /metrics): steps run, and the time they fell behind the profile on the real clock. */
-async function stepClock(url: string): Promise<{ steps: number; lateMs: number }> {
+/**
+ * The fleet's own counters (its /metrics): steps run, and the time they fell behind the profile on
+ * the real clock; generation requests taken, and their real time from arrival to the engine submit.
+ */
+async function stepClock(url: string): Promise<{ steps: number; lateMs: number; requests: number; handlingMs: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const read = (name: string): number => {
     const m = new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(text);
     assert.ok(m, `${name} missing from the fleet's /metrics`);
     return Number(m[1]);
   };
-  return { steps: read('tailgate_engine_steps_total'), lateMs: 1000 * read('tailgate_engine_late_seconds_total') };
+  return {
+    steps: read('tailgate_engine_steps_total'),
+    lateMs: 1000 * read('tailgate_engine_late_seconds_total'),
+    requests: read('tailgate_frontend_requests_total'),
+    handlingMs: 1000 * read('tailgate_frontend_seconds_total'),
+  };
 }
 
-/** A level as the fleet ran it: its run directory, and how late (ms per step) the fleet's steps ran against the profile. */
+/** A level as the fleet ran it: its run directory, how late (ms per step) the fleet's steps ran against the profile, and its requests' handling before submit. */
 interface LiveLevel {
   dir: string;
   steps: number;
   lateMs: number;
+  requests: number;
+  /** Mean real time (ms) from a request's arrival at the worker to its engine submit. */
+  handlingMs: number;
 }
 
 /**
@@ -84,7 +95,8 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
     assert.equal(r.code, 0, r.stderr);
     const after = await stepClock(url);
     const steps = after.steps - before.steps;
-    return { dir: out, steps, lateMs: (after.lateMs - before.lateMs) / steps };
+    const requests = after.requests - before.requests;
+    return { dir: out, steps, lateMs: (after.lateMs - before.lateMs) / steps, requests, handlingMs: (after.handlingMs - before.handlingMs) / requests };
   };
   let runs: LiveLevel[] = [];
   const unseen: LiveLevel[] = [];
@@ -105,6 +117,7 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
   const asRun = (lateMs: number): EngineProfile => ({ ...PICKED, stepBaseMs: PICKED.stepBaseMs + lateMs });
   const lateness = [...runs, ...unseen].map((l) => `${readRun(l.dir).label} ${l.lateMs.toFixed(2)} ms`).join(', ');
   process.stderr.write(`fleet steps late per step: ${lateness}\n`);
+  process.stderr.write(`fleet handling before submit per request: ${[...runs, ...unseen].map((l) => `${readRun(l.dir).label} ${l.handlingMs.toFixed(2)} ms (${l.requests} requests)`).join(', ')}\n`);
   // The fleet ran as its counters say: each level's live ITL is the simulator's on the picked profile with that level's lateness.
   for (const l of [...runs, ...unseen]) {
     const level = readRun(l.dir);

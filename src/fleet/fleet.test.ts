@@ -92,6 +92,8 @@ test('/metrics counts prefix cache queries and hits in tokens, exactly, over bot
   assert.equal(m.get(`vllm:prefix_cache_queries_total${L}`), 120);
   assert.equal(m.get(`vllm:prefix_cache_hits_total${L}`), 64);
   assert.equal(fleet.workers[1]!.engine.stats().prefixCacheQueriesTotal, 0, 'the other worker saw nothing');
+  assert.equal(m.get(`tailgate_frontend_requests_total${L}`), 3, 'every generation request handed to the engine is counted');
+  assert.equal((await scrape(fleet.workers[1]!.url)).get(`tailgate_frontend_requests_total${L}`), 0);
 });
 
 test('prefixCaching: false (tailgate fleet --no-prefix-caching) queries and hits nothing', async (t) => {
@@ -161,4 +163,7 @@ test('n > 1 observes every sequence in vLLM\'s request histograms, streamed or n
     assert.equal(m.get(`vllm:${h}_count${L}`), 6, `vllm:${h}: 2 requests x 3 sequences`);
   }
   assert.equal(m.get(`vllm:request_success_total{engine="0",finished_reason="length",model_name="Qwen/Qwen3-8B"}`), 6);
+  // The worker's own handling before the engine is counted per HTTP request, not per sequence.
+  assert.equal(m.get(`tailgate_frontend_requests_total${L}`), 2);
+  assert.ok(m.get(`tailgate_frontend_seconds_total${L}`)! > 0, 'parsing and validating two requests took some real time');
 });

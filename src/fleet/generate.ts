@@ -76,9 +76,12 @@ function stamp(frame: string, arrivalNs: bigint): string {
  * tokens merged into one message on 'drain' rather than buffered frame by frame; a client that
  * goes away aborts the request in the engine. With `x-tailgate-timing: 1`, `arrivalNs` is when the
  * worker got the request's head (monotonic ns), and every content frame carries it and its own send time.
+ * `receivedMs` (the fleet's clock, when the worker got the request's head) to the engine submit is
+ * the worker's own handling (body, JSON, validation, tokenizing), counted in `metrics.frontend`.
  */
-export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): void {
+export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint, receivedMs: number): void {
   if (v.n > 1) {
+    ctx.metrics.countFrontend(ctx.clock.now() - receivedMs);
     serveChoices(ctx, v, res);
     return;
   }
@@ -145,6 +148,7 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
     }
   };
 
+  metrics.countFrontend(clock.now() - receivedMs);
   const result = engine.submit({
     promptTokens,
     maxTokens,

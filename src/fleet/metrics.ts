@@ -39,6 +39,9 @@ export class WorkerMetrics {
   readonly finished: Record<MetricsFinishReason, number> = { stop: 0, length: 0, abort: 0, error: 0, repetition: 0 };
   /** prometheus-fastapi-instrumentator's `http_requests_total` (vLLM's API server has it): `handler method status` -> count, status grouped as `2xx`. */
   readonly #http = new Map<string, number>();
+  /** Generation requests handed to the engine, and their summed real time from arrival at the worker to the submit (ms). */
+  #frontendCount = 0;
+  #frontendMs = 0;
   readonly #labels: string;
   readonly #createdS: string;
 
@@ -52,6 +55,12 @@ export class WorkerMetrics {
   countHttp(handler: string, method: string, status: number): void {
     const k = `handler="${escapeLabel(handler)}",method="${method}",status="${Math.floor(status / 100)}xx"`;
     this.#http.set(k, (this.#http.get(k) ?? 0) + 1);
+  }
+
+  /** Counts one generation request's real handling time before its engine submit (HTTP body, JSON, validation, tokenizing). */
+  countFrontend(ms: number): void {
+    this.#frontendCount++;
+    this.#frontendMs += ms;
   }
 
   render(s: EngineStats): string {
@@ -94,6 +103,8 @@ export class WorkerMetrics {
       own('tailgate_engine_busy_seconds_total', 'Time the simulated engine spent executing steps.', s.busyMsTotal / 1000),
       own('tailgate_engine_late_seconds_total', 'Time the steps fell behind the engine profile on the real clock (a late timer not caught up by the next step).', s.lateMsTotal / 1000),
       own('tailgate_engine_steps_total', 'Steps the simulated engine executed.', s.stepsTotal),
+      own('tailgate_frontend_seconds_total', 'Real time generation requests spent in the worker between arrival and engine submit (body, JSON, validation, tokenizing), before the profile\'s frontend time starts.', this.#frontendMs / 1000),
+      own('tailgate_frontend_requests_total', 'Generation requests the worker handed to the engine.', this.#frontendCount),
     );
     if (this.#http.size > 0) {
       const help = 'Total number of requests by method, status and handler.';

@@ -203,7 +203,8 @@ export class FleetWorker {
         this.#json(res, 500, JSON.stringify(errorBody(500, 'simulated engine error (fault kind=error)', { type: 'InternalServerError' })));
         return;
       }
-      this.#generate(path === '/v1/chat/completions' ? 'chat' : 'completions', req, res, req.headers['x-tailgate-timing'] === '1' ? process.hrtime.bigint() : 0n).catch((e: unknown) => this.#internal(res, e));
+      const receivedMs = this.#opts.clock.now();
+      this.#generate(path === '/v1/chat/completions' ? 'chat' : 'completions', req, res, req.headers['x-tailgate-timing'] === '1' ? process.hrtime.bigint() : 0n, receivedMs).catch((e: unknown) => this.#internal(res, e));
       return;
     }
     if (method === 'GET' && path === '/health') {
@@ -262,7 +263,7 @@ export class FleetWorker {
     return parsed as Record<string, unknown>;
   }
 
-  async #generate(kind: EndpointKind, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint): Promise<void> {
+  async #generate(kind: EndpointKind, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint, receivedMs: number): Promise<void> {
     const parsed = await this.#readJson(req, res);
     if (parsed === undefined) return;
     const tokens = this.#ctx.tokens;
@@ -272,7 +273,7 @@ export class FleetWorker {
       return;
     }
     if (res.destroyed) return;
-    serveGeneration(this.#ctx, v.value, req, res, arrivalNs);
+    serveGeneration(this.#ctx, v.value, req, res, arrivalNs, receivedMs);
   }
 
   async #pooling(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
