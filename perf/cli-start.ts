@@ -24,7 +24,11 @@ function wall(argv: string[], env: NodeJS.ProcessEnv = process.env): number {
   if (r.status !== 0) throw new Error(`node ${argv.join(' ')} exited ${r.status}: ${r.stderr.slice(-400)}`);
   return Number(process.hrtime.bigint() - t0) / 1e9;
 }
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
 const show = (xs: number[]): string => `median ${median(xs).toFixed(2)} s (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`;
 
 // The prefix scripts/test.mjs removes when the process that made it is gone.
