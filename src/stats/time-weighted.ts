@@ -22,21 +22,46 @@ interface Step {
   values: Float64Array;
 }
 
-/** Sorts (time, delta) events, ends before starts at equal times (AIPerf's tie rule), and sums them. */
-function sweep(times: number[], deltas: number[]): Step {
-  const order = times.map((_, i) => i).sort((a, b) => times[a]! - times[b]! || (deltas[a]! > 0 ? 1 : 0) - (deltas[b]! > 0 ? 1 : 0));
-  const ts = new Float64Array(order.length);
-  const values = new Float64Array(order.length);
+/** Events of a step function as they are added: times and deltas in typed arrays that grow by doubling. */
+class Events {
+  times = new Float64Array(1024);
+  deltas = new Float64Array(1024);
+  length = 0;
+
+  add(t: number, d: number): void {
+    if (this.length === this.times.length) {
+      const times = new Float64Array(this.length * 2);
+      const deltas = new Float64Array(this.length * 2);
+      times.set(this.times);
+      deltas.set(this.deltas);
+      this.times = times;
+      this.deltas = deltas;
+    }
+    this.times[this.length] = t;
+    this.deltas[this.length++] = d;
+  }
+}
+
+/** Sorts the events (by time, ends before starts at equal times as AIPerf's tie rule, then as added) and sums them. */
+function sweep(e: Events): Step {
+  const { times, deltas, length: n } = e;
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  // Typed arrays and a total order: one run's tens of thousands of chunk events sort without boxing.
+  order.sort((a, b) => times[a]! - times[b]! || (deltas[a]! > 0 ? 1 : 0) - (deltas[b]! > 0 ? 1 : 0) || a - b);
+  const ts = new Float64Array(n);
+  const values = new Float64Array(n);
   let sum = 0;
   let peak = 0;
-  order.forEach((e, k) => {
-    ts[k] = times[e]!;
-    sum += deltas[e]!;
+  for (let k = 0; k < n; k++) {
+    const i = order[k]!;
+    ts[k] = times[i]!;
+    sum += deltas[i]!;
     values[k] = sum;
     peak = Math.max(peak, Math.abs(sum));
-  });
+  }
   // Snap float residue of cancelled +x/-x pairs to 0, as AIPerf does (relative 1e-9 of the peak).
-  for (let k = 0; k < values.length; k++) if (Math.abs(values[k]!) < 1e-9 * peak) values[k] = 0;
+  for (let k = 0; k < n; k++) if (Math.abs(values[k]!) < 1e-9 * peak) values[k] = 0;
   return { ts, values };
 }
 
@@ -49,29 +74,36 @@ export function timeWeightedStats(step: Step, startMs: number, endMs: number, un
   const total = endMs - startMs;
   if (step.ts.length === 0 || total <= 0) return null;
   // Zero before the first event; each value held to the next event (the last to the window's end).
-  const vals: number[] = [0];
-  const durs: number[] = [Math.max(0, Math.min(step.ts[0]!, endMs) - startMs)];
+  const n = step.ts.length + 1;
+  const vals = new Float64Array(n);
+  const durs = new Float64Array(n);
+  durs[0] = Math.max(0, Math.min(step.ts[0]!, endMs) - startMs);
   for (let k = 0; k < step.ts.length; k++) {
     const from = Math.max(step.ts[k]!, startMs);
     const to = Math.min(k + 1 < step.ts.length ? step.ts[k + 1]! : endMs, endMs);
-    vals.push(step.values[k]!);
-    durs.push(Math.max(0, to - from));
+    vals[k + 1] = step.values[k]!;
+    durs[k + 1] = Math.max(0, to - from);
   }
-  const held = vals.map((_, i) => i).filter((i) => durs[i]! > 0);
-  if (held.length === 0) return null;
+  let held = 0;
+  for (let i = 0; i < n; i++) if (durs[i]! > 0) held++;
+  if (held === 0) return null;
+  const order = new Uint32Array(held);
   let area = 0;
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
-  for (const i of held) {
+  for (let i = 0, h = 0; i < n; i++) {
+    if (!(durs[i]! > 0)) continue;
+    order[h++] = i;
     area += vals[i]! * durs[i]!;
     min = Math.min(min, vals[i]!);
     max = Math.max(max, vals[i]!);
   }
   const avg = area / total;
   let m2 = 0;
-  for (const i of held) m2 += durs[i]! * (vals[i]! - avg) ** 2;
-  const order = held.sort((a, b) => vals[a]! - vals[b]!);
-  const heldMs = order.reduce((sum, i) => sum + durs[i]!, 0);
+  for (const i of order) m2 += durs[i]! * (vals[i]! - avg) ** 2;
+  order.sort((a, b) => vals[a]! - vals[b]! || a - b);
+  let heldMs = 0;
+  for (const i of order) heldMs += durs[i]!;
   const pct = (q: number): number => {
     let cum = 0;
     for (const i of order) {
@@ -102,44 +134,45 @@ export function timeWeightedMetrics(records: readonly RequestRecord[], tokensOf:
   if (prof.length === 0) return {};
   const startMs = prof.reduce((m, r) => Math.min(m, r.startMs), Number.POSITIVE_INFINITY);
   const endMs = prof.reduce((m, r) => Math.max(m, r.endMs), Number.NEGATIVE_INFINITY);
-  const inFlight = sweep(prof.flatMap((r) => [r.startMs, r.endMs]), prof.flatMap(() => [1, -1]));
-  const prefilling = prof.filter((r) => r.firstTokenMs !== null && r.firstTokenMs >= r.startMs);
-  const prefill = sweep(prefilling.flatMap((r) => [r.startMs, r.firstTokenMs!]), prefilling.flatMap(() => [1, -1]));
+  const inFlight = new Events();
+  const prefill = new Events();
+  for (const r of prof) {
+    inFlight.add(r.startMs, 1);
+    inFlight.add(r.endMs, -1);
+    if (r.firstTokenMs === null || r.firstTokenMs < r.startMs) continue;
+    prefill.add(r.startMs, 1);
+    prefill.add(r.firstTokenMs, -1);
+  }
   const out: Record<string, TimeWeightedBlock> = {};
   const put = (tag: string, step: Step, unit: string): void => {
     const b = timeWeightedStats(step, startMs, endMs, unit);
     if (b) out[tag] = b;
   };
-  put('effective_concurrency', inFlight, 'requests');
-  put('effective_prefill_concurrency', prefill, 'requests');
+  put('effective_concurrency', sweep(inFlight), 'requests');
+  put('effective_prefill_concurrency', sweep(prefill), 'requests');
   put('tokens_in_flight', tokensInFlight(prof, tokensOf), 'tokens');
   return out;
 }
 
 /** The tokens-in-flight curve (see {@link timeWeightedMetrics}). */
 function tokensInFlight(prof: readonly RequestRecord[], tokensOf: TokensOf): Step {
-  const times: number[] = [];
-  const deltas: number[] = [];
-  const add = (t: number, d: number): void => {
-    times.push(t);
-    deltas.push(d);
-  };
+  const e = new Events();
   // AIPerf switches to the chunk-by-chunk curve when the run has inter-chunk gaps at all.
   const streamed = prof.some((r) => r.outcome === 'ok' && r.chunkMs.length >= 2);
   for (const r of prof) {
     if (r.outcome !== 'ok' || r.firstTokenMs === null || r.firstTokenMs <= r.startMs) continue;
     const { isl, osl } = tokensOf(r);
-    add(r.startMs, isl);
+    e.add(r.startMs, isl);
     const chunks = r.chunkMs.length;
     if (streamed && chunks >= 2) {
-      add(r.firstTokenMs, 1);
+      e.add(r.firstTokenMs, 1);
       // A chunk stamped at or past the end counts just before it, so the release comes after it.
-      for (let k = 1; k < chunks; k++) add(Math.min(r.chunkMs[k]!, r.endMs - 1e-6), (osl - 1) / (chunks - 1));
-      add(r.endMs, -(isl + osl));
+      for (let k = 1; k < chunks; k++) e.add(Math.min(r.chunkMs[k]!, r.endMs - 1e-6), (osl - 1) / (chunks - 1));
+      e.add(r.endMs, -(isl + osl));
     } else if (!streamed) {
-      add(r.firstTokenMs, osl);
-      add(r.endMs, -(isl + osl));
-    } else add(r.endMs, -isl);
+      e.add(r.firstTokenMs, osl);
+      e.add(r.endMs, -(isl + osl));
+    } else e.add(r.endMs, -isl);
   }
-  return sweep(times, deltas);
+  return sweep(e);
 }
