@@ -42,13 +42,50 @@ class Events {
   }
 }
 
+/** Whether event `i` sorts before event `j`: by key, then flag, then index (a total order). */
+function before(keys: Float64Array, flags: Uint8Array | null, i: number, j: number): boolean {
+  const a = keys[i]!;
+  const b = keys[j]!;
+  if (a !== b) return a < b;
+  const fa = flags === null ? 0 : flags[i]!;
+  const fb = flags === null ? 0 : flags[j]!;
+  return fa !== fb ? fa < fb : i < j;
+}
+
+/**
+ * The indices 0..n-1 ordered by (key, flag, index): a merge sort of the natural runs with the order
+ * inline, since a run's events come request by request, each already in time order (no comparator calls).
+ */
+function sortedIndices(keys: Float64Array, flags: Uint8Array | null, n: number): Uint32Array {
+  let src = new Uint32Array(n);
+  let dst = new Uint32Array(n);
+  for (let i = 0; i < n; i++) src[i] = i;
+  const starts: number[] = [0];
+  for (let i = 1; i < n; i++) if (before(keys, flags, i, i - 1)) starts.push(i);
+  let runs = starts;
+  while (runs.length > 1) {
+    const next: number[] = [];
+    for (let r = 0; r < runs.length; r += 2) {
+      const lo = runs[r]!;
+      const mid = r + 1 < runs.length ? runs[r + 1]! : n;
+      const hi = r + 2 < runs.length ? runs[r + 2]! : n;
+      next.push(lo);
+      let a = lo;
+      let b = mid;
+      for (let k = lo; k < hi; k++) dst[k] = b >= hi || (a < mid && !before(keys, flags, src[b]!, src[a]!)) ? src[a++]! : src[b++]!;
+    }
+    [src, dst] = [dst, src];
+    runs = next;
+  }
+  return src;
+}
+
 /** Sorts the events (by time, ends before starts at equal times as AIPerf's tie rule, then as added) and sums them. */
 function sweep(e: Events): Step {
   const { times, deltas, length: n } = e;
-  const order = new Uint32Array(n);
-  for (let i = 0; i < n; i++) order[i] = i;
-  // Typed arrays and a total order: one run's tens of thousands of chunk events sort without boxing.
-  order.sort((a, b) => times[a]! - times[b]! || (deltas[a]! > 0 ? 1 : 0) - (deltas[b]! > 0 ? 1 : 0) || a - b);
+  const starts = new Uint8Array(n);
+  for (let i = 0; i < n; i++) starts[i] = deltas[i]! > 0 ? 1 : 0;
+  const order = sortedIndices(times, starts, n);
   const ts = new Float64Array(n);
   const values = new Float64Array(n);
   let sum = 0;
@@ -87,30 +124,32 @@ export function timeWeightedStats(step: Step, startMs: number, endMs: number, un
   let held = 0;
   for (let i = 0; i < n; i++) if (durs[i]! > 0) held++;
   if (held === 0) return null;
-  const order = new Uint32Array(held);
+  const heldVals = new Float64Array(held);
+  const heldDurs = new Float64Array(held);
   let area = 0;
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
   for (let i = 0, h = 0; i < n; i++) {
     if (!(durs[i]! > 0)) continue;
-    order[h++] = i;
+    heldVals[h] = vals[i]!;
+    heldDurs[h++] = durs[i]!;
     area += vals[i]! * durs[i]!;
     min = Math.min(min, vals[i]!);
     max = Math.max(max, vals[i]!);
   }
   const avg = area / total;
   let m2 = 0;
-  for (const i of order) m2 += durs[i]! * (vals[i]! - avg) ** 2;
-  order.sort((a, b) => vals[a]! - vals[b]! || a - b);
+  for (let h = 0; h < held; h++) m2 += heldDurs[h]! * (heldVals[h]! - avg) ** 2;
+  const order = sortedIndices(heldVals, null, held);
   let heldMs = 0;
-  for (const i of order) heldMs += durs[i]!;
+  for (const h of order) heldMs += heldDurs[h]!;
   const pct = (q: number): number => {
     let cum = 0;
-    for (const i of order) {
-      cum += durs[i]!;
-      if (cum / heldMs >= q) return vals[i]!;
+    for (const h of order) {
+      cum += heldDurs[h]!;
+      if (cum / heldMs >= q) return heldVals[h]!;
     }
-    return vals[order[order.length - 1]!]!;
+    return heldVals[order[order.length - 1]!]!;
   };
   return { unit, avg, min, max, p50: pct(0.5), p90: pct(0.9), p95: pct(0.95), p99: pct(0.99), std: Math.sqrt(m2 / total) };
 }
