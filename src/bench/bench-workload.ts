@@ -32,6 +32,8 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
   const hasSystem = w.prefixGroups > 0 && w.prefixRole === 'system';
   const markerTokens = o.cacheBust === 'none' ? 0 : cacheBustMarkerTokens(o.cacheBust, o.tokenizer);
   const markerOnUser = markerOnUserTurn(o.cacheBust, hasSystem);
+  // AIPerf's chat-template room: the per-request cost and a wrap on the first turn, a wrap on each later one.
+  const wrap = o.tokenizer.chatTemplate?.overheads ?? { perRequest: 0, perMessage: 0 };
   const workload = buildWorkload({
     seed: o.randomSeed,
     sessions: w.sessions,
@@ -51,7 +53,8 @@ export async function benchWorkload(o: ResolvedBenchOptions): Promise<Workload> 
     turnDelayMeanMs: w.turnDelayMeanMs,
     turnDelayStddevMs: w.turnDelayStddevMs,
     turnDelayRatio: w.turnDelayRatio,
-    firstTurnReserveTokens: markerOnUser ? markerTokens : 0,
+    firstTurnReserveTokens: (markerOnUser ? markerTokens : 0) + wrap.perRequest + wrap.perMessage,
+    laterTurnReserveTokens: wrap.perMessage,
   });
   attachMedia(workload, o.media, o.randomSeed);
   return workload;

@@ -119,6 +119,8 @@ export interface BenchOptions {
   useLegacyMaxTokens?: boolean;
   /** ISL/OSL from the server's `usage`, not the tokenizer (`--use-server-token-count`). @default false */
   useServerTokenCount?: boolean;
+  /** Count a chat prompt as the tokenizer's chat template renders it and shorten synthetic prompts by the template's cost, as AIPerf's `--apply-chat-template`. @default false */
+  applyChatTemplate?: boolean;
   headers?: Record<string, string>;
   /** Header carrying a session's correlation id (AIPerf `--session-header`). @default 'X-Correlation-ID' */
   sessionHeader?: string;
@@ -279,6 +281,7 @@ export interface ResolvedBenchOptions {
   extraInputs: Record<string, unknown>;
   useLegacyMaxTokens: boolean;
   useServerTokenCount: boolean;
+  applyChatTemplate: boolean;
   requestCancellationRate: number;
   requestCancellationDelayMs: number;
   failedRequestThreshold: number | null;
@@ -502,6 +505,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     prefillConcurrencyRampMs: o.prefillConcurrencyRampMs ?? 0,
     adaptiveScale,
     useServerTokenCount: o.useServerTokenCount ?? false,
+    applyChatTemplate: o.applyChatTemplate ?? false,
     headers: { ...(o.headers ?? {}) },
     sessionHeader: (o.sessionHeader ?? 'X-Correlation-ID').toLowerCase(),
     apiKey: o.apiKey ?? null,

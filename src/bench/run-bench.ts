@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { TailgateError, createRng, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
-import { arrivals, messageText, seriesWithRamp, sessionSampler, timeForCount, timedSessions, turnMessages, type RatePoint, type Session, type Workload } from '../workload/index.js';
+import { arrivals, seriesWithRamp, sessionSampler, timeForCount, timedSessions, turnMessages, type RatePoint, type Session, type Workload } from '../workload/index.js';
 import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
@@ -16,6 +16,7 @@ import { AdaptiveScaleController, DynamicLimit, type AdaptiveScaleResult } from 
 import { SocketPool, type BenchDispatcher } from './socket-pool.js';
 import { runThreads } from './threads.js';
 import { hasRowFields, rowRequest } from './trace-rows.js';
+import { promptTokens, withChatTemplate } from './chat-template.js';
 
 /** What one run measured. Times in records are milliseconds from `originMs`. */
 export interface BenchResult {
@@ -57,7 +58,7 @@ const PROGRESS_EVERY_MS = 250;
  * r.summary.metrics['time_to_first_token'];
  */
 export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promise<BenchResult> {
-  const o = resolveBenchOptions(opts);
+  const o = await withChatTemplate(resolveBenchOptions(opts));
   const originMs = opts.originMs ?? performance.now();
   const now = (): number => performance.now() - originMs;
   const originEpochMs = Date.now() - now();
@@ -307,8 +308,7 @@ function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: stri
       ),
       headers,
       streaming: o.streaming,
-      // counted on the text as sent: a sub-word tokenizer need not count joined pieces as their sum
-      inputTokens: o.tokenizer.count(messages.map(messageText).join('\n')),
+      inputTokens: promptTokens(o, messages),
     };
   };
   if (workload.kind === 'trace') return build;
@@ -326,7 +326,7 @@ function turnRequest(o: ResolvedBenchOptions, session: Session, turn: number, an
   return {
     ...first,
     body: JSON.stringify(requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o, session.index))),
-    inputTokens: o.tokenizer.count(messages.map(messageText).join('\n')),
+    inputTokens: promptTokens(o, messages),
   };
 }
 

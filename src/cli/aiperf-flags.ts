@@ -85,7 +85,7 @@ s('Tokenizer');
 f('--tokenizer', 'value', I, 'Hugging Face tokenizer id or path used to count tokens', 'builtin');
 f('--tokenizer-revision', 'value', I, 'hub revision (branch, tag, commit) of the tokenizer', 'main');
 f('--tokenizer-trust-remote-code', 'switch', O, 'allow a hub tokenizer\'s custom code (tailgate runs none: it reads tokenizer.json)');
-f('--apply-chat-template', 'switch', R, 'count input tokens through the chat template');
+f('--apply-chat-template', 'switch', I, 'count chat input tokens through the tokenizer\'s chat template; synthetic prompts shortened by its cost');
 
 s('Input');
 f('--extra-inputs', 'list', I, 'extra body fields: comma-separated key:value pairs (values coerced) or JSON', 'temperature:0');

@@ -114,6 +114,7 @@ export const BENCH_FLAGS = {
   fixedScheduleAutoOffset: row<boolean>({ help: 'shift the trace\'s timestamps so the first is 0', lib: 'fixedScheduleAutoOffset' }),
   blockTokens: row({ long: 'prompt-input-tokens-block-size', arg: '<n>', aliases: ['--synthetic-input-tokens-block-size', '--isl-block-size'], help: 'tokens per trace hash id (default 512)', parse: intArg(1), lib: 'blockTokens' }),
   useLegacyMaxTokens: row<boolean>({ help: 'chat bodies carry max_tokens instead of max_completion_tokens', lib: 'useLegacyMaxTokens' }),
+  applyChatTemplate: row<boolean>({ help: 'chat ISL counted on the tokenizer\'s chat template (tokenizer_config.json) with the generation prompt, synthetic prompts shortened by its cost, as AIPerf', lib: 'applyChatTemplate' }),
   useServerTokenCount: row<boolean>({ help: 'ISL and OSL from the server\'s usage fields instead of the tokenizer', lib: 'useServerTokenCount' }),
   extraInputs: row({ arg: '<kv...>', help: 'extra body fields: "a:1,b:2" (split on commas, values coerced as AIPerf does) or a JSON object; repeatable', parse: collect }),
   sessionHeader: row<string>({ arg: '<name>', help: 'the header carrying a session\'s correlation id, in place of X-Correlation-ID (AIPerf\'s)', lib: 'sessionHeader' }),

@@ -79,8 +79,10 @@ export function registerFleet(program: Command): void {
 
 /** `--tokenizer` resolved as bench resolves it, except that a tokenizer that cannot be had is an error, not the word rule. */
 async function fleetTokenizer(name: string, model: string, revision: string | undefined): Promise<Tokenizer> {
-  const [{ chooseTokenizer, resolveTokenizer }, { TailgateError }] = await Promise.all([import('../workload/index.js'), import('../core/index.js')]);
+  const [{ chooseTokenizer, loadChatTemplate, resolveTokenizer }, { TailgateError }] = await Promise.all([import('../workload/index.js'), import('../core/index.js')]);
   const t = await resolveTokenizer(chooseTokenizer({ tokenizer: name, model, revision }));
   if (t.fallback !== undefined) throw new TailgateError('CONFIG_INVALID', `${t.fallback}; the fleet will not stand in the word rule for a tokenizer asked for`);
-  return t;
+  // vLLM counts a chat prompt as the model's chat template renders it, when the tokenizer has one.
+  const template = await loadChatTemplate(t);
+  return template === null ? t : { ...t, chatTemplate: template };
 }

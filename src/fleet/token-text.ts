@@ -19,6 +19,8 @@ export interface TokenText {
   text(from: number, to: number): string;
   /** The text pieces `/tokenize` reports for a prompt (`token_strs`). */
   pieces(text: string, ids: ArrayLike<number>): string[];
+  /** The tokenizer's chat template, when it has one: a chat prompt is its rendering, as vLLM counts it. */
+  renderChat?: (messages: readonly { role: string; content: string }[]) => string;
 }
 
 const CACHED = 4096;
@@ -99,6 +101,7 @@ export function tokenizerTokens(tokenizer: Tokenizer): TokenText {
       return s;
     },
     pieces: (_text, ids) => Array.from(ids, (id) => model.decode([id])),
+    ...(tokenizer.chatTemplate !== undefined && { renderChat: tokenizer.chatTemplate.render }),
   };
 }
 

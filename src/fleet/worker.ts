@@ -267,7 +267,7 @@ export class FleetWorker {
     const parsed = await this.#readJson(req, res);
     if (parsed === undefined) return;
     const tokens = this.#ctx.tokens;
-    const v = validateRequest(kind, parsed, { maxModelLen: this.engine.profile.maxModelLen, readMedia: true, ...(tokens !== wordTokens && { countTokens: tokens.count }) });
+    const v = validateRequest(kind, parsed, { maxModelLen: this.engine.profile.maxModelLen, readMedia: true, ...(tokens !== wordTokens && { countTokens: tokens.count }), ...(tokens.renderChat !== undefined && { renderChat: tokens.renderChat }) });
     if (!v.ok) {
       this.#json(res, v.status, JSON.stringify(v.error));
       return;
@@ -283,7 +283,8 @@ export class FleetWorker {
       serveEmbeddings(this.#ctx, parsed, res);
       return;
     }
-    const v = validateRequest(parsed['messages'] !== undefined ? 'chat' : 'completions', parsed);
+    const renderChat = this.#ctx.tokens.renderChat;
+    const v = validateRequest(parsed['messages'] !== undefined ? 'chat' : 'completions', parsed, renderChat === undefined ? {} : { renderChat });
     if (!v.ok) {
       this.#json(res, v.status, JSON.stringify(v.error));
       return;

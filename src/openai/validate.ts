@@ -12,6 +12,12 @@ export interface ValidateOptions {
   maxModelLen?: number;
   /** Counts the prompt's tokens for that check (a worker serving a real tokenizer's counts). @default countTokens, the word rule */
   countTokens?: (text: string) => number;
+  /**
+   * Renders chat messages (role and text) as the served model's chat template does, for a worker
+   * serving a tokenizer with one: `promptText` is then that rendering, as vLLM counts a chat
+   * prompt. @default the messages' text joined by newlines
+   */
+  renderChat?: (messages: readonly { role: string; content: string }[]) => string;
   /** Load the images and audio of chat messages (`media`), a 400 for one that cannot be loaded, as a model server does. @default false (a proxy passes them on unread) */
   readMedia?: boolean;
 }
@@ -46,7 +52,10 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
     const r = readMessages(b['messages'], opts.readMedia === true);
     if (!r.ok) return r;
     messages = r.messages;
-    promptText = r.text;
+    const turns = r.texts.map((content, i) => ({ role: r.messages[i]!.role, content }));
+    const rendered = opts.renderChat === undefined ? r.text : renderOrError(opts.renderChat, turns);
+    if (typeof rendered !== 'string') return rendered;
+    promptText = rendered;
     media = r.media;
   } else {
     const r = readPrompt(b['prompt']);
@@ -133,7 +142,16 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
   };
 }
 
-function readMessages(v: unknown, readMedia: boolean): { ok: true; messages: ChatMessage[]; text: string; media: MediaItem[] } | Fail {
+// A template may refuse messages (raise_exception on roles it does not take): a 400, as vLLM answers.
+function renderOrError(render: NonNullable<ValidateOptions['renderChat']>, turns: { role: string; content: string }[]): string | Fail {
+  try {
+    return render(turns);
+  } catch (e) {
+    return fail(semanticError('messages', turns.length, `the chat template cannot render these messages: ${e instanceof Error ? e.message : String(e)}`));
+  }
+}
+
+function readMessages(v: unknown, readMedia: boolean): { ok: true; messages: ChatMessage[]; texts: string[]; text: string; media: MediaItem[] } | Fail {
   if (v === undefined || v === null) return fail(schemaError('messages', 'Field required', 'missing'));
   if (!Array.isArray(v)) return fail(schemaError('messages', 'Input should be a valid list', 'list_type'));
   if (v.length === 0) return fail(schemaError('messages', 'List should have at least 1 item after validation, not 0', 'too_short'));
@@ -163,7 +181,7 @@ function readMessages(v: unknown, readMedia: boolean): { ok: true; messages: Cha
       texts.push(parts.join('\n'));
     } else return fail(schemaError(`messages.${i}.content`, 'Input should be a valid string or a list of content parts', 'union_type'));
   }
-  return { ok: true, messages: v as ChatMessage[], text: texts.join('\n'), media };
+  return { ok: true, messages: v as ChatMessage[], texts, text: texts.join('\n'), media };
 }
 
 function readPrompt(v: unknown): { ok: true; prompt: string } | Fail {

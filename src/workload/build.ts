@@ -41,6 +41,8 @@ export interface WorkloadOptions {
    * AIPerf's room for a cache-bust marker that will be added to it (`first_turn_isl_adjustment`). @default 0
    */
   firstTurnReserveTokens?: number;
+  /** Tokens taken off each later user message's drawn length, down to 1 (`subsequent_turn_isl_adjustment`: a chat template's per-message wrap). @default 0 */
+  laterTurnReserveTokens?: number;
 }
 
 function bad(message: string): TailgateError {
@@ -116,8 +118,9 @@ export function buildWorkload(opts: WorkloadOptions): Workload {
   const reserveRng = createRng(opts.seed ^ 0x510e527f);
   // AIPerf's floor: 1 token, or 0 when a prefix leads the first user message.
   const floor = groups > 0 && (opts.prefixRole ?? 'system') === 'user' ? 0 : 1;
-  const reservedPrompt = (drawn: number): Piece => {
-    const n = Math.max(floor, drawn - reserve);
+  const later = opts.laterTurnReserveTokens ?? 0;
+  const reservedPrompt = (drawn: number, room = reserve, least = floor): Piece => {
+    const n = Math.max(least, drawn - room);
     const text = n === 0 ? '' : promptOfLength(reserveRng, n, tokenizer);
     return textPiece(text, n);
   };
@@ -127,7 +130,7 @@ export function buildWorkload(opts: WorkloadOptions): Workload {
     const turns: Turn[] = [];
     for (let k = 0; k < turnCounts[i]!; k++) {
       const e = entries[next++]!;
-      let body: Piece = k === 0 && reserve > 0 ? reservedPrompt(e.inputTokens) : textPiece(e.prompt, e.inputTokens);
+      let body: Piece = k === 0 && reserve > 0 ? reservedPrompt(e.inputTokens) : k > 0 && later > 0 ? reservedPrompt(e.inputTokens, later, 1) : textPiece(e.prompt, e.inputTokens);
       if (k === 0) {
         const lead: Piece[] = [];
         if (groups > 0 && (opts.prefixRole ?? 'system') === 'user') lead.push(prefixes[i % groups]!);

@@ -1,5 +1,7 @@
-export type { Tokenizer, TokenizerModel } from './tokenizer.js';
+export type { ChatTemplate, TemplateMessage, Tokenizer, TokenizerModel } from './tokenizer.js';
 export { defaultTokenizer, loadTokenizer } from './tokenizer.js';
+
+export { loadChatTemplate } from './chat-template.js';
 export type { TokenizerChoice } from './resolve-tokenizer.js';
 export { chooseTokenizer, resolveTokenizer } from './resolve-tokenizer.js';
 export type { HubResult, HubSettings } from './hf-hub.js';

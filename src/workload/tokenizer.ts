@@ -12,6 +12,24 @@ export interface Tokenizer {
   readonly fallback?: string;
   /** The sub-word model behind `count`, for a loaded tokenizer (the fleet speaks in its tokens); absent for the word rule. */
   readonly model?: TokenizerModel;
+  /** Its chat template, when one is to be applied (`loadChatTemplate`): chat prompts are counted as it renders them. */
+  readonly chatTemplate?: ChatTemplate;
+}
+
+/** A chat message as a template reads it: a role and its text. */
+export interface TemplateMessage {
+  role: string;
+  content: string;
+}
+
+/** A tokenizer's own chat template (`chat_template` of its `tokenizer_config.json`), rendered as `transformers` renders it. */
+export interface ChatTemplate {
+  /** The messages as the template renders them, with the generation prompt (`add_generation_prompt=True`). */
+  render(messages: readonly TemplateMessage[]): string;
+  /** Tokens of that rendering: AIPerf's ISL under `--apply-chat-template`, vLLM's chat `prompt_tokens`. */
+  count(messages: readonly TemplateMessage[]): number;
+  /** What the template adds: once per request (generation prompt, BOS) and per message (role header, end of turn). */
+  readonly overheads: { perRequest: number; perMessage: number };
 }
 
 /** What a loaded Hugging Face tokenizer offers beyond counting. */
