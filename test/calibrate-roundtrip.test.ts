@@ -137,13 +137,15 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
     const err = Math.abs(profile[field] / ran[field] - 1);
     assert.ok(err <= 0.05, `${field}: fitted ${profile[field]}, ran ${ran[field]} (picked ${PICKED[field]}; ${(100 * err).toFixed(1)}% off; steps late: ${lateness})`);
   }
-  // Prefill cost and frontend time show through TTFT. On loopback the fleet's own handling of each
-  // request (HTTP, JSON, on a loaded event loop) is serial time the picked profile does not have, so
-  // the frontend time the fleet ran is not known and the fit trades it against the prefill cost
-  // (docs/calibrate.md: prefill +2.9% to +14.1% over five runs of this session). The prefill cost is held
-  // within 15%; the frontend time is printed, not judged.
+  // Prefill cost and frontend time show through TTFT. The fleet's own handling before submit is
+  // measured (tailgate_frontend_seconds_total: 0.1-1.2 ms a request) and is not what moves the fit:
+  // at these levels the simulator's TTFT mean hardly moves with the frontend time (a request waits
+  // for a step boundary), and c=6's wave sits on a step edge (6 x 5 ms against a 30.2 ms first step),
+  // so the fit trades frontend time against prefill cost (docs/calibrate.md). The prefill cost is held
+  // within 15%; the frontend time is printed beside the handling measured, not judged.
+  const handlingMs = runs.reduce((s, l) => s + l.handlingMs * l.requests, 0) / runs.reduce((s, l) => s + l.requests, 0);
   const prefillErr = profile.prefillMsPerToken / ran.prefillMsPerToken - 1;
-  process.stderr.write(`prefill cost fitted ${profile.prefillMsPerToken.toPrecision(4)} for ${ran.prefillMsPerToken} (${(100 * prefillErr).toFixed(1)}%); frontend ${profile.frontendOverheadMs.toPrecision(3)} ms for ${PICKED.frontendOverheadMs} picked plus the fleet's own request handling\n`);
+  process.stderr.write(`prefill cost fitted ${profile.prefillMsPerToken.toPrecision(4)} for ${ran.prefillMsPerToken} (${(100 * prefillErr).toFixed(1)}%); frontend ${profile.frontendOverheadMs.toPrecision(3)} ms for ${PICKED.frontendOverheadMs} picked plus ${handlingMs.toFixed(2)} ms the fleet measured between arrival and submit\n`);
   assert.ok(Math.abs(prefillErr) <= 0.15, `prefillMsPerToken: fitted ${profile.prefillMsPerToken}, ran ${ran.prefillMsPerToken} (${(100 * prefillErr).toFixed(1)}%)`);
   type Row = { concurrency: number; output_token_throughput: { avg: number }; inter_token_latency: { p50: number }; time_to_first_token: { p50: number } };
   const predictions = JSON.parse(r.stdout) as Row[];
