@@ -5,7 +5,7 @@
 // fixture test/fixtures/tiny-bpe-chatml (ChatML template in its tokenizer_config.json).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -80,6 +80,22 @@ test('multi-turn: later turns are shortened by the per-message wrap only; each r
     const second = turnMessages(s, 1, ['x']).at(-1)!;
     assert.equal(tok.count(messageText(second)), ISL - template.overheads.perMessage);
   }
+});
+
+test('trace rows with messages are counted through the template too, and agree with the fleet', async (t) => {
+  const { tok, template, url } = await setup(t);
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-chat-rows-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const history = [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'the tail inside its gate' }, { role: 'assistant', content: 'a gate' }, { role: 'user', content: 'and the tail' }];
+  const file = join(dir, 'rows.jsonl');
+  await writeFile(file, `${JSON.stringify({ messages: history, output_length: 3 })}\n`);
+  const r = await runBench({ url, model: 'm', endpointType: 'chat', streaming: true, inputFile: file, requestCount: 1, tokenizer: tok, applyChatTemplate: true });
+  const [rec] = r.records;
+  assert.equal(rec!.outcome, 'ok');
+  assert.equal(rec!.inputTokens.client, template.count(history));
+  assert.equal(rec!.inputTokens.server, rec!.inputTokens.client);
+  const chatml = history.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('') + '<|im_start|>assistant\n';
+  assert.equal(rec!.inputTokens.client, tok.count(chatml), 'the ChatML rendering of the row, generation prompt included');
 });
 
 test('CLI: bench --apply-chat-template against fleet --tokenizer: profile_export ISL is the templated length; no template is exit 2', async (t) => {

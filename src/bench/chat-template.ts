@@ -1,5 +1,5 @@
 import { TailgateError } from '../core/index.js';
-import { loadChatTemplate, messageText, type PromptMessage } from '../workload/index.js';
+import { loadChatTemplate, messageText, verbatimMessages, verbatimText, type PromptMessage, type VerbatimTurn } from '../workload/index.js';
 import type { ResolvedBenchOptions } from './options.js';
 
 /**
@@ -27,4 +27,11 @@ export function promptTokens(o: ResolvedBenchOptions, messages: readonly PromptM
   if (t !== undefined) return t.count(messages.map((m) => ({ role: m.role, content: messageText(m) })));
   // counted on the text as sent: a sub-word tokenizer need not count joined pieces as their sum
   return o.tokenizer.count(messages.map(messageText).join('\n'));
+}
+
+/** A verbatim trace row's input tokens: its chat messages through the chat template when one is attached (AIPerf templates chat-shape payloads), else its text. */
+export function verbatimTokens(o: ResolvedBenchOptions, v: VerbatimTurn): number {
+  const t = o.tokenizer.chatTemplate;
+  const messages = t === undefined ? null : verbatimMessages(v);
+  return t !== undefined && messages !== null ? t.count(messages) : o.tokenizer.count(verbatimText(v));
 }

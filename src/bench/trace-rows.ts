@@ -1,8 +1,8 @@
-import { turnMessages, verbatimText, type PromptMessage, type Session, type Turn } from '../workload/index.js';
+import { turnMessages, type PromptMessage, type Session, type Turn } from '../workload/index.js';
 import { payloadOptionsOf, requestHeadersOf, type ResolvedBenchOptions } from './options.js';
 import { requestPayload } from './payload.js';
 import type { PreparedRequest } from './request-call.js';
-import { promptTokens } from './chat-template.js';
+import { promptTokens, verbatimTokens } from './chat-template.js';
 
 /** Whether a turn is a trace row with AIPerf's own request fields (`messages`, `payload`, `extra`). */
 export function hasRowFields(turn: Turn): boolean {
@@ -35,6 +35,6 @@ export function rowRequest(o: ResolvedBenchOptions, session: Session, k: number,
   const body = rowPayload(o, session, k, messages);
   const streaming = body['stream'] === true;
   const v = session.turns[k]!.verbatim;
-  const inputTokens = v ? o.tokenizer.count(verbatimText(v)) : promptTokens(o, messages ?? turnMessages(session, k, []));
+  const inputTokens = v ? verbatimTokens(o, v) : promptTokens(o, messages ?? turnMessages(session, k, []));
   return { path, body: JSON.stringify(body), headers: requestHeadersOf(o, streaming), streaming, inputTokens };
 }

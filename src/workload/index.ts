@@ -16,7 +16,7 @@ export type { WorkloadOptions } from './build.js';
 export { buildWorkload } from './build.js';
 export type { ParseTraceOptions, TraceLine, TraceOptions } from './trace.js';
 export type { VerbatimTurn } from './trace-verbatim.js';
-export { verbatimText } from './trace-verbatim.js';
+export { verbatimMessages, verbatimText } from './trace-verbatim.js';
 export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, timedSessions, traceHasTimestamps, traceWorkload } from './trace.js';
 export type { SamplingStrategy } from './sampler.js';
 export { SAMPLING_STRATEGIES, defaultSampling, sessionSampler } from './sampler.js';

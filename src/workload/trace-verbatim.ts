@@ -22,6 +22,15 @@ function messagesText(messages: ReadonlyArray<Record<string, unknown>>): string 
   return out.join('\n');
 }
 
+/**
+ * A verbatim turn's chat messages as a chat template reads them (role and text: string contents
+ * and text parts joined by newlines), or null for a prompt payload.
+ */
+export function verbatimMessages(v: VerbatimTurn): { role: string; content: string }[] | null {
+  const m = v.kind === 'messages' ? v.messages : Array.isArray(v.body['messages']) ? (v.body['messages'] as unknown[]).filter(isObject) : null;
+  return m === null ? null : m.map((x) => ({ role: typeof x['role'] === 'string' ? x['role'] : 'user', content: messagesText([x]) }));
+}
+
 /** The prompt text of a verbatim turn (its messages' text, or a payload's messages or prompt), what ISL counts. */
 export function verbatimText(v: VerbatimTurn): string {
   if (v.kind === 'messages') return messagesText(v.messages);
