@@ -279,9 +279,9 @@ benchmark:
   assert.ok(['sustain_duration_completed', 'sustain_failed_after_recovery', 'phase_stopped'].includes(summary['completed_reason'] as string), why);
 });
 
-// Last: a tutorial line bench still refuses; it runs and is marked todo while the refusal stands.
+// The second turn has its own timestamp: under the fixed schedule it is sent at max(2000 ms, the first answer).
 
-test('trace replay tutorial (pre-formatted messages, a two-turn session)', { todo: 'trace rows with AIPerf\'s messages field are refused by bench (one line naming the field)' }, async (t) => {
+test('trace replay tutorial (pre-formatted messages, a two-turn session)', async (t) => {
   const { fleet, dir } = await withFleet(t);
   const trace = join(dir, 'custom_trace.jsonl');
   await writeFile(trace, [

@@ -175,8 +175,9 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
             ? { ratePerS: o.warmup.requestRate!, mode: o.warmup.requestRateMode, rampMs: o.warmup.requestRateRampMs }
             : { ratePerS: o.requestRate!, mode: o.requestRateMode, rampMs: o.requestRateRampMs, series: o.requestRateSeries };
           const due = o.fixedSchedule ? traceSchedule(sessions, count, phaseStart) : rateSchedule(o, load, seed, count, durationMs, phaseStart, nextSession);
-          // A trace session is sent whole from its timestamp (each later turn after its answer and delay).
-          const send = workload.kind === 'trace' ? (session: Session) => runTurns(session, one, () => !stop.signal.aborted, stop.signal) : (session: Session) => one(session, 0, []);
+          // A trace session is sent whole from its timestamp (each later turn after its answer and delay, or at its own timestamp).
+          const turnClock = o.fixedSchedule ? { phaseStart, now } : null;
+          const send = workload.kind === 'trace' ? (session: Session) => runTurns(session, one, () => !stop.signal.aborted, stop.signal, turnClock) : (session: Session) => one(session, 0, []);
           await openLoop(o, due, now, stop.signal, send, phase === 'profiling' ? monitor : null, () => inflight);
         }
       } finally {
@@ -463,19 +464,23 @@ async function closedLoop(
 
 /**
  * One run of a session: its turns in order, each after the previous answer and its think time
- * (AIPerf's `delay`), carrying the answers as received; a failed turn ends the run.
+ * (AIPerf's `delay`), carrying the answers as received; a failed turn ends the run. With `schedule`
+ * (a fixed-schedule trace replay), a later turn with its own timestamp waits for that time instead
+ * of its delay, and goes at once if the answer came after it (AIPerf's fixed schedule).
  */
 async function runTurns(
   session: Session,
   one: (session: Session, turn: number, answers: readonly string[]) => Promise<CallResult>,
   more: () => boolean,
   stopped: AbortSignal,
+  schedule: { phaseStart: number; now: () => number } | null = null,
 ): Promise<void> {
   const answers: string[] = [];
   for (let k = 0; k < session.turns.length && more(); k++) {
-    const delayMs = session.turns[k]!.delayMs;
-    if (k > 0 && delayMs > 0) {
-      await sleep(delayMs, stopped);
+    const turn = session.turns[k]!;
+    const waitMs = k === 0 ? 0 : schedule !== null && turn.atMs !== undefined ? schedule.phaseStart + turn.atMs - schedule.now() : turn.delayMs;
+    if (waitMs > 0) {
+      await sleep(waitMs, stopped);
       if (!more()) break;
     }
     const r = await one(session, k, answers);

@@ -57,6 +57,10 @@ test('scenario workload: a trace replays at its timestamps; bad workloads are on
     [`${FLEET}concurrency: 2\nrequestCount: 1\nworkload: { kind: shared-prefix, groups: 4, prefixTokens: 8, size: 2 }\n`, /workload\.size.*unknown field/],
   ];
   for (const [yaml, message] of errors) assert.throws(() => parseScenario(yaml, join(dir, 's.yaml')), (e: Error & { code?: string }) => e.code === 'CONFIG_INVALID' && message.test(e.message), yaml);
+  // A later turn's own timestamp (replayed by bench) is refused by the simulator rather than dropped.
+  writeFileSync(join(dir, 'turns.jsonl'), '{"session_id": "s", "timestamp": 0, "input_length": 4, "output_length": 1}\n{"session_id": "s", "timestamp": 50, "input_length": 4, "output_length": 1}\n');
+  const turns = parseScenario(`${FLEET}requestCount: 2\nworkload: { kind: trace, file: turns.jsonl }\n`, join(dir, 's.yaml'));
+  assert.throws(() => new SimWorkload(turns), { code: 'CONFIG_INVALID', message: /turns\.jsonl: timestamp on a later turn of a session is replayed by tailgate bench, not by the simulator/ });
   // A trace used as a dataset (no replay) runs under the given load, its lines in order.
   const d = parseScenario(`${FLEET}concurrency: 2\nrequestCount: 6\nworkload: { kind: trace, file: t.jsonl, fixedSchedule: false }\n`, join(dir, 's.yaml'));
   assert.equal(runScenario(d, 'p2c', 1).records.length, 6);

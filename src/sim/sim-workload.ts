@@ -1,4 +1,5 @@
 import { buildWorkload, sessionSampler, timedSessions, traceWorkload, turnInputTokens, turnTokenIds, type Session, type Workload } from '../workload/index.js';
+import { TailgateError } from '../core/index.js';
 import type { Scenario } from './scenario.js';
 
 /** Where a request stands in its session: the session, the turn, and the answers received so far. */
@@ -90,7 +91,12 @@ const RECENT_MAX_TOKENS = 2_000_000;
 /** Builds the scenario's sessions: the seed's synthetic prompts, behind prefixes, as conversations, or from a trace. */
 export function workloadOf(scenario: Scenario): Workload {
   const w = scenario.workload ?? { kind: 'synthetic' };
-  if (w.kind === 'trace') return traceWorkload(w.lines, { seed: scenario.datasetSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+  if (w.kind === 'trace') {
+    const traced = traceWorkload(w.lines, { seed: scenario.datasetSeed, blockTokens: w.blockTokens, autoOffset: w.autoOffset });
+    // The simulator sends a later turn after its delay only: refuse its own timestamp rather than drop it.
+    if (traced.sessions.some((s) => s.turns.some((t) => t.atMs !== undefined))) throw new TailgateError('CONFIG_INVALID', `${w.file}: timestamp on a later turn of a session is replayed by tailgate bench, not by the simulator; give the turn a delay instead`);
+    return traced;
+  }
   // Only workloads small enough to keep (a fleet-scale run's prompts are let go with it).
   if (scenario.datasetEntries * scenario.inputTokens.mean > RECENT_MAX_TOKENS) return buildSynthetic(scenario, w);
   const key = JSON.stringify([scenario.datasetSeed, scenario.datasetEntries, scenario.inputTokens, scenario.outputTokens, w]);

@@ -19,6 +19,11 @@ export interface Turn extends Piece {
   maxTokens: number;
   /** Think time after the previous answer before this turn is sent (0 for the first turn). */
   delayMs: number;
+  /**
+   * Trace replay under a fixed schedule: a later turn's own timestamp, in ms from the run start (as
+   * `Session.timestampMs`). It is sent then, or on the previous answer if that comes later; `delayMs` is then unused.
+   */
+  atMs?: number;
   /** Images and audio sent after the text (AIPerf's `--image-*`/`--audio-*`); none when absent. */
   media?: readonly MediaPart[];
   /** A trace row sent as written (`messages` or `payload`): its request is built from this, not from the session's history. */

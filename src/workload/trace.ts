@@ -190,7 +190,8 @@ function randomWords(seed: number, n: number): string[] {
 
 /**
  * Turns trace lines into sessions: rows sharing a `session_id` are the turns of one session, in
- * file order (each later turn sent after the previous answer and its `delay`, carrying the history);
+ * file order (each later turn sent after the previous answer and its `delay`, or under a fixed
+ * schedule at its own `timestamp` if it has one and the answer is in by then, carrying the history);
  * any other row is a session of one turn. Sessions are in the order their first row appears. Each hash id stands for one
  * block of `blockTokens` words drawn from a generator seeded by the id (and the seed), so equal
  * ids give equal text and equal token ids; the prompt is the blocks in order, cut to
@@ -213,10 +214,6 @@ export function traceWorkload(lines: readonly TraceLine[], opts: TraceOptions): 
     }
     return b;
   };
-  let first = Infinity;
-  for (const l of lines) if (l.timestampMs !== null && l.timestampMs < first) first = l.timestampMs;
-  if (first === Infinity) first = 0;
-  const offset = opts.autoOffset ? first : 0;
   // AIPerf groups rows by session_id (first appearance order); a row without one is a session of its own.
   const groups: TraceLine[][] = [];
   const byId = new Map<string, TraceLine[]>();
@@ -231,15 +228,16 @@ export function traceWorkload(lines: readonly TraceLine[], opts: TraceOptions): 
       g.push(l);
     }
   }
+  // AIPerf's schedule zero under auto offset is the earliest first-turn timestamp.
+  let first = Infinity;
+  for (const g of groups) if (g[0]!.timestampMs !== null && g[0]!.timestampMs < first) first = g[0]!.timestampMs;
+  const offset = opts.autoOffset && first !== Infinity ? first : 0;
   const sessions: Session[] = groups.map((rows, index) => {
     const head = rows[0]!;
     checkSessionModes(rows);
     const turns = rows.map((l, k): Turn => {
-      if (k > 0 && l.timestampMs !== null) {
-        throw new TailgateError('CONFIG_INVALID', `trace line ${l.line}: timestamp on a later turn of session ${JSON.stringify(l.sessionId)} is not replayed by tailgate bench; give the turn a delay instead`);
-      }
       const piece = l.verbatim ? textPiece(verbatimText(l.verbatim), l.inputLength) : l.textInput !== null ? textPiece(l.textInput, l.inputLength) : tracePiece(l, blockTokens, block, (salt ^ ~l.line) | 0);
-      return { ...piece, maxTokens: l.outputLength, delayMs: k === 0 ? 0 : (l.delayMs ?? 0), ...(l.verbatim && { verbatim: l.verbatim }), ...(l.extra && { extra: l.extra }) };
+      return { ...piece, maxTokens: l.outputLength, delayMs: k === 0 ? 0 : (l.delayMs ?? 0), ...(k > 0 && l.timestampMs !== null && { atMs: l.timestampMs - offset }), ...(l.verbatim && { verbatim: l.verbatim }), ...(l.extra && { extra: l.extra }) };
     });
     return { index, system: null, turns, timestampMs: head.timestampMs === null ? null : head.timestampMs - offset };
   });

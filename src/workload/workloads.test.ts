@@ -191,6 +191,9 @@ test('trace rows sharing a session_id are one session, turns in file order with 
   assert.equal(w.sessions[2]!.turns[0]!.text(), 'hello there');
   assert.throws(() => parseTrace('{"session_id": "a", "delay": -1, "input_length": 8, "output_length": 2}', 't.jsonl'), { message: /^t\.jsonl line 1: delay must be a number of ms >= 0/ });
   assert.throws(() => parseTrace('{"session_id": 7, "input_length": 8, "output_length": 2}', 't.jsonl'), { message: /^t\.jsonl line 1: session_id must be a non-empty string/ });
-  const later = parseTrace('{"session_id": "a", "timestamp": 0, "input_length": 8, "output_length": 2}\n{"session_id": "a", "timestamp": 9, "input_length": 8, "output_length": 2}', 't.jsonl');
-  assert.throws(() => traceWorkload(later, { seed: 1 }), { code: 'CONFIG_INVALID', message: /line 2: timestamp on a later turn of session "a"/ });
+  // A later turn's own timestamp is kept (AIPerf's fixed schedule sends it then), shifted like the first turn's;
+  // the auto offset's zero is the earliest first-turn timestamp, as AIPerf's.
+  const later = parseTrace('{"session_id": "a", "timestamp": 500, "input_length": 8, "output_length": 2}\n{"session_id": "a", "timestamp": 100, "delay": 7, "input_length": 8, "output_length": 2}\n{"timestamp": 900, "input_length": 8, "output_length": 2}', 't.jsonl');
+  const kept = traceWorkload(later, { seed: 1, autoOffset: true });
+  assert.deepEqual(kept.sessions.map((s) => [s.timestampMs, s.turns.map((x) => [x.atMs ?? null, x.delayMs])]), [[0, [[null, 0], [-400, 7]]], [400, [[null, 0]]]]);
 });

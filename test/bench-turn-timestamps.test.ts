@@ -1,0 +1,65 @@
+// A later turn of a trace session with its own `timestamp`, replayed by bench under --fixed-schedule
+// (issue #38): AIPerf's fixed schedule sends it when the previous answer is in, at its timestamp
+// from the schedule's start if that is later, at once if not; its `delay` is then not used.
+// Arrival times are taken at a recording proxy in front of a real loopback server.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runBench } from '../src/bench/index.js';
+import { startFakeUpstream } from './doubles/fake-upstream.js';
+import { startRecordingProxy, type ProxiedRequest } from './doubles/recording-proxy.js';
+
+const MODEL = 'fake-model';
+// Larger than the run: a turn that waited for its delay would not let the test end in its time.
+const UNUSED_DELAY_MS = 30_000;
+// Session a's answer comes in long before its turn 1's timestamp; session b's comes in after it.
+const ROWS = [
+  { session_id: 'a', timestamp: 0, input_length: 4, output_length: 2 },
+  { session_id: 'b', timestamp: 100, input_length: 4, output_length: 2 },
+  { session_id: 'a', timestamp: 700, delay: UNUSED_DELAY_MS, input_length: 3, output_length: 2 },
+  { session_id: 'b', timestamp: 150, delay: UNUSED_DELAY_MS, input_length: 3, output_length: 2 },
+];
+
+test('bench --fixed-schedule: a later turn with a timestamp is sent at max(its timestamp, the previous answer), its delay unused (AIPerf)', async (t) => {
+  // The first token after 300 ms: session b's first answer ends after its turn 1's timestamp (150).
+  const upstream = await startFakeUpstream(MODEL, { ttftMs: 300 });
+  t.after(() => upstream.close());
+  const proxy = await startRecordingProxy(upstream.url);
+  t.after(() => proxy.close());
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-turnstamps-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const trace = join(dir, 'trace.jsonl');
+  await writeFile(trace, `${ROWS.map((r) => JSON.stringify(r)).join('\n')}\n`);
+  const originMs = performance.now();
+  const r = await runBench({ url: proxy.url, model: MODEL, streaming: true, useLegacyMaxTokens: true, inputFile: trace, fixedSchedule: true, blockTokens: 4, originMs });
+  assert.equal(r.records.length, 4);
+  assert.ok(r.records.every((x) => x.outcome === 'ok'), JSON.stringify(r.records.map((x) => x.outcome)));
+  // The server's view: requests by X-Correlation-ID, sessions in order of their first arrival (a, then b).
+  const bySession = new Map<string, ProxiedRequest[]>();
+  for (const q of proxy.requests.filter((x) => x.path === '/v1/chat/completions')) {
+    const id = q.headers['x-correlation-id'] as string;
+    bySession.set(id, [...(bySession.get(id) ?? []), q]);
+  }
+  const [a, b] = [...bySession.values()].sort((x, y) => x[0]!.atMs - y[0]!.atMs);
+  assert.deepEqual([a!.length, b!.length], [2, 2]);
+  // Bench's view: each session's first answer end, ms from originMs (records' clock).
+  const firstEnd = [...new Set(r.records.map((x) => x.conversationId))]
+    .map((id) => r.records.filter((x) => x.conversationId === id))
+    .map((turns) => ({ start: turns.find((x) => x.turnIndex === 0)!.startMs, end: turns.find((x) => x.turnIndex === 0)!.endMs }))
+    .sort((x, y) => x.start - y.start);
+  const arrived = (q: ProxiedRequest): number => q.atMs - originMs;
+  // Session b's turn 1 timestamp (150) has passed when its first answer ends (sent at 100, first token after 300 ms).
+  assert.ok(firstEnd[1]!.end > 150, `session b's first answer ended at ${firstEnd[1]!.end.toFixed(0)} ms`);
+  for (const [i, turns] of [a!, b!].entries()) {
+    const ts = i === 0 ? 700 : 150;
+    const due = Math.max(ts, firstEnd[i]!.end);
+    const at = arrived(turns[1]!);
+    assert.ok(at >= due - 2, `session ${'ab'[i]}: turn 1 arrived at ${at.toFixed(0)} ms; due at max(timestamp ${ts}, answer ${firstEnd[i]!.end.toFixed(0)})`);
+    assert.ok(at - due < UNUSED_DELAY_MS, `session ${'ab'[i]}: a timestamp wins over the delay`);
+  }
+  // The later turn carries the history (the answer as received), as any later turn.
+  const history = (b![1]!.body!['messages'] as Array<{ role: string }>).map((m) => m.role);
+  assert.deepEqual(history, ['user', 'assistant', 'user']);
+});
