@@ -6,12 +6,12 @@
  */
 import { TailgateError, type RequestRecord } from '../core/index.js';
 import { percentile, recordMetrics } from '../stats/index.js';
+import { ADAPTIVE_DEFAULTS, type StepPolicy } from './defaults.js';
 
 /** The load dimensions AIPerf's adaptive scale can move; bench moves `concurrency` and `prefill_concurrency`. */
 export const ADAPTIVE_CONTROL_VARIABLES = ['concurrency', 'prefill_concurrency', 'request_rate', 'users'] as const;
 export type AdaptiveControlVariable = (typeof ADAPTIVE_CONTROL_VARIABLES)[number];
 export type SlaOp = 'lt' | 'le' | 'gt' | 'ge';
-export type StepPolicy = 'sla_margin' | 'fixed_percent_step';
 
 /** One SLA filter, AIPerf's `metric:stat:op:threshold` (latencies in ms). */
 export interface SlaFilter {
@@ -66,16 +66,6 @@ export interface ResolvedAdaptiveScale {
   stepPercent: number;
   artifactDir: string | null;
 }
-
-/** AIPerf's defaults (its adaptive-scale phase fields; the assessment period when none is given). */
-export const ADAPTIVE_DEFAULTS = Object.freeze({
-  assessmentPeriodMs: 30_000,
-  minCompletedRequests: 1,
-  stepPolicy: 'sla_margin' as StepPolicy,
-  baseStep: 10,
-  maxStepMultiplier: 4,
-  stepPercent: 25,
-});
 
 const LATENCY_STATS = new Set(['avg', 'min', 'max', 'p1', 'p5', 'p10', 'p25', 'p50', 'p75', 'p90', 'p95', 'p99']);
 const RATE_STATS = new Set(['avg', 'min', 'max']);
@@ -174,7 +164,7 @@ export function resolveAdaptiveScale(a: AdaptiveScaleOptions, load: AdaptiveLoad
   if (variable === 'concurrency' && load.concurrencyRampMs !== undefined) throw usage('adaptive_scale cannot be combined with concurrency_ramp; control.variable=concurrency already adjusts concurrency');
   if (variable === 'prefill_concurrency') checkPrefillControl(load);
   if ((load.threads ?? 1) > 1) throw usage('--adaptive-scale runs on one thread: drop --threads');
-  const min = compact?.min ?? a.controlMin ?? 1;
+  const min = compact?.min ?? a.controlMin ?? ADAPTIVE_DEFAULTS.controlMin;
   const max = compact?.max ?? a.controlMax ?? (variable === 'concurrency' ? load.concurrency : load.prefillConcurrency);
   if (max === undefined) throw usage('adaptive_scale control.max could not be inferred: give --concurrency or --adaptive-control-max');
   if (!(min > 0)) throw usage('adaptive_scale control.min must be > 0');

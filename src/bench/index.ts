@@ -1,4 +1,6 @@
 export type { BenchOptions, BenchProgress, BenchTarget, ResolvedBenchOptions } from './options.js';
+export type { BenchDefaults } from './defaults.js';
+export { BENCH_DEFAULTS } from './defaults.js';
 export { resolveBenchOptions, parseBaseUrl, aiperfInputConfig } from './options.js';
 export type { BenchResult } from './run-bench.js';
 export { runBench } from './run-bench.js';

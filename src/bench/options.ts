@@ -5,6 +5,7 @@ import { NO_SYNTHESIS, SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, t
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import { mediaInputConfig, resolveMedia } from './media-options.js';
 import type { CallResult } from './request-call.js';
+import { BENCH_DEFAULTS as D } from './defaults.js';
 import { CACHE_BUST_TARGETS, type CacheBustTarget } from './cache-bust.js';
 import { resolveAdaptiveScale, type AdaptiveScaleOptions, type ResolvedAdaptiveScale } from './adaptive-scale.js';
 
@@ -316,9 +317,6 @@ export interface ResolvedBenchOptions {
   threads: number;
 }
 
-/** AIPerf's `--request-timeout-seconds` default, 21600 s (its command-line reference; docs/reference.md#aiperf-defaults). */
-export const AIPERF_REQUEST_TIMEOUT_MS = 21_600_000;
-
 function bad(message: string): TailgateError {
   return new TailgateError('CONFIG_INVALID', message);
 }
@@ -384,7 +382,7 @@ function checkSchedule(o: BenchOptions, workload: BenchWorkloadSpec, endpointTyp
   if (fixedSchedule) {
     if (o.requestRate !== undefined) throw bad('--request-rate: a trace with timestamps is sent at them, as AIPerf sends it (the rate is not used): drop --request-rate, or give --no-fixed-schedule to send its lines at the rate');
     if ((o.warmupRequestCount ?? 0) > 0 || (o.warmupDurationMs ?? 0) > 0) throw bad('--fixed-schedule has no warm-up: drop --warmup-request-count and --warmup-duration');
-    if ((o.threads ?? 1) > 1) throw bad('--fixed-schedule runs on one thread: drop --threads');
+    if ((o.threads ?? D.threads) > 1) throw bad('--fixed-schedule runs on one thread: drop --threads');
     if (o.benchmarkDurationMs !== undefined) throw bad('--fixed-schedule runs the trace to its end: drop --benchmark-duration');
   }
   if (endpointType === 'embeddings' && workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0)) {
@@ -403,9 +401,9 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   if (!o.model) throw bad('--model is required');
   const urls = typeof o.url === 'string' ? [o.url] : [...o.url];
   if (urls.length === 0) throw bad('--url is required');
-  const endpointType = o.endpointType ?? 'chat';
+  const endpointType = o.endpointType ?? D.endpointType;
   if (!(endpointType in ENDPOINT_PATHS)) throw bad(`--endpoint-type must be chat, completions or embeddings (got ${String(endpointType)})`);
-  let endpoint = o.endpointPath ?? ENDPOINT_PATHS[endpointType];
+  let endpoint = o.endpointPath ?? D.endpointPaths[endpointType];
   if (!endpoint.startsWith('/')) endpoint = `/${endpoint}`;
   if (/[\s\0]/.test(endpoint)) throw bad(`--endpoint "${endpoint}" must not contain spaces or line breaks`);
   for (const [k, v] of Object.entries(o.headers ?? {})) checkHeader(k, v);
@@ -431,7 +429,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   for (const tag of Object.keys(o.goodput ?? {})) {
     if (!GOODPUT_TAGS.includes(tag)) throw bad(`unknown --goodput metric "${tag}" (use one of: ${GOODPUT_TAGS.join(', ')})`);
   }
-  const concurrency = o.concurrency ?? 1;
+  const concurrency = o.concurrency ?? D.concurrency;
   const durationMs = o.benchmarkDurationMs ?? null;
   if (o.conversationNum !== undefined && o.requestCount !== undefined) {
     throw bad('--request-count and --conversation-num are both stop conditions: give one (AIPerf refuses the pair too)');
@@ -439,8 +437,8 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   // AIPerf's --conversation-num counts conversations run: one request each unless they are multi-turn (a trace's sessions may be).
   const multiTurn = workload.kind === 'public' || workload.kind === 'trace' || (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0));
   const sessionCount = o.conversationNum !== undefined && multiTurn ? o.conversationNum : null;
-  if (sessionCount !== null && (o.threads ?? 1) > 1) throw bad('--conversation-num with multi-turn conversations runs on one thread: drop --threads');
-  const defaultCount = sessionCount !== null || durationMs !== null || fixedSchedule ? null : Math.max(10, 2 * concurrency);
+  if (sessionCount !== null && (o.threads ?? D.threads) > 1) throw bad('--conversation-num with multi-turn conversations runs on one thread: drop --threads');
+  const defaultCount = sessionCount !== null || durationMs !== null || fixedSchedule ? null : Math.max(D.requestCount.min, D.requestCount.perConcurrency * concurrency);
   // A replayed trace sends every line once unless a count is given.
   const requestCount = o.requestCount ?? (o.conversationNum !== undefined && !multiTurn ? o.conversationNum : defaultCount);
   const targets = urls.map((raw) => {
@@ -459,23 +457,23 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     userCentric,
     requestRate: o.requestRate ?? null,
     requestRateSeries: series,
-    cacheBust: o.cacheBust ?? 'none',
-    requestRateMode: o.requestRateMode ?? 'poisson',
-    arrivalSmoothness: o.arrivalSmoothness ?? 1,
+    cacheBust: o.cacheBust ?? D.cacheBust,
+    requestRateMode: o.requestRateMode ?? D.requestRateMode,
+    arrivalSmoothness: o.arrivalSmoothness ?? D.arrivalSmoothness,
     requestCount,
     sessionCount,
-    warmupRequestCount: o.warmupRequestCount ?? 0,
+    warmupRequestCount: o.warmupRequestCount ?? D.warmupRequestCount,
     warmupDurationMs: o.warmupDurationMs !== undefined && o.warmupDurationMs > 0 ? o.warmupDurationMs : null,
     benchmarkDurationMs: durationMs,
-    benchmarkGracePeriodMs: o.benchmarkGracePeriodMs ?? 30_000,
-    inputTokensMean: o.inputTokensMean ?? 550,
+    benchmarkGracePeriodMs: o.benchmarkGracePeriodMs ?? D.benchmarkGracePeriodMs,
+    inputTokensMean: o.inputTokensMean ?? D.inputTokensMean,
     inputTokensStddev: o.inputTokensStddev ?? 0,
     outputTokensMean: o.outputTokensMean ?? null,
     sequenceDistribution: o.sequenceDistribution ?? null,
     media: resolveMedia(o.media, workload.kind, endpointType),
     outputTokensStddev: o.outputTokensStddev ?? 0,
-    numDatasetEntries: o.numDatasetEntries ?? 100,
-    randomSeed: o.randomSeed ?? 0,
+    numDatasetEntries: o.numDatasetEntries ?? D.numDatasetEntries,
+    randomSeed: o.randomSeed ?? D.randomSeed,
     workload,
     // AIPerf reads a public dataset in order, as it reads a trace.
     datasetSampling: o.datasetSamplingStrategy ?? defaultSampling(workload.kind === 'public' ? 'trace' : workload.kind),
@@ -483,19 +481,19 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     extraInputs: { ...(o.extraInputs ?? {}) },
     useLegacyMaxTokens: o.useLegacyMaxTokens ?? false,
     requestCancellationRate: o.requestCancellationRate ?? 0,
-    requestCancellationDelayMs: o.requestCancellationDelayMs ?? 0,
+    requestCancellationDelayMs: o.requestCancellationDelayMs ?? D.requestCancellationDelayMs,
     failedRequestThreshold: o.failedRequestThreshold ?? null,
     concurrencyRampMs: o.concurrencyRampMs ?? 0,
     requestRateRampMs: o.requestRateRampMs ?? 0,
     models,
-    modelSelectionStrategy: o.modelSelectionStrategy ?? 'round_robin',
+    modelSelectionStrategy: o.modelSelectionStrategy ?? D.modelSelectionStrategy,
     modelOf: modelChooser(models, o),
     warmup: {
       concurrency: o.warmupConcurrency ?? concurrency,
       // AIPerf: each warm-up setting falls back to the profiling phase's; its grace period to none (wait for every response).
       concurrencyRampMs: o.warmupConcurrencyRampMs ?? o.concurrencyRampMs ?? 0,
       requestRate: o.warmupRequestRate ?? o.requestRate ?? null,
-      requestRateMode: o.warmupRequestRateMode ?? o.requestRateMode ?? 'poisson',
+      requestRateMode: o.warmupRequestRateMode ?? o.requestRateMode ?? D.requestRateMode,
       requestRateRampMs: o.warmupRequestRateRampMs ?? o.requestRateRampMs ?? 0,
       gracePeriodMs: o.warmupGracePeriodMs ?? Number.POSITIVE_INFINITY,
       prefillConcurrency: o.warmupPrefillConcurrency ?? o.prefillConcurrency ?? null,
@@ -507,13 +505,13 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     useServerTokenCount: o.useServerTokenCount ?? false,
     applyChatTemplate: o.applyChatTemplate ?? false,
     headers: { ...(o.headers ?? {}) },
-    sessionHeader: (o.sessionHeader ?? 'X-Correlation-ID').toLowerCase(),
+    sessionHeader: (o.sessionHeader ?? D.sessionHeader).toLowerCase(),
     apiKey: o.apiKey ?? null,
-    requestTimeoutMs: o.requestTimeoutMs ?? AIPERF_REQUEST_TIMEOUT_MS,
+    requestTimeoutMs: o.requestTimeoutMs ?? D.requestTimeoutMs,
     goodput: { ...(o.goodput ?? {}) },
-    workerHeader: (o.workerHeader ?? 'x-tailgate-worker').toLowerCase(),
+    workerHeader: (o.workerHeader ?? D.workerHeader).toLowerCase(),
     tokenizer: o.tokenizer ?? defaultTokenizer,
-    threads: o.threads ?? 1,
+    threads: o.threads ?? D.threads,
     transport: o.transport ?? (targets.some((t) => t.origin.startsWith('https:')) ? 'undici' : 'socket'),
   };
 }
@@ -522,7 +520,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
 function rateSeriesStart(o: BenchOptions, series: readonly RatePoint[]): number {
   if (o.requestRate !== undefined) throw bad('--request-rate and --request-rate-series are mutually exclusive (as in AIPerf)');
   if (o.userCentricRate !== undefined) throw bad('--request-rate-series is not supported with --user-centric-rate (as in AIPerf)');
-  if ((o.threads ?? 1) > 1) throw bad('--request-rate-series runs on one thread: drop --threads');
+  if ((o.threads ?? D.threads) > 1) throw bad('--request-rate-series runs on one thread: drop --threads');
   if (series.length < 2) throw bad('--request-rate-series needs at least two points');
   return series[0]!.qps;
 }
@@ -539,7 +537,7 @@ function userCentricOf(o: BenchOptions, workload: BenchWorkloadSpec, fixedSchedu
   if (o.requestRate !== undefined || o.requestRateMode !== undefined) throw bad('--user-centric-rate cannot be used together with --request-rate or --arrival-pattern');
   if (fixedSchedule || workload.kind !== 'synthetic') throw bad('--user-centric-rate runs synthetic conversations: drop --input-file');
   if (workload.turnsMean < 2) throw bad('--user-centric-rate requires multi-turn conversations (--session-turns-mean >= 2)');
-  if ((o.threads ?? 1) > 1) throw bad('--user-centric-rate runs on one thread: drop --threads');
+  if ((o.threads ?? D.threads) > 1) throw bad('--user-centric-rate runs on one thread: drop --threads');
   return { ratePerS: o.userCentricRate, numUsers: o.numUsers, sessionTurns: Math.round(workload.turnsMean) };
 }
 
@@ -555,7 +553,7 @@ function checkPrefill(o: BenchOptions): void {
   if (o.prefillConcurrency !== undefined && o.concurrency !== undefined && o.prefillConcurrency > o.concurrency) {
     throw bad(`--prefill-concurrency (${o.prefillConcurrency}) must be <= --concurrency (${o.concurrency}), as in AIPerf`);
   }
-  if ((o.threads ?? 1) > 1) throw bad('--prefill-concurrency runs on one thread: drop --threads');
+  if ((o.threads ?? D.threads) > 1) throw bad('--prefill-concurrency runs on one thread: drop --threads');
 }
 
 /** Checks the dataset flags and gathers them (AIPerf's rules: the two prefix styles exclude each other). */
@@ -589,27 +587,27 @@ function resolveWorkload(o: BenchOptions): BenchWorkloadSpec {
   }
   if (o.synthesis !== undefined && o.inputFile === undefined) throw bad('--synthesis-* reshape a Mooncake trace: give it with --input-file');
   if (o.inputFile !== undefined) {
-    const synthetic = legacy || o.sharedSystemPromptLength !== undefined || o.userContextPromptLength !== undefined || (o.conversationTurnMean ?? 1) > 1;
+    const synthetic = legacy || o.sharedSystemPromptLength !== undefined || o.userContextPromptLength !== undefined || (o.conversationTurnMean ?? D.conversationTurnMean) > 1;
     if (synthetic) throw bad('--input-file replays a trace: drop the prefix and conversation flags');
     const start = o.fixedScheduleStartOffsetMs ?? null;
     const end = o.fixedScheduleEndOffsetMs ?? null;
     if (start !== null && o.fixedScheduleAutoOffset === true) throw bad('--fixed-schedule-start-offset and --fixed-schedule-auto-offset exclude each other (as in AIPerf)');
     if (start !== null && end !== null && start > end) throw bad(`--fixed-schedule-start-offset (${start}) must be <= --fixed-schedule-end-offset (${end})`);
-    return { kind: 'trace', file: o.inputFile, blockTokens: o.blockTokens ?? 512, autoOffset: o.fixedScheduleAutoOffset ?? false, startOffsetMs: start, endOffsetMs: end, synthesis: { ...NO_SYNTHESIS, ...o.synthesis } };
+    return { kind: 'trace', file: o.inputFile, blockTokens: o.blockTokens ?? D.blockTokens, autoOffset: o.fixedScheduleAutoOffset ?? false, startOffsetMs: start, endOffsetMs: end, synthesis: { ...NO_SYNTHESIS, ...o.synthesis } };
   }
   const shared = o.sharedSystemPromptLength;
   return {
     kind: 'synthetic',
-    sessions: o.conversationNum ?? o.numDatasetEntries ?? 100,
+    sessions: o.conversationNum ?? o.numDatasetEntries ?? D.numDatasetEntries,
     prefixGroups: legacy ? pool : shared !== undefined ? 1 : 0,
     prefixTokens: legacy ? poolLength : (shared ?? 0),
     prefixRole: legacy ? 'user' : 'system',
     userContextTokens: o.userContextPromptLength ?? 0,
-    turnsMean: o.conversationTurnMean ?? 1,
+    turnsMean: o.conversationTurnMean ?? D.conversationTurnMean,
     turnsStddev: o.conversationTurnStddev ?? 0,
     turnDelayMeanMs: o.conversationTurnDelayMeanMs ?? 0,
     turnDelayStddevMs: o.conversationTurnDelayStddevMs ?? 0,
-    turnDelayRatio: o.conversationTurnDelayRatio ?? 1,
+    turnDelayRatio: o.conversationTurnDelayRatio ?? D.conversationTurnDelayRatio,
   };
 }
 
@@ -710,7 +708,7 @@ function modelChooser(models: readonly string[], o: BenchOptions): (sessionIndex
   if (models.length === 1) return () => models[0]!;
   if (o.modelSelectionStrategy === 'random') {
     // Seeded per entry, so an entry asks for the same model in every run of the seed.
-    const rng = createRng((o.randomSeed ?? 0) + 31_337);
+    const rng = createRng((o.randomSeed ?? D.randomSeed) + 31_337);
     const picks: number[] = [];
     return (i) => {
       while (picks.length <= i) picks.push(Math.floor(rng.next() * models.length));

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { TailgateError } from '../core/index.js';
+import { aiperfConfigArgv } from '../bench/index.js';
 import { rowNames } from './option-table.js';
 import { AIPERF_FLAGS } from './aiperf-flags.js';
 import { BENCH_FLAGS } from './bench-flags.js';
@@ -35,8 +36,6 @@ export async function withConfigFile(argv: readonly string[], read: (path: strin
   } catch (e) {
     throw new TailgateError('CONFIG_INVALID', `-f ${file}: cannot read the file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
-  // Loaded only when a config is given: bench/ and its YAML reader stay out of every other start.
-  const { aiperfConfigArgv } = await import('../bench/index.js');
   return [...overlaid(aiperfConfigArgv(text, file), rest), ...rest];
 }
 

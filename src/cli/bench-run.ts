@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import { TailgateError } from '../core/index.js';
 import {
   adaptiveScaleOf,
+  BENCH_DEFAULTS,
   formatBenchReport,
   formatProgress,
   parseExtraInputs,
@@ -66,7 +67,7 @@ export function logLevelOf(flags: Pick<BenchFlags, 'verbose' | 'extraVerbose' | 
   const verbose = flags.verbose ?? 0;
   if (flags.extraVerbose === true || verbose >= 2) return 'TRACE';
   if (verbose === 1) return 'DEBUG';
-  return flags.logLevel ?? 'INFO';
+  return flags.logLevel ?? BENCH_CLI_DEFAULTS.logLevel;
 }
 
 /** Turns parsed flags into library options (pure; bad values throw CONFIG_INVALID / CLI_USAGE). */
@@ -102,7 +103,7 @@ export function benchInvocation(flags: BenchFlags): BenchInvocation {
   } else if (flags.requestRateMode !== undefined) opts.requestRateMode = flags.requestRateMode;
   if (flags.requestRateSeries !== undefined) opts.requestRateSeries = readRateSeries(flags.requestRateSeries);
   if (flags.sequenceDistribution !== undefined) opts.sequenceDistribution = parseSequenceDistribution(flags.sequenceDistribution);
-  const media = mediaOptionsOf(flags);
+  const media = mediaOptionsOf(flags, BENCH_DEFAULTS.media);
   if (media !== undefined) opts.media = media;
   const synthesis = synthesisOptionsOf(flags);
   if (synthesis !== undefined) opts.synthesis = synthesis;
@@ -254,7 +255,7 @@ export async function runBenchCommand(flags: BenchFlags, argv: readonly string[]
     };
     await runRepeated({
       dir, opts, plan, sweep, signal: ctl.signal, runOne: runInto, version: VERSION,
-      sweepMode: flags.parameterSweepMode === 'independent' ? 'independent' : 'repeated',
+      sweepMode: flags.parameterSweepMode ?? BENCH_CLI_DEFAULTS.parameterSweepMode,
       sameSeed: flags.parameterSweepSameSeed === true,
       sweepCooldownMs: flags.parameterSweepCooldownSeconds * 1000,
       out: (line) => process.stdout.write(`${line}\n`),

@@ -1,3 +1,5 @@
+// bench's flags as commander parses them. This module loads bench/ (the table's defaults): the CLI
+// loads it only when the command run is `tailgate bench` (bench-command.ts).
 import { Command, Option } from 'commander';
 import { addOptions, foldAliases, rowNames } from './option-table.js';
 import { AIPERF_FLAGS, type AiperfFlag, type UnappliedFlag } from './aiperf-flags.js';
@@ -28,7 +30,7 @@ export function undeclaredAiperfFlags(): Array<{ flag: AiperfFlag; name: string 
 }
 
 /** Adds the flags (primary visible, aliases hidden) to a command, and the AIPerf flags bench does not apply (hidden). */
-function declare(cmd: Command): void {
+export function declareBenchFlags(cmd: Command): void {
   addOptions(cmd, BENCH_FLAGS);
   for (const { flag, name } of undeclaredAiperfFlags()) {
     const o = new Option(flag.arg === 'switch' ? name : `${name} ${flag.arg === 'list' ? '<values...>' : '<value>'}`).hideHelp();
@@ -63,30 +65,12 @@ export function mergeAliases(raw: Record<string, unknown>, cmd: Command): BenchF
 }
 
 /**
- * `tailgate bench`: an AIPerf-compatible load generator. An AIPerf command line runs unchanged with
- * `tailgate bench` in place of `aiperf profile`.
- */
-export function registerBench(program: Command): void {
-  const cmd = program
-    .command('bench')
-    .description('benchmark an OpenAI-compatible endpoint (AIPerf flags in, AIPerf files out)');
-  declare(cmd);
-  cmd.action(async (raw: Record<string, unknown>, command: Command) => {
-    const argv = process.argv.slice(process.argv.indexOf('bench') + 1);
-    // AIPerf's -f/--config: the file's flags, under the command line's, parsed as one command line.
-    const flags = raw['config'] === undefined ? mergeAliases(raw, command) : await parseBenchArgv(argv);
-    const { runBenchCommand } = await import('./bench-run.js');
-    process.exitCode = await runBenchCommand(flags, argv);
-  });
-}
-
-/**
  * Parses `tailgate bench` arguments (after the command name) into merged flags without running
  * anything: what the command's action sees. Throws CommanderError on unknown flags or bad values.
  */
 export function parseBenchFlags(argv: readonly string[]): BenchFlags {
   const cmd = new Command('bench').exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
-  declare(cmd);
+  declareBenchFlags(cmd);
   cmd.parse([...argv], { from: 'user' });
   return mergeAliases(cmd.opts(), cmd);
 }

@@ -1,5 +1,5 @@
 import type { CommandModule } from './program.js';
-import { registerBench } from './bench.js';
+import { registerBench } from './bench-command.js';
 import { registerCalibrate } from './calibrate.js';
 import { registerCompare } from './compare.js';
 import { registerDemo } from './demo.js';

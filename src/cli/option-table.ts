@@ -137,13 +137,20 @@ export function foldAliases(table: OptionTable, raw: Record<string, unknown>, cm
   return out;
 }
 
+/** Runs `declare` on `cmd` only when it is the command run (or asked for help), before commander parses its flags. */
+export function declareWhenRun(program: Command, cmd: Command, declare: (cmd: Command) => Promise<void>): void {
+  program.hook('preSubcommand', async (_program, sub) => {
+    if (sub === cmd) await declare(cmd);
+  });
+}
+
 /**
  * Adds the table `load` builds only when `cmd` is the command run (or asked for help): a table whose
  * defaults live in a heavy module (the fleet's load the engine) does not slow every other command.
  */
 export function addOptionsWhenRun(program: Command, cmd: Command, load: () => Promise<OptionTable>): void {
-  program.hook('preSubcommand', async (_program, sub) => {
-    if (sub === cmd) addOptions(cmd, await load());
+  declareWhenRun(program, cmd, async (c) => {
+    addOptions(c, await load());
   });
 }
 
