@@ -27,25 +27,25 @@ export interface AdaptiveScaleOptions {
   control?: string;
   /** `--adaptive-control-variable`. @default 'concurrency' */
   controlVariable?: string;
-  /** `--adaptive-control-min`. @default 1 */
+  /** `--adaptive-control-min`. @default ADAPTIVE_DEFAULTS.controlMin */
   controlMin?: number;
   /** `--adaptive-control-max`. @default the phase's `concurrency` */
   controlMax?: number;
-  /** `--adaptive-scale-assessment-period`, ms (AIPerf: at least 1 s). @default 30000 */
+  /** `--adaptive-scale-assessment-period`, ms (AIPerf: at least 1 s). @default ADAPTIVE_DEFAULTS.assessmentPeriodMs */
   assessmentPeriodMs?: number;
   /** `--adaptive-sustain-duration`, ms: how long to hold the boundary (required). */
   sustainDurationMs?: number;
   /** `--adaptive-scale-sla`, repeatable: `metric:stat:op:threshold` (at least one). */
   sla?: readonly string[];
-  /** YAML `min_completed_requests`: completions a window needs to decide. @default 1 */
+  /** YAML `min_completed_requests`: completions a window needs to decide. @default ADAPTIVE_DEFAULTS.minCompletedRequests */
   minCompletedRequests?: number;
-  /** YAML `strategy.step_policy`. @default 'sla_margin' */
+  /** YAML `strategy.step_policy`. @default ADAPTIVE_DEFAULTS.stepPolicy */
   stepPolicy?: StepPolicy;
-  /** YAML `strategy.base_step`. @default 10 */
+  /** YAML `strategy.base_step`. @default ADAPTIVE_DEFAULTS.baseStep */
   baseStep?: number;
-  /** YAML `strategy.max_step_multiplier`. @default 4 */
+  /** YAML `strategy.max_step_multiplier`. @default ADAPTIVE_DEFAULTS.maxStepMultiplier */
   maxStepMultiplier?: number;
-  /** YAML `strategy.step_percent`. @default 25 */
+  /** YAML `strategy.step_percent`. @default ADAPTIVE_DEFAULTS.stepPercent */
   stepPercent?: number;
   /** Where `adaptive_scale_events.jsonl` is appended as the run goes and the summary written; null: kept in the result only. */
   artifactDir?: string;

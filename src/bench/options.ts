@@ -30,13 +30,13 @@ export interface BenchOptions {
    */
   url: string | readonly string[];
   model: string;
-  /** @default 'chat' */
+  /** @default BENCH_DEFAULTS.endpointType */
   endpointType?: EndpointType;
   /** Overrides the endpoint path (AIPerf `--endpoint`). */
   endpointPath?: string;
   /** @default false (as in AIPerf) */
   streaming?: boolean;
-  /** Closed loop at this many requests in flight; with `requestRate`, the concurrency ceiling. @default 1 */
+  /** Closed loop at this many requests in flight; with `requestRate`, the concurrency ceiling. @default BENCH_DEFAULTS.concurrency */
   concurrency?: number;
   /** Open loop at this many requests per second. */
   requestRate?: number;
@@ -45,22 +45,22 @@ export interface BenchOptions {
    * the last held), starting at the first; excludes `requestRate` and `userCentricRate`, as in AIPerf.
    */
   requestRateSeries?: readonly RatePoint[];
-  /** AIPerf `--cache-bust`: a marker per conversation run, where AIPerf puts it, to defeat prefix caches. @default 'none' */
+  /** AIPerf `--cache-bust`: a marker per conversation run, where AIPerf puts it, to defeat prefix caches. @default BENCH_DEFAULTS.cacheBust */
   cacheBust?: CacheBustTarget;
-  /** @default 'poisson' (AIPerf's default) */
+  /** @default BENCH_DEFAULTS.requestRateMode (AIPerf's) */
   requestRateMode?: ArrivalMode;
-  /** Gamma arrivals' shape (`--arrival-smoothness`): 1 Poisson-like, below 1 bursty, above 1 regular. @default 1 */
+  /** Gamma arrivals' shape (`--arrival-smoothness`): 1 Poisson-like, below 1 bursty, above 1 regular. @default BENCH_DEFAULTS.arrivalSmoothness */
   arrivalSmoothness?: number;
-  /** Profiling requests. @default max(10, 2 x concurrency) unless `benchmarkDurationMs` is set */
+  /** Profiling requests. @default BENCH_DEFAULTS.requestCount (max(10, 2 x concurrency)) unless `benchmarkDurationMs` is set */
   requestCount?: number;
   /** @default 0 */
   warmupRequestCount?: number;
   /** Warm up for this long, ms (`--warmup-duration`); with a warm-up count, whichever ends first. */
   warmupDurationMs?: number;
   benchmarkDurationMs?: number;
-  /** Time to wait for in-flight responses after the duration ends. @default 30000 */
+  /** Time to wait for in-flight responses after the duration ends. @default BENCH_DEFAULTS.benchmarkGracePeriodMs */
   benchmarkGracePeriodMs?: number;
-  /** @default 550 (AIPerf's default) */
+  /** @default BENCH_DEFAULTS.inputTokensMean (AIPerf's) */
   inputTokensMean?: number;
   /** @default 0 */
   inputTokensStddev?: number;
@@ -76,9 +76,9 @@ export interface BenchOptions {
   media?: MediaOptions;
   /** AIPerf `--public-dataset` (sharegpt): its conversations instead of synthetic prompts. */
   publicDataset?: 'sharegpt';
-  /** @default 100 */
+  /** @default BENCH_DEFAULTS.numDatasetEntries */
   numDatasetEntries?: number;
-  /** @default 0 */
+  /** @default BENCH_DEFAULTS.randomSeed */
   randomSeed?: number;
   /** Prefix groups: entry i starts its prompt with prefix i mod N (AIPerf `--num-prefix-prompts`). */
   numPrefixPrompts?: number;
@@ -90,10 +90,10 @@ export interface BenchOptions {
   userContextPromptLength?: number;
   /** Conversations (`--conversation-num`). @default numDatasetEntries */
   conversationNum?: number;
-  /** Turns per conversation (`--conversation-turn-mean`/`-stddev`): each turn re-sends the history. @default 1, 0 */
+  /** Turns per conversation (`--conversation-turn-mean`/`-stddev`): each turn re-sends the history. @default BENCH_DEFAULTS.conversationTurnMean, 0 */
   conversationTurnMean?: number;
   conversationTurnStddev?: number;
-  /** Think time before each later turn, ms (`--conversation-turn-delay-mean`/`-stddev`/`-ratio`). @default 0, 0, 1 */
+  /** Think time before each later turn, ms (`--conversation-turn-delay-mean`/`-stddev`/`-ratio`). @default 0, 0, BENCH_DEFAULTS.conversationTurnDelayRatio */
   conversationTurnDelayMeanMs?: number;
   conversationTurnDelayStddevMs?: number;
   conversationTurnDelayRatio?: number;
@@ -109,12 +109,12 @@ export interface BenchOptions {
   fixedScheduleStartOffsetMs?: number;
   /** AIPerf `--fixed-schedule-end-offset`: lines after this timestamp (ms) are not sent. */
   fixedScheduleEndOffsetMs?: number;
-  /** Tokens per trace hash id (`--prompt-input-tokens-block-size`). @default 512 */
+  /** Tokens per trace hash id (`--prompt-input-tokens-block-size`). @default BENCH_DEFAULTS.blockTokens */
   blockTokens?: number;
   extraInputs?: Record<string, unknown>;
   /** Percent of requests to cut short (`--request-cancellation-rate`), drawn from the seed. @default 0 */
   requestCancellationRate?: number;
-  /** How long after sending a cancelled request is cut, ms (`--request-cancellation-delay`). @default 0 */
+  /** How long after sending a cancelled request is cut, ms (`--request-cancellation-delay`). @default BENCH_DEFAULTS.requestCancellationDelayMs */
   requestCancellationDelayMs?: number;
   /** Send `max_tokens` instead of `max_completion_tokens` in chat bodies (`--use-legacy-max-tokens`). @default false */
   useLegacyMaxTokens?: boolean;
@@ -123,13 +123,13 @@ export interface BenchOptions {
   /** Count a chat prompt as the tokenizer's chat template renders it and shorten synthetic prompts by the template's cost, as AIPerf's `--apply-chat-template`. @default false */
   applyChatTemplate?: boolean;
   headers?: Record<string, string>;
-  /** Header carrying a session's correlation id (AIPerf `--session-header`). @default 'X-Correlation-ID' */
+  /** Header carrying a session's correlation id (AIPerf `--session-header`). @default BENCH_DEFAULTS.sessionHeader */
   sessionHeader?: string;
   apiKey?: string;
-  /** Whole-request bound. @default 21600000 (AIPerf's 21600 s) */
+  /** Whole-request bound. @default BENCH_DEFAULTS.requestTimeoutMs (AIPerf's 21600 s) */
   requestTimeoutMs?: number;
   goodput?: Record<string, number>;
-  /** Response header naming the worker. @default 'x-tailgate-worker' */
+  /** Response header naming the worker. @default BENCH_DEFAULTS.workerHeader */
   workerHeader?: string;
   /** @default defaultTokenizer */
   tokenizer?: Tokenizer;
@@ -145,7 +145,7 @@ export interface BenchOptions {
    * see perf/bench.ts) or undici's dispatch API. @default 'socket' for http:// URLs, 'undici' when any is https://
    */
   transport?: 'undici' | 'socket';
-  /** Worker threads sharing the load (concurrency, requests and warm-up split evenly). @default 1 */
+  /** Worker threads sharing the load (concurrency, requests and warm-up split evenly). @default BENCH_DEFAULTS.threads */
   threads?: number;
   /** Prefix of record ids (threads use `t<k>-`). */
   idPrefix?: string;
@@ -194,7 +194,7 @@ export interface BenchOptions {
    * `modelSelectionStrategy`; `model` is the first. @default [model]
    */
   models?: readonly string[];
-  /** AIPerf `--model-selection-strategy`: round_robin (entry i gets model i mod n) or random (seeded). @default 'round_robin' */
+  /** AIPerf `--model-selection-strategy`: round_robin (entry i gets model i mod n) or random (seeded). @default BENCH_DEFAULTS.modelSelectionStrategy */
   modelSelectionStrategy?: 'round_robin' | 'random';
   /** AIPerf `--warmup-concurrency`: the warm-up's closed-loop concurrency. @default `concurrency` */
   warmupConcurrency?: number;
@@ -204,7 +204,7 @@ export interface BenchOptions {
   warmupRequestRateMode?: ArrivalMode;
   /** AIPerf `--warmup-request-rate-ramp-duration`. @default 0 */
   warmupRequestRateRampMs?: number;
-  /** AIPerf `--warmup-grace-period`: after a timed warm-up, how long its responses may finish. @default `benchmarkGracePeriodMs` */
+  /** AIPerf `--warmup-grace-period`: after a timed warm-up, how long its responses may finish. @default no limit (AIPerf's) */
   warmupGracePeriodMs?: number;
   /** AIPerf `--adaptive-scale*`: the profiling phase finds the SLA boundary of its concurrency and holds it (needs `benchmarkDurationMs`). */
   adaptiveScale?: AdaptiveScaleOptions;
