@@ -139,11 +139,10 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
         completed++;
         if (record.outcome !== 'ok') errors++;
         records.push(record);
-        const limit = o.failedRequestThreshold;
-        if (limit !== null && phase === 'profiling' && stoppedEarly === null && completed >= Math.max(o.concurrency, 10) && errors / completed > limit) {
+        if (phase === 'profiling' && stoppedEarly === null) {
           // AIPerf's fail-fast: the requests in flight are cut as an interrupt cuts them, the rest is not sent.
-          stoppedEarly = `${errors} of ${completed} profiling requests failed (${((100 * errors) / completed).toFixed(1)}%), over --failed-request-threshold ${limit}`;
-          stop.abort();
+          stoppedEarly = failFastReason(o, completed, errors);
+          if (stoppedEarly !== null) stop.abort();
         }
         raw?.set(record.id, { request: req.body, response: result.text, reasoning: result.reasoning });
         return result;
@@ -207,6 +206,13 @@ export async function runBench(opts: BenchOptions, signal?: AbortSignal): Promis
   if (adaptive) done.adaptiveScale = (adaptive as AdaptiveRun).controller.result();
   if (stoppedEarly !== null) done.stoppedEarly = stoppedEarly;
   return done;
+}
+
+/** Why the run stops early under --failed-request-threshold (after enough profiling requests to judge), or null. */
+function failFastReason(o: ResolvedBenchOptions, completed: number, errors: number): string | null {
+  const limit = o.failedRequestThreshold;
+  if (limit === null || completed < Math.max(o.concurrency, 10) || errors / completed <= limit) return null;
+  return `${errors} of ${completed} profiling requests failed (${((100 * errors) / completed).toFixed(1)}%), over --failed-request-threshold ${limit}`;
 }
 
 /** An adaptive-scale profiling phase under way: its controller, the closed loop's slots and session limit, and its end. */
