@@ -3,7 +3,7 @@
 // for the capped output lengths; lines run no earlier than their scaled timestamps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFleet } from '../src/fleet/index.js';
@@ -31,24 +31,35 @@ async function replay(t: { after(fn: () => unknown): void }, extra: string[]) {
     '--isl-block-size', '4', '--artifact-dir', join(dir, 'out'), ...extra], { timeoutMs: 120_000 });
   assert.equal(r.code, 0, r.stderr);
   const sent = proxy.requests.filter((q) => q.path === '/v1/chat/completions').sort((a, b) => a.atMs - b.atMs);
-  return sent.map((q) => ({
-    words: ((q.body!['messages'] as Array<{ content: string }>)[0]!.content).split(' '),
-    max: q.body!['max_completion_tokens'] as number,
-    atMs: q.atMs,
-  }));
+  // When bench started each line, on its own clock (the proxy's arrival times add connection set-up),
+  // and how late against its schedule it was at worst.
+  const out = join(dir, 'out');
+  const starts = readFileSync(join(out, 'profile_export.jsonl'), 'utf8').trim().split('\n')
+    .map((l) => (JSON.parse(l) as { metadata: { request_start_ns: number } }).metadata.request_start_ns / 1e6).sort((a, b) => a - b);
+  const doc = JSON.parse(readFileSync(join(out, 'profile_export_aiperf.json'), 'utf8')) as { tailgate: { self_check: { schedule_lag_p99_ms: number } } };
+  return {
+    lines: sent.map((q) => ({
+      words: ((q.body!['messages'] as Array<{ content: string }>)[0]!.content).split(' '),
+      max: q.body!['max_completion_tokens'] as number,
+    })),
+    starts,
+    worstLagMs: doc.tailgate.self_check.schedule_lag_p99_ms,
+  };
 }
 
 test('without synthesis the trace is replayed as written (control)', async (t) => {
-  const got = await replay(t, []);
+  const { lines: got } = await replay(t, []);
   assert.deepEqual(got.map((g) => [g.words.length, g.max]), [[10, 5], [12, 1], [3, 2]]);
   assert.deepEqual(got[0]!.words.slice(0, 8), got[1]!.words.slice(0, 8), 'the shared ids 1, 2: 8 equal words');
 });
 
 test('--synthesis-prefix-len-multiplier 2 --synthesis-speedup-ratio 2 --synthesis-max-osl 2: AIPerf\'s reshaped lines at the server', async (t) => {
-  const got = await replay(t, ['--synthesis-prefix-len-multiplier', '2', '--synthesis-speedup-ratio', '2', '--synthesis-max-osl', '2']);
+  const { lines: got, starts, worstLagMs } = await replay(t, ['--synthesis-prefix-len-multiplier', '2', '--synthesis-speedup-ratio', '2', '--synthesis-max-osl', '2']);
   // Worked by hand through AIPerf's Synthesizer: the 2 shared blocks become 4 (ids 2..5), each unique part keeps its length.
   assert.deepEqual(got.map((g) => [g.words.length, g.max]), [[18, 2], [20, 1], [3, 2]]);
   assert.deepEqual(got[0]!.words.slice(0, 16), got[1]!.words.slice(0, 16), 'the stretched prefix: 16 equal words');
   assert.notDeepEqual(got[0]!.words.slice(16), got[1]!.words.slice(16, 18));
-  assert.ok(got[2]!.atMs - got[0]!.atMs >= 200 - 5, 'the last line no earlier than its timestamp 400 / 2');
+  // The first line is due at 0 and starts at most the worst lag after it; the last is due at 400 / 2.
+  const gap = starts[2]! - starts[0]!;
+  assert.ok(gap >= 200 - worstLagMs - 1, `the last line no earlier than its timestamp 400 / 2 (${gap.toFixed(1)} ms after the first, worst lag ${worstLagMs} ms)`);
 });

@@ -484,9 +484,9 @@ async function runTurns(
   const answers: string[] = [];
   for (let k = 0; k < session.turns.length && more(); k++) {
     const turn = session.turns[k]!;
-    const waitMs = k === 0 ? 0 : schedule !== null && turn.atMs !== undefined ? schedule.phaseStart + turn.atMs - schedule.now() : turn.delayMs;
-    if (waitMs > 0) {
-      await sleep(waitMs, stopped);
+    if (k > 0) {
+      const at = schedule !== null && turn.atMs !== undefined ? schedule.phaseStart + turn.atMs : performance.now() + turn.delayMs;
+      await sleepUntil(at, schedule?.now ?? (() => performance.now()), stopped);
       if (!more()) break;
     }
     const r = await one(session, k, answers);
@@ -521,8 +521,7 @@ async function openLoop(
   const ceiling = o.maxConcurrency ?? Number.POSITIVE_INFINITY;
   for (const { atMs: due, session } of schedule) {
     if (stopped.aborted) break;
-    const wait = due - now();
-    if (wait > 1) await sleep(wait, stopped);
+    await sleepUntil(due, now, stopped);
     let readyAt = due;
     while (inflight() >= ceiling && !stopped.aborted) {
       await Promise.race(running);
@@ -534,6 +533,11 @@ async function openLoop(
     running.add(p);
   }
   await Promise.all(running);
+}
+
+/** Sleeps until `now()` reaches `dueMs`, never earlier: setTimeout rounds to whole ms and may wake a fraction before. */
+async function sleepUntil(dueMs: number, now: () => number, stopped: AbortSignal): Promise<void> {
+  for (let wait = dueMs - now(); wait > 0 && !stopped.aborted; wait = dueMs - now()) await sleep(wait, stopped);
 }
 
 function sleep(ms: number, stopped: AbortSignal): Promise<void> {
