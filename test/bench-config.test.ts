@@ -93,12 +93,30 @@ test('a key bench does not read is one line naming it; one that stands for a ref
   refuses('sweep: {type: grid, parameters: {concurrency: [1, 2]}}', /unknown key sweep:/);
   refuses('benchmark:\n  dataset: {type: synthetic, entries: "{{ n * 2 }}"}', /\{\{ \.\.\. \}\}/);
   refuses('schemaVersion: "1.0"', /schema 2\.0/);
+  // A value of the wrong shape is named by its path, never a TypeError (exit 1) nor quietly dropped.
+  refuses('benchmark: 5', /^-f c\.yaml: benchmark must be a mapping$/);
+  refuses('benchmark:\n  warmup: 5', /benchmark\.warmup must be a mapping/);
+  refuses('benchmark:\n  phases: [null]', /benchmark\.phases\[0\] must be a mapping/);
+  refuses('benchmark:\n  phases: {type: concurrency, sla: [null]}', /benchmark\.phases\.profiling\.sla\[0\] must be a mapping/);
+  refuses('benchmark:\n  phases: {type: concurrency, sla: [{metric_tag: ttft, stat: p95, op: le}]}', /sla\[0\] needs threshold/);
+  assert.deepEqual(aiperfConfigArgv('benchmark:\n  phases: {type: concurrency, sla: [{metric: ttft, stat: p95, op: le, threshold: 9}]}', 'c.yaml', {}), ['--adaptive-scale-sla=ttft:p95:le:9']);
   refuses('benchmark:\n  phases:\n    - {name: a, kind: profiling, type: concurrency}\n    - {name: b, kind: profiling, type: concurrency}', /runs at most one warm-up then one profiling phase/);
   const dir = await tempDir(t);
   const file = join(dir, 'c.yaml');
   await writeFile(file, 'benchmark:\n  model: m\n  endpoint: {url: "http://127.0.0.1:1", uuidAndStrip: true}\n');
   const flags = await parseBenchArgv(['-f', file]);
   assert.throws(() => benchInvocation(flags), (e: unknown) => isTailgateError(e) && e.code === 'CLI_USAGE' && /^--uuid-and-strip: in AIPerf: /.test(e.message));
+});
+
+test('a value the file gives that its flag refuses is one line naming the file and the flag (exit 2), not a silent exit', async (t) => {
+  const dir = await tempDir(t);
+  const file = join(dir, 'c.yaml');
+  await writeFile(file, 'benchmark:\n  model: m\n  endpoint: {url: "http://127.0.0.1:1"}\n  phases: {type: concurrency, concurrency: abc, requests: 4}\n');
+  await assert.rejects(parseBenchArgv(['-f', file]), (e: unknown) => isTailgateError(e) && e.code === 'CONFIG_INVALID' && e.message.startsWith(`-f ${file}: `) && /--concurrency <n>' argument 'abc' is invalid/.test(e.message));
+  const res = await runCli(['bench', '-f', file]);
+  assert.equal(res.code, 2);
+  assert.match(res.stderr, /^tailgate: -f .*c\.yaml: option '--concurrency <n>' argument 'abc' is invalid/);
+  assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
 });
 
 test('flags on the command line override the file, whatever alias they use', async () => {

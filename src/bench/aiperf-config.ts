@@ -234,14 +234,20 @@ function dataset(e: Emitter, v: unknown): void {
 }
 
 /** The phases as AIPerf normalizes them: a list, a flat mapping (one profiling phase), or `warmup:`/`profiling:`. */
-function phaseList(b: Obj): Obj[] {
+function phaseList(e: Emitter, b: Obj): Obj[] {
   const p = b['phases'];
   const out: Obj[] = [];
-  if (b['warmup'] !== undefined) out.push({ name: 'warmup', ...(b['warmup'] as Obj) });
-  if (b['profiling'] !== undefined) out.push({ name: 'profiling', ...(b['profiling'] as Obj) });
-  if (Array.isArray(p)) out.push(...(p as Obj[]));
-  else if (p !== undefined && p !== null) out.push({ name: 'profiling', ...(p as Obj) });
+  if (b['warmup'] !== undefined) out.push({ name: 'warmup', ...mapping(e, 'benchmark.warmup', b['warmup']) });
+  if (b['profiling'] !== undefined) out.push({ name: 'profiling', ...mapping(e, 'benchmark.profiling', b['profiling']) });
+  if (Array.isArray(p)) out.push(...p.map((x, i) => mapping(e, `benchmark.phases[${i}]`, x)));
+  else if (p !== undefined && p !== null) out.push({ name: 'profiling', ...mapping(e, 'benchmark.phases', p) });
   return out;
+}
+
+/** A value that must be a mapping, as one; anything else is one line naming its path. */
+function mapping(e: Emitter, path: string, v: unknown): Obj {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) e.fail(`${path} must be a mapping`);
+  return v as Obj;
 }
 
 const RATE_TYPES = new Set(['poisson', 'gamma', 'constant']);
@@ -327,7 +333,12 @@ function adaptiveScale(e: Emitter, path: string, v: unknown): void {
 /** SLA filters, `{metric: {stat: {op: threshold}}}` or a list of `{metric_tag, stat, op, threshold}`, as `--adaptive-scale-sla` values. */
 function slaFilters(e: Emitter, path: string, v: unknown): void {
   if (Array.isArray(v)) {
-    for (const f of v as Obj[]) e.flag('--adaptive-scale-sla', `${String(f['metric_tag'] ?? f['metric'])}:${String(f['stat'])}:${String(f['op'])}:${String(f['threshold'])}`);
+    v.forEach((x, i) => {
+      const f = mapping(e, `${path}[${i}]`, x);
+      const missing = ['metric_tag', 'stat', 'op', 'threshold'].find((k) => f[k] === undefined && !(k === 'metric_tag' && f['metric'] !== undefined));
+      if (missing !== undefined) e.fail(`${path}[${i}] needs ${missing} (a filter is {metric_tag, stat, op, threshold})`);
+      e.flag('--adaptive-scale-sla', `${String(f['metric_tag'] ?? f['metric'])}:${String(f['stat'])}:${String(f['op'])}:${String(f['threshold'])}`);
+    });
     return;
   }
   if (v === null || typeof v !== 'object') e.fail(`${path} must map metrics to {stat: {op: threshold}}`);
@@ -352,7 +363,7 @@ function rateSeriesFile(v: unknown): unknown {
 }
 
 function phases(e: Emitter, b: Obj): void {
-  const list = phaseList(b);
+  const list = phaseList(e, b);
   const kindOf = (p: Obj): unknown => p['kind'] ?? (p['name'] === 'warmup' ? 'warmup' : p['name'] === 'profiling' ? 'profiling' : undefined);
   const warm = list.filter((p) => kindOf(p) === 'warmup');
   const prof = list.filter((p) => kindOf(p) === 'profiling');
@@ -434,7 +445,7 @@ export function aiperfConfigArgv(text: string, source: string, env: NodeJS.Proce
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw bad(source, 'an AIPerf config is a YAML mapping (schemaVersion, benchmark, ...)');
   const top = normalize(doc, '', env, source) as Obj;
   const e = new Emitter(source);
-  const body: Obj = { ...((top['benchmark'] as Obj | undefined) ?? {}) };
+  const body: Obj = { ...(top['benchmark'] === undefined ? {} : mapping(e, 'benchmark', top['benchmark'])) };
   for (const k of BODY_KEYS) if (k in top) body[k] = top[k];
   e.map(top, '', {
     schema_version: (x) => {

@@ -18,18 +18,26 @@ function flagName(arg: string): string | null {
   return /^-[a-zA-Z]|^--[a-z]/.test(arg) ? arg.split('=')[0]! : null;
 }
 
+const isConfigFlag = (a: string): boolean => a === '-f' || a === '--config' || a.startsWith('--config=');
+
+/** The file of AIPerf's `-f/--config FILE` in `argv`: null when the flag is not given, undefined when its value is missing. */
+export function configFileOf(argv: readonly string[]): string | null | undefined {
+  const at = argv.findIndex(isConfigFlag);
+  if (at < 0) return null;
+  return argv[at]!.startsWith('--config=') ? argv[at]!.slice('--config='.length) : argv[at + 1];
+}
+
 /**
  * `tailgate bench` arguments with AIPerf's `-f/--config FILE` expanded: the config's flags first,
  * less any flag the command line also gives (AIPerf's precedence: defaults < YAML < explicit CLI
  * flags), then the command line without `-f`. Unchanged when no config is given.
  */
 export async function withConfigFile(argv: readonly string[], read: (path: string) => string = (p) => readFileSync(p, 'utf8')): Promise<string[]> {
-  const at = argv.findIndex((a) => a === '-f' || a === '--config' || a.startsWith('--config='));
-  if (at < 0) return [...argv];
-  const inline = argv[at]!.startsWith('--config=');
-  const file = inline ? argv[at]!.slice('--config='.length) : argv[at + 1];
+  const file = configFileOf(argv);
+  if (file === null) return [...argv];
   if (file === undefined) throw new TailgateError('CLI_USAGE', "option '-f, --config <file>' argument missing");
-  const rest = [...argv.slice(0, at), ...argv.slice(at + (inline ? 1 : 2))];
+  const at = argv.findIndex(isConfigFlag);
+  const rest = [...argv.slice(0, at), ...argv.slice(at + (argv[at]!.startsWith('--config=') ? 1 : 2))];
   let text: string;
   try {
     text = read(file);

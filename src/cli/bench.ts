@@ -1,10 +1,11 @@
 // bench's flags as commander parses them. This module loads bench/ (the table's defaults): the CLI
 // loads it only when the command run is `tailgate bench` (bench-command.ts).
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
+import { TailgateError } from '../core/index.js';
 import { addOptions, foldAliases, rowNames } from './option-table.js';
 import { AIPERF_FLAGS, type AiperfFlag, type UnappliedFlag } from './aiperf-flags.js';
 import { BENCH_FLAGS, type BenchFlags } from './bench-flags.js';
-import { withConfigFile } from './bench-config.js';
+import { configFileOf, withConfigFile } from './bench-config.js';
 
 function ignoredAttr(name: string): string {
   return `__aiperf_${name.replace(/^-+/, '').replace(/-/g, '_')}`;
@@ -75,7 +76,17 @@ export function parseBenchFlags(argv: readonly string[]): BenchFlags {
   return mergeAliases(cmd.opts(), cmd);
 }
 
-/** {@link parseBenchFlags} after expanding AIPerf's `-f/--config FILE` (see withConfigFile). */
+/**
+ * {@link parseBenchFlags} after expanding AIPerf's `-f/--config FILE` (see withConfigFile). A flag
+ * the file stands for with a bad value is one CONFIG_INVALID line naming the file.
+ */
 export async function parseBenchArgv(argv: readonly string[]): Promise<BenchFlags> {
-  return parseBenchFlags(await withConfigFile(argv));
+  const expanded = await withConfigFile(argv);
+  try {
+    return parseBenchFlags(expanded);
+  } catch (e) {
+    // The command line was parsed (and its errors printed) before; this parse prints nothing, so say what the file got wrong.
+    if (e instanceof CommanderError) throw new TailgateError('CONFIG_INVALID', `-f ${configFileOf(argv) ?? ''}: ${e.message.replace(/^error: /, '')}`, { cause: e });
+    throw e;
+  }
 }
