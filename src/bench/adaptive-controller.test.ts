@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { syntheticError, syntheticRecord } from '../stats/index.js';
 import { AdaptiveScaleController } from './adaptive-controller.js';
-import { formatG, resolveAdaptiveScale, type AdaptiveScaleOptions } from './adaptive-scale.js';
+import { formatG, latencyStat, resolveAdaptiveScale, type AdaptiveScaleOptions } from './adaptive-scale.js';
 
 const LOAD = { concurrency: 64, benchmarkDurationMs: 600_000, openLoop: false, concurrencyRampMs: undefined, threads: undefined, prefillConcurrency: undefined, prefillConcurrencyRampMs: undefined };
 
@@ -70,4 +70,9 @@ test('terminal outcomes: failing at the minimum, passing at the maximum, a susta
 
 test('sla_values keys use Python\'s :g threshold format', () => {
   assert.deepEqual([30000, 0.01, 1e6, 2.5, 1e-5, 123456789].map(formatG), ['30000', '0.01', '1e+06', '2.5', '1e-05', '1.23457e+08']);
+});
+
+test('a window\'s min and max over more samples than a spread takes (300k)', () => {
+  const values = Array.from({ length: 300_000 }, (_, i) => 5 + ((i * 7919) % 300_000));
+  assert.deepEqual([latencyStat(values, 'min'), latencyStat(values, 'max'), latencyStat(values, 'p50')], [5, 300_004, 150_004.5]);
 });

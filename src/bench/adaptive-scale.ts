@@ -249,8 +249,9 @@ export function windowThroughput(w: WindowStats): number {
 export function latencyStat(values: readonly number[], stat: string): number {
   if (values.length === 0) return Number.POSITIVE_INFINITY;
   if (stat === 'avg') return values.reduce((a, b) => a + b, 0) / values.length;
-  if (stat === 'min') return Math.min(...values);
-  if (stat === 'max') return Math.max(...values);
+  // Loops, not Math.min(...): a busy window holds more samples than a spread's argument limit (~120k).
+  if (stat === 'min') return values.reduce((m, v) => Math.min(m, v), Number.POSITIVE_INFINITY);
+  if (stat === 'max') return values.reduce((m, v) => Math.max(m, v), Number.NEGATIVE_INFINITY);
   return percentile([...values].sort((a, b) => a - b), Number(stat.slice(1)));
 }
 

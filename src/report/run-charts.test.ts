@@ -33,3 +33,12 @@ test('past the panel cap the busiest workers keep their panels and one panel sho
   assert.equal(rest.name, 'highest of the other 11 workers');
   assert.deepEqual(rest.points, [[0, 11], [1, 1]]); // workers 0-2 and 4-11
 });
+
+test('without originMs the time axis starts at the earliest record, whatever the count (300k: more than a spread takes)', () => {
+  const many = Array.from({ length: 300_000 }, (_, i) => syntheticRecord({ startMs: 5000 + (i % 1000), ttftMs: 10, itlMs: 1, tokens: 2 }));
+  many[123_456] = syntheticRecord({ startMs: 4000, ttftMs: 10, itlMs: 1, tokens: 2 });
+  const ttft = runCharts({ idPrefix: 'm', records: many }).find((c) => c.id === 'm-ttft')!;
+  const xs = ttft.series.flatMap((s) => s.points.map((p) => p[0]));
+  // 1 s buckets from the earliest start (4000 ms): it alone in the first, every other in the second.
+  assert.deepEqual([...new Set(xs)].sort((a, b) => a - b), [0.5, 1.5]);
+});

@@ -75,7 +75,8 @@ function perWorker<T extends { tMs: number[] }>(byId: Record<string, T>, values:
  */
 export function runCharts(r: RunChartsInput): Chart[] {
   const bucketMs = r.bucketMs ?? 1000;
-  const originMs = r.originMs ?? (r.records.length > 0 ? Math.min(...r.records.map((x) => x.startMs)) : 0);
+  // A loop, not Math.min(...): a spread of over ~120k records overflows the call stack.
+  const originMs = r.originMs ?? (r.records.length > 0 ? r.records.reduce((m, x) => Math.min(m, x.startMs), Number.POSITIVE_INFINITY) : 0);
   const toS = (ms: number): number => Math.round(ms - originMs) / 1000;
   const title = (t: string): string => `${r.titlePrefix ?? ''}${t}`;
   const charts: Chart[] = [];

@@ -46,3 +46,14 @@ test('root multiplier R moves each line to one of R trees: its ids shifted by tr
   assert.deepEqual([...new Set(trees)].sort(), [0, 1, 2], 'all three trees used by 40 lines');
   assert.deepEqual(synthesizeTrace(many, { ...NO_SYNTHESIS, prefixRootMultiplier: 3 }, 4, 3).map((l) => l.hashIds), rooted, 'same seed, same trees');
 });
+
+test('a trace sharing more hash ids than a spread takes (200k) is reshaped, its fresh ids past the largest shared one', () => {
+  const n = 200_000;
+  const ids = Array.from({ length: n }, (_, i) => i);
+  const big = parseTrace([0, 1].map(() => JSON.stringify({ hash_ids: ids, input_length: n + 1, output_length: 1 })).join('\n'), 'big.jsonl');
+  const [first] = synthesizeTrace(big, { ...NO_SYNTHESIS, prefixLenMultiplier: 2 }, 1, 0);
+  // Ids 0..n-1 are shared: each becomes 2h, 2h+1; the one unique token gets the fresh id (n - 1 + 1) x 2 + 1.
+  assert.equal(first!.hashIds.length, 2 * n + 1);
+  assert.equal(first!.hashIds.at(-1), 2 * n + 1);
+  assert.equal(first!.inputLength, 2 * n + 1);
+});

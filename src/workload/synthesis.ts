@@ -45,7 +45,8 @@ function reshape(lines: readonly TraceLine[], s: SynthesisOptions, blockTokens: 
   for (const l of lines) for (const h of l.hashIds) count.set(h, (count.get(h) ?? 0) + 1);
   const shared = [...count].filter(([, n]) => n > 1).map(([h]) => h);
   const multInt = s.prefixLenMultiplier > 1 ? Math.floor(s.prefixLenMultiplier) : 1;
-  let maxId = ((shared.length > 0 ? Math.max(...shared) : 0) + 1) * multInt;
+  // A loop, not Math.max(...): a real trace shares more ids than a spread's argument limit (~120k).
+  let maxId = (shared.reduce((m, h) => Math.max(m, h), 0) + 1) * multInt;
   const sharedSet = new Set(shared);
   const out = new Map<TraceLine, { ids: number[]; isl: number }>();
   const fresh = (n: number): number[] => {
