@@ -213,7 +213,6 @@ test('adaptive scale tutorial (docs/tutorials/adaptive-scale.md, CLI quick start
   assert.equal(summary['last_passing_value'], 1);
 });
 
-
 test('adaptive scale tutorial (docs/tutorials/adaptive-scale.md, working boundary example, YAML with --config): its settings drive the controller; doubling from 4 while the SLA holds, then the boundary held', async (t) => {
   // A fast worker with 8 seats: short requests well inside the 250 ms SLA until they queue for seats.
   const { fleet, dir } = await withFleet(t, { maxNumSeqs: 8, profile: { ...getProfile('h100-qwen3-8b'), name: 'fast', stepBaseMs: 2 } });
@@ -280,9 +279,7 @@ benchmark:
   assert.ok(['sustain_duration_completed', 'sustain_failed_after_recovery', 'phase_stopped'].includes(summary['completed_reason'] as string), why);
 });
 
-// The second turn has its own timestamp: under the fixed schedule it is sent at max(2000 ms, the first answer).
-
-test('trace replay tutorial (pre-formatted messages, a two-turn session)', async (t) => {
+test('trace replay tutorial (pre-formatted messages, a two-turn session): each row\'s messages sent as written, the second turn at its timestamp', async (t) => {
   const { fleet, dir } = await withFleet(t);
   const trace = join(dir, 'custom_trace.jsonl');
   await writeFile(trace, [
@@ -293,5 +290,18 @@ test('trace replay tutorial (pre-formatted messages, a two-turn session)', async
   const r = await runCli(asBench(['aiperf', 'profile', '--model', MODEL, '--endpoint-type', 'chat', '--streaming', '--url', 'localhost:8000', '--input-file', 'custom_trace.jsonl',
     '--custom-dataset-type', 'mooncake_trace', '--fixed-schedule'], fleet.workers[0]!.url, out, { 'custom_trace.jsonl': trace }));
   assert.equal(r.code, 0, r.stderr);
-  assert.equal((await records(out)).length, 2);
+  const recs = (await records(out)).sort((a, b) => a.metadata.turn_index - b.metadata.turn_index);
+  assert.deepEqual(recs.map((x) => [x.metadata.turn_index, x.error, x.metrics['output_token_count']!.value]), [[0, null, 50], [1, null, 30]]);
+  assert.equal(recs[0]!.metadata.conversation_id, recs[1]!.metadata.conversation_id, 'one session');
+  // The rows carry the conversation: sent as written, no answer added to the second.
+  const inputs = JSON.parse(await readFile(join(out, 'inputs.json'), 'utf8')) as { data: Array<{ payloads: Array<{ messages: unknown[] }> }> };
+  assert.deepEqual(inputs.data.flatMap((s) => s.payloads).map((p) => p.messages), [
+    [{ role: 'user', content: 'Hello' }],
+    [{ role: 'user', content: 'Hello' }, { role: 'assistant', content: 'Hi!' }, { role: 'user', content: 'How are you?' }],
+  ]);
+  // Under the fixed schedule the second turn goes at max(2000 ms, the first answer): never before 2000 ms
+  // from the phase's start (start_time, a separate millisecond reading, hence the 2 ms).
+  const start = Date.parse((JSON.parse(await readFile(join(out, 'profile_export_aiperf.json'), 'utf8')) as { start_time: string }).start_time);
+  const second = recs[1]!.metadata.request_start_ns / 1e6 - start;
+  assert.ok(second >= 2000 - 2, `turn 1 sent ${second.toFixed(1)} ms after the start`);
 });
