@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeBenchArtifacts } from '../bench/index.js';
-import { aggregateTrials, findKnee, metricValue, type TrialsAggregate } from '../gate/index.js';
+import { aggregateTrials, findKnee, metricValue, type KneeResult, type TrialsAggregate } from '../gate/index.js';
 import { junitXml, renderHtmlReport } from '../report/index.js';
 import type { ValidateInput } from './input.js';
 import { VALIDATE_DEFAULTS, requestCountFor, resolveValidateOptions, warmupCountFor, type ResolvedValidateOptions, type ValidateEvent } from './options.js';
@@ -66,12 +66,14 @@ function sweepOutcome(o: ResolvedValidateOptions, trials: readonly TrialOutcome[
       shape: at.find((t) => !t.pass)?.shape.shape ?? at[0]?.shape.shape ?? 'clean',
     };
   });
-  const ceiling = o.gates.find((g) => g.metric === 'time_to_first_token' && g.op === '<=' && g.stat === 'p99');
-  const knee = findKnee(
-    points.map((p) => ({ concurrency: p.concurrencyPerGpu, throughput: p.throughputPerGpu, ttftP99Ms: p.ttftP99Ms })),
-    ceiling ? { ttftCeilingMs: ceiling.threshold } : {},
-  );
+  const knee = kneeOf(o, points);
   return { points, knee, kneeConcurrencyPerGpu: knee.kneeConcurrency, recommendedConcurrencyPerGpu: knee.recommendedConcurrency };
+}
+
+/** The knee over levels per GPU, with the TTFT p99 gate's threshold (if any) as the recommendation's ceiling. */
+function kneeOf(o: ResolvedValidateOptions, points: readonly { concurrencyPerGpu: number; throughputPerGpu: number; ttftP99Ms: number }[]): KneeResult {
+  const ceiling = o.gates.find((g) => g.metric === 'time_to_first_token' && g.op === '<=' && g.stat === 'p99');
+  return findKnee(points.map((p) => ({ concurrency: p.concurrencyPerGpu, throughput: p.throughputPerGpu, ttftP99Ms: p.ttftP99Ms })), ceiling ? { ttftCeilingMs: ceiling.threshold } : {});
 }
 
 /**
@@ -89,9 +91,7 @@ async function predictedSweep(o: ResolvedValidateOptions, sweep: SweepOutcome, t
     return { source: 'none', points: [], knee: null, kneeConcurrencyPerGpu: null, recommendedConcurrencyPerGpu: null, notes: [`no prediction: ${(e as Error).message}`] };
   }
   const points = ext.points.map((p) => ({ ...p, concurrency: p.concurrencyPerGpu * o.gpus }));
-  const ceiling = o.gates.find((g) => g.metric === 'time_to_first_token' && g.op === '<=' && g.stat === 'p99');
-  const all = [...sweep.points.map((p) => ({ concurrency: p.concurrencyPerGpu, throughput: p.throughputPerGpu, ttftP99Ms: p.ttftP99Ms })), ...points.map((p) => ({ concurrency: p.concurrencyPerGpu, throughput: p.throughputPerGpu, ttftP99Ms: p.ttftP99Ms }))];
-  const knee = findKnee(all, ceiling ? { ttftCeilingMs: ceiling.threshold } : {});
+  const knee = kneeOf(o, [...sweep.points, ...points]);
   return { source: ext.source, points, knee, kneeConcurrencyPerGpu: knee.kneeConcurrency, recommendedConcurrencyPerGpu: knee.recommendedConcurrency, notes: ext.notes };
 }
 
