@@ -70,14 +70,18 @@ test('validate --predict-beyond: a sweep below the knee, extended by an engine m
   }
 });
 
-test('--predict-beyond and --predict-profile are usage errors without a sweep to extend', async () => {
+test('--predict-beyond and --predict-profile are usage errors without a sweep to extend, or with a profile that cannot be had (before any readiness wait)', async () => {
   for (const [args, message] of [
     [['--predict-beyond', '512'], /--predict-beyond and --predict-profile extend a --sweep of two levels or more/],
     [['--sweep', '16,32', '--predict-profile', 'small'], /--predict-profile needs --predict-beyond/],
     [['--sweep', '16,32', '--predict-beyond', '32,64'], /--predict-beyond 32: measured by the sweep already/],
+    // Nothing listens on port 9: a check made after readiness would wait out --ready-timeout (10 min) instead.
+    [['--sweep', '16,32', '--predict-beyond', '64', '--predict-profile', 'no-such-profile'], /^tailgate: unknown engine profile "no-such-profile"/],
+    [['--sweep', '16,32', '--predict-beyond', '64', '--predict-profile', 'missing-profile.yaml'], /^tailgate: cannot read engine profile missing-profile\.yaml/],
   ] as const) {
     const r = await runCli(['validate', '--url', 'http://127.0.0.1:9', '--model', 'm', ...args], { timeoutMs: 30_000 });
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, message);
+    assert.equal(r.stderr.trim().split('\n').length, 1, `one line, no stack: ${r.stderr}`);
   }
 });

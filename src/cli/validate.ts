@@ -101,21 +101,26 @@ export function givenInput(table: ReturnType<typeof validateFlags>, cmd: Command
 
 /**
  * `--predict-beyond`: the sweep's run folders read as calibrate levels, an engine profile (the one
- * given, else fitted to them from the default H100 profile's scheduler limits), then each asked
+ * given, else fitted to them from calibrate's base profile's scheduler limits), then each asked
  * level simulated at the sweep's lengths with the request counts validate would run it at.
+ * Undefined when no level is to be predicted.
  */
-function sweepExtender(profileArg: string | undefined): SweepExtender {
+async function sweepExtender(input: ValidateInput): Promise<SweepExtender | undefined> {
+  if ((input.predictBeyond ?? []).length === 0) return undefined;
+  const c = await import('../calibrate/index.js');
+  const profileArg = input.predictProfile;
+  // A profile that cannot be had is a usage error now, not a note after the whole sweep has run.
+  const given = profileArg === undefined ? null : c.resolveProfile(profileArg);
   return async (dirs, asked, gpus) => {
-    const c = await import('../calibrate/index.js');
     const levels = dirs.map((d) => c.readRun(d));
     let profile;
     let source: string;
     const notes: string[] = [];
-    if (profileArg !== undefined) {
-      profile = c.resolveProfile(profileArg);
+    if (given !== null) {
+      profile = given;
       source = `profile ${profileArg}`;
     } else {
-      const fit = c.fitProfile(levels, { base: c.resolveProfile('h100-qwen3-8b'), noIntervals: true });
+      const fit = c.fitProfile(levels, { base: c.resolveProfile(c.CALIBRATE_DEFAULTS.base), noIntervals: true });
       profile = fit.profile;
       source = `engine model calibrated on ${levels.map((l) => l.label).join(', ')}`;
       notes.push(...fit.warnings);
@@ -155,7 +160,7 @@ export function registerValidate(program: Command): void {
   // the defaults live in validate/, heavy to load: only for this command
   addOptionsWhenRun(program, cmd, async () => validateFlags(...(await defaults())));
   cmd.action(async (flags: ValidateFlags, command: Command) => {
-    const { loadRecipe, runValidate } = await import('../validate/index.js');
+    const { loadRecipe, resolveValidateOptions, runValidate } = await import('../validate/index.js');
     const [D, C] = await defaults();
     const recipe = flags.recipe === undefined ? {} : await loadRecipe(flags.recipe);
     const input = { ...recipe, ...givenInput(validateFlags(D, C), command) };
@@ -172,10 +177,11 @@ export function registerValidate(program: Command): void {
     process.on('SIGTERM', onSignal);
     try {
       const waitReady = flags.waitReady;
-      // Bad input fails before the wait, not after it.
-      if (waitReady !== undefined) (await import('../validate/index.js')).resolveValidateOptions(input);
+      // Bad input (a --predict-profile too) fails before any wait or trial, not after them.
+      resolveValidateOptions(input);
+      const extendSweep = await sweepExtender(input);
       if (waitReady !== undefined) await waitForService(waitReady, input, D.gpus, stop.signal);
-      const r = await runValidate({ ...input, onEvent: (line) => process.stderr.write(`${line}\n`), signal: stop.signal, extendSweep: sweepExtender(input.predictProfile) });
+      const r = await runValidate({ ...input, onEvent: (line) => process.stderr.write(`${line}\n`), signal: stop.signal, ...(extendSweep && { extendSweep }) });
       process.stdout.write(r.summaryText);
       process.exitCode = r.exitCode;
     } finally {
