@@ -9,6 +9,7 @@ import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { transpileSrc } from './transpile-src.mjs';
+import { ALONE, PURE_TEST, REAL_TIME_SRC } from './test-groups.mjs';
 
 function find(dir) {
   const out = [];
@@ -20,25 +21,6 @@ function find(dir) {
   return out;
 }
 
-// Unit tests under src/ that start servers, sockets or real timers: they run with the integration
-// tests in test/, one file at a time, so nothing else competes with their timing for the two cores.
-const REAL_TIME_SRC = new Set([
-  'src/bench/prefill-gate.test.ts', 'src/bench/socket-pool.test.ts', 'src/fleet/fleet-kv-events.test.ts', 'src/fleet/fleet.test.ts',
-  'src/fleet/gpu-metrics.test.ts', 'src/kv-events/kv-events.test.ts', 'src/router/direct-write.test.ts', 'src/router/relay.test.ts',
-  'src/router/kv-index.test.ts', 'src/router/router.test.ts', 'src/router/upstream.test.ts', 'src/scrape/collector.test.ts', 'src/validate/junit-suites.test.ts',
-  'src/wire/wire.test.ts',
-]);
-// Files in test/ that start no server and read no clock (source scans, lint, fits of files, virtual time).
-const PURE_TEST = new Set([
-  'test/calibrate-fits.test.ts', 'test/docs-links.test.ts', 'test/engine-reference.test.ts', 'test/import-graph.test.ts', 'test/layers.test.ts',
-  'test/manifests.test.ts', 'test/simulate.test.ts',
-]);
-
-// Files whose figures a neighbour's CPU can move (a fit of live step times, a watch of planted windows, the
-// demo's latency gates, the router's learned slots): they run alone, after the rest.
-const ALONE = new Set([
-  'test/calibrate-roundtrip.test.ts', 'test/watch.test.ts', 'test/demo.test.ts', 'src/router/router.test.ts',
-]);
 const rel = (file) => relative('.', file).split(sep).join('/');
 /** A file whose outcome no other test running beside it can change: CPU-bound, on virtual time or none. */
 function pure(file) {

@@ -1,0 +1,29 @@
+// scripts/test-groups.mjs names files by hand: each name must still exist, and each unit test under
+// src/ that goes live must be named there, or scripts/test.mjs runs it beside the pure files.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ALONE, PURE_TEST, REAL_TIME_SRC } from '../scripts/test-groups.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** What in a test file starts a server, a socket, a subprocess or a timer, or reads the real clock. */
+const LIVE = /\b(?:startFleet|startRouter|startGpuMetrics|createServer|createConnection|spawn|spawnSync|setTimeout|setInterval|fetch)\(|\.listen\(|\bperformance\.now\(|\bDate\.now\(|\bhrtime\b/;
+
+function testFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.test.ts'))
+    .map((e) => relative(ROOT, join(e.parentPath, e.name)).split(sep).join('/'));
+}
+
+test('every file scripts/test-groups.mjs names exists', () => {
+  for (const set of [REAL_TIME_SRC, PURE_TEST, ALONE]) for (const f of set) assert.ok(existsSync(join(ROOT, f)), `${f} named in scripts/test-groups.mjs does not exist`);
+});
+
+test('every unit test under src/ that starts a server, a socket, a subprocess or a timer is in REAL_TIME_SRC, and only those', () => {
+  const live = testFiles('src').filter((f) => LIVE.test(readFileSync(join(ROOT, f), 'utf8')));
+  assert.ok(live.length >= REAL_TIME_SRC.size, `${live.length} live files found under src/`);
+  assert.deepEqual(live.filter((f) => !REAL_TIME_SRC.has(f)), [], 'live unit tests missing from REAL_TIME_SRC');
+  assert.deepEqual([...REAL_TIME_SRC].filter((f) => !live.includes(f)), [], 'REAL_TIME_SRC names files that no longer go live');
+});
