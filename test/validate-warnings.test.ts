@@ -2,13 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFleet, type Fleet, type FleetOptions } from '../src/fleet/index.js';
 import { startRouter, type Router } from '../src/router/index.js';
 import { runValidate, type ValidateOptions, type ValidateResult, type WorkerWarning } from '../src/validate/index.js';
 import { runCli } from './helpers.js';
+import { listenOnLoopback } from './doubles/loopback.js';
 
 const MODEL = 'm';
 type After = { after(fn: () => Promise<void>): void };
@@ -132,12 +132,9 @@ async function plainProxy(t: After, backends: readonly string[]): Promise<string
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const up = await listenOnLoopback(server);
+  t.after(() => up.close());
+  return up.url;
 }
 
 test('behind a router other than tailgate\'s, the workers\' own metrics name the failing worker, and the evidence says so', async (t) => {

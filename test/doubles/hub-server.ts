@@ -5,7 +5,7 @@
 // anonymous caller for a missing or gated repo, as the hub does. Every request is logged.
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback.js';
 
 export interface HubRepo {
   /** The 40-hex commit `main` points at. */
@@ -36,6 +36,8 @@ const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex
 export async function startHub(repos: Record<string, HubRepo>): Promise<HubServer> {
   const requests: HubRequest[] = [];
   const blobs = new Map<string, Buffer>();
+  // Known once listening; the handler reads it for the CDN redirects.
+  let url = '';
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '/';
     const authorization = req.headers.authorization ?? null;
@@ -70,15 +72,7 @@ export async function startHub(repos: Record<string, HubRepo>): Promise<HubServe
     }
     send(200, { ...commitHeader, etag: `"${gitSha1(body)}"`, 'content-type': 'application/json' }, body);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    url,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const up = await listenOnLoopback(server);
+  url = up.url;
+  return { url, requests, close: up.close };
 }

@@ -1,5 +1,5 @@
 import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback.js';
 
 /** A request as it reached the proxy, before it went on to the real server. */
 export interface ProxiedRequest {
@@ -7,7 +7,11 @@ export interface ProxiedRequest {
   headers: IncomingMessage['headers'];
   /** The body parsed as JSON (null when it is not JSON). */
   body: Record<string, unknown> | null;
-  /** When its body had fully arrived, `performance.now()` ms (same clock as bench's `originMs`). */
+  /**
+   * When its body had fully arrived at the proxy, `performance.now()` ms. Later than the client sent
+   * it by the connection set-up and the body's transfer: a test of when bench sent a request reads
+   * bench's own records (`request_start_ns` in profile_export.jsonl), not this.
+   */
   atMs: number;
 }
 
@@ -47,15 +51,6 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       out.end(raw);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const { url, close } = await listenOnLoopback(server);
+  return { url, requests, close };
 }
