@@ -213,45 +213,40 @@ export async function runBenchCommand(flags: BenchFlags, argv: readonly string[]
       const data = telemetryData(endpoints, result.startTime.getTime(), result.endTime);
       return { result, telemetry: { telemetryData: data, csvAppendix: telemetryCsv(data) }, telemetryText: formatTelemetryTable(data) };
     };
-    if (plan.runs === 1 && sweep === null) {
-      const { result, telemetry, telemetryText } = await benchOnce(opts, dir);
-      if (showProgress) process.stderr.write('\n');
-      await writeBenchArtifacts(dir, result, {
-        exportLevel, exportOutputsJson, version: VERSION, aiperfFlags, runInfo: { cli_command: cliCommand }, ...telemetry,
-        ...(filePrefix !== undefined && { filePrefix }),
-        ...(sliceDurationMs !== undefined && { sliceDurationMs }),
-        ...(Object.keys(distributed).length > 0 && { extra: distributed }),
-      });
-      await (await import('../validate/index.js')).writeBenchReport(dir, result);
-      process.stdout.write(formatBenchReport(result) + telemetryText);
-      process.stdout.write(`artifacts: ${dir}\n`);
-      if (result.stoppedEarly !== undefined) {
-        process.stderr.write(`tailgate: stopped early: ${result.stoppedEarly}\n`);
-        return 1;
-      }
-      if (result.cancelled) return interruptedCode();
-      return everyRequestFailed(result) ? 1 : 0;
-    }
-    for (const n of plan.notes) if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${n}\n`);
-    let failed = false;
-    /** One run into `runDir` with its exports and console report; its summary, or null when it was cut short. */
-    const runInto: RunOne = async (runDir, runOpts, trial, variation, title) => {
+    /**
+     * One run into `runDir` with its exports and console report (`title` above it; the single run also
+     * writes report.html); whether it failed: stopped early, or every request failed.
+     */
+    const runAndReport = async (runOpts: BenchOptions, runDir: string, runInfo: Record<string, unknown>, title: string | null): Promise<{ result: BenchResult; failed: boolean }> => {
       const { result, telemetry, telemetryText } = await benchOnce(runOpts, runDir);
       if (showProgress) process.stderr.write('\n');
       await writeBenchArtifacts(runDir, result, {
-        exportLevel, exportOutputsJson, version: VERSION, aiperfFlags, ...telemetry,
-        runInfo: { cli_command: cliCommand, trial, run_label: basename(MULTI_RUN_LAYOUT.runDir(trial)), ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) },
+        exportLevel, exportOutputsJson, version: VERSION, aiperfFlags, runInfo, ...telemetry,
         ...(filePrefix !== undefined && { filePrefix }),
         ...(sliceDurationMs !== undefined && { sliceDurationMs }),
         ...(Object.keys(distributed).length > 0 && { extra: distributed }),
       });
-      process.stdout.write(`${title}:\n${formatBenchReport(result)}${telemetryText}`);
-      failed ||= everyRequestFailed(result);
-      if (result.stoppedEarly !== undefined) {
-        process.stderr.write(`tailgate: stopped early: ${result.stoppedEarly}\n`);
-        failed = true;
-      }
-      return result.cancelled ? null : result.summary;
+      if (title === null) await (await import('../validate/index.js')).writeBenchReport(runDir, result);
+      process.stdout.write(`${title === null ? '' : `${title}:\n`}${formatBenchReport(result)}${telemetryText}`);
+      if (result.stoppedEarly === undefined) return { result, failed: everyRequestFailed(result) };
+      process.stderr.write(`tailgate: stopped early: ${result.stoppedEarly}\n`);
+      return { result, failed: true };
+    };
+    if (plan.runs === 1 && sweep === null) {
+      const { result, failed } = await runAndReport(opts, dir, { cli_command: cliCommand }, null);
+      process.stdout.write(`artifacts: ${dir}\n`);
+      // A run that stopped itself (--failed-request-threshold) is cancelled too, but a failure, not an interrupt.
+      if (result.cancelled && result.stoppedEarly === undefined) return interruptedCode();
+      return failed ? 1 : 0;
+    }
+    for (const n of plan.notes) if (logs(logLevel, 'WARNING')) process.stderr.write(`tailgate: ${n}\n`);
+    let failed = false;
+    /** One run of the plan; its summary, or null when it was cut short. */
+    const runInto: RunOne = async (runDir, runOpts, trial, variation, title) => {
+      const runInfo = { cli_command: cliCommand, trial, run_label: basename(MULTI_RUN_LAYOUT.runDir(trial)), ...(variation && { variation_label: variation.label, variation_index: variation.index, variation_values: variation.values }) };
+      const run = await runAndReport(runOpts, runDir, runInfo, title);
+      failed ||= run.failed;
+      return run.result.cancelled ? null : run.result.summary;
     };
     await runRepeated({
       dir, opts, plan, sweep, signal: ctl.signal, runOne: runInto, version: VERSION,
