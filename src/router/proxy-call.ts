@@ -665,7 +665,7 @@ export class ProxyCall {
     // A sheddable request whose latency targets no worker can meet is refused now, not queued.
     if (this.flow?.ticket.priority === 'sheddable' && this.resent === null && this.retries === 0) {
       const slo = { ttftMs: this.sloTtftMs, tpotMs: sloTpotMsOf(this.req.headers) ?? Number.POSITIVE_INFINITY };
-      const why = slo.ttftMs === Number.POSITIVE_INFINITY && slo.tpotMs === Number.POSITIVE_INFINITY ? undefined : sloRefusal(d, this.routeReq.model, slo, this.tried);
+      const why = sloRefusal(d, this.routeReq.model, slo, this.tried);
       if (why !== undefined) {
         this.#giveUp(429, why, 'slo_unmeetable', { 'retry-after': '1' });
         return;
@@ -873,7 +873,7 @@ export class ProxyCall {
       // the failed worker's streams all move while another worker has room, outside the budget
       const d = this.ctx.dispatcher;
       const rescue = d.failureRescue(a.backend.id, this.routeReq.model);
-        if (!rescue && !d.tryResend()) this.ctx.metrics.unmigratable.inc({ reason: 'budget' });
+      if (!rescue && !d.tryResend()) this.ctx.metrics.unmigratable.inc({ reason: 'budget' });
       else if (this.#migrate(a)) {
         if (rescue) this.ctx.metrics.rescued.inc({ worker: a.backend.id });
         return;

@@ -26,4 +26,6 @@ test('sloRefusal: a worker with room must be within both targets; one quick to a
   d.submit({ model: 'm', promptTokens: 1 }, () => {});
   d.submit({ model: 'm', promptTokens: 1 }, () => {});
   assert.match(sloRefusal(d, 'm', { ttftMs: INF, tpotMs: 1000 }, NONE)!, /no worker has room now, so none can meet the 1000 ms of x-slo-tpot-ms$/);
+  // a request that gives no target is never refused for one, room or not
+  assert.equal(sloRefusal(d, 'm', { ttftMs: INF, tpotMs: INF }, NONE), undefined);
 });

@@ -9,18 +9,19 @@ export interface RequestSlo {
 const NO_EXCLUDE: ReadonlySet<string> = new Set();
 
 /**
- * Why no worker can serve a request within its targets, or undefined when one may: none has room
- * now (it would wait in the router's queue), or none of those with room has lately been within
- * both: its time to a first token (TTFT EWMA) within `slo.ttftMs`, and its time between tokens
- * (ITL EWMA: its current decode step) within `slo.tpotMs`. A worker with no such record yet counts
- * as able. Read from the dispatcher's own counts: O(workers), no I/O; the router and the simulator
- * refuse a sheddable request on it.
+ * Why no worker can serve a request within its targets, or undefined when one may (or when it gives
+ * none): none has room now (it would wait in the router's queue), or none of those with room has
+ * lately been within both: its time to a first token (TTFT EWMA) within `slo.ttftMs`, and its time
+ * between tokens (ITL EWMA: its current decode step) within `slo.tpotMs`. A worker with no such
+ * record yet counts as able. Read from the dispatcher's own counts: O(workers), no I/O; the router
+ * and the simulator refuse a sheddable request on it.
  *
  * @example
  * const why = sloRefusal(dispatcher, 'Qwen/Qwen3-8B', { ttftMs: 200, tpotMs: Infinity });
  * if (why !== undefined) reply429(why);
  */
 export function sloRefusal(d: Dispatcher, model: string, slo: RequestSlo, exclude: ReadonlySet<string> = NO_EXCLUDE): string | undefined {
+  if (slo.ttftMs === Number.POSITIVE_INFINITY && slo.tpotMs === Number.POSITIVE_INFINITY) return undefined;
   const cap = d.capacity;
   let bestTtft = Number.POSITIVE_INFINITY;
   let bestItl = Number.POSITIVE_INFINITY;

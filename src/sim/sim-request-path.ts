@@ -165,7 +165,7 @@ export class SimRequestPath implements AttemptHost {
     // A sheddable request whose tenant's targets no worker can meet is refused now, as the router does.
     if (ticket?.priority === 'sheddable' && !exclude && this.slos.length > 0) {
       const slo = this.slos[this.requests.tenant(q)];
-      if (slo !== undefined && (slo.ttftMs < Number.POSITIVE_INFINITY || slo.tpotMs < Number.POSITIVE_INFINITY) && sloRefusal(fe.dispatcher, this.model, slo) !== undefined) {
+      if (slo !== undefined && sloRefusal(fe.dispatcher, this.model, slo) !== undefined) {
         this.shed++;
         this.finishRequest(q, clock.now(), -1, 'http_error', 429, 'SLO unmeetable');
         return;
