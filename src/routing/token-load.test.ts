@@ -64,7 +64,7 @@ test('least-tokens through the Dispatcher: a worker holding a long prompt gets t
   const long = place(8000);
   const other = long === 'a' ? 'b' : 'a';
   for (let i = 0; i < 10; i++) assert.equal(place(100), other, 'the short prompts go around the long one');
-  // its first token: 8000 prompt tokens leave, 64 to decode join (8000 + 11 -> 64 + 1 + 1 per request)
+  // its first token: its 8000 prompt tokens leave, 64 to decode join; it weighs 64 + 1 against the other's 10 x (100 + 1)
   d.firstToken(long, 8000, 64);
   assert.equal(place(100), long);
 });

@@ -17,6 +17,7 @@ export interface PrefixCompareRow {
   outputTokensPerS: number;
 }
 
+/** One preset's prefix-source comparison: a row per source and replica count, at one seed and KV event delay. */
 export interface PrefixCompareResult {
   scenario: string;
   seed: number;

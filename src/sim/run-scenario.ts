@@ -14,8 +14,6 @@ import { SimClients } from './sim-clients.js';
 import { SimRecords, type TenantResult } from './sim-records.js';
 import { SimRequestPath } from './sim-request-path.js';
 
-
-
 /** Options of {@link runScenario}. */
 export interface SimOptions {
   /**
@@ -130,7 +128,6 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   const tenantRng = tenants.length > 0 ? rng.fork() : null;
   const tickets = tenants.map((t): FlowTicket => ({ tenant: t.name, priority: t.priority, ...(t.priority === 'sheddable' && maxWaitMs !== undefined && { maxWaitMs }) }));
 
-
   // ---- the request path: replica -> dispatcher -> engine, and back ----
 
   // Requests are rows named by number (see sim-attempt.ts), reused once ended; a request's attempt
@@ -141,10 +138,9 @@ export function runScenario(scenario: Scenario, policy: PolicyName, seed: number
   // What the clients record of each request as it ends.
   const sink = new SimRecords(requests, ids, opts.recordMode, tenantRng !== null, tenants.length);
 
-  // The request path: replica -> dispatcher -> engine, and back.
+  // Each tenant's latency targets (Infinity: none), read by the deadline sweep and SLO admission.
   const slos = tenants.map((t): RequestSlo => ({ ttftMs: t.sloTtftMs ?? Number.POSITIVE_INFINITY, tpotMs: t.sloTpotMs ?? Number.POSITIVE_INFINITY }));
   const path = new SimRequestPath(clock, scenario.model, engines, frontends, requests, sink, keepChunks, flowsOn ? tickets : null, slos);
-
 
   // ---- clients: warm-up, then profiling, as bench/ does ----
 

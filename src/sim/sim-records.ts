@@ -76,31 +76,31 @@ export class SimRecords {
       chunkMs = reused ? firstLast[n]! : new Array<number>(n);
       if (n > 0) chunkMs[0] = firstTokenMs;
       if (n > 1) chunkMs[1] = requests.lastTokenMs(q);
-  }
-  if (this.tenantsOn && phase === 'profiling') {
-    const ts = tenantStats[tenant]!;
-    ts.requests++;
-    if (outcome !== 'ok') ts.errors++;
-    else if (!Number.isNaN(firstTokenMs)) ts.ttftMs.push(firstTokenMs - requests.startMs(q));
-  }
-  const rec = reused ?? blankRecord();
-  rec.id = reused ? '' : `${phase}-${requests.index(q)}`;
-  rec.phase = phase;
-  rec.worker = worker < 0 ? null : ids[worker]!;
-  rec.startMs = requests.startMs(q);
-  rec.firstTokenMs = Number.isNaN(firstTokenMs) ? null : firstTokenMs;
-  rec.chunkMs = chunkMs;
-  rec.endMs = nowMs;
-  rec.inputTokens.client = rec.inputTokens.server = requests.promptTokens(q);
-  rec.outputTokens.client = rec.outputTokens.server = tokens;
-  rec.outcome = outcome;
-  rec.status = status;
-  rec.error = error;
-  rec.redispatched = requests.redispatched(q);
-  rec.migrated = requests.migrated(q);
-  if (streaming) streaming.add(rec, worker);
-  else if (builder) builder.add(rec);
-  else records.push(rec);
+    }
+    if (this.tenantsOn && phase === 'profiling') {
+      const ts = tenantStats[tenant]!;
+      ts.requests++;
+      if (outcome !== 'ok') ts.errors++;
+      else if (!Number.isNaN(firstTokenMs)) ts.ttftMs.push(firstTokenMs - requests.startMs(q));
+    }
+    const rec = reused ?? blankRecord();
+    rec.id = reused ? '' : `${phase}-${requests.index(q)}`;
+    rec.phase = phase;
+    rec.worker = worker < 0 ? null : ids[worker]!;
+    rec.startMs = requests.startMs(q);
+    rec.firstTokenMs = Number.isNaN(firstTokenMs) ? null : firstTokenMs;
+    rec.chunkMs = chunkMs;
+    rec.endMs = nowMs;
+    rec.inputTokens.client = rec.inputTokens.server = requests.promptTokens(q);
+    rec.outputTokens.client = rec.outputTokens.server = tokens;
+    rec.outcome = outcome;
+    rec.status = status;
+    rec.error = error;
+    rec.redispatched = requests.redispatched(q);
+    rec.migrated = requests.migrated(q);
+    if (streaming) streaming.add(rec, worker);
+    else if (builder) builder.add(rec);
+    else records.push(rec);
   }
 
   /** The run's summary (`series`: the per-worker samples, which histogram mode reads). */
