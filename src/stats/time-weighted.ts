@@ -56,7 +56,7 @@ function before(keys: Float64Array, flags: Uint8Array | null, i: number, j: numb
  * The indices 0..n-1 ordered by (key, flag, index): a merge sort of the natural runs with the order
  * inline, since a run's events come request by request, each already in time order (no comparator calls).
  */
-function sortedIndices(keys: Float64Array, flags: Uint8Array | null, n: number): Uint32Array {
+export function sortedIndices(keys: Float64Array, flags: Uint8Array | null, n: number): Uint32Array {
   let src = new Uint32Array(n);
   let dst = new Uint32Array(n);
   for (let i = 0; i < n; i++) src[i] = i;
