@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { startRouter } from '../src/router/index.js';
 import { startFakeUpstream } from './doubles/fake-upstream.js';
 import { until } from './helpers.js';
+import { readSse, words } from './sse.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 
@@ -53,4 +54,30 @@ test('the router\'s view of a worker: prompt tokens as prefill until the first t
     assert.equal(gauge(after, 'tailgate_router_worker_prefill_tokens_inflight', id), 0);
     assert.equal(gauge(after, 'tailgate_router_worker_decode_tokens_inflight', id), 0);
   }
+});
+
+test('a migrated stream\'s continuation counts its prompt and the answer so far as prefill on its new worker (as the simulator counts it), all back to 0 at the end', async (t) => {
+  // both stall after 5 tokens; once the first is known, the other answers whole but slowly to a first token
+  const a = await startFakeUpstream(MODEL, { ttftMs: 1500, itlMs: 20, stallAfter: 5 });
+  const b = await startFakeUpstream(MODEL, { ttftMs: 1500, itlMs: 20, stallAfter: 5 });
+  t.after(() => Promise.all([a.close(), b.close()]));
+  const router = await startRouter({ backends: [a.url, b.url], port: 0, policy: 'least-loaded', migrate: true, stallDeadline: 300, ttftDeadline: 'off' });
+  t.after(() => router.close());
+  await until('workers healthy', () => router.workers().every((w) => w.healthy));
+  const res = fetch(`${router.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 20, messages: [{ role: 'user', content: 'name some words please' }] }),
+  });
+  const first = await until('its prompt counted as prefill', () => router.workers().find((w) => w.prefillTokens > 0));
+  const prompt = first.prefillTokens;
+  const other = first.id === a.id ? b : a;
+  other.behaviour = { ttftMs: 3000, itlMs: 1 };
+  const r = await res;
+  const moved = await until('the continuation on the other worker', () => router.workers().find((w) => w.id === other.id && w.prefillTokens > 0));
+  assert.equal(moved.prefillTokens, prompt + 5, 'its prompt and the 5 tokens already sent');
+  assert.equal(readSse(await r.text()).text, words(20), 'the answer whole');
+  await until('every count back to 0', () => router.workers().every((w) => w.inflight === 0 && w.prefillTokens === 0 && w.decodeTokens === 0));
+  const m = await router.metrics();
+  assert.match(m, /tailgate_router_requests_migrated_total\{[^}]*\} 1/);
 });

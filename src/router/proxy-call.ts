@@ -827,6 +827,8 @@ export class ProxyCall {
     this.#continuation = body;
     this.#migratedText = got.text;
     this.#migratedChunks = got.chunks;
+    // the continuation's prompt holds the answer so far: its worker prefills that too (as the simulator counts it)
+    this.routeReq.promptTokens += got.chunks;
     this.retries = 0;
     this.dispatch();
     return true;
