@@ -133,12 +133,14 @@ async function sweepExtender(input: ValidateInput): Promise<SweepExtender | unde
   };
 }
 
-/** `--wait-ready`: waits for the Service's ready endpoints; they become the worker URLs unless some were given. */
-async function waitForService(target: string, input: ValidateInput, defaultGpus: number, signal: AbortSignal): Promise<void> {
+/**
+ * `--wait-ready`: waits for the Service's ready endpoints (as many and as long as the resolved options
+ * say); they become the worker URLs unless some were given.
+ */
+async function waitForService(target: string, input: ValidateInput, resolved: { expectedWorkers: number; readyTimeoutMs: number }, signal: AbortSignal): Promise<void> {
   const k8s = await import('../k8s/index.js');
   const t = k8s.parseK8sTarget(target);
-  const expected = input.expectedWorkers ?? input.gpus ?? defaultGpus;
-  const timeoutMs = input.readyTimeout ?? 600_000;
+  const { expectedWorkers: expected, readyTimeoutMs: timeoutMs } = resolved;
   const t0 = performance.now();
   let lastLine = '';
   const endpoints = await k8s.waitForReadyEndpoints(t, expected, timeoutMs, (p) => {
@@ -178,9 +180,9 @@ export function registerValidate(program: Command): void {
     try {
       const waitReady = flags.waitReady;
       // Bad input (a --predict-profile too) fails before any wait or trial, not after them.
-      resolveValidateOptions(input);
+      const resolved = resolveValidateOptions(input);
       const extendSweep = await sweepExtender(input);
-      if (waitReady !== undefined) await waitForService(waitReady, input, D.gpus, stop.signal);
+      if (waitReady !== undefined) await waitForService(waitReady, input, resolved, stop.signal);
       const r = await runValidate({ ...input, onEvent: (line) => process.stderr.write(`${line}\n`), signal: stop.signal, ...(extendSweep && { extendSweep }) });
       process.stdout.write(r.summaryText);
       process.exitCode = r.exitCode;
