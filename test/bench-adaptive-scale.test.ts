@@ -152,7 +152,8 @@ test('adaptive scale on prefill_concurrency moves the prefill gate: never more r
   const limitAt = (ms: number): number => changes.filter((c) => c.atMs <= ms).at(-1)?.value ?? 1;
   const prof = r.records.filter((x) => x.phase === 'profiling' && x.firstTokenMs !== null);
   assert.ok(prof.length > 20);
-  // At each request's start, the others still before their first token (plus itself) fit the highest limit since the last lowering.
+  // At each request's start, the others still before their first token (plus itself) fit the highest limit set so
+  // far: a lowered limit admits none until fewer prefill, but lets those already in prefill finish.
   for (const x of prof) {
     const prefilling = prof.filter((y) => y.startMs <= x.startMs && y.firstTokenMs! > x.startMs).length;
     const allowed = Math.max(...changes.filter((c) => c.atMs <= x.startMs).map((c) => c.value), 1);
