@@ -25,6 +25,7 @@ export function spawnCli(args: string[], opts: { cwd?: string | undefined; env?:
   return spawn(process.execPath, cliArgv(args, opts.nodeArgs), { cwd: opts.cwd, env: { ...process.env, CI: '1', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/** How a CLI run ended: its exit code and everything it printed. */
 export interface CliResult {
   code: number | null;
   stdout: string;

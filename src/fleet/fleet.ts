@@ -9,6 +9,7 @@ import { parseThrottle, startGpuMetrics, type GpuMetricsServer, type GpuThrottle
 import type { AddedFault } from './worker.js';
 import type { MultimodalProfile } from './mm-tokens.js';
 
+/** Options of {@link startFleet}: how many workers, on which ports, with which engine profile, faults and tokenizer. */
 export interface FleetOptions {
   /** Number of workers. @default 8 */
   workers?: number;
@@ -79,6 +80,7 @@ export interface FleetWorkerInfo {
   kvEvents: KvEventsEndpoints | null;
 }
 
+/** A running fleet ({@link startFleet}): its workers' URLs and engines, its clock and faults, and `close()`. */
 export interface Fleet {
   workers: FleetWorkerInfo[];
   /** Clock time at which the fleet became ready: fault `atMs` counts from here. */

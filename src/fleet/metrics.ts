@@ -22,6 +22,7 @@ export function formatPromFloat(v: number): string {
 }
 
 const FINISH_REASONS = ['stop', 'length', 'abort', 'error', 'repetition'] as const;
+/** A finish reason vLLM's `vllm:request_success_total` is labelled with. */
 export type MetricsFinishReason = (typeof FINISH_REASONS)[number];
 
 /**

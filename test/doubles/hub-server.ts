@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { listenOnLoopback } from './loopback.js';
 
+/** One repository the stand-in serves. */
 export interface HubRepo {
   /** The 40-hex commit `main` points at. */
   commit: string;
@@ -17,12 +18,14 @@ export interface HubRepo {
   lfs?: string[];
 }
 
+/** A request the stand-in answered, as logged. */
 export interface HubRequest {
   method: string;
   path: string;
   authorization: string | null;
 }
 
+/** The running stand-in: its base URL (an `HF_ENDPOINT`), its request log, and `close()`. */
 export interface HubServer {
   url: string;
   requests: HubRequest[];
