@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { transpileSrc } from '../scripts/transpile-src.mjs';
+import { TEST_BUILD_PREFIX, transpileSrc } from '../scripts/transpile-src.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 function arg(name: string, fallback: string): string {
@@ -31,8 +31,8 @@ function median(xs: number[]): number {
 }
 const show = (xs: number[]): string => `median ${median(xs).toFixed(2)} s (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`;
 
-// The prefix scripts/test.mjs removes when the process that made it is gone.
-const build = join(ROOT, `.test-build-${process.pid}`);
+// Named as scripts/test.mjs names its own: a tree left by a killed run is removed by the next test run.
+const build = join(ROOT, `${TEST_BUILD_PREFIX}${process.pid}`);
 try {
   const t0 = process.hrtime.bigint();
   await transpileSrc(build);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { transpileSrc } from './transpile-src.mjs';
+import { TEST_BUILD_PREFIX, transpileSrc } from './transpile-src.mjs';
 import { ALONE, PURE_TEST, REAL_TIME_SRC } from './test-groups.mjs';
 
 function find(dir) {
@@ -31,7 +31,6 @@ function pure(file) {
 // One folder per run (a run beside it never sees a half-written tree), at the root like dist/ so
 // paths the code resolves from itself (../../package.json) hold; folders of runs no longer alive go.
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BUILD_PREFIX = '.test-build-';
 function alive(pid) {
   try {
     process.kill(pid, 0);
@@ -41,14 +40,14 @@ function alive(pid) {
   }
 }
 for (const e of readdirSync(ROOT)) {
-  if (e.startsWith(BUILD_PREFIX) && !alive(Number(e.slice(BUILD_PREFIX.length)))) rmSync(join(ROOT, e), { recursive: true, force: true });
+  if (e.startsWith(TEST_BUILD_PREFIX) && !alive(Number(e.slice(TEST_BUILD_PREFIX.length)))) rmSync(join(ROOT, e), { recursive: true, force: true });
 }
 
 const only = process.argv.slice(2);
 const files = only.length > 0 ? only : [...find('src'), ...find('test')].sort();
 const hfHome = mkdtempSync(join(tmpdir(), 'tailgate-test-hf-'));
 const env = { ...process.env, HF_HUB_OFFLINE: '1', HF_HOME: hfHome, HF_HUB_CACHE: join(hfHome, 'hub') };
-const testBuild = join(ROOT, `${BUILD_PREFIX}${process.pid}`);
+const testBuild = join(ROOT, `${TEST_BUILD_PREFIX}${process.pid}`);
 try {
   await transpileSrc(testBuild);
 } catch (e) {

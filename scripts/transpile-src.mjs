@@ -7,6 +7,9 @@ import { build } from 'esbuild';
 
 const SRC = fileURLToPath(new URL('../src', import.meta.url));
 
+/** The folder name's start of a run's transpiled tree at the repo root (`.test-build-<pid>`); scripts/test.mjs removes those of runs no longer alive. */
+export const TEST_BUILD_PREFIX = '.test-build-';
+
 /** Every file under `dir` (recursively). */
 function walk(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)]));
