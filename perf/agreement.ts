@@ -28,23 +28,19 @@ import type { PolicyName } from '../src/routing/index.js';
 import { isMetricBlock, percentile, type Summary } from '../src/stats/index.js';
 import { PRESETS, runScenario, scenarioFromObject, type SimTenant } from '../src/sim/index.js';
 import { hrtimeOffsetNs } from './monotonic.js';
+import { hasArg, numberArg, textArg } from './args.js';
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : fallback;
-}
-
-const flowsMode = process.argv.includes('--flows');
-const policy = arg('policy', 'least-loaded') as PolicyName;
+const flowsMode = hasArg('--flows');
+const policy = textArg('--policy', 'least-loaded') as PolicyName;
 const noisyPreset = PRESETS['noisy-neighbour']!;
-const workers = flowsMode ? noisyPreset.workers : Number(arg('workers', '4'));
-const concurrency = Number(arg('concurrency', '128'));
-const requests = Number(arg('requests', '768'));
-const warmup = Number(arg('warmup', String(concurrency)));
-const liveRuns = Math.max(1, Number(arg('live-runs', '1')));
+const workers = flowsMode ? noisyPreset.workers : numberArg('--workers', 4);
+const concurrency = numberArg('--concurrency', 128);
+const requests = numberArg('--requests', 768);
+const warmup = numberArg('--warmup', concurrency);
+const liveRuns = Math.max(1, numberArg('--live-runs', 1));
 const isl = 128;
 const osl = 128;
-const oslStddev = Number(arg('osl-stddev', '0'));
+const oslStddev = numberArg('--osl-stddev', 0);
 const model = 'Qwen/Qwen3-8B';
 const seed = 100;
 
@@ -92,7 +88,7 @@ interface TtftSplit {
 
 /** The fleet, in this process or (`--fleet-process`) apart. */
 async function liveFleet(): Promise<{ urls: string[]; close(): Promise<void> }> {
-  if (process.argv.includes('--fleet-process')) return spawnFleet();
+  if (hasArg('--fleet-process')) return spawnFleet();
   const f = await startFleet({ workers, port: 0, profile: 'small', model });
   return { urls: f.workers.map((w) => w.url), close: () => f.close() };
 }

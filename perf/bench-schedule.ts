@@ -8,11 +8,9 @@
 // Run: node --import tsx perf/bench-schedule.ts [--rounds 3]
 import { runBench, type BenchOptions } from '../src/bench/index.js';
 import { SCHEDULE, startScheduleFake } from '../test/doubles/schedule-fake.js';
+import { numberArg } from './args.js';
 
-const rounds = (() => {
-  const i = process.argv.indexOf('--rounds');
-  return i >= 0 ? Number(process.argv[i + 1]) : 3;
-})();
+const rounds = numberArg('--rounds', 3);
 
 type Block = { avg: number; p50: number };
 

@@ -6,14 +6,11 @@
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadChatTemplate, loadTokenizer } from '../src/workload/index.js';
+import { numberArg, textArg } from './args.js';
 
-const arg = (name: string, dflt: string): string => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : dflt;
-};
-const dir = arg('tokenizer', fileURLToPath(new URL('../test/fixtures/tiny-bpe-chatml', import.meta.url)));
-const words = Number(arg('words', '500'));
-const rounds = Number(arg('rounds', '3'));
+const dir = textArg('--tokenizer', fileURLToPath(new URL('../test/fixtures/tiny-bpe-chatml', import.meta.url)));
+const words = numberArg('--words', 500);
+const rounds = numberArg('--rounds', 3);
 const N = 2000;
 
 const tok = await loadTokenizer(dir);

@@ -7,15 +7,12 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TEST_BUILD_PREFIX, transpileSrc } from '../scripts/transpile-src.mjs';
+import { numberArg, textArg } from './args.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : fallback;
-}
-const starts = Number(arg('starts', '20'));
-const rounds = Number(arg('rounds', '1'));
-const files = arg('files', '').split(',').filter((f) => f !== '');
+const starts = numberArg('--starts', 20);
+const rounds = numberArg('--rounds', 1);
+const files = textArg('--files', '').split(',').filter((f) => f !== '');
 
 /** Wall seconds of `node ARGV` run to its end (it must exit 0). */
 function wall(argv: string[], env: NodeJS.ProcessEnv = process.env): number {

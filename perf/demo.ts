@@ -8,12 +8,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { hasArg, numberArg } from './args.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
-const runs = (() => {
-  const i = process.argv.indexOf('--runs');
-  return i >= 0 ? Number(process.argv[i + 1]) : 2;
-})();
+const runs = numberArg('--runs', 2);
 const POLICIES = ['round-robin', 'least-loaded', 'p2c', 'adaptive'];
 
 interface DemoRun { name: string; verdict: string; ttftP99Ms: number; requestLatencyP99Ms: number }
@@ -22,7 +20,7 @@ console.log('| run | policy | verdict | request latency p99 ms | x adaptive | TT
 console.log('|---|---|---|---|---|---|---|');
 for (let run = 1; run <= runs; run++) {
   const out = mkdtempSync(join(tmpdir(), 'tailgate-perf-demo-'));
-  const args = ['--import', 'tsx', CLI, 'demo', ...(process.argv.includes('--full') ? [] : ['--quick']), '--out', out];
+  const args = ['--import', 'tsx', CLI, 'demo', ...(hasArg('--full') ? [] : ['--quick']), '--out', out];
   const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`demo exited ${r.status}: ${r.stderr}`);
   const demo = JSON.parse(readFileSync(join(out, 'demo.json'), 'utf8')) as { runs: DemoRun[] };

@@ -8,15 +8,11 @@
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { startRouter, type Router, type RouterOptions } from '../src/router/index.js';
 import { percentile } from '../src/stats/index.js';
+import { numberArg } from './args.js';
 
 const MODEL = 'Qwen/Qwen3-8B';
 const NOISY = { streams: 20, maxTokens: 32, promptWords: 32 };
 const GOOD = { maxTokens: 16, promptWords: 2000 };
-
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? Number(process.argv[i + 1]) : fallback;
-}
 
 let promptSeq = 0;
 
@@ -58,9 +54,9 @@ async function paired(alone: string, loaded: string, n: number): Promise<{ alone
 }
 
 async function main(): Promise<void> {
-  const requests = arg('requests', 30);
-  const fifoRequests = arg('fifo-requests', 5);
-  const rounds = arg('rounds', 1);
+  const requests = numberArg('--requests', 30);
+  const fifoRequests = numberArg('--fifo-requests', 5);
+  const rounds = numberArg('--rounds', 1);
   const fleets: Fleet[] = await Promise.all([0, 1].map(() => startFleet({ workers: 1, port: 0, profile: 'small' })));
   const [quiet, busy] = fleets as [Fleet, Fleet];
   // a fixed cap of 4 so requests wait in the router, where flow control acts

@@ -13,14 +13,11 @@ import { followServiceEndpoints, startRouter } from '../src/router/index.js';
 import { endpointSliceOf, startFakeKubeApi, writeFakeKubeconfig } from '../test/doubles/fake-kube-api.js';
 import { startFakeUpstream } from '../test/doubles/fake-upstream.js';
 import { percentile, summarize } from '../src/stats/index.js';
+import { numberArg } from './args.js';
 
-function arg(name: string, fallback: string): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return Number(i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback);
-}
-const changes = arg('changes', '300');
-const shards = arg('shards', '4');
-const perShard = arg('records', '25000');
+const changes = numberArg('--changes', 300);
+const shards = numberArg('--shards', 4);
+const perShard = numberArg('--records', 25000);
 const rows: string[][] = [];
 const q = (xs: number[], p: number): string => percentile([...xs].sort((a, b) => a - b), p).toFixed(2);
 

@@ -17,15 +17,11 @@ import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { parseKvEventsConfig } from '../src/kv-events/index.js';
 import { startRouter, type Router } from '../src/router/index.js';
 import { isMetricBlock } from '../src/stats/index.js';
+import { numberArg } from './args.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, def: number): number => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
-const REQUESTS = flag('--requests', 600);
-const STREAMS = flag('--streams', 16);
-const GROUPS = flag('--groups', 24);
+const REQUESTS = numberArg('--requests', 600);
+const STREAMS = numberArg('--streams', 16);
+const GROUPS = numberArg('--groups', 24);
 const WORKERS = 4;
 
 interface Row {

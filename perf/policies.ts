@@ -7,11 +7,9 @@
 // Run: node --import tsx perf/policies.ts [--rounds 1]
 import { parseFault } from '../src/engine/index.js';
 import { POLICIES, runPolicy, type Outcome } from '../test/policy-run.js';
+import { numberArg } from './args.js';
 
-const rounds = (() => {
-  const i = process.argv.indexOf('--rounds');
-  return i >= 0 ? Number(process.argv[i + 1]) : 1;
-})();
+const rounds = numberArg('--rounds', 1);
 
 const SCENARIOS = [
   { name: 'one worker slow by 10x (64 requests, 16 streams)', run: (p: Outcome['policy']) => runPolicy(p, [parseFault('worker=0,kind=slow,at=0s,for=10m,factor=10')], 64) },

@@ -10,13 +10,10 @@
 // Run: node --import tsx perf/prefix-cache.ts [--rounds 5] [--engines 32]
 import { VirtualClock, createRng } from '../src/core/index.js';
 import { Engine, getProfile, type TokenSink } from '../src/engine/index.js';
+import { numberArg } from './args.js';
 
-const arg = (name: string, fallback: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const rounds = arg('rounds', 5);
-const engines = arg('engines', 32);
+const rounds = numberArg('--rounds', 5);
+const engines = numberArg('--engines', 32);
 const simMs = 8000;
 
 function cpuNsPerToken(prompts: readonly Uint32Array[] | null, caching: boolean): number {

@@ -6,9 +6,9 @@
 //
 //   node --import tsx perf/scale-out.ts [--runs 1]
 import { runScaleOut } from '../test/scale-out-run.js';
+import { numberArg } from './args.js';
 
-const i = process.argv.indexOf('--runs');
-const runs = i > 0 ? Number(process.argv[i + 1]) : 1;
+const runs = numberArg('--runs', 1);
 console.log('| run | TTFT p50 ms | TTFT p99 ms | TTFT max ms | p99 / stall (claim < 0.6) | max / stall (claim < 1) | streams lost |');
 console.log('|---|---|---|---|---|---|---|');
 for (let run = 1; run <= runs; run++) {

@@ -10,14 +10,10 @@ import { loadavg } from 'node:os';
 import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
 import { percentile } from '../src/stats/index.js';
+import { numberArg } from './args.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, def: number): number => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
-const REFUSALS = flag('--refusals', 400);
-const STREAMS = flag('--streams', 32);
+const REFUSALS = numberArg('--refusals', 400);
+const STREAMS = numberArg('--streams', 32);
 const MODEL = 'Qwen/Qwen3-8B';
 
 const fleet = await startFleet({ workers: 2, port: 0, profile: 'small' });

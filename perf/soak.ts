@@ -15,16 +15,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { numberArg } from './args.js';
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const MINUTES = option('--minutes', 10);
-const WORKERS = option('--workers', 4);
-const STREAMS = option('--streams', 64);
-const SAMPLE_S = option('--sample-s', 15);
+const MINUTES = numberArg('--minutes', 10);
+const WORKERS = numberArg('--workers', 4);
+const STREAMS = numberArg('--streams', 64);
+const SAMPLE_S = numberArg('--sample-s', 15);
 const CLI = join(fileURLToPath(new URL('..', import.meta.url)), 'src/cli/main.ts');
 const FAULTS = ['kind=stall,for=6s', 'kind=slow,factor=10,for=10s', 'kind=error,rate=0.5,for=10s', 'kind=reset,for=5s', 'kind=refuse,for=5s'];
 

@@ -13,17 +13,13 @@ import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
 import type { PolicyName } from '../src/routing/index.js';
 import { percentile } from '../src/stats/index.js';
+import { numberArg, textArg } from './args.js';
 
-const args = process.argv.slice(2);
-const arg = (name: string, def: string): string => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1]! : def;
-};
-const REQUESTS = Number(arg('--requests', '240'));
-const RATE = Number(arg('--rate', '8'));
-const LONG = Number(arg('--long', '6000'));
-const POLICIES = arg('--policies', 'least-loaded,least-tokens').split(',') as PolicyName[];
-const ROUNDS = Number(arg('--rounds', '4'));
+const REQUESTS = numberArg('--requests', 240);
+const RATE = numberArg('--rate', 8);
+const LONG = numberArg('--long', 6000);
+const POLICIES = textArg('--policies', 'least-loaded,least-tokens').split(',') as PolicyName[];
+const ROUNDS = numberArg('--rounds', 4);
 const MODEL = 'Qwen/Qwen3-8B';
 
 /** The workload, drawn once: when each request is sent (ms), and whether it is long. */

@@ -5,9 +5,9 @@
 //
 //   node --import tsx perf/validate-sweep.ts [--runs 1]
 import { runKneeSweep } from '../test/validate-sweep-run.js';
+import { numberArg } from './args.js';
 
-const i = process.argv.indexOf('--runs');
-const runs = i > 0 ? Number(process.argv[i + 1]) : 1;
+const runs = numberArg('--runs', 1);
 console.log('| run | per GPU | throughput/GPU | TTFT p99 ms | knee |');
 console.log('|---|---|---|---|---|');
 for (let run = 1; run <= runs; run++) {

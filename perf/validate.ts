@@ -11,16 +11,13 @@ import { startFleet } from '../src/fleet/index.js';
 import { startRouter } from '../src/router/index.js';
 import type { PolicyName } from '../src/routing/index.js';
 import { runValidate } from '../src/validate/index.js';
+import { numberArg } from './args.js';
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
 
-const WORKERS = Number(arg('workers', '8'));
-const PER_GPU = Number(arg('per-gpu', '8'));
-const REQUESTS = Number(arg('requests', '256'));
-const OSL = Number(arg('osl', '32'));
+const WORKERS = numberArg('--workers', 8);
+const PER_GPU = numberArg('--per-gpu', 8);
+const REQUESTS = numberArg('--requests', 256);
+const OSL = numberArg('--osl', 32);
 
 interface Scenario {
   name: string;
