@@ -52,8 +52,8 @@ export function validateRequest(kind: EndpointKind, body: unknown, opts: Validat
     const r = readMessages(b['messages'], opts.readMedia === true);
     if (!r.ok) return r;
     messages = r.messages;
-    const turns = r.texts.map((content, i) => ({ role: r.messages[i]!.role, content }));
-    const rendered = opts.renderChat === undefined ? r.text : renderOrError(opts.renderChat, turns);
+    // The role/text pairs are built only for a template: the router validates every request without one.
+    const rendered = opts.renderChat === undefined ? r.text : renderOrError(opts.renderChat, r.texts.map((content, i) => ({ role: r.messages[i]!.role, content })));
     if (typeof rendered !== 'string') return rendered;
     promptText = rendered;
     media = r.media;
