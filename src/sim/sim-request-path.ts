@@ -121,7 +121,8 @@ export class SimRequestPath implements AttemptHost {
 
   /** The prompt request `q` is sent with: its own, and a migrated continuation's answer so far. */
   private promptTokens(q: number): number {
-    return this.requests.plans[q]!.promptTokens + this.requests.tokens(q);
+    // (from its row, not its plan: read at its first token and its end, a plan is a cold read at fleet scale)
+    return this.requests.promptTokens(q) + this.requests.tokens(q);
   }
 
   private startAttempt(q: number, feIndex: number, w: WorkerView): void {
@@ -150,11 +151,9 @@ export class SimRequestPath implements AttemptHost {
 
   // Prompts are hashed only for a policy that reads the hashes (prefix affinity), once per id array.
   private routeRequest(q: number, hashSize: number | undefined): RouteRequest {
-    const { requests } = this;
-    const plan = requests.plans[q]!;
     const promptTokens = this.promptTokens(q);
     if (hashSize === undefined) return { model: this.model, promptTokens };
-    return { model: this.model, promptTokens, blockHashes: cachedBlockHashes(plan.promptTokenIds, hashSize) };
+    return { model: this.model, promptTokens, blockHashes: cachedBlockHashes(this.requests.plans[q]!.promptTokenIds, hashSize) };
   }
 
   /** Sends request `q` through router replica `feIndex` (`exclude`: a re-send, not to these workers). */
