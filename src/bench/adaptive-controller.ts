@@ -18,8 +18,9 @@ import {
 
 /** AIPerf's artifact schema version. */
 export const ADAPTIVE_SCHEMA_VERSION = 2;
-/** AIPerf's file names, in the run's artifact directory. */
+/** AIPerf's file names, in the run's artifact directory: the events, a line per decision as it is made. */
 export const ADAPTIVE_EVENTS_FILE = 'adaptive_scale_events.jsonl';
+/** The summary, written once the controller completes. */
 export const ADAPTIVE_SUMMARY_FILE = 'adaptive_scale_summary.json';
 
 type Phase = 'discover' | 'sustain' | 'complete';

@@ -10,7 +10,9 @@ import { ADAPTIVE_DEFAULTS, type StepPolicy } from './defaults.js';
 
 /** The load dimensions AIPerf's adaptive scale can move; bench moves `concurrency` and `prefill_concurrency`. */
 export const ADAPTIVE_CONTROL_VARIABLES = ['concurrency', 'prefill_concurrency', 'request_rate', 'users'] as const;
+/** One of AIPerf's control variables. */
 export type AdaptiveControlVariable = (typeof ADAPTIVE_CONTROL_VARIABLES)[number];
+/** An SLA filter's comparison: observed lt, le, gt or ge the threshold. */
 export type SlaOp = 'lt' | 'le' | 'gt' | 'ge';
 
 /** One SLA filter, AIPerf's `metric:stat:op:threshold` (latencies in ms). */

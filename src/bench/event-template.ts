@@ -87,6 +87,7 @@ export class EventTemplate {
 
 /** How an ordinary event starts and ends on the wire (vLLM, SGLang and Dynamo all frame them so). */
 export const DATA_FIELD = Buffer.from('data: ');
+/** The blank line that ends an SSE event. */
 export const EVENT_END = Buffer.from('\n\n');
 
 /** The words of `bytes[at, at + length)` into `words` from index `j` (the last is the part's last 4 bytes); returns the next index. */

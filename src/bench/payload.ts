@@ -1,5 +1,6 @@
 import { messageText, type PromptMessage } from '../workload/index.js';
 
+/** AIPerf's `--endpoint-type`s bench sends. */
 export type EndpointType = 'chat' | 'completions' | 'embeddings';
 
 /** The default path AIPerf appends to the base URL for each endpoint type. */
@@ -9,6 +10,7 @@ export const ENDPOINT_PATHS: Readonly<Record<EndpointType, string>> = {
   embeddings: '/v1/embeddings',
 };
 
+/** How a request body is built: the run's model, endpoint and AIPerf's body flags. */
 export interface PayloadOptions {
   model: string;
   endpointType: EndpointType;

@@ -14,6 +14,7 @@ export interface ThreadInit {
   tokenizerSource: string | null;
 }
 
+/** What a worker thread posts to the main thread: warmed up, progress, its records, or its error. */
 export type ThreadMessage =
   | { type: 'warm' }
   | { type: 'progress'; progress: BenchProgress }

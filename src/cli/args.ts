@@ -10,6 +10,7 @@ export function intArg(min = 0) {
   };
 }
 
+/** A number >= `min`. */
 export function numberArg(min = 0) {
   return (value: string): number => {
     const n = Number(value);
@@ -18,6 +19,7 @@ export function numberArg(min = 0) {
   };
 }
 
+/** A duration (`500ms`, `30s`, `5m`), in ms. */
 export function durationArg(value: string): number {
   try {
     return parseDurationMs(value);
@@ -38,6 +40,7 @@ export function sizeText(bytes: number): string {
   return String(bytes);
 }
 
+/** A size (`4MiB`, `256KiB`), in bytes. */
 export function sizeArg(value: string): number {
   try {
     return parseSizeBytes(value);
@@ -58,6 +61,7 @@ export function collect(value: string, previous: string[] | undefined): string[]
   return [...(previous ?? []), value];
 }
 
+/** One of `choices`, as given. */
 export function choiceArg<T extends string>(choices: readonly T[]) {
   return (value: string): T => {
     if (!(choices as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${choices.join(', ')}`);

@@ -53,6 +53,7 @@ export const DEMO_PLANS: Readonly<Record<DemoPlan['name'], DemoPlan>> = {
   },
 };
 
+/** The policies the demo runs under the stall, in the report's order. */
 export const DEMO_POLICIES: readonly PolicyName[] = ['round-robin', 'least-loaded', 'p2c', 'adaptive'];
 
 /** One run of the demo (the healthy baseline or one policy under the stall), judged. */
@@ -73,6 +74,7 @@ export interface DemoRun {
   charts: Chart[];
 }
 
+/** What the demo ran and judged, and where its files went. */
 export interface DemoResult {
   plan: DemoPlan;
   seed: number;
@@ -83,6 +85,7 @@ export interface DemoResult {
   cancelled: boolean;
 }
 
+/** What to run: the plan's scale, the seed, the output folder, the policies. */
 export interface DemoOptions {
   plan: DemoPlan;
   seed: number;

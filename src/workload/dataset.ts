@@ -11,6 +11,7 @@ export interface DatasetEntry {
   maxTokens: number;
 }
 
+/** How a synthetic dataset is drawn: its entries and their length distributions. */
 export interface DatasetOptions {
   seed: number;
   /** How many distinct entries (AIPerf `--num-dataset-entries`). */

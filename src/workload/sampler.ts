@@ -8,6 +8,7 @@ import type { WorkloadKind } from './session.js';
  */
 export type SamplingStrategy = 'sequential' | 'shuffle' | 'random';
 
+/** AIPerf's `--dataset-sampling-strategy` choices. */
 export const SAMPLING_STRATEGIES: readonly SamplingStrategy[] = ['sequential', 'shuffle', 'random'];
 
 /** AIPerf's default when none is given: synthetic data is shuffled, a file dataset (a trace) read in order. */

@@ -12,6 +12,7 @@ export type LoadSchedule =
   | { kind: 'closed'; concurrency: number }
   | { kind: 'rate'; ratePerS: number; mode: ArrivalMode; seed: number; maxConcurrency?: number };
 
+/** An open loop's arrival process: rate, shape, seed, and where it starts and stops. */
 export interface ArrivalOptions {
   ratePerS: number;
   mode: ArrivalMode;

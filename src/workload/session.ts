@@ -45,6 +45,7 @@ export interface Session {
   timestampMs: number | null;
 }
 
+/** Where a workload's sessions come from. */
 export type WorkloadKind = 'synthetic' | 'shared-prefix' | 'multi-turn' | 'trace';
 
 /** What a run sends: sessions drawn by the sampling strategy (closed or rate loop) or sent at their timestamps. */
