@@ -13,45 +13,51 @@ import { runCli, startCli } from './helpers.js';
 
 const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
 
-/** The fleet's schedule starts this long before the bursty process: the router starts and the client warms up meanwhile. */
-const QUIET_MS = 10_000;
+/** The watch runs this long on a quiet fleet before the bursty process starts. */
+const QUIET_MS = 5000;
 
 /**
  * The bursty stall process (engine/bursty.ts) on a short time scale, seed 56: quiet windows of
  * mean 7 s, active ones of mean 5 s, stalls of mean 3 s. Over 26 s it stalls worker 0 at 7.9 s
- * for 4.0 s and worker 2 at 17.9 s for 4.8 s; the fleet runs it QUIET_MS after it is ready.
+ * for 4.0 s and worker 2 at 17.9 s for 4.8 s; planted QUIET_MS after the client's warm-up ends.
  */
-const PLANTED: FaultSpec[] = burstyStalls({ seed: 56, workers: 4, durationMs: 26_000, quietMs: 7000, activeMs: 5000, meanStallMs: 3000 }).map((f) => ({ ...f, atMs: f.atMs + QUIET_MS }));
-/** The planted stalls end by 32.7 s after the fleet is ready: the runs they slowed finish well inside the watch. */
-const WATCH_MS = 40_000;
+const PLANTED: FaultSpec[] = burstyStalls({ seed: 56, workers: 4, durationMs: 26_000, quietMs: 7000, activeMs: 5000, meanStallMs: 3000 });
+/** The planted stalls end by 27.7 s after the warm-up: the runs they slowed finish well inside the watch. */
+const WATCH_MS = 35_000;
 
 /**
- * Watches a 4-worker loopback fleet (`tailgate fleet` in its own process, with `faults` as --fault
- * flags) behind a round-robin `tailgate route` (its own process), until WATCH_MS after the fleet is
- * ready: a 32-request trial at 8 streams every 1.5 s, no warm-up (a stall a warm-up request waited
+ * Watches a 4-worker loopback fleet (`tailgate fleet` in its own process, `faults` posted to its
+ * /admin/faults once the client has warmed up, times counted from then) behind a round-robin
+ * `tailgate route` (its own process), for WATCH_MS after the warm-up: a 32-request trial at 8 streams every 1.5 s, no warm-up (a stall a warm-up request waited
  * out would be hidden from the trial), gated on TTFT p99 and request latency p99 (a stall that
  * catches the last requests mid-answer shows in the latter only). One run before the watch, not
  * recorded, warms the client up: a cold first run on a loaded machine is client-bound.
  */
-async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url: string) => void): Promise<{ result: WatchResult; originEpochMs: number; workers: string[] }> {
-  const fleet = await startCli(['fleet', '--workers', '4', '--port', '0', '--profile', 'small', '--model', 'm', ...faults.flatMap((f) => ['--fault', `worker=${f.worker},kind=${f.kind},at=${f.atMs}ms,for=${f.forMs}ms`])]);
-  // Faults count from "ready".
+async function watchFleet(outDir: string, faults: FaultSpec[], onMetrics?: (url: string) => void): Promise<{ result: WatchResult; faultsFromEpochMs: number; workers: string[] }> {
+  const fleet = await startCli(['fleet', '--workers', '4', '--port', '0', '--profile', 'small', '--model', 'm']);
+  // The fleet's fault times count from "ready".
   const originEpochMs = Date.now();
   const urls = fleet.lines.filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { url?: string }).url).filter((u): u is string => u !== undefined);
   // The router in its own process too: this one runs only the watch's client, so it keeps up on a loaded machine.
   const route = await startCli(['route', '--port', '0', '--policy', 'round-robin', '--drain-delay', '0s', ...urls.flatMap((u) => ['--backend', u])]);
   const router = { url: (JSON.parse(route.lines.find((l) => l.startsWith('{'))!) as { url: string }).url, close: () => route.stop() };
   const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), originEpochMs + WATCH_MS - Date.now());
+  let timer: NodeJS.Timeout | undefined;
   const run: WatchRun = (out, signal, onEvent) => runValidate({
     url: router.url, model: 'm', gpus: 4, concurrencyPerGpu: 2, syntheticInputTokensMean: 16, outputTokensMean: 16, requestCount: 32, warmupRequestCount: 0,
     maxTtftP99: 1000, gate: ['request_latency:p99:<=:2000'], readyTimeout: 5000, trialTimeout: 20_000, trials: 1, out, onEvent, ...(signal && { signal }),
   });
   try {
     await run(join(outDir, '..', `${basename(outDir)}-warm-up`), stop.signal, () => {});
-    assert.ok(Date.now() - originEpochMs < QUIET_MS, 'the warm-up ended before the first planted stall');
+    // Planted now, however long the warm-up took on a loaded machine: no stall falls inside it.
+    const fromMs = Date.now() - originEpochMs + QUIET_MS;
+    for (const f of faults) {
+      const r = await fetch(`${urls[0]}/admin/faults`, { method: 'POST', body: `worker=${f.worker},kind=${f.kind},at=${fromMs + f.atMs}ms,for=${f.forMs}ms` });
+      assert.equal(r.status, 200, await r.text());
+    }
+    timer = setTimeout(() => stop.abort(), WATCH_MS);
     const result = await runWatch({ everyMs: 1500, outDir, run, signal: stop.signal, metricsPort: 0, ...(onMetrics && { onListening: onMetrics }) });
-    return { result, originEpochMs, workers: urls.map((u) => new URL(u).host) };
+    return { result, faultsFromEpochMs: originEpochMs + fromMs, workers: urls.map((u) => new URL(u).host) };
   } finally {
     clearTimeout(timer);
     await router.close();
@@ -82,7 +88,7 @@ test('a watch over a fleet with bursty stalls marks each planted window and inve
   const healthy = await watchFleet(join(dir, 'healthy'), []);
   assert.ok(metricsUrl.startsWith('http://127.0.0.1:'));
 
-  const planted = PLANTED.map((f): [number, number] => [bursty.originEpochMs + f.atMs, bursty.originEpochMs + f.atMs + f.forMs]);
+  const planted = PLANTED.map((f): [number, number] => [bursty.faultsFromEpochMs + f.atMs, bursty.faultsFromEpochMs + f.atMs + f.forMs]);
   const windows = bursty.result.windows.map((w): [number, number] => [Date.parse(w.start), Date.parse(w.end)]);
   const runs = bursty.result.entries;
   assert.ok(runs.length >= 4, `${runs.length} runs`);
