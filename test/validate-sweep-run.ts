@@ -6,21 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getProfile } from '../src/engine/index.js';
 import { startFleet } from '../src/fleet/index.js';
+import type { SweepPointOutcome } from '../src/validate/index.js';
 import { runCli, type CliResult } from './helpers.js';
-
-/** One load level of the sweep, as verdict.json writes it. */
-export interface SweepPoint {
-  concurrencyPerGpu: number;
-  throughputPerGpu: number;
-  ttftP99Ms: number;
-}
 
 /** What the sweep found: the CLI's output, its points, the knee and the recommendation, and its HTML report. */
 export interface KneeSweep {
   cli: CliResult;
   /** The knee the profile implies: max_num_seqs of one worker. */
   seqs: number;
-  points: SweepPoint[];
+  points: SweepPointOutcome[];
   knee: number | null;
   recommended: number | null;
   html: string;
@@ -41,7 +35,7 @@ export async function runKneeSweep(timeoutMs: number): Promise<KneeSweep> {
     );
     if (cli.code !== 0 && cli.code !== 1) throw new Error(`validate exited ${cli.code}: ${cli.stderr}`);
     const v = JSON.parse(await readFile(join(out, 'verdict.json'), 'utf8')) as {
-      sweep: { points: SweepPoint[]; kneeConcurrencyPerGpu: number | null; recommendedConcurrencyPerGpu: number | null };
+      sweep: { points: SweepPointOutcome[]; kneeConcurrencyPerGpu: number | null; recommendedConcurrencyPerGpu: number | null };
     };
     return { cli, seqs, points: v.sweep.points, knee: v.sweep.kneeConcurrencyPerGpu, recommended: v.sweep.recommendedConcurrencyPerGpu, html: await readFile(join(out, 'report.html'), 'utf8') };
   } finally {
