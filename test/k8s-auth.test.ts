@@ -3,13 +3,14 @@
 import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   SERVICE_ACCOUNT_DIR,
   loadKubeConnection,
   parseK8sTarget,
+  readPodAnnotations,
   waitForReadyEndpoints,
   watchServiceEndpoints,
   type EndpointSnapshot,
@@ -72,6 +73,22 @@ test('a kubeconfig with an exec plugin: the plugin runs, its ExecCredential toke
     waitForReadyEndpoints(parseK8sTarget('k8s://vllm'), 1, 3000, () => {}, { kubeconfig: execKubeconfig(api, broken, []), minBackoffMs: 50 }),
     (e: Error & { code?: string }) => e.code === 'NOT_READY' && /the cloud session expired/.test(e.message),
   );
+
+  // A call made as its watch is closed (the signal already aborted) is refused at once; the plugin it
+  // started fails later, and that failure must not surface as an unhandled rejection.
+  const ran = join(dir, 'late-ran');
+  const late = join(dir, 'late-auth');
+  writeFileSync(late, `#!/bin/sh\ntouch ${JSON.stringify(ran)}\necho "error: the cloud session expired" >&2\nexit 1\n`);
+  chmodSync(late, 0o755);
+  const unhandled: unknown[] = [];
+  const onUnhandled = (e: unknown): number => unhandled.push(e);
+  process.on('unhandledRejection', onUnhandled);
+  t.after(() => process.off('unhandledRejection', onUnhandled));
+  const kube = await loadKubeConnection({ kubeconfig: execKubeconfig(api, late, []) }).load();
+  await assert.rejects(readPodAnnotations(kube, 'inference', 'pod-a', AbortSignal.abort()), /aborted/);
+  await until('the plugin to run', () => existsSync(ran));
+  await new Promise((r) => setTimeout(r, 300));
+  assert.deepEqual(unhandled, [], 'the abandoned call\'s failure was handled');
 });
 
 /** A self-signed certificate for 127.0.0.1, made with openssl; null when openssl is missing. */

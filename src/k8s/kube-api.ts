@@ -65,7 +65,11 @@ function apiError(what: string, kube: LoadedKube, e: unknown): K8sApiError {
 /** Resolves with `p`, or rejects when `signal` aborts or `timeoutMs` passes (the library's calls take no signal). */
 function bounded<T>(p: Promise<T>, signal: AbortSignal, timeoutMs: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) return reject(new Error('aborted'));
+    if (signal.aborted) {
+      // The call is under way all the same (an exec plugin may fail later): its outcome must not go unhandled.
+      p.catch(() => undefined);
+      return reject(new Error('aborted'));
+    }
     const stop = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
     const timer = setTimeout(() => reject(new K8sApiError(`Kubernetes API ${what}: no answer in ${timeoutMs / 1000} s`, null)), timeoutMs);
     timer.unref();
