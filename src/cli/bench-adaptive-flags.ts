@@ -1,7 +1,8 @@
 import { InvalidArgumentError } from 'commander';
+import { TailgateError } from '../core/index.js';
 import { choiceArg, collect, intArg } from './args.js';
-import type { BenchDefaults, BenchOptions } from '../bench/index.js';
-import { rowsFor } from './option-table.js';
+import { BENCH_DEFAULTS, type AdaptiveScaleOptions, type BenchDefaults, type BenchOptions } from '../bench/index.js';
+import { longName, rowsFor, type FlagsOf } from './option-table.js';
 
 const row = rowsFor<BenchOptions>();
 
@@ -11,7 +12,7 @@ const positiveNumber = (value: string): number => {
   return n;
 };
 
-/** AIPerf's `--adaptive-scale*` flags, as `tailgate bench` declares them (rows of its table; bench/adaptive-scale.ts reads them), with their defaults from `A`. */
+/** AIPerf's `--adaptive-scale*` flags, as `tailgate bench` declares them (rows of its table; adaptiveScaleOf reads them), with their defaults from `A`. */
 export function adaptiveFlags(A: BenchDefaults['adaptive']) {
   return {
     adaptiveScale: row<boolean>({ help: 'AIPerf\'s adaptive scale: the profiling phase raises its concurrency while every --adaptive-scale-sla passes over a window, then holds the last passing value (needs --benchmark-duration, --adaptive-sustain-duration; writes adaptive_scale_events.jsonl and adaptive_scale_summary.json)' }),
@@ -28,4 +29,40 @@ export function adaptiveFlags(A: BenchDefaults['adaptive']) {
     adaptiveStepPercent: row({ arg: '<pct>', help: 'fixed_percent_step\'s step, percent of the value', parse: positiveNumber, defaultNote: String(A.stepPercent) }),
     adaptiveScaleSla: row({ arg: '<filter...>', help: 'metric:stat:op:threshold, repeatable, e.g. time_to_first_token:p95:le:3000 (ms; every filter must pass)', parse: collect }),
   };
+}
+
+/** The adaptive-scale flags as parsed. */
+type AdaptiveFlags = FlagsOf<ReturnType<typeof adaptiveFlags>>;
+
+/**
+ * `BenchOptions.adaptiveScale` from the flags (seconds to ms); a setting given without `--adaptive-scale`
+ * is refused rather than ignored.
+ *
+ * @example adaptiveScaleOf({ adaptiveScale: true, adaptiveSustainDuration: 60, adaptiveScaleSla: ['ttft:p95:le:500'] })
+ * @throws TailgateError CLI_USAGE
+ */
+export function adaptiveScaleOf(flags: AdaptiveFlags): AdaptiveScaleOptions | undefined {
+  if (flags.adaptiveScale !== true) {
+    const table = adaptiveFlags(BENCH_DEFAULTS.adaptive);
+    const given = (Object.keys(table) as Array<keyof AdaptiveFlags>).find((k) => flags[k] !== undefined);
+    if (given !== undefined) throw new TailgateError('CLI_USAGE', `--${longName(given, table[given])} sets AIPerf's adaptive scale: give --adaptive-scale too`);
+    return undefined;
+  }
+  const ms = (s: number | undefined): number | undefined => (s === undefined ? undefined : s * 1000);
+  const out: AdaptiveScaleOptions = { sla: flags.adaptiveScaleSla ?? [] };
+  const set = <K extends keyof AdaptiveScaleOptions>(k: K, v: AdaptiveScaleOptions[K] | undefined): void => {
+    if (v !== undefined) out[k] = v;
+  };
+  set('control', flags.adaptiveScaleControl);
+  set('controlVariable', flags.adaptiveControlVariable);
+  set('controlMin', flags.adaptiveControlMin);
+  set('controlMax', flags.adaptiveControlMax);
+  set('assessmentPeriodMs', ms(flags.adaptiveScaleAssessmentPeriod));
+  set('sustainDurationMs', ms(flags.adaptiveSustainDuration));
+  set('minCompletedRequests', flags.adaptiveMinCompletedRequests);
+  set('stepPolicy', flags.adaptiveStepPolicy);
+  set('baseStep', flags.adaptiveBaseStep);
+  set('maxStepMultiplier', flags.adaptiveMaxStepMultiplier);
+  set('stepPercent', flags.adaptiveStepPercent);
+  return out;
 }

@@ -1,7 +1,6 @@
 import { basename } from 'node:path';
 import { TailgateError } from '../core/index.js';
 import {
-  adaptiveScaleOf,
   BENCH_DEFAULTS,
   formatBenchReport,
   formatProgress,
@@ -32,6 +31,7 @@ import { BENCH_CLI_DEFAULTS, BENCH_FLAGS, type BenchFlags } from './bench-flags.
 import { libraryOptions } from './option-table.js';
 import { mediaOptionsOf } from './bench-media-flags.js';
 import { synthesisOptionsOf } from './bench-synthesis-flags.js';
+import { adaptiveScaleOf } from './bench-adaptive-flags.js';
 
 /** What the CLI flags ask for: the library options plus where and how much to export. */
 export interface BenchInvocation {
