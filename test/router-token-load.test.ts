@@ -81,3 +81,20 @@ test('a migrated stream\'s continuation counts its prompt and the answer so far 
   const m = await router.metrics();
   assert.match(m, /tailgate_router_requests_migrated_total\{[^}]*\} 1/);
 });
+
+test('a request for n choices counts n x max_tokens as decode once it has its first token', async (t) => {
+  const a = await startFakeUpstream(MODEL, { ttftMs: 0, itlMs: 400 });
+  t.after(() => a.close());
+  const router = await startRouter({ backends: [a.url], port: 0, policy: 'least-tokens' });
+  t.after(() => router.close());
+  await until('worker healthy', () => router.workers().every((w) => w.healthy));
+  const res = await fetch(`${router.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, stream: true, n: 3, max_tokens: 4, messages: [{ role: 'user', content: 'hello' }] }),
+  });
+  // the head comes with the first token: the prompt has left prefill, the three answers' budget is decode
+  assert.deepEqual(router.workers().map((w) => [w.inflight, w.prefillTokens, w.decodeTokens]), [[1, 0, 12]]);
+  await res.text();
+  await until('back to 0', () => router.workers().every((w) => w.inflight === 0 && w.decodeTokens === 0));
+});

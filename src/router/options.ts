@@ -110,7 +110,7 @@ export interface WorkerStatus {
   inflight: number;
   /** Prompt tokens of its requests before their first token (token-aware load). */
   prefillTokens: number;
-  /** Output tokens its requests past their first token may still generate (their max_tokens). */
+  /** Output tokens its requests past their first token may still generate (their max_tokens, times n). */
   decodeTokens: number;
   /** Requests it was seen to run at once (learned by the `auto` cap when it queued one); null: not learned. */
   slots: number | null;

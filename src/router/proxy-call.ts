@@ -834,9 +834,12 @@ export class ProxyCall {
     return true;
   }
 
-  /** The output tokens this call may still generate: its `max_tokens` less what a migrated stream already sent (0 when not given). */
+  /**
+   * The output tokens this call may still generate: `max_tokens` for each of its `n` choices, less
+   * what a migrated stream already sent (only a one-choice stream migrates); 0 when not given.
+   */
   outputTokensLeft(): number {
-    return this.norm.maxTokens === null ? 0 : Math.max(0, this.norm.maxTokens - this.#migratedChunks);
+    return this.norm.maxTokens === null ? 0 : Math.max(0, this.norm.n * this.norm.maxTokens - this.#migratedChunks);
   }
 
   /** Usage of the whole answer from the continuation's usage (its prompt held the text so far). */

@@ -73,7 +73,7 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
     });
   };
   tokenGauge('tailgate_router_worker_prefill_tokens_inflight', 'Prompt tokens of the requests assigned to the worker that have had no first token yet, counted by this router.', (id) => dispatcher.inflightPrefillTokens(id));
-  tokenGauge('tailgate_router_worker_decode_tokens_inflight', 'Output tokens the requests on the worker past their first token may still generate (their max_tokens; 0 when not given), counted by this router.', (id) => dispatcher.inflightDecodeTokens(id));
+  tokenGauge('tailgate_router_worker_decode_tokens_inflight', 'Output tokens the requests on the worker past their first token may still generate (their max_tokens, times n; 0 when not given), counted by this router.', (id) => dispatcher.inflightDecodeTokens(id));
   const sessions = opts.sessions ? new SessionTable(opts.sessions) : undefined;
   sessions?.registerMetrics(metrics.registry);
   if (kv !== undefined) {
