@@ -64,7 +64,9 @@ test('--apply-chat-template: ISL in the records is the templated count, as asked
 test('without the flag the prompt is ISL bare tokens and counted bare, as before (the templating fleet counts 13 more)', async (t) => {
   const { tok, url } = await setup(t);
   const r = await bench(url, tok, false);
+  assert.equal(r.records.length, 6);
   for (const rec of r.records) {
+    assert.equal(rec.outcome, 'ok');
     assert.equal(rec.inputTokens.client, ISL);
     assert.equal(rec.inputTokens.server, ISL + 13);
   }

@@ -87,6 +87,7 @@ test('AIPerf\'s audio tutorial (5 s WAV at 16 kHz, chat, streaming) runs end to 
   assert.equal(chats.length, 4);
   const listed = new Set(inputs.map((p) => JSON.stringify(p.messages)));
   for (const q of chats) assert.ok(listed.has(JSON.stringify(q.body!['messages'])));
+  assert.equal(records.length, 4);
   for (const rec of records) assert.deepEqual(rec, { isl: 550, serverPrompt: 550 + 127 }, 'AIPerf\'s default 550-token text; 5 s: 500 mel frames -> 250 -> 125 tokens + 2');
 });
 
@@ -102,6 +103,7 @@ test('AIPerf\'s vision tutorial (512 x 512 images, 100-token prompts, concurrenc
     '--output-tokens-mean', '8', '--num-dataset-entries', '8', '--artifact-dir', dir], { timeoutMs: 180_000 });
   assert.equal(r.code, 0, r.stderr);
   const { inputs, records } = sent(dir);
+  assert.equal(inputs.length, 8);
   for (const p of inputs) assert.match((p.messages[0]!.content as Part[])[1]!.image_url!.url, /^data:image\/jpeg;base64,\/9j\//);
   assert.equal(records.length, 8);
   for (const rec of records) assert.deepEqual(rec, { isl: 100, serverPrompt: 100 + 326 }, '512 x 512: 504 x 504 after smart_resize, 324 + 2');
