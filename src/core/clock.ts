@@ -25,8 +25,19 @@ export class RealClock implements Clock {
     return performance.now() - this.#originMs;
   }
 
+  /** Never fires before `atMs`: setTimeout counts from the event loop's cached whole-ms time and woke up to 1.8 ms early, so an early wake waits again. */
   setTimer(atMs: number, fn: () => void): Timer {
-    const handle = setTimeout(fn, Math.max(0, atMs - this.now()));
+    let handle: ReturnType<typeof setTimeout>;
+    const fire = (): void => {
+      const wait = atMs - this.now();
+      if (wait <= 0) {
+        fn();
+        return;
+      }
+      handle = setTimeout(fire, wait);
+      handle.unref();
+    };
+    handle = setTimeout(fire, Math.max(0, atMs - this.now()));
     handle.unref();
     return { cancel: () => clearTimeout(handle) };
   }

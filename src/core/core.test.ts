@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { VirtualClock, createRng, durationSchema, parseDurationMs, parseSizeBytes, TailgateError, countTokens, promptTokenIds, tokenId } from './index.js';
+import { RealClock, VirtualClock, createRng, durationSchema, parseDurationMs, parseSizeBytes, TailgateError, countTokens, promptTokenIds, tokenId } from './index.js';
 
 const durationMs = durationSchema(z);
 
@@ -18,6 +18,24 @@ test('virtual clock fires timers in time order, then insertion order, and honour
   clock.run();
   assert.deepEqual(seen, ['a@5', 'nested@6', 'b@10', 'c@10']);
   assert.equal(clock.pending, 0);
+});
+
+test('the real clock never fires a timer before it is due (setTimeout alone woke up to 1.8 ms early), and cancel holds across its re-arming', async (t) => {
+  const clock = new RealClock();
+  const early: number[] = [];
+  // (Its timers are unref()ed: this one keeps the test's event loop alive.)
+  const alive = setInterval(() => {}, 1000);
+  t.after(() => clearInterval(alive));
+  const due = Array.from({ length: 24 }, (_, k) => clock.now() + 5.3 + 1.3 * k);
+  await Promise.all(due.map((atMs) => new Promise<void>((done) => clock.setTimer(atMs, () => {
+    if (clock.now() < atMs) early.push(atMs - clock.now());
+    done();
+  }))));
+  assert.deepEqual(early, [], 'no timer fired before its time');
+  let fired = false;
+  clock.setTimer(clock.now() + 2, () => (fired = true)).cancel();
+  await new Promise((done) => setTimeout(done, 10));
+  assert.equal(fired, false);
 });
 
 test('virtual clock runUntil stops at the bound and advances time', () => {

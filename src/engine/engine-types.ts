@@ -36,6 +36,11 @@ export interface EngineRequest {
   promptTokenIds?: ArrayLike<number>;
   /** Bulk receiver of this request's tokens after the first (read once, at submit). */
   sink?: TokenSink | undefined;
+  /**
+   * When the request reached the server (clock time, at most now; default now): its frontend time
+   * counts from then, so a live server's own handling before the submit is part of that time.
+   */
+  arrivalMs?: number;
 }
 
 /**
@@ -86,7 +91,7 @@ export interface EngineStats {
   stepsTotal: number;
   /** Time spent inside steps (a stand-in for GPU utilisation). */
   busyMsTotal: number;
-  /** Time steps fell behind the profile on a real clock: a late timer is caught up by the next step, up to one step; what is not, is counted here. */
+  /** Time steps fell behind the profile on a real clock: a late timer (after a step, or an idle engine's) is caught up by the step it starts, up to one step; what is not, is counted here. */
   lateMsTotal: number;
 }
 

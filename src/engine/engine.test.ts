@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { VirtualClock, createRng } from '../core/index.js';
+import { VirtualClock, createRng, type Clock } from '../core/index.js';
 import { Engine, type EngineCaller, type EngineRequest, type Ticket, type TokenSink } from './engine.js';
 import { QUEUE_FULL } from './engine-types.js';
 import { getProfile, PROFILES, type EngineProfile } from './profile.js';
@@ -450,4 +450,39 @@ test('requests that arrive during a stall reach the queue and run once it ends',
   clock.run();
   assert.deepEqual(t.map((x) => [x.tokens, x.finished]), Array.from({ length: 5 }, () => [3, 'length']));
   assert.ok(t.every((x) => x.firstMs !== null && x.firstMs >= 1_000), 'no token before the stall ended');
+});
+
+/** A virtual clock whose every timer fires `lateMs` after it is due (a loaded host's real clock, made exact). */
+function lateClock(clock: VirtualClock, lateMs: number): Clock {
+  return { now: () => clock.now(), setTimer: (atMs, fn) => clock.setTimer(Math.max(atMs, clock.now()) + lateMs, fn) };
+}
+
+/** Token times of one request (prompt 10, 4 tokens) submitted to an idle engine at `atMs`, timers `lateMs` late. */
+function tokenTimes(lateMs: number, arrivalMs?: number): { times: number[]; lostMs: number } {
+  const clock = new VirtualClock();
+  const profile: EngineProfile = { ...getProfile('small'), name: 'late', stepBaseMs: 10, prefillMsPerToken: 0.1, decodeMsPerToken: 1, frontendOverheadMs: 5 };
+  const engine = new Engine({ clock: lateClock(clock, lateMs), profile });
+  const times: number[] = [];
+  clock.setTimer(3, () => engine.submit({ promptTokens: 10, maxTokens: 4, onToken: (_n, t) => times.push(t), onFinish() {}, ...(arrivalMs !== undefined && { arrivalMs }) }));
+  clock.run();
+  return { times, lostMs: engine.stats().lateMsTotal };
+}
+
+test('a late clock: the idle path (frontend hand-over, kick) and back-to-back steps are caught up, so the tokens keep the profile\'s times, each only as late as its own timer', () => {
+  const plan = tokenTimes(0);
+  // Frontend 5 ms from the submit at 3, then a prefill step of 10 + 1 ms, then decode steps of 11 ms.
+  assert.deepEqual(plan.times, [19, 30, 41, 52]);
+  const late = tokenTimes(2);
+  // Three timers stand before the first token (frontend, kick, step end): only the last one's 2 ms shows.
+  assert.deepEqual(late.times, plan.times.map((t) => t + 2));
+  assert.equal(late.lostMs, 0, 'nothing lost: every late timer was caught up');
+  // Later than a step (10 ms from idle, the last step's duration after one): the time is lost and counted.
+  const lost = tokenTimes(12);
+  assert.ok(lost.lostMs > 0, 'lateness beyond a step is counted');
+  assert.ok(lost.times[1]! - lost.times[0]! > 11, 'and the step after it starts late');
+});
+
+test('a request\'s frontend time counts from its arrival when the caller gives one (a live worker\'s handling is part of it)', () => {
+  // Submitted at 3, arrived at 1: ready at 6, not 8.
+  assert.deepEqual(tokenTimes(0, 1).times, [17, 28, 39, 50]);
 });

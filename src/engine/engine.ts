@@ -66,6 +66,9 @@ export class Engine {
   /** When the last step was planned to end, and whether the step being started follows it at once. */
   #stepEndPlannedMs = 0;
   #backToBack = false;
+  /** When a step started from idle is planned to start (the kick's time), and when the pending timer is due. */
+  #idlePlannedMs = 0;
+  #pendingPlannedMs = 0;
   #stepStartMs = 0;
   // Preempted requests waiting to run again that have had tokens, and a time none of them had its
   // last token before (a bound, kept until there are none): see `oldestTokenMs`.
@@ -147,7 +150,7 @@ export class Engine {
 
   /** Accepts a request or says why not; never throws on load. */
   submit(req: EngineRequest): SubmitResult {
-    const t = this.#accept(this.#own, -1, req.promptTokens, req.maxTokens, req.promptTokenIds, req.sink, req.onAdmit !== undefined);
+    const t = this.#accept(this.#own, -1, req.promptTokens, req.maxTokens, req.promptTokenIds, req.sink, req.onAdmit !== undefined, req.arrivalMs);
     if (t === TOO_LONG) return { ok: false, reason: 'too_long' };
     if (t === QUEUE_FULL) return { ok: false, reason: 'queue_full' };
     this.#objects[SeqTable.recordOf(t)] = req;
@@ -169,7 +172,7 @@ export class Engine {
    * Both submits: `id` -1 names the request by its record (`submit`'s own caller); `onAdmit`: the
    * request wants its admission told (only then is the caller's `onAdmit` called).
    */
-  #accept(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds: ArrayLike<number> | undefined, reqSink: TokenSink | undefined, onAdmit: boolean): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
+  #accept(caller: EngineCaller, id: number, promptTokens: number, maxTokens: number, promptTokenIds: ArrayLike<number> | undefined, reqSink: TokenSink | undefined, onAdmit: boolean, arrivalMs?: number): Ticket | typeof QUEUE_FULL | typeof TOO_LONG {
     if (promptTokens + maxTokens > this.profile.maxModelLen) return TOO_LONG;
     if (this.#closed || this.#queued >= this.#maxWaiting) return QUEUE_FULL;
     let sink = -1;
@@ -191,7 +194,8 @@ export class Engine {
     const ticket = this.#seqs.start(r, caller, id < 0 ? r : id, promptTokens, maxTokens, sink, hashes, onAdmit);
     if (this.#kv.sink !== null) this.#kv.tokenIds[r] = promptTokenIds ?? null;
     // A busy engine takes the due ones at its next step's start, an idle one sets one timer for the oldest.
-    this.#frontend.push(r, this.#clock.now(), this.profile.frontendOverheadMs);
+    const now = this.#clock.now();
+    this.#frontend.push(r, arrivalMs !== undefined && arrivalMs < now ? arrivalMs : now, this.profile.frontendOverheadMs);
     this.#queued++;
     this.#armPending();
     return ticket;
@@ -370,20 +374,25 @@ export class Engine {
   #armPending(): void {
     if (this.#pendingTimer || this.#inStep || this.#timer || this.#closed) return;
     if (this.#frontend.empty) return;
-    this.#pendingTimer = this.#clock.setTimer(this.#frontend.nextReadyMs, this.#onPendingDue);
+    const due = this.#frontend.nextReadyMs;
+    // (When a virtual clock fires it: a time already past fires now.)
+    this.#pendingPlannedMs = Math.max(due, this.#clock.now());
+    this.#pendingTimer = this.#clock.setTimer(due, this.#onPendingDue);
   }
 
+  // A real clock's timer fires late: what is ready is what the plan had ready when it was due.
   readonly #onPendingDue = (): void => {
     this.#pendingTimer = null;
-    this.#frontend.drainInto(this.#clock.now(), this.#waiting);
-    this.#kick();
+    this.#frontend.drainInto(this.#pendingPlannedMs, this.#waiting);
+    this.#kick(this.#pendingPlannedMs);
     this.#armPending();
   };
 
-  /** Starts a step soon if idle and there is work (deferred so same-instant arrivals batch). */
-  #kick(): void {
+  /** Starts a step soon if idle and there is work (deferred so same-instant arrivals batch); `plannedMs`: when the plan starts it. */
+  #kick(plannedMs = this.#clock.now()): void {
     if (this.#timer || this.#inStep || this.#closed || this.#stalled) return;
     if (this.#runningCount === 0 && this.#waiting.count === 0) return;
+    this.#idlePlannedMs = plannedMs;
     this.#timer = this.#clock.setTimer(this.#clock.now(), this.#onKickDue);
   }
 
@@ -401,7 +410,16 @@ export class Engine {
       this.#armPending();
       return;
     }
-    this.#frontend.drainInto(this.#clock.now(), this.#waiting);
+    // A step starts where the plan has it: after the last one at once, or when an idle engine's kick
+    // was due. A real clock's late timer is caught up by this step (up to a step: the last one's, or
+    // a step base from idle), so a live engine keeps its profile's cadence; what is not caught up is
+    // counted. On the virtual clock timers are never late and this is `now`.
+    const now = this.#clock.now();
+    const plannedMs = this.#backToBack ? this.#stepEndPlannedMs : this.#idlePlannedMs;
+    const late = now - plannedMs;
+    const caughtUp = late > 0 && late <= (this.#backToBack ? this.#stepPlannedMs : this.profile.stepBaseMs * this.#slowFactor);
+    const startMs = caughtUp ? plannedMs : now;
+    this.#frontend.drainInto(startMs, this.#waiting);
     const run = this.#run;
     run.tidy();
     const kv = this.#kv;
@@ -517,14 +535,8 @@ export class Engine {
     const p = this.profile;
     const durationMs = (p.stepBaseMs + p.prefillMsPerToken * prefill + p.decodeMsPerToken * decode) * this.#slowFactor;
     this.#stepPrefill = prefill;
-    const now = this.#clock.now();
-    // A step that follows another at once starts where that one was planned to end: a real clock's
-    // late timer (a loaded host) is caught up, by at most one step, so a live engine keeps its
-    // profile's cadence. On the virtual clock timers are never late and this is `now`.
-    const late = this.#backToBack ? now - this.#stepEndPlannedMs : 0;
-    const caughtUp = late > 0 && late <= this.#stepPlannedMs;
     if (late > 0 && !caughtUp) this.#n.lateMsTotal += late;
-    this.#stepStartMs = caughtUp ? this.#stepEndPlannedMs : now;
+    this.#stepStartMs = startMs;
     this.#backToBack = false;
     this.#stepPlannedMs = durationMs;
     this.#stepEndPlannedMs = this.#stepStartMs + durationMs;

@@ -153,6 +153,8 @@ export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req:
     promptTokens,
     maxTokens,
     promptTokenIds: promptIds,
+    // The profile's frontend time counts from the request's arrival: the worker's handling is part of it.
+    arrivalMs: receivedMs,
     onAdmit: (now) => timeline.admit(now),
     onToken: (count, now) => {
       timeline.token(now);
