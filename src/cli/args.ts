@@ -19,6 +19,13 @@ export function numberArg(min = 0) {
   };
 }
 
+/** A finite number > 0. */
+export function positiveArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number > 0');
+  return n;
+}
+
 /** A duration (`500ms`, `30s`, `5m`), in ms. */
 export function durationArg(value: string): number {
   try {

@@ -1,16 +1,9 @@
-import { InvalidArgumentError } from 'commander';
 import { TailgateError } from '../core/index.js';
-import { choiceArg, collect, intArg } from './args.js';
+import { choiceArg, collect, intArg, positiveArg as positiveNumber } from './args.js';
 import { BENCH_DEFAULTS, type AdaptiveScaleOptions, type BenchDefaults, type BenchOptions } from '../bench/index.js';
 import { longName, rowsFor, type FlagsOf } from './option-table.js';
 
 const row = rowsFor<BenchOptions>();
-
-const positiveNumber = (value: string): number => {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number > 0');
-  return n;
-};
 
 /** AIPerf's `--adaptive-scale*` flags, as `tailgate bench` declares them (rows of its table; adaptiveScaleOf reads them), with their defaults from `A`. */
 export function adaptiveFlags(A: BenchDefaults['adaptive']) {

@@ -1,26 +1,15 @@
 // The flag table of `tailgate bench`: a file of its own so bench.ts (wiring) and bench-run.ts (the run) both read it without importing each other.
 import { InvalidArgumentError } from 'commander';
-import { choiceArg, collect, intArg, numberArg } from './args.js';
+import { choiceArg, collect, intArg, numberArg, positiveArg as positiveNumber } from './args.js';
 import { startAtArg } from './bench-shard.js';
 import { LOG_LEVELS } from './log-level.js';
 import { rowsFor, type FlagsOf } from './option-table.js';
-import type { SamplingStrategy } from '../workload/index.js';
-import { BENCH_DEFAULTS, type BenchDefaults, type BenchOptions, type CacheBustTarget } from '../bench/index.js';
+import { SAMPLING_STRATEGIES, type SamplingStrategy } from '../workload/index.js';
+import { BENCH_DEFAULTS, CACHE_BUST_TARGETS as CACHE_BUST, type BenchDefaults, type BenchOptions, type CacheBustTarget } from '../bench/index.js';
 import type { UnappliedFlag } from './aiperf-flags.js';
 import { mediaFlags } from './bench-media-flags.js';
 import { SYNTHESIS_FLAGS } from './bench-synthesis-flags.js';
 import { adaptiveFlags } from './bench-adaptive-flags.js';
-
-// AIPerf's --cache-bust choices, checked against bench's type (a type import loads nothing).
-const CACHE_BUST = Object.keys({ none: 0, system_prefix: 0, system_suffix: 0, first_turn_prefix: 0, first_turn_suffix: 0 } satisfies Record<CacheBustTarget, 0>) as CacheBustTarget[];
-// The compiler checks these against workload's type; importing workload/ here would load it (~50 ms) at every command's start.
-const SAMPLING_STRATEGIES = Object.keys({ sequential: 0, shuffle: 0, random: 0 } satisfies Record<SamplingStrategy, 0>) as SamplingStrategy[];
-
-const positiveNumber = (value: string): number => {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number > 0');
-  return n;
-};
 
 const countUp = (_value: string, previous: number | undefined): number => (previous ?? 0) + 1;
 

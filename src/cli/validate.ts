@@ -1,15 +1,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { SweepExtender, ValidateInput, VALIDATE_DEFAULTS } from '../validate/index.js';
 import type { COMPARE_DEFAULTS } from '../compare/index.js';
-import { choiceArg, collect, durationArg, durationText, intArg, levelArg, numberArg } from './args.js';
+import { choiceArg, collect, durationArg, durationText, intArg, levelArg, numberArg, positiveArg as positive } from './args.js';
 import { addOptionsWhenRun, givenFlags, libraryOptions, rowsFor, type FlagsOf } from './option-table.js';
 import { runWatchIfAsked, watchFlags } from './validate-watch.js';
-
-const positive = (value: string): number => {
-  const n = numberArg(0)(value);
-  if (n <= 0) throw new InvalidArgumentError('expected a number > 0');
-  return n;
-};
 
 const trialsArg = (value: string): number | 'auto' => (value === 'auto' ? 'auto' : intArg(1)(value));
 
