@@ -10,30 +10,18 @@
 //   node --import tsx perf/soak.ts [--minutes 10] [--workers 4] [--streams 64] [--sample-s 15]
 //
 // Linux only (reads /proc). Exit 1 when a check fails.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { startCli } from '../test/helpers.js';
 import { numberArg } from './args.js';
 
 const MINUTES = numberArg('--minutes', 10);
 const WORKERS = numberArg('--workers', 4);
 const STREAMS = numberArg('--streams', 64);
 const SAMPLE_S = numberArg('--sample-s', 15);
-const CLI = join(fileURLToPath(new URL('..', import.meta.url)), 'src/cli/main.ts');
 const FAULTS = ['kind=stall,for=6s', 'kind=slow,factor=10,for=10s', 'kind=error,rate=0.5,for=10s', 'kind=reset,for=5s', 'kind=refuse,for=5s'];
 
-/** Starts `tailgate ARGS` and resolves with the JSON lines it printed before `ready`. */
-async function start(argv: string[]): Promise<{ proc: ChildProcess; lines: Array<Record<string, unknown>> }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', CLI, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines: Array<Record<string, unknown>> = [];
-  for await (const line of createInterface({ input: proc.stdout! })) {
-    if (line === 'ready') return { proc, lines };
-    if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
-  }
-  throw new Error(`tailgate ${argv[0]} exited before it was ready`);
-}
+/** The JSON lines a `tailgate` process printed before `ready` (a worker's or the router's address). */
+const jsonLines = (lines: string[]): Array<Record<string, unknown>> => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
 
 const outcomes = { complete: 0, errorFrame: 0, errorStatus: 0, silent: 0 };
 
@@ -93,11 +81,11 @@ async function sample(url: string, pid: number, t0: number): Promise<Sample> {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
-  const fleet = await start(['fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small']);
-  const workers = fleet.lines.map((l) => String(l['url']));
-  const router = await start(['route', '--port', '0', '--policy', 'adaptive', ...workers.flatMap((w) => ['--backend', w])]);
-  const url = String(router.lines[0]!['url']);
-  const pid = router.proc.pid!;
+  const fleet = await startCli(['fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small']);
+  const workers = jsonLines(fleet.lines).map((l) => String(l['url']));
+  const router = await startCli(['route', '--port', '0', '--policy', 'adaptive', ...workers.flatMap((w) => ['--backend', w])]);
+  const url = String(jsonLines(router.lines)[0]!['url']);
+  const pid = router.child.pid!;
   const model = ((await (await fetch(`${url}/v1/models`)).json()) as { data: Array<{ id: string }> }).data[0]!.id;
   const t0 = performance.now();
   const endAt = t0 + MINUTES * 60_000;
@@ -123,8 +111,8 @@ async function main(): Promise<void> {
   stop.abort();
   await sleep(2000);
   const rest = await sample(url, pid, t0);
-  router.proc.kill('SIGTERM');
-  fleet.proc.kill('SIGTERM');
+  await router.stop();
+  await fleet.stop();
 
   const half = samples.slice(Math.floor(samples.length / 2));
   const first = half[0]!;
