@@ -45,6 +45,27 @@ async function withFleet(t: { after(fn: () => Promise<void>): void }, opts: { ma
   return { fleet, dir };
 }
 
+/** AIPerf's trace replay line (docs/benchmark-modes/trace-replay.md) on these rows as its custom_trace.jsonl; the artifact folder. */
+async function replayTrace(t: { after(fn: () => Promise<void>): void }, rows: string[]): Promise<string> {
+  const { fleet, dir } = await withFleet(t);
+  const trace = join(dir, 'custom_trace.jsonl');
+  await writeFile(trace, `${rows.join('\n')}\n`);
+  const out = join(dir, 'out');
+  const r = await runCli(asBench(['aiperf', 'profile', '--model', MODEL, '--endpoint-type', 'chat', '--streaming', '--url', 'localhost:8000', '--input-file', 'custom_trace.jsonl',
+    '--custom-dataset-type', 'mooncake_trace', '--fixed-schedule'], fleet.workers[0]!.url, out, { 'custom_trace.jsonl': trace }));
+  assert.equal(r.code, 0, r.stderr);
+  return out;
+}
+
+/**
+ * Each record's send time, ms after the run's start_time: the schedule's zero to the clocks' grain (start_time
+ * and the schedule's zero are separate millisecond readings, so a send on time may read up to 2 ms early).
+ */
+async function sinceStart(out: string, recs: readonly Record_[]): Promise<number[]> {
+  const start = Date.parse((JSON.parse(await readFile(join(out, 'profile_export_aiperf.json'), 'utf8')) as { start_time: string }).start_time);
+  return recs.map((x) => x.metadata.request_start_ns / 1e6 - start);
+}
+
 test('ShareGPT tutorial (docs/tutorials/sharegpt.md): 20 requests at concurrency 4 from the ShareGPT file AIPerf caches, each asking for its recorded answer\'s length', async (t) => {
   const { fleet, dir } = await withFleet(t);
   const entries = Array.from({ length: 6 }, (_, i) => ({
@@ -153,23 +174,15 @@ test('user-centric tutorial (docs/tutorials/user-centric-timing.md, quick start)
 });
 
 test('trace replay tutorial (docs/benchmark-modes/trace-replay.md, custom trace): the three rows at their timestamps with their lengths', async (t) => {
-  const { fleet, dir } = await withFleet(t);
-  const trace = join(dir, 'custom_trace.jsonl');
-  await writeFile(trace, [
+  const out = await replayTrace(t, [
     '{"timestamp": 0, "input_length": 1200, "output_length": 52, "hash_ids": [0, 1, 2]}',
     '{"timestamp": 105, "input_length": 1800, "output_length": 26, "hash_ids": [0, 3, 4, 5]}',
     '{"timestamp": 274, "input_length": 1300, "output_length": 52, "hash_ids": [1, 4, 6]}',
-  ].join('\n') + '\n');
-  const out = join(dir, 'out');
-  const r = await runCli(asBench(['aiperf', 'profile', '--model', MODEL, '--endpoint-type', 'chat', '--streaming', '--url', 'localhost:8000', '--input-file', 'custom_trace.jsonl',
-    '--custom-dataset-type', 'mooncake_trace', '--fixed-schedule'], fleet.workers[0]!.url, out, { 'custom_trace.jsonl': trace }));
-  assert.equal(r.code, 0, r.stderr);
+  ]);
   const recs = (await records(out)).sort((a, b) => a.metadata.request_start_ns - b.metadata.request_start_ns);
   assert.deepEqual(recs.map((x) => [x.metrics['input_sequence_length']!.value, x.metrics['output_token_count']!.value]), [[1200, 52], [1800, 26], [1300, 52]]);
-  // Sent at the trace's timestamps from the phase's start, never before them, to the clocks' grain: start_time
-  // and the schedule's zero are separate millisecond readings, and the sender fires with under 1 ms left to wait.
-  const start = Date.parse((JSON.parse(await readFile(join(out, 'profile_export_aiperf.json'), 'utf8')) as { start_time: string }).start_time);
-  const offsets = recs.map((x) => x.metadata.request_start_ns / 1e6 - start);
+  // Sent at the trace's timestamps from the phase's start, never before them.
+  const offsets = await sinceStart(out, recs);
   assert.ok([0, 105, 274].every((ts, i) => offsets[i]! >= ts - 2), `sent at ${offsets.map((o) => o.toFixed(1)).join(', ')} ms`);
 });
 
@@ -280,16 +293,10 @@ benchmark:
 });
 
 test('trace replay tutorial (pre-formatted messages, a two-turn session): each row\'s messages sent as written, the second turn at its timestamp', async (t) => {
-  const { fleet, dir } = await withFleet(t);
-  const trace = join(dir, 'custom_trace.jsonl');
-  await writeFile(trace, [
+  const out = await replayTrace(t, [
     '{"session_id": "sess-1", "messages": [{"role": "user", "content": "Hello"}], "output_length": 50, "timestamp": 0}',
     '{"session_id": "sess-1", "messages": [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi!"}, {"role": "user", "content": "How are you?"}], "output_length": 30, "timestamp": 2000}',
-  ].join('\n') + '\n');
-  const out = join(dir, 'out');
-  const r = await runCli(asBench(['aiperf', 'profile', '--model', MODEL, '--endpoint-type', 'chat', '--streaming', '--url', 'localhost:8000', '--input-file', 'custom_trace.jsonl',
-    '--custom-dataset-type', 'mooncake_trace', '--fixed-schedule'], fleet.workers[0]!.url, out, { 'custom_trace.jsonl': trace }));
-  assert.equal(r.code, 0, r.stderr);
+  ]);
   const recs = (await records(out)).sort((a, b) => a.metadata.turn_index - b.metadata.turn_index);
   assert.deepEqual(recs.map((x) => [x.metadata.turn_index, x.error, x.metrics['output_token_count']!.value]), [[0, null, 50], [1, null, 30]]);
   assert.equal(recs[0]!.metadata.conversation_id, recs[1]!.metadata.conversation_id, 'one session');
@@ -299,9 +306,7 @@ test('trace replay tutorial (pre-formatted messages, a two-turn session): each r
     [{ role: 'user', content: 'Hello' }],
     [{ role: 'user', content: 'Hello' }, { role: 'assistant', content: 'Hi!' }, { role: 'user', content: 'How are you?' }],
   ]);
-  // Under the fixed schedule the second turn goes at max(2000 ms, the first answer): never before 2000 ms
-  // from the phase's start (start_time, a separate millisecond reading, hence the 2 ms).
-  const start = Date.parse((JSON.parse(await readFile(join(out, 'profile_export_aiperf.json'), 'utf8')) as { start_time: string }).start_time);
-  const second = recs[1]!.metadata.request_start_ns / 1e6 - start;
+  // Under the fixed schedule the second turn goes at max(2000 ms, the first answer): never before 2000 ms.
+  const second = (await sinceStart(out, recs))[1]!;
   assert.ok(second >= 2000 - 2, `turn 1 sent ${second.toFixed(1)} ms after the start`);
 });
