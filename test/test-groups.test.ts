@@ -8,8 +8,16 @@ import { fileURLToPath } from 'node:url';
 import { ALONE, PURE_TEST, REAL_TIME_SRC } from '../scripts/test-groups.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-/** What in a test file starts a server, a socket, a subprocess or a timer, or reads the real clock. */
-const LIVE = /\b(?:startFleet|startRouter|startGpuMetrics|createServer|createConnection|spawn|spawnSync|setTimeout|setInterval|fetch)\(|\.listen\(|\bperformance\.now\(|\bDate\.now\(|\bhrtime\b/;
+/**
+ * What in a test file starts a server, a socket, a subprocess or a timer, or reads the real clock:
+ * node's calls, the library's servers, and test/'s helpers and doubles that do.
+ */
+const LIVE = new RegExp([
+  String.raw`\b(?:createServer|createConnection|spawn|spawnSync|setTimeout|setInterval|fetch)\(`, String.raw`\.listen\(`,
+  String.raw`\bperformance\.now\(`, String.raw`\bDate\.now\(`, String.raw`\bhrtime\b`,
+  String.raw`\b(?:startFleet|startRouter|startGpuMetrics)\(`,
+  String.raw`\b(?:runCli|startCli|spawnCli|listenOnLoopback|startFakeKubeApi|startFakeUpstream|startHub|startRecordingProxy|startScheduleFake|runKneeSweep|runPolicy|runScaleOut)\(`,
+].join('|'));
 
 function testFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
