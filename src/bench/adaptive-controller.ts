@@ -1,8 +1,9 @@
 /**
  * AIPerf's adaptive-scale controller (`ramp_until_fail`), over bench's closed loop: every assessment
  * window it judges the SLA filters on what completed; while they pass it raises the limit it moves
- * (the session concurrency or the prefill gate's capacity; discover), at the first failing window it goes back to the last passing value and holds it
- * (sustain) until the sustain duration has passed with a passing window. It writes AIPerf's
+ * (the session concurrency or the prefill gate's capacity; discover), at the first failing window it
+ * goes back to the last passing value and holds it (sustain) until the sustain duration has passed
+ * with a passing window. It writes AIPerf's
  * `adaptive_scale_events.jsonl` line by line as it decides and `adaptive_scale_summary.json` at the end
  * (schema version 2, field names as AIPerf's; docs/reference.md#aiperf-adaptive-scale).
  */
@@ -103,11 +104,6 @@ export class AdaptiveScaleController {
     }
     hooks.setLimit(this.#current);
     this.#emit(startMs, 'adaptive_phase_started', 'adaptive scale discover phase started', { slaValue: null, throughput: 0, samples: 0, errors: 0 });
-  }
-
-  /** Whether the controller has finished (sending stops then). */
-  get done(): boolean {
-    return this.#phase === 'complete';
   }
 
   /** The events so far and the summary (once complete). */
@@ -323,7 +319,7 @@ export class AdaptiveScaleController {
     const cfg = this.#cfg;
     const p = this.#primary;
     const cancelled = c.cancelled ?? 0;
-    const status = reason === 'max_control_value_reached_without_saturation' ? 'incomplete' : FAILED_REASONS.has(reason) || reason.startsWith('assessment_failed:') ? 'failed' : 'completed';
+    const status = reason === 'max_control_value_reached_without_saturation' ? 'incomplete' : FAILED_REASONS.has(reason) ? 'failed' : 'completed';
     return {
       schema_version: ADAPTIVE_SCHEMA_VERSION, status, control_variable: cfg.variable, control_value: this.#current, control: this.#control(),
       boundary_value: this.#boundary, last_passing_value: this.#lastPassing, first_failing_value: this.#firstFailing,
@@ -355,11 +351,6 @@ export class DynamicLimit {
 
   constructor(limit: number) {
     this.#limit = limit;
-  }
-
-  /** Sessions holding the limit now. */
-  get inUse(): number {
-    return this.#inUse;
   }
 
   /** Resolves true once under the limit, false once closed. */
