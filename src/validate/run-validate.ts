@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeBenchArtifacts } from '../bench/index.js';
+import { TailgateError } from '../core/index.js';
 import { aggregateTrials, findKnee, metricValue, type KneeResult, type TrialsAggregate } from '../gate/index.js';
 import { junitXml, renderHtmlReport } from '../report/index.js';
 import type { ValidateInput } from './input.js';
@@ -141,6 +142,8 @@ async function writeOutputs(
  */
 export async function runValidate(opts: ValidateOptions): Promise<ValidateResult> {
   const o = resolveValidateOptions(opts);
+  // validate/ has no engine model of its own: without an extender the asked levels would be dropped unsaid.
+  if (o.predictBeyond.length > 0 && opts.extendSweep === undefined) throw new TailgateError('CONFIG_INVALID', 'predictBeyond needs extendSweep: the engine model that predicts the levels (the CLI passes one that calibrates on the sweep)');
   const onEvent = opts.onEvent ?? ((): void => {});
   const signal = opts.signal;
   const startedAt = new Date();
@@ -229,7 +232,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     reason = `${bracket} ${sweep.knee.explanation.replace(/concurrency (\d+)/g, 'concurrency $1 per GPU')}${interrupted ? ' Interrupted.' : ''}`;
   } else if (o.sweep.length > 0) {
     sweep = sweepOutcome(o, trials);
-    if (o.predictBeyond.length > 0 && opts.extendSweep && !interrupted) {
+    if (o.predictBeyond.length > 0 && opts.extendSweep !== undefined && !interrupted) {
       onEvent(`predict: levels ${o.predictBeyond.join(', ')} per GPU from ${o.predictProfile === null ? 'a model calibrated on the sweep' : `profile ${o.predictProfile}`}`);
       sweep.predicted = await predictedSweep(o, sweep, trials, opts.extendSweep);
     }

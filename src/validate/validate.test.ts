@@ -6,6 +6,7 @@ import { formatWait } from './readiness.js';
 import { parseGateSpec, requestCountFor, resolveValidateOptions, warmupCountFor } from './options.js';
 import { parseRecipe, parseSweep } from './recipe.js';
 import { ROUTER_TARGET, workerSeriesFrom } from './evidence.js';
+import { runValidate } from './run-validate.js';
 
 function throwsConfig(fn: () => unknown, message: RegExp): void {
   assert.throws(fn, (e: unknown) => e instanceof TailgateError && e.code === 'CONFIG_INVALID' && message.test(e.message));
@@ -141,4 +142,10 @@ test('recipes take trials: auto and the search fields', () => {
   assert.deepEqual([r.trials, r.maxTrials, r.confidenceLevel, r.search, r.searchRange, r.searchStep], ['auto', 8, 0.9, 'max-concurrency', '16:256', 16]);
   throwsConfig(() => parseRecipe('trials: sometimes\n', 'r.yaml'), /^r\.yaml:1: trials: /);
   throwsConfig(() => parseRecipe('confidence-level: 2\n', 'r.yaml'), /^r\.yaml:1: confidence-level: expected a number between 0 and 1/);
+});
+
+test('runValidate with predictBeyond and no extendSweep is refused before anything runs (the levels would be dropped unsaid)', async () => {
+  // Port 9 has no listener: a check made after readiness would wait out the ready timeout instead.
+  await assert.rejects(runValidate({ url: 'http://127.0.0.1:9', model: 'm', sweep: [16, 32], predictBeyond: [64], readyTimeout: 60_000 }),
+    (e: unknown) => e instanceof TailgateError && e.code === 'CONFIG_INVALID' && /predictBeyond needs extendSweep/.test(e.message));
 });
