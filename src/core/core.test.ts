@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { RealClock, VirtualClock, createRng, durationSchema, parseDurationMs, parseSizeBytes, TailgateError, countTokens, promptTokenIds, tokenId } from './index.js';
+import { RealClock, VirtualClock, createRng, issueText, durationSchema, parseDurationMs, parseSizeBytes, TailgateError, countTokens, promptTokenIds, tokenId } from './index.js';
 
 const durationMs = durationSchema(z);
 
@@ -93,4 +93,18 @@ test('durationSchema (config files): milliseconds as a number or text with a uni
   assert.equal(bad.success, false);
   assert.deepEqual(bad.error?.issues.map((i) => i.message), ['expected a duration such as 250ms, 20s or 1m (got "soon")']);
   assert.equal(durationMs.safeParse(-1).success, false);
+});
+
+test('issueText: a config file\'s first schema issue as its error line names it (unknown key, missing field, zod\'s own message)', () => {
+  const schema = z.strictObject({ workers: z.number().int().positive(), router: z.strictObject({ replicas: z.number() }).optional() });
+  const first = (input: unknown) => {
+    const r = schema.safeParse(input);
+    assert.equal(r.success, false);
+    return issueText(r.error!.issues[0]!);
+  };
+  assert.deepEqual(first({ workers: 2, router: { replicas: 1, replica: 2 } }), { path: ['router', 'replica'], message: 'unknown field' });
+  assert.deepEqual(first({}), { path: ['workers'], message: 'missing (expected number)' });
+  const other = first({ workers: -1 });
+  assert.deepEqual(other.path, ['workers']);
+  assert.match(other.message, /0/, 'zod\'s own message, which says the bound');
 });
