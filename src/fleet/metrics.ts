@@ -104,7 +104,7 @@ export class WorkerMetrics {
       own('tailgate_engine_busy_seconds_total', 'Time the simulated engine spent executing steps.', s.busyMsTotal / 1000),
       own('tailgate_engine_late_seconds_total', 'Time the steps fell behind the engine profile on the real clock (a late timer not caught up by the next step).', s.lateMsTotal / 1000),
       own('tailgate_engine_steps_total', 'Steps the simulated engine executed.', s.stepsTotal),
-      own('tailgate_frontend_seconds_total', 'Real time generation requests spent in the worker between arrival and engine submit (body, JSON, validation, tokenizing), before the profile\'s frontend time starts.', this.#frontendMs / 1000),
+      own('tailgate_frontend_seconds_total', 'Real time generation requests spent in the worker between arrival and engine submit (body, JSON, validation, tokenizing): part of the profile\'s frontend time, which counts from arrival.', this.#frontendMs / 1000),
       own('tailgate_frontend_requests_total', 'Generation requests the worker handed to the engine.', this.#frontendCount),
     );
     if (this.#http.size > 0) {
