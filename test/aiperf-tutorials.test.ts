@@ -18,7 +18,8 @@ import { spawnCli as spawnTailgate } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-0.6B';
 
-interface Record_ {
+/** A line of profile_export.jsonl: the fields these tests read. */
+interface ExportRecord {
   metadata: { conversation_id: string | null; turn_index: number; request_start_ns: number; benchmark_phase: string };
   metrics: Record<string, { value: number }>;
   error: unknown;
@@ -31,8 +32,8 @@ function asBench(aiperf: string[], url: string, dir: string, files: Record<strin
   return ['bench', ...argv, '--artifact-dir', dir];
 }
 
-async function records(dir: string): Promise<Record_[]> {
-  return (await readFile(join(dir, 'profile_export.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Record_);
+async function records(dir: string): Promise<ExportRecord[]> {
+  return (await readFile(join(dir, 'profile_export.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as ExportRecord);
 }
 
 async function withFleet(t: { after(fn: () => Promise<void>): void }, opts: { maxNumSeqs?: number; profile?: EngineProfile } = {}): Promise<{ fleet: Fleet; dir: string }> {
@@ -61,7 +62,7 @@ async function replayTrace(t: { after(fn: () => Promise<void>): void }, rows: st
  * Each record's send time, ms after the run's start_time: the schedule's zero to the clocks' grain (start_time
  * and the schedule's zero are separate millisecond readings, so a send on time may read up to 2 ms early).
  */
-async function sinceStart(out: string, recs: readonly Record_[]): Promise<number[]> {
+async function sinceStart(out: string, recs: readonly ExportRecord[]): Promise<number[]> {
   const start = Date.parse((JSON.parse(await readFile(join(out, 'profile_export_aiperf.json'), 'utf8')) as { start_time: string }).start_time);
   return recs.map((x) => x.metadata.request_start_ns / 1e6 - start);
 }
@@ -121,7 +122,7 @@ test('multi-turn tutorial (docs/tutorials/multi-turn.md, fixed-length): 10 conve
   assert.equal(r.code, 0, r.stderr);
   const recs = (await records(dir)).filter((x) => x.metadata.benchmark_phase === 'profiling');
   assert.equal(recs.length, 30);
-  const byConv = new Map<string, Record_[]>();
+  const byConv = new Map<string, ExportRecord[]>();
   for (const x of recs) byConv.set(x.metadata.conversation_id!, [...(byConv.get(x.metadata.conversation_id!) ?? []), x]);
   assert.equal(byConv.size, 10);
   for (const turns of byConv.values()) {
