@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { Pool } from 'undici';
 import { TailgateError, createRng, type RequestRecord } from '../core/index.js';
 import { summarize, type Summary } from '../stats/index.js';
-import { arrivals, seriesWithRamp, sessionSampler, timeForCount, timedSessions, turnMessages, type RatePoint, type Session, type Workload } from '../workload/index.js';
+import { arrivals, seriesWithRamp, sessionSampler, timeForCount, timedSessions, turnMessages, type PromptMessage, type RatePoint, type Session, type Workload } from '../workload/index.js';
 import { benchWorkload } from './bench-workload.js';
 import { CallGroup, callOnce, type CallResult, type PreparedRequest } from './request-call.js';
 import { requestPayload } from './payload.js';
@@ -304,20 +304,9 @@ function finish(
  * picks one; a trace's lines, each sent once and possibly very many, are serialized when sent.
  */
 function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: string): (session: Session) => PreparedRequest {
-  const headers = requestHeadersOf(o, o.streaming);
-  const build = (session: Session): PreparedRequest => {
-    if (hasRowFields(session.turns[0]!)) return rowRequest(o, session, 0, path, null);
-    const messages = turnMessages(session, 0, []);
-    return {
-      path,
-      body: JSON.stringify(
-        requestPayload({ messages, maxTokens: session.turns[0]!.maxTokens }, payloadOptionsOf(o, session.index)),
-      ),
-      headers,
-      streaming: o.streaming,
-      inputTokens: promptTokens(o, messages),
-    };
-  };
+  const base = { path, headers: requestHeadersOf(o, o.streaming), streaming: o.streaming };
+  const build = (session: Session): PreparedRequest =>
+    hasRowFields(session.turns[0]!) ? rowRequest(o, session, 0, path, null) : messagesRequest(o, session, 0, turnMessages(session, 0, []), base);
   if (workload.kind === 'trace') return build;
   const all = workload.sessions.map(build);
   return (session) => all[session.index]!;
@@ -330,11 +319,13 @@ function prepareRequests(o: ResolvedBenchOptions, workload: Workload, path: stri
 function turnRequest(o: ResolvedBenchOptions, session: Session, turn: number, answers: readonly string[], first: PreparedRequest, marker: string | null = null): PreparedRequest {
   const messages = applyCacheBust(turnMessages(session, turn, answers), marker, o.cacheBust);
   if (hasRowFields(session.turns[turn]!)) return rowRequest(o, session, turn, first.path, messages);
-  return {
-    ...first,
-    body: JSON.stringify(requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o, session.index))),
-    inputTokens: promptTokens(o, messages),
-  };
+  return messagesRequest(o, session, turn, messages, first);
+}
+
+/** A chat request of `messages` for a session's turn, on `base`'s path, headers and streaming: its body and its input tokens as the client counts them. */
+function messagesRequest(o: ResolvedBenchOptions, session: Session, turn: number, messages: readonly PromptMessage[], base: Pick<PreparedRequest, 'path' | 'headers' | 'streaming'>): PreparedRequest {
+  const body = requestPayload({ messages, maxTokens: session.turns[turn]!.maxTokens }, payloadOptionsOf(o, session.index));
+  return { path: base.path, headers: base.headers, streaming: base.streaming, body: JSON.stringify(body), inputTokens: promptTokens(o, messages) };
 }
 
 /**
