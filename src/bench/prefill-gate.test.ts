@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PrefillGate } from './prefill-gate.js';
@@ -36,4 +37,16 @@ test('prefill gate ramp: one slot at first, the target once the ramp is over', a
   assert.equal(gate.maxInUse, 3);
   gate.close();
   clearTimeout(keepAlive);
+});
+
+test('prefill gate: a thousand waits on the run\'s one signal add one abort listener to it, and its abort turns every one away', async () => {
+  const gate = new PrefillGate(1);
+  const ctl = new AbortController();
+  assert.equal(await gate.acquire(ctl.signal), true);
+  const waits = Array.from({ length: 1000 }, () => gate.acquire(ctl.signal));
+  assert.equal(getEventListeners(ctl.signal, 'abort').length, 1, 'not one per waiting request (Node warns past 10)');
+  ctl.abort();
+  assert.deepEqual(new Set(await Promise.all(waits)), new Set([false]));
+  gate.release();
+  assert.equal(gate.maxInUse, 1, 'an aborted wait never took a slot');
 });

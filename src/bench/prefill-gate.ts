@@ -1,5 +1,3 @@
-import { setMaxListeners } from 'node:events';
-
 /**
  * AIPerf's `--prefill-concurrency`: at most `capacity` requests between being sent and their first
  * token. A request takes a slot before it is sent and gives it back on its first token (or when it
@@ -8,7 +6,8 @@ import { setMaxListeners } from 'node:events';
 export class PrefillGate {
   #capacity: number;
   #inUse = 0;
-  #waiters: Array<() => void> = [];
+  #waiters: Array<{ signal: AbortSignal; resolve: (held: boolean) => void }> = [];
+  readonly #watched = new WeakSet<AbortSignal>();
   #timers: NodeJS.Timeout[] = [];
   /** Most slots held at once (what a test checks against the capacity). */
   maxInUse = 0;
@@ -30,23 +29,20 @@ export class PrefillGate {
       this.#take();
       return Promise.resolve(true);
     }
-    return new Promise((resolve) => {
-      const onAbort = (): void => {
-        const i = this.#waiters.indexOf(go);
-        if (i >= 0) this.#waiters.splice(i, 1);
-        resolve(false);
-      };
-      const go = (): void => {
-        signal.removeEventListener('abort', onAbort);
-        this.#take();
-        resolve(true);
-      };
-      if (signal.aborted) return resolve(false);
-      // Every waiting request listens on the run's one signal: more than Node's default 10 is expected, not a leak.
-      setMaxListeners(0, signal);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#waiters.push(go);
-    });
+    if (signal.aborted) return Promise.resolve(false);
+    this.#watch(signal);
+    return new Promise((resolve) => this.#waiters.push({ signal, resolve }));
+  }
+
+  /** One abort listener per signal, however many requests wait on it (a run's thousands share one signal). */
+  #watch(signal: AbortSignal): void {
+    if (this.#watched.has(signal)) return;
+    this.#watched.add(signal);
+    signal.addEventListener('abort', () => {
+      const gone = this.#waiters.filter((w) => w.signal === signal);
+      this.#waiters = this.#waiters.filter((w) => w.signal !== signal);
+      for (const w of gone) w.resolve(false);
+    }, { once: true });
   }
 
   /** Gives a slot back and lets the next waiter in. */
@@ -77,6 +73,9 @@ export class PrefillGate {
   }
 
   #wake(): void {
-    while (this.#inUse < this.#capacity && this.#waiters.length > 0) this.#waiters.shift()!();
+    while (this.#inUse < this.#capacity && this.#waiters.length > 0) {
+      this.#take();
+      this.#waiters.shift()!.resolve(true);
+    }
   }
 }
