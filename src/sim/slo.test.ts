@@ -2,16 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runScenario, scenarioFromObject } from './index.js';
 
-/** Two small workers, the first 20x slow for the whole run; half the requests from a tenant with a first-token target. */
+/** Two small workers, 10 requests/s, 200 short requests: the scenario both tests start from. */
+const TWO_SMALL = { workers: 2, profile: 'small', rate: 10, requestCount: 200, inputTokens: { mean: 32 }, outputTokens: { mean: 8 } };
+
+/** The first worker 20x slow for the whole run; half the requests from a tenant with a first-token target. */
 function slowWorker(sloTtft: string | undefined) {
   return scenarioFromObject({
+    ...TWO_SMALL,
     name: 'slo-small',
-    workers: 2,
-    profile: 'small',
-    rate: 10,
-    requestCount: 200,
-    inputTokens: { mean: 32 },
-    outputTokens: { mean: 8 },
     faults: ['worker=0,kind=slow,at=0s,for=1h,factor=20'],
     tenants: [
       { name: 'tight', share: 1, ...(sloTtft !== undefined && { sloTtft }) },
@@ -38,13 +36,8 @@ test('simulate: a tenant\'s sloTtft re-sends its requests that have no first tok
 test('simulate with flows: a sheddable tenant whose sloTtft or sloTpot no worker meets is refused on arrival (429, counted as shed), by the same rule as the router; a standard tenant with the same targets is served', () => {
   const run = (targets: { sloTtft?: string; sloTpot?: string }) => {
     const s = scenarioFromObject({
+      ...TWO_SMALL,
       name: 'slo-admission',
-      workers: 2,
-      profile: 'small',
-      rate: 10,
-      requestCount: 200,
-      inputTokens: { mean: 32 },
-      outputTokens: { mean: 8 },
       router: { flows: true },
       tenants: [
         { name: 'batch', share: 1, priority: 'sheddable', ...targets },
