@@ -22,6 +22,14 @@ test('shards split the whole run evenly and offset the seed', () => {
   assert.throws(() => applyShard({ url: [], model: 'm' }, { index: 0, count: 2 }), /needs the whole run's --concurrency/);
 });
 
+test('the warm-up\'s concurrency and rate and a rate series are the whole run\'s too: each shard sends its share', () => {
+  const o: BenchOptions = { url: ['http://x'], model: 'm', warmupConcurrency: 8, warmupPrefillConcurrency: 4, warmupRequestRate: 20, requestRateSeries: [{ timeS: 0, qps: 4 }, { timeS: 10, qps: 40 }] };
+  applyShard(o, { index: 1, count: 4 });
+  assert.deepEqual([o.warmupConcurrency, o.warmupPrefillConcurrency, o.warmupRequestRate], [2, 1, 5]);
+  assert.deepEqual(o.requestRateSeries, [{ timeS: 0, qps: 1 }, { timeS: 10, qps: 10 }], 'the series\' times kept, each rate split');
+  assert.throws(() => applyShard({ url: [], model: 'm', concurrency: 8, adaptiveScale: { sla: ['ttft:p95:le:100'] } }, { index: 0, count: 2 }), /--adaptive-scale .* drop --shard-count/);
+});
+
 test('shard flags: the index defaults to the Indexed Job completion index; bad combinations are usage errors', () => {
   assert.equal(shardOf({}), undefined);
   assert.deepEqual(shardOf({ shardCount: 4 }, { JOB_COMPLETION_INDEX: '2' }), { index: 2, count: 4 });

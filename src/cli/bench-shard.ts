@@ -44,9 +44,10 @@ export function shardOf(flags: { shardCount?: number | undefined; shardIndex?: n
 }
 
 /**
- * Narrows the whole run's options to one shard: concurrency, request counts and the request rate
- * are split evenly, and the seed is offset by the index so pods do not send the same prompts in
- * lockstep. Throws CLI_USAGE when a shard would get no load.
+ * Narrows the whole run's options to one shard: concurrency, request counts and the request rates
+ * (a rate series point by point, the warm-up's too) are split evenly, and the seed is offset by the
+ * index so pods do not send the same prompts in lockstep. Throws CLI_USAGE when a shard would get no
+ * load, and for `--adaptive-scale`, whose boundary one controller finds (each pod would find its own).
  */
 export function applyShard(opts: BenchOptions, shard: ShardSpec): void {
   const { index, count } = shard;
@@ -55,12 +56,17 @@ export function applyShard(opts: BenchOptions, shard: ShardSpec): void {
     if (n < min) throw new TailgateError('CLI_USAGE', `${flag} ${total} is too small to split over ${count} shards`);
     return n;
   };
-  if (opts.requestRate === undefined && opts.concurrency === undefined && opts.userCentricRate === undefined) {
+  if (opts.requestRate === undefined && opts.concurrency === undefined && opts.userCentricRate === undefined && opts.requestRateSeries === undefined) {
     throw new TailgateError('CLI_USAGE', '--shard-count needs the whole run\'s --concurrency (or --request-rate) to split');
   }
+  if (opts.adaptiveScale !== undefined) throw new TailgateError('CLI_USAGE', '--adaptive-scale finds one boundary with one controller: drop --shard-count (each pod would find its own)');
   if (opts.concurrency !== undefined) opts.concurrency = split('--concurrency', opts.concurrency, 1);
   if (opts.prefillConcurrency !== undefined) opts.prefillConcurrency = split('--prefill-concurrency', opts.prefillConcurrency, 1);
+  if (opts.warmupConcurrency !== undefined) opts.warmupConcurrency = split('--warmup-concurrency', opts.warmupConcurrency, 1);
+  if (opts.warmupPrefillConcurrency !== undefined) opts.warmupPrefillConcurrency = split('--warmup-prefill-concurrency', opts.warmupPrefillConcurrency, 1);
   if (opts.requestRate !== undefined) opts.requestRate = opts.requestRate / count;
+  if (opts.warmupRequestRate !== undefined) opts.warmupRequestRate = opts.warmupRequestRate / count;
+  if (opts.requestRateSeries !== undefined) opts.requestRateSeries = opts.requestRateSeries.map((p) => ({ ...p, qps: p.qps / count }));
   if (opts.userCentricRate !== undefined) opts.userCentricRate = opts.userCentricRate / count;
   if (opts.numUsers !== undefined) opts.numUsers = split('--num-users', opts.numUsers, 1);
   if (opts.requestCount !== undefined) opts.requestCount = split('--request-count', opts.requestCount, 1);
