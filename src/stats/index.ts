@@ -12,7 +12,7 @@ export type { SummarizeOptions, RecordMetrics } from './summarize.js';
 export { peakInflight, inflightEvents } from './inflight.js';
 export type { InflightPeak } from './inflight.js';
 export { timeSeries } from './time-series.js';
-export { timeWeightedMetrics, timeWeightedStats } from './time-weighted.js';
+export { timeWeightedMetrics } from './time-weighted.js';
 export type { TimeWeightedBlock } from './time-weighted.js';
 export type { TimeSeries, TimeSeriesOptions } from './time-series.js';
 export { syntheticRecord, syntheticError } from './synthetic.js';

@@ -107,7 +107,7 @@ function sweep(e: Events): Step {
  * weighted by duration over the whole window; percentiles from the duration-weighted distribution
  * (the first value whose cumulative share of time reaches q).
  */
-export function timeWeightedStats(step: Step, startMs: number, endMs: number, unit: string): TimeWeightedBlock | null {
+function timeWeightedStats(step: Step, startMs: number, endMs: number, unit: string): TimeWeightedBlock | null {
   const total = endMs - startMs;
   if (step.ts.length === 0 || total <= 0) return null;
   // Zero before the first event; each value held to the next event (the last to the window's end).
