@@ -1,8 +1,8 @@
 /** The request header giving a request's first-token target in milliseconds (llm-d's name). */
-export const SLO_TTFT_HEADER = 'x-slo-ttft-ms';
+const SLO_TTFT_HEADER = 'x-slo-ttft-ms';
 
 /** The request header giving a request's time-per-output-token target in milliseconds (llm-d's name). */
-export const SLO_TPOT_HEADER = 'x-slo-tpot-ms';
+const SLO_TPOT_HEADER = 'x-slo-tpot-ms';
 
 /** A positive finite number of milliseconds from header `name`, else undefined (absent or not a number: no SLO). */
 function msOf(headers: Record<string, string | string[] | undefined>, name: string): number | undefined {
