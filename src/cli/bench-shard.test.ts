@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { applyShard, shardOf, shardShare, startAtArg } from './bench-shard.js';
@@ -46,4 +49,16 @@ test('--start-at reads ISO 8601 with a zone or epoch seconds/ms, nothing ambiguo
   assert.equal(startAtArg(String(t / 1000)), t);
   assert.equal(startAtArg(String(t)), t);
   for (const bad of ['2026-12-02T16:00:00', 'tomorrow', '2026-12-02', '']) assert.throws(() => startAtArg(bad), /ISO 8601/, bad);
+});
+
+test('a trace replayed on its timestamps is not sharded (each pod would send every line); on a split rate or concurrency it is', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tailgate-shard-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const trace = join(dir, 't.jsonl');
+  writeFileSync(trace, '{"timestamp": 0, "input_length": 4, "output_length": 2}\n');
+  const shard = { index: 0, count: 2 };
+  assert.throws(() => applyShard({ url: [], model: 'm', concurrency: 8, inputFile: trace }, shard), /with a trace on its timestamps: each pod would replay every line/);
+  const split: BenchOptions = { url: [], model: 'm', concurrency: 8, inputFile: trace, fixedSchedule: false };
+  applyShard(split, shard);
+  assert.equal(split.concurrency, 4);
 });

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { TailgateError } from '../core/index.js';
 import type { BenchOptions } from '../bench/index.js';
+import { traceHasTimestamps } from '../workload/index.js';
 
 /** This pod's part of a distributed bench: shard `index` of `count`. */
 export interface ShardSpec {
@@ -47,7 +48,8 @@ export function shardOf(flags: { shardCount?: number | undefined; shardIndex?: n
  * Narrows the whole run's options to one shard: concurrency, request counts and the request rates
  * (a rate series point by point, the warm-up's too) are split evenly, and the seed is offset by the
  * index so pods do not send the same prompts in lockstep. Throws CLI_USAGE when a shard would get no
- * load, and for `--adaptive-scale`, whose boundary one controller finds (each pod would find its own).
+ * load, for `--adaptive-scale` (one controller finds its boundary) and for a trace replayed on its
+ * timestamps (each pod would send every line).
  */
 export function applyShard(opts: BenchOptions, shard: ShardSpec): void {
   const { index, count } = shard;
@@ -60,6 +62,10 @@ export function applyShard(opts: BenchOptions, shard: ShardSpec): void {
     throw new TailgateError('CLI_USAGE', '--shard-count needs the whole run\'s --concurrency (or --request-rate) to split');
   }
   if (opts.adaptiveScale !== undefined) throw new TailgateError('CLI_USAGE', '--adaptive-scale finds one boundary with one controller: drop --shard-count (each pod would find its own)');
+  // A trace on its timestamps is replayed whole by whoever replays it: N pods would send it N times.
+  if (opts.inputFile !== undefined && opts.fixedSchedule !== false && (opts.fixedSchedule === true || traceHasTimestamps(opts.inputFile))) {
+    throw new TailgateError('CLI_USAGE', '--shard-count with a trace on its timestamps: each pod would replay every line; give --no-fixed-schedule to split its lines by rate or concurrency');
+  }
   if (opts.concurrency !== undefined) opts.concurrency = split('--concurrency', opts.concurrency, 1);
   if (opts.prefillConcurrency !== undefined) opts.prefillConcurrency = split('--prefill-concurrency', opts.prefillConcurrency, 1);
   if (opts.warmupConcurrency !== undefined) opts.warmupConcurrency = split('--warmup-concurrency', opts.warmupConcurrency, 1);
