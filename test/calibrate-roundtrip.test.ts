@@ -9,9 +9,9 @@ import { runCli, startCli } from './helpers.js';
 
 /**
  * The parameters this test picks (not a built-in profile's): long steps, so a loaded machine's
- * timer lateness (~1 ms) is small beside them; a frontend time short enough that a wave of six
- * requests clears it inside one step (a live request's few ms of HTTP then cannot push it over a
- * step boundary, a staircase the simulator does not have); a running cap the highest level passes.
+ * timer lateness (~1 ms) is small beside them; a frontend time long enough that what a live request
+ * spends outside the engine on loopback (~1 ms: the way there and back, its first token's timer
+ * firing late) is small beside it; a running cap the highest level passes.
  */
 const PICKED: EngineProfile = {
   ...getProfile('small'),
@@ -22,28 +22,38 @@ const PICKED: EngineProfile = {
   stepBaseMs: 20,
   prefillMsPerToken: 0.08,
   decodeMsPerToken: 3,
-  frontendOverheadMs: 5,
+  frontendOverheadMs: 20,
 };
 
-/** Levels differ in lengths as well as load, so prefill and decode costs come apart. */
+/**
+ * Levels differ in lengths as well as load, so prefill and decode costs come apart; at c=1 each
+ * request finds the engine idle, so its TTFT is the frontend time and one step (in a closed loop
+ * above it a request arrives as a step ends and the frontend time hides in the wait for the next).
+ */
 const LEVELS = [
+  { concurrency: 1, requests: 12, warmup: 1, isl: 128, osl: 24 },
   { concurrency: 2, requests: 26, warmup: 2, isl: 1024, osl: 24 },
-  { concurrency: 6, requests: 18, warmup: 6, isl: 128, osl: 24 },
   { concurrency: 16, requests: 40, warmup: 16, isl: 256, osl: 32 },
 ];
-/** Unmeasured levels of the middle level's workload (--predict runs the nearest level's lengths and request counts). */
+/**
+ * Unmeasured levels above the cap, of the c=16 level's workload (--predict runs the nearest level's
+ * lengths and warm-up). Not between c=2 and c=16 at c=2's lengths: a closed loop of 1024-token
+ * prompts at c=3-9 changes its order of steps with a small change of profile (the simulator's c=5 TTFT
+ * p50 is 374 ms on the picked profile, 218 ms with a prefill cost 2.4% lower and a frontend 1.7 ms longer),
+ * while on the picked profile it matches the live fleet (c=5: 372 ms).
+ */
 const UNSEEN = [
-  { concurrency: 5, requests: 36, warmup: 6, isl: 128, osl: 24 },
-  { concurrency: 9, requests: 36, warmup: 6, isl: 128, osl: 24 },
+  { concurrency: 20, requests: 48, warmup: 16, isl: 256, osl: 32 },
+  { concurrency: 24, requests: 48, warmup: 16, isl: 256, osl: 32 },
 ];
-/** Requests of each unseen level and of its prediction: a TTFT median over a few waves, not one (a step boundary moves one wave's). */
-const UNSEEN_REQUESTS = 36;
+/** Requests of each unseen level and of its prediction. */
+const UNSEEN_REQUESTS = 48;
 
 /**
  * The fleet's own counters (its /metrics): steps run, and the time they fell behind the profile on
  * the real clock; generation requests taken, and their real time from arrival to the engine submit.
  */
-async function stepClock(url: string): Promise<{ steps: number; lateMs: number; requests: number; handlingMs: number }> {
+async function stepClock(url: string): Promise<{ steps: number; lateMs: number; requests: number; handlingMs: number; ttftMs: number; ttftCount: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const read = (name: string): number => {
     const m = new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(text);
@@ -55,6 +65,8 @@ async function stepClock(url: string): Promise<{ steps: number; lateMs: number; 
     lateMs: 1000 * read('tailgate_engine_late_seconds_total'),
     requests: read('tailgate_frontend_requests_total'),
     handlingMs: 1000 * read('tailgate_frontend_seconds_total'),
+    ttftMs: 1000 * read('vllm:time_to_first_token_seconds_sum'),
+    ttftCount: read('vllm:time_to_first_token_seconds_count'),
   };
 }
 
@@ -66,6 +78,8 @@ interface LiveLevel {
   requests: number;
   /** Mean real time (ms) from a request's arrival at the worker to its engine submit. */
   handlingMs: number;
+  /** The fleet's own TTFT mean (ms): from the submit to the first token's write. */
+  ttftMs: number;
 }
 
 /**
@@ -85,9 +99,9 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
   writeFileSync(profileFile, formatProfileYaml(PICKED, 'picked by test/calibrate-roundtrip.test.ts', {}));
   const fleet = await startCli(['fleet', '--workers', '1', '--port', '0', '--no-prefix-caching', '--profile', profileFile]);
   const url = (JSON.parse(fleet.lines[0]!) as { url: string }).url;
-  // A live fleet runs on the real clock: on a loaded machine its step timers fire late. The engine
-  // catches a late step up by the next one (up to a step); beyond that it runs a slower profile than
-  // the file says, and its own counters say by how much, level by level.
+  // A live fleet runs on the real clock: on a loaded machine its timers fire late. The engine starts
+  // each step where its plan has it (after a step or from idle), catching a late timer up by up to a
+  // step; beyond that it runs a slower profile than the file says, and its own counters say by how much.
   const bench = async (l: (typeof LEVELS)[number], attempt = 1): Promise<LiveLevel> => {
     const out = join(dir, `c${l.concurrency}-${attempt}`);
     const before = await stepClock(url);
@@ -96,7 +110,7 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
     const after = await stepClock(url);
     const steps = after.steps - before.steps;
     const requests = after.requests - before.requests;
-    return { dir: out, steps, lateMs: (after.lateMs - before.lateMs) / steps, requests, handlingMs: (after.handlingMs - before.handlingMs) / requests };
+    return { dir: out, steps, lateMs: (after.lateMs - before.lateMs) / steps, requests, handlingMs: (after.handlingMs - before.handlingMs) / requests, ttftMs: (after.ttftMs - before.ttftMs) / (after.ttftCount - before.ttftCount) };
   };
   let runs: LiveLevel[] = [];
   const unseen: LiveLevel[] = [];
@@ -133,20 +147,21 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
   // What the fit levels ran: the picked profile, its step base late by their steps' mean lateness.
   const fitLate = runs.reduce((s, l) => s + l.lateMs * l.steps, 0) / runs.reduce((s, l) => s + l.steps, 0);
   const ran = asRun(fitLate);
-  for (const field of ['stepBaseMs', 'decodeMsPerToken', 'maxNumSeqs'] as const) {
-    const err = Math.abs(profile[field] / ran[field] - 1);
-    assert.ok(err <= 0.05, `${field}: fitted ${profile[field]}, ran ${ran[field]} (picked ${PICKED[field]}; ${(100 * err).toFixed(1)}% off; steps late: ${lateness})`);
-  }
-  // Prefill cost and frontend time show through TTFT. The fleet's own handling before submit is
-  // measured (tailgate_frontend_seconds_total: 0.1-1.2 ms a request) and is not what moves the fit:
-  // at these levels the simulator's TTFT mean hardly moves with the frontend time (a request waits
-  // for a step boundary), and c=6's wave sits on a step edge (6 x 5 ms against a 30.2 ms first step),
-  // so the fit trades frontend time against prefill cost (docs/calibrate.md). The prefill cost is held
-  // within 15%; the frontend time is printed beside the handling measured, not judged.
+  // At c=1 the engine is idle when a request arrives: its TTFT is the frontend time and one step, and
+  // beyond the profile only what a live request spends outside the fleet's plan (the way there and
+  // back on loopback, its first token's step timer firing late). That time, measured there against the
+  // simulator on the profile as run, is part of the frontend time the levels show.
+  const c1 = runs[0]!;
+  const c1Level = readRun(c1.dir);
+  const outsideMs = c1Level.measured.ttftMeanMs - predictLevel(simLevelOf(c1Level), asRun(c1.lateMs)).ttftMeanMs;
+  const wayMs = c1Level.measured.ttftMeanMs - c1.ttftMs - c1.handlingMs;
   const handlingMs = runs.reduce((s, l) => s + l.handlingMs * l.requests, 0) / runs.reduce((s, l) => s + l.requests, 0);
-  const prefillErr = profile.prefillMsPerToken / ran.prefillMsPerToken - 1;
-  process.stderr.write(`prefill cost fitted ${profile.prefillMsPerToken.toPrecision(4)} for ${ran.prefillMsPerToken} (${(100 * prefillErr).toFixed(1)}%); frontend ${profile.frontendOverheadMs.toPrecision(3)} ms for ${PICKED.frontendOverheadMs} picked plus ${handlingMs.toFixed(2)} ms the fleet measured between arrival and submit\n`);
-  assert.ok(Math.abs(prefillErr) <= 0.15, `prefillMsPerToken: fitted ${profile.prefillMsPerToken}, ran ${ran.prefillMsPerToken} (${(100 * prefillErr).toFixed(1)}%)`);
+  process.stderr.write(`frontend ${profile.frontendOverheadMs.toPrecision(4)} ms fitted for ${PICKED.frontendOverheadMs} picked (the fleet's handling before submit, ${handlingMs.toFixed(2)} ms a request, is part of it) plus ${outsideMs.toFixed(2)} ms a c=1 request spent outside the profile (its way there and back beyond the fleet's own TTFT: ${wayMs.toFixed(2)} ms)\n`);
+  const ranAll = { ...ran, frontendOverheadMs: PICKED.frontendOverheadMs + outsideMs };
+  for (const field of ['stepBaseMs', 'prefillMsPerToken', 'decodeMsPerToken', 'frontendOverheadMs', 'maxNumSeqs'] as const) {
+    const err = Math.abs(profile[field] / ranAll[field] - 1);
+    assert.ok(err <= 0.05, `${field}: fitted ${profile[field]}, ran ${ranAll[field]} (picked ${PICKED[field]}; ${(100 * err).toFixed(1)}% off; steps late: ${lateness})`);
+  }
   type Row = { concurrency: number; output_token_throughput: { avg: number }; inter_token_latency: { p50: number }; time_to_first_token: { p50: number } };
   const predictions = JSON.parse(r.stdout) as Row[];
   assert.deepEqual(predictions.map((p) => p.concurrency), UNSEEN.map((l) => l.concurrency));
@@ -159,6 +174,8 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
     const same = predictLevel(simLevelOf(live), profile);
     assert.ok(Math.abs(p.output_token_throughput.avg / same.outputTokPerS - 1) < 0.01, `c=${p.concurrency}: --predict ran the fitted profile at the level's workload (${p.output_token_throughput.avg} against ${same.outputTokPerS})`);
     const within = (name: string, got: number, want: number, share: number): void => assert.ok(Math.abs(got / want - 1) <= share, `c=${p.concurrency} ${name}: predicted ${got.toFixed(2)}, live ${want.toFixed(2)} (TTFT p50 on the picked profile as run ${truth.ttftP50Ms.toFixed(1)}; steps late: ${lateness})`);
+    const pct = (got: number, want: number): string => `${(100 * (got / want - 1)).toFixed(1)}%`;
+    process.stderr.write(`c=${p.concurrency} predicted against live: output tok/s ${pct(row.outputTokPerS, live.measured.outputTokPerS)}, ITL p50 ${pct(row.itlP50Ms, live.measured.itlP50Ms)}, TTFT p50 ${pct(row.ttftP50Ms, live.measured.ttftP50Ms)} (on the picked profile as run: ${pct(truth.ttftP50Ms, live.measured.ttftP50Ms)})\n`);
     within('output tok/s', row.outputTokPerS, live.measured.outputTokPerS, 0.05);
     within('ITL p50', row.itlP50Ms, live.measured.itlP50Ms, 0.05);
     within('TTFT p50', row.ttftP50Ms, live.measured.ttftP50Ms, 0.15);

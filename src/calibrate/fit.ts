@@ -72,6 +72,8 @@ const TTFT_REL_SE_FLOOR = 0.05;
 const ITL_REL_SE_FLOOR = 0.02;
 /** The relative error a level's TTFT p99 (and p50, beside a mean) is weighed by (a tail is noisier than a mean). */
 const TTFT_P99_REL_SE = 0.1;
+/** Fewer measured requests than this, and a TTFT p99 lies between the slowest two: one disturbed request, not weighed. */
+const TAIL_MIN_REQUESTS = 100;
 /** A parameter whose 95% interval is wider than this share of its value is reported as not pinned down. */
 const LOOSE_SHARE = 0.5;
 
@@ -152,9 +154,10 @@ export function fitProfile(levels: readonly Level[], opts: FitOptions): FitResul
     return got.reduce((e, g, i) => {
       const l = levels[i]!;
       const m = l.measured;
-      // TTFT p99 is the frontend's queue when a wave of requests arrives together: it pins the frontend time.
+      // TTFT p99 is the frontend's queue when a wave of requests arrives together: it pins the frontend time
+      // (given a hundred requests or more: below that it is the slowest one or two).
       // A tail and a median of a few dozen requests are noisier than the mean: their errors scale with it.
-      const tail = m.ttftP99Ms !== null && g.ttftP99Ms !== null ? huber(Math.log(g.ttftP99Ms / m.ttftP99Ms) / Math.max(TTFT_P99_REL_SE, 3 * ttftRelSe[i]!)) : 0;
+      const tail = l.requestCount >= TAIL_MIN_REQUESTS && m.ttftP99Ms !== null && g.ttftP99Ms !== null ? huber(Math.log(g.ttftP99Ms / m.ttftP99Ms) / Math.max(TTFT_P99_REL_SE, 3 * ttftRelSe[i]!)) : 0;
       // With a mean to fit as well, the median still counts: a mean can be all tail.
       const median = ttftMean(l) && Number.isFinite(m.ttftP50Ms) ? huber(Math.log(g.ttftP50Ms / m.ttftP50Ms) / Math.max(TTFT_P99_REL_SE, 1.25 * ttftRelSe[i]!)) : 0;
       return e + huber(Math.log(ttftOf(g, ttftMean(l)) / ttftOf(m, ttftMean(l))) / ttftRelSe[i]!) + huber(Math.log(itlOf(g, itlMean(l)) / itlOf(m, itlMean(l))) / itlRelSe[i]!) + tail + median;
