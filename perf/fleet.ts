@@ -11,6 +11,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Tokenizer } from '../src/workload/index.js';
+import { numberArg, textArg } from './args.js';
 
 interface Mark {
   messages: number;
@@ -129,11 +130,9 @@ async function measure(kind: 'fleet' | 'floor', streams: number, tokensPerChunk:
 if (process.argv[2] === '--client') {
   client(process.argv.slice(4), Number(process.argv[3]));
 } else {
-  const i = process.argv.indexOf('--seconds');
-  const seconds = i > 0 ? Number(process.argv[i + 1]) : 8;
-  const ti = process.argv.indexOf('--tokenizer');
+  const seconds = numberArg('--seconds', 8);
   const { loadTokenizer } = await import('../src/workload/index.js');
-  const tokenizer = await loadTokenizer(ti > 0 ? process.argv[ti + 1]! : fileURLToPath(new URL('../test/fixtures/tiny-bpe', import.meta.url)));
+  const tokenizer = await loadTokenizer(textArg('--tokenizer', fileURLToPath(new URL('../test/fixtures/tiny-bpe', import.meta.url))));
   const rows = [];
   const plan = [['floor', 512, 1, false], ['fleet', 512, 1, false], ['fleet', 512, 1, true], ['floor', 2048, 1, false], ['fleet', 2048, 1, false], ['fleet', 2048, 1, true], ['fleet', 2048, 2, false]] as const;
   for (const [kind, streams, k, tok] of plan) rows.push(await measure(kind, streams, k, seconds, tok ? tokenizer : undefined));

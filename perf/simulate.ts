@@ -22,21 +22,20 @@ import { VirtualClock } from '../src/core/index.js';
 import { Engine, getProfile, type TokenSink } from '../src/engine/index.js';
 import { PRESETS, runScenario, scenarioFromObject, type Scenario, type SimOptions } from '../src/sim/index.js';
 import type { PolicyName } from '../src/routing/index.js';
+import { hasArg, numberArg, optionalArg } from './args.js';
 
-const quick = process.argv.includes('--quick');
-const fleetOnly = process.argv.includes('--fleet');
+const quick = hasArg('--quick');
+const fleetOnly = hasArg('--fleet');
 // With --fleet: only that policy's row (an A/B alternates two checkouts' runs of one row).
-const policyAt = process.argv.indexOf('--policy');
-const onlyPolicy = policyAt >= 0 ? process.argv[policyAt + 1] : undefined;
+const onlyPolicy = optionalArg('--policy');
 if (onlyPolicy !== undefined && onlyPolicy !== 'p2c' && onlyPolicy !== 'adaptive') {
   console.error('perf/simulate: --policy takes p2c or adaptive');
-  process.exit(1);
+  process.exit(2);
 }
-const untilAt = process.argv.indexOf('--until');
-const untilMs = untilAt >= 0 ? Number(process.argv[untilAt + 1]) : 6000;
+const untilMs = numberArg('--until', 6000);
 if (!(untilMs > 0)) {
   console.error('perf/simulate: --until takes a positive number of milliseconds');
-  process.exit(1);
+  process.exit(2);
 }
 
 interface Measure {
