@@ -2,6 +2,7 @@
 // first token, then its max_tokens as decode, and both back to 0 when it ends; least-tokens reads them.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { countTokens } from '../src/core/index.js';
 import { startRouter } from '../src/router/index.js';
 import { startFakeUpstream } from './doubles/fake-upstream.js';
 import { until } from './helpers.js';
@@ -75,7 +76,10 @@ test('a migrated stream\'s continuation counts its prompt and the answer so far 
   other.behaviour = { ttftMs: 3000, itlMs: 1 };
   const r = await res;
   const moved = await until('the continuation on the other worker', () => router.workers().find((w) => w.id === other.id && w.prefillTokens > 0));
-  assert.equal(moved.prefillTokens, prompt + 5, 'its prompt and the 5 tokens already sent');
+  // (what was sent is read from the continuation itself: a loaded machine may cut the stream before its 5th token)
+  const sent = countTokens((other.requests[0]!.body['messages'] as { content: string }[]).at(-1)!.content);
+  assert.ok(sent >= 1 && sent <= 5, `${sent} tokens sent before the stall`);
+  assert.equal(moved.prefillTokens, prompt + sent, 'its prompt and the tokens already sent');
   assert.equal(readSse(await r.text()).text, words(20), 'the answer whole');
   await until('every count back to 0', () => router.workers().every((w) => w.inflight === 0 && w.prefillTokens === 0 && w.decodeTokens === 0));
   const m = await router.metrics();
