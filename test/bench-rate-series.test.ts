@@ -35,6 +35,15 @@ test('the series file is read by AIPerf\'s rules: points (or a bare array) of ti
   refuses('[{"time_s":0,"qps":1,"rate":2},{"time_s":1,"qps":3}]', /unknown key rate/);
   refuses('{"points":[],"extra":1}', /exactly one top-level key: points/);
   refuses('{nope', /not valid JSON/);
+  refuses('[{"time_s":0,"qps":"2"},{"time_s":1,"qps":3}]', /point 0: qps must be a finite number > 0 \(got "2"\)/);
+});
+
+test('a series given in code is held to the same rules: a rate of 0 is refused, not a run that never sends its next request', async () => {
+  const { resolveBenchOptions } = await import('../src/bench/index.js');
+  const given = (qps: number) => resolveBenchOptions({ url: 'http://x', model: 'm', requestRateSeries: [{ timeS: 0, qps: 2 }, { timeS: 5, qps }] });
+  assert.equal(given(4).requestRate, 2);
+  assert.throws(() => given(0), (e: unknown) => isTailgateError(e) && e.code === 'CONFIG_INVALID' && /point 1: qps must be a finite number > 0 \(got 0\)/.test(e.message));
+  assert.throws(() => given(Number.NaN), /point 1: qps must be a finite number > 0/);
 });
 
 test('the rate is linear between points and held outside them; arrival k sits where the rate has sent k requests', () => {

@@ -1,7 +1,7 @@
 import { TailgateError, createRng } from '../core/index.js';
 import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
-import { NO_SYNTHESIS, SAMPLING_STRATEGIES, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type MediaOptions, type SynthesisOptions, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
+import { NO_SYNTHESIS, SAMPLING_STRATEGIES, checkRateSeries, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type MediaOptions, type SynthesisOptions, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import { mediaInputConfig, resolveMedia } from './media-options.js';
 import type { CallResult } from './request-call.js';
@@ -521,7 +521,7 @@ function rateSeriesStart(o: BenchOptions, series: readonly RatePoint[]): number 
   if (o.requestRate !== undefined) throw bad('--request-rate and --request-rate-series are mutually exclusive (as in AIPerf)');
   if (o.userCentricRate !== undefined) throw bad('--request-rate-series is not supported with --user-centric-rate (as in AIPerf)');
   if ((o.threads ?? D.threads) > 1) throw bad('--request-rate-series runs on one thread: drop --threads');
-  if (series.length < 2) throw bad('--request-rate-series needs at least two points');
+  checkRateSeries(series, '(the requestRateSeries option)');
   return series[0]!.qps;
 }
 

@@ -21,7 +21,7 @@ export { TRACE_BLOCK_TOKENS, loadTrace, parseTrace, timedSessions, traceHasTimes
 export type { SamplingStrategy } from './sampler.js';
 export { SAMPLING_STRATEGIES, defaultSampling, sessionSampler } from './sampler.js';
 export type { RatePoint } from './rate-series.js';
-export { parseRateSeries, rateAt, readRateSeries, seriesWithRamp, timeForCount } from './rate-series.js';
+export { checkRateSeries, parseRateSeries, rateAt, readRateSeries, seriesWithRamp, timeForCount } from './rate-series.js';
 export type { SequencePair } from './sequence-distribution.js';
 export { parseSequenceDistribution, samplePair } from './sequence-distribution.js';
 export type { PublicDatasetFile } from './public-dataset.js';

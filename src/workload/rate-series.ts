@@ -31,11 +31,24 @@ export function parseRateSeries(text: string, source: string): RatePoint[] {
   } else if (!Array.isArray(doc)) throw bad(`--request-rate-series ${source}: must be an object with points or a points array`);
   if (!Array.isArray(list)) throw bad(`--request-rate-series ${source}: points must be an array`);
   const points = list.map((p: unknown, i) => pointOf(p, i, source));
-  if (points.length < 2) throw bad(`--request-rate-series ${source}: needs at least two points (got ${points.length})`);
-  for (let i = 1; i < points.length; i++) {
-    if (points[i]!.timeS <= points[i - 1]!.timeS) throw bad(`--request-rate-series ${source}: time_s values must be strictly increasing (point ${i}: ${points[i]!.timeS} after ${points[i - 1]!.timeS})`);
-  }
+  checkRateSeries(points, source);
   return points;
+}
+
+/**
+ * AIPerf's rules on a series' points, for one given as data as well as one read from a file: at least
+ * two, times finite, >= 0 and strictly increasing, rates finite and > 0 (a rate of 0 would never
+ * send the next request).
+ *
+ * @throws TailgateError CONFIG_INVALID naming `source`
+ */
+export function checkRateSeries(points: readonly RatePoint[], source: string): void {
+  if (points.length < 2) throw bad(`--request-rate-series ${source}: needs at least two points (got ${points.length})`);
+  points.forEach((p, i) => {
+    if (!Number.isFinite(p.timeS) || p.timeS < 0) throw bad(`--request-rate-series ${source}: point ${i}: time_s must be a finite number >= 0 (got ${p.timeS})`);
+    if (!Number.isFinite(p.qps) || p.qps <= 0) throw bad(`--request-rate-series ${source}: point ${i}: qps must be a finite number > 0 (got ${p.qps})`);
+    if (i > 0 && p.timeS <= points[i - 1]!.timeS) throw bad(`--request-rate-series ${source}: time_s values must be strictly increasing (point ${i}: ${p.timeS} after ${points[i - 1]!.timeS})`);
+  });
 }
 
 function pointOf(p: unknown, i: number, source: string): RatePoint {
@@ -43,8 +56,9 @@ function pointOf(p: unknown, i: number, source: string): RatePoint {
   const extra = Object.keys(p).filter((k) => k !== 'time_s' && k !== 'qps');
   if (extra.length > 0) throw bad(`--request-rate-series ${source}: point ${i} has unknown key ${extra[0]} (only time_s and qps)`);
   const { time_s: t, qps } = p as { time_s?: unknown; qps?: unknown };
-  if (typeof t !== 'number' || !Number.isFinite(t) || t < 0) throw bad(`--request-rate-series ${source}: point ${i}: time_s must be a finite number >= 0 (got ${JSON.stringify(t)})`);
-  if (typeof qps !== 'number' || !Number.isFinite(qps) || qps <= 0) throw bad(`--request-rate-series ${source}: point ${i}: qps must be a finite number > 0 (got ${JSON.stringify(qps)})`);
+  // Types here; the ranges, for data given in code too, in checkRateSeries.
+  if (typeof t !== 'number') throw bad(`--request-rate-series ${source}: point ${i}: time_s must be a finite number >= 0 (got ${JSON.stringify(t)})`);
+  if (typeof qps !== 'number') throw bad(`--request-rate-series ${source}: point ${i}: qps must be a finite number > 0 (got ${JSON.stringify(qps)})`);
   return { timeS: t, qps };
 }
 
