@@ -77,7 +77,9 @@ test('a migrated stream\'s continuation counts its prompt and the answer so far 
   const r = await res;
   const moved = await until('the continuation on the other worker', () => router.workers().find((w) => w.id === other.id && w.prefillTokens > 0));
   // (what was sent is read from the continuation itself: a loaded machine may cut the stream before its 5th token)
-  const sent = countTokens((other.requests[0]!.body['messages'] as { content: string }[]).at(-1)!.content);
+  // (the router counts it as it sends; the worker records it once its body is read)
+  const continuation = await until('the continuation at the other worker', () => other.requests[0]);
+  const sent = countTokens((continuation.body['messages'] as { content: string }[]).at(-1)!.content);
   assert.ok(sent >= 1 && sent <= 5, `${sent} tokens sent before the stall`);
   assert.equal(moved.prefillTokens, prompt + sent, 'its prompt and the tokens already sent');
   assert.equal(readSse(await r.text()).text, words(20), 'the answer whole');
