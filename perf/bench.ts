@@ -10,17 +10,14 @@
 // Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--cpu-requests 2048] [--osl 64] [--rounds 2] [--warm-rounds 2] [--baseline DIR]
 // --baseline DIR adds `tailgate bench (baseline DIR)`: the bench of another checkout DIR (with its
 // node_modules), loaded into this process and measured in the same interleaved rounds, for an A/B in one run.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { connect } from 'node:net';
-import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { Pool, request } from 'undici';
 import { percentile } from '../src/stats/index.js';
 import { hrtimeOffsetNs } from './monotonic.js';
+import { floorClient, startFleet } from './bench-clients.js';
 import { runBench, type BenchOptions, type CallResult } from '../src/bench/index.js';
 
-const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 const MODEL = 'Qwen/Qwen3-8B';
 
 function arg(name: string, fallback: string): string {
@@ -39,20 +36,8 @@ const WARM_ROUNDS = Number(arg('warm-rounds', '2'));
 const BASELINE = arg('baseline', '');
 type RunBench = typeof runBench;
 
-async function startFleet(): Promise<{ urls: string[]; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(WORKERS), '--port', '0', '--profile', 'small', '--max-waiting', '4096'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const urls: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`fleet exited with ${code}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (line.startsWith('{')) urls.push((JSON.parse(line) as { url: string }).url);
-      if (line === 'ready') resolve();
-    });
-  });
-  return { urls, child };
-}
+/** The plain client's and the floor's prompt: 128 words. */
+const PROMPT = Array.from({ length: 128 }, (_, i) => `w${i}`).join(' ');
 
 function body(prompt: string): string {
   return JSON.stringify({ messages: [{ role: 'user', content: prompt }], model: MODEL, stream: true, stream_options: { include_usage: true }, max_tokens: OSL });
@@ -61,7 +46,7 @@ function body(prompt: string): string {
 /** The plain client: undici `request()` per stream, reading the body stream and counting "\n\n". */
 async function plainClient(urls: string[], streams: number, total: number): Promise<{ messages: number }> {
   const pools = urls.map((u) => new Pool(u, { connections: streams, pipelining: 1 }));
-  const payload = body(Array.from({ length: 128 }, (_, i) => `w${i}`).join(' '));
+  const payload = body(PROMPT);
   let messages = 0;
   let issued = 0;
   const slot = async (): Promise<void> => {
@@ -90,47 +75,6 @@ async function plainClient(urls: string[], streams: number, total: number): Prom
   return { messages };
 }
 
-/** The floor: one raw socket per stream, Node's `onread` into one buffer, counting "\n\n" and the end of each chunked body. */
-function floorClient(urls: string[], streams: number, total: number): Promise<{ messages: number }> {
-  const payload = body(Array.from({ length: 128 }, (_, i) => `w${i}`).join(' '));
-  const buf = Buffer.allocUnsafe(256 * 1024);
-  let issued = 0;
-  let done = 0;
-  let messages = 0;
-  return new Promise((resolve) => {
-    const open = (url: string): void => {
-      const u = new URL(url);
-      const req = Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-      let lastLf = false;
-      const socket = connect({
-        host: u.hostname,
-        port: Number(u.port),
-        onread: {
-          buffer: buf,
-          callback: (n) => {
-            if (lastLf && buf[0] === 10) messages++;
-            for (let i = 0; i + 1 < n; i++) if (buf[i] === 10 && buf[i + 1] === 10) messages++;
-            lastLf = buf[n - 1] === 10;
-            // "0\r\n\r\n" ends the chunked body (the fleet sends it in the read that ends the response).
-            if (n >= 5 && buf[n - 5] === 48 && buf[n - 4] === 13 && buf[n - 3] === 10 && buf[n - 2] === 13 && buf[n - 1] === 10) {
-              if (++done === total) resolve({ messages });
-              if (issued < total) {
-                issued++;
-                socket.write(req);
-              } else socket.destroy();
-            }
-            return true;
-          },
-        },
-      });
-      socket.setNoDelay(true);
-      issued++;
-      socket.write(req);
-    };
-    for (let i = 0; i < Math.min(streams, total); i++) open(urls[i % urls.length]!);
-  });
-}
-
 function cpuUs<T>(fn: () => Promise<T>): Promise<{ value: T; us: number; sysUs: number; wallMs: number }> {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
@@ -146,11 +90,11 @@ function benchOpts(urls: string[], streams: number, total: number, extra: Partia
 
 async function main(): Promise<void> {
   const baseRunBench: RunBench | null = BASELINE ? ((await import(pathToFileURL(join(BASELINE, 'src/bench/index.ts')).href)) as { runBench: RunBench }).runBench : null;
-  const { urls, child } = await startFleet();
+  const { urls, child } = await startFleet(WORKERS);
   try {
     // Warm both code paths and the fleet's connections once, unmeasured.
     await plainClient(urls, 32, 64);
-    await floorClient(urls, 32, 64);
+    await floorClient(urls, 32, 64, body(PROMPT));
     await runBench(benchOpts(urls, 32, 64));
 
     const total = CPU_REQUESTS;
@@ -158,7 +102,7 @@ async function main(): Promise<void> {
     // Until V8 has compiled the hot code of each client, its compile threads' CPU lands in the figures.
     for (let round = 0; round < WARM_ROUNDS; round++) {
       await plainClient(urls, CPU_STREAMS, total);
-      await floorClient(urls, CPU_STREAMS, total);
+      await floorClient(urls, CPU_STREAMS, total, body(PROMPT));
       for (const transport of ['undici', 'socket'] as const) await runBench(benchOpts(urls, CPU_STREAMS, total, { transport }));
       if (baseRunBench) await baseRunBench(benchOpts(urls, CPU_STREAMS, total, { transport: 'socket' }));
     }
@@ -171,7 +115,7 @@ async function main(): Promise<void> {
       perMsg.plain.push(plain.us / plain.value.messages);
       sysPerMsg.plain.push(plain.sysUs / plain.value.messages);
       msgs = plain.value.messages;
-      const floor = await cpuUs(() => floorClient(urls, CPU_STREAMS, total));
+      const floor = await cpuUs(() => floorClient(urls, CPU_STREAMS, total, body(PROMPT)));
       perMsg.floor.push(floor.us / floor.value.messages);
       sysPerMsg.floor.push(floor.sysUs / floor.value.messages);
       for (const transport of ['undici', 'socket'] as const) {

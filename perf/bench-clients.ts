@@ -1,0 +1,66 @@
+// The pieces perf/bench.ts and perf/bench-cpu-profile.ts share: the fleet they measure against and the raw-socket floor.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+
+
+/** The floor: one raw socket per stream, Node's `onread` into one buffer, counting "\n\n" and the end of each chunked body. */
+export function floorClient(urls: string[], streams: number, total: number, payload: string): Promise<{ messages: number }> {
+  const buf = Buffer.allocUnsafe(256 * 1024);
+  let issued = 0;
+  let done = 0;
+  let messages = 0;
+  return new Promise((resolve) => {
+    const open = (url: string): void => {
+      const u = new URL(url);
+      const req = Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+      let lastLf = false;
+      const socket = connect({
+        host: u.hostname,
+        port: Number(u.port),
+        onread: {
+          buffer: buf,
+          callback: (n) => {
+            if (lastLf && buf[0] === 10) messages++;
+            for (let i = 0; i + 1 < n; i++) if (buf[i] === 10 && buf[i + 1] === 10) messages++;
+            lastLf = buf[n - 1] === 10;
+            // "0\r\n\r\n" ends the chunked body (the fleet sends it in the read that ends the response).
+            if (n >= 5 && buf[n - 5] === 48 && buf[n - 4] === 13 && buf[n - 3] === 10 && buf[n - 2] === 13 && buf[n - 1] === 10) {
+              if (++done === total) resolve({ messages });
+              if (issued < total) {
+                issued++;
+                socket.write(req);
+              } else socket.destroy();
+            }
+            return true;
+          },
+        },
+      });
+      socket.setNoDelay(true);
+      issued++;
+      socket.write(req);
+    };
+    for (let i = 0; i < Math.min(streams, total); i++) open(urls[i % urls.length]!);
+  });
+}
+
+/** A `tailgate fleet` of `workers` 'small' workers in a child process; resolves with its workers' URLs once it is ready. */
+export async function startFleet(workers: number): Promise<{ urls: string[]; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(workers), '--port', '0', '--profile', 'small', '--max-waiting', '4096'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    // From the repository, wherever the caller runs (`--import tsx` resolves from the working directory).
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+  });
+  const urls: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`fleet exited with ${code}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.startsWith('{')) urls.push((JSON.parse(line) as { url: string }).url);
+      if (line === 'ready') resolve();
+    });
+  });
+  return { urls, child };
+}

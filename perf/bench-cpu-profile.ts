@@ -1,0 +1,149 @@
+// Where the bench client's CPU per SSE message goes, against the raw-socket floor of perf/bench.ts:
+// Linux `perf` samples this process (cpu-clock, user and kernel, every thread: V8's GC and compiler
+// threads too) over steady-state runs of each client against `tailgate fleet`, and the samples are
+// grouped by where they fell: the kernel, each JavaScript function, V8's GC, V8's compilers, libuv,
+// the rest of Node and V8, libc. Each group is printed in microseconds per SSE message, side by side.
+// Run: node --import tsx perf/bench-cpu-profile.ts [--streams 256] [--requests 2048] [--osl 64] [--rounds 3] [--warm-rounds 2] [--top 12]
+// Needs `perf` (linux-tools) allowed to sample its own processes (kernel.perf_event_paranoid <= 2). The
+// script restarts itself under --perf-prof in a scratch directory: V8 writes a jitdump of every code
+// object there (moves included) and `perf inject --jit` names the samples in JIT code from it; the
+// plain perf map of --perf-basic-prof named some of them after older code at the same address.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runBench } from '../src/bench/index.js';
+import { floorClient, startFleet } from './bench-clients.js';
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
+}
+
+const STREAMS = Number(arg('streams', '256'));
+const REQUESTS = Number(arg('requests', String(STREAMS * 8)));
+const OSL = Number(arg('osl', '64'));
+const ROUNDS = Number(arg('rounds', '3'));
+const WARM_ROUNDS = Number(arg('warm-rounds', '2'));
+const TOP = Number(arg('top', '12'));
+const MODEL = 'Qwen/Qwen3-8B';
+
+/** Sampled time per group, in ns (cpu-clock periods). */
+type Groups = Map<string, number>;
+
+/** The group of one `perf report` row: kernel, a JS function, or a part of the runtime. */
+function groupOf(dso: string, sym: string): string {
+  if (dso.includes('kernel')) return 'kernel';
+  if (sym.startsWith('JS:') || dso.startsWith('[JIT]')) {
+    // `JS:*name file:///…/dir/file.ts:line:col` -> `js name (dir/file.ts)`
+    const m = /^JS:\W?(\S*) (?:file:\/\/)?(?:.*\/)?([^/]+\/[^/:]+)/.exec(sym);
+    return m ? `js ${m[1] || '(anonymous)'} (${m[2]})` : 'js (other)';
+  }
+  if (/Scaveng|Marking|Mark(?:Compact|er)|Sweep|Evacuat|Heap::|RememberedSet|SlotSet|MemoryAllocator|Unmapper/.test(sym)) return 'v8 gc';
+  if (/compiler::|Compile|Maglev|Baseline|interpreter::|Parser|Bytecode|Deoptimiz/.test(sym)) return 'v8 compilers';
+  if (/^uv_|^uv__/.test(sym)) return 'libuv';
+  if (sym.startsWith('Builtins_')) return 'v8 builtins';
+  if (dso.startsWith('lib') || dso === '[vdso]') return 'libc, vdso';
+  return 'node and v8 runtime (other)';
+}
+
+/** Runs `measure` under `perf record` on this process; returns the sampled time by group. */
+async function sampled(measure: () => Promise<void>): Promise<Groups> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-cpu-profile-'));
+  const data = join(dir, 'perf.data');
+  try {
+    // -k 1: the monotonic clock, the one V8's jitdump records carry.
+    const rec = spawn('perf', ['record', '-k', '1', '-F', '999', '-e', 'cpu-clock', '-p', String(process.pid), '-o', data], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    rec.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<void>((resolve) => rec.once('exit', () => resolve()));
+    // perf attaches within a few ms; the wait keeps the first samples of the run from being missed.
+    await new Promise((r) => setTimeout(r, 1000));
+    await measure();
+    rec.kill('SIGINT');
+    await exited;
+    const inject = spawnSync('perf', ['inject', '--jit', '-i', data, '-o', `${data}.jit`], { encoding: 'utf8', cwd: process.cwd() });
+    if (inject.status !== 0) throw new Error(`perf inject failed: ${inject.stderr.trim().split('\n')[0]}`);
+    const out = spawnSync('perf', ['report', '-i', `${data}.jit`, '--stdio', '-F', 'period,dso,sym'], { encoding: 'utf8', maxBuffer: 256 << 20 });
+    if (out.status !== 0) throw new Error(`perf report failed: ${out.stderr.trim().split('\n')[0]} ${err.trim().split('\n')[0] ?? ''}`);
+    const groups: Groups = new Map();
+    for (const line of out.stdout.split('\n')) {
+      const m = /^\s*(\d+)\s+(\S.*?)\s+\[[.k]\]\s+(.*)$/.exec(line);
+      if (!m) continue;
+      const g = groupOf(m[2]!, m[3]!.trim());
+      groups.set(g, (groups.get(g) ?? 0) + Number(m[1]));
+    }
+    return groups;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const { urls, child } = await startFleet(8);
+  try {
+    const payload = JSON.stringify({ messages: [{ role: 'user', content: Array.from({ length: 128 }, (_, i) => `w${i}`).join(' ') }], model: MODEL, stream: true, stream_options: { include_usage: true }, max_tokens: OSL });
+    const clients: [string, () => Promise<number>][] = [
+      ['floor', async () => (await floorClient(urls, STREAMS, REQUESTS, payload)).messages],
+      ['bench', async () => {
+        let messages = 0;
+        // perf/bench.ts's count: each request's content chunks, its role and usage chunks and [DONE].
+        await runBench({ url: urls, model: MODEL, streaming: true, concurrency: STREAMS, requestCount: REQUESTS, inputTokensMean: 128, outputTokensMean: OSL, randomSeed: 100, transport: 'socket', onCall: () => (messages += OSL + 3) });
+        return messages;
+      }],
+    ];
+    const rows = new Map<string, { groups: Groups; messages: number; cpuUs: number }>();
+    for (const [name, run] of clients) {
+      for (let i = 0; i < WARM_ROUNDS; i++) await run();
+      let messages = 0;
+      let cpuUs = 0;
+      const groups = await sampled(async () => {
+        const c0 = process.cpuUsage();
+        for (let i = 0; i < ROUNDS; i++) messages += await run();
+        const c = process.cpuUsage(c0);
+        cpuUs = c.user + c.system;
+      });
+      rows.set(name, { groups, messages, cpuUs });
+    }
+    const floor = rows.get('floor')!;
+    const bench = rows.get('bench')!;
+    const per = (r: { messages: number }, ns: number | undefined): number => (ns ?? 0) / 1000 / r.messages;
+    const total = (r: { groups: Groups; messages: number }): number => per(r, [...r.groups.values()].reduce((a, b) => a + b, 0));
+    console.log(`\nCPU per SSE message by where it was sampled (${STREAMS} streams, ${REQUESTS} requests x ${OSL} tokens, ${ROUNDS} rounds after ${WARM_ROUNDS} warm-up rounds; perf cpu-clock at 999 Hz)`);
+    console.log('| where | floor us/message | bench us/message | bench - floor |');
+    console.log('|---|---:|---:|---:|');
+    const names = new Set([...floor.groups.keys(), ...bench.groups.keys()]);
+    const ordered = [...names].sort((a, b) => per(bench, bench.groups.get(b)) - per(floor, floor.groups.get(b)) - (per(bench, bench.groups.get(a)) - per(floor, floor.groups.get(a))));
+    // JS functions by their larger share, so each client's own hot functions show.
+    const larger = (g: string): number => Math.max(per(floor, floor.groups.get(g)), per(bench, bench.groups.get(g)));
+    const js = ordered.filter((g) => g.startsWith('js ')).sort((a, b) => larger(b) - larger(a));
+    const shown = [...ordered.filter((g) => !g.startsWith('js ')), ...js.slice(0, TOP)];
+    const rest = js.slice(TOP);
+    for (const g of shown) {
+      const f = per(floor, floor.groups.get(g));
+      const b = per(bench, bench.groups.get(g));
+      console.log(`| ${g} | ${f.toFixed(3)} | ${b.toFixed(3)} | ${(b - f).toFixed(3)} |`);
+    }
+    const restOf = (r: { groups: Groups; messages: number }): number => rest.reduce((s, g) => s + per(r, r.groups.get(g)), 0);
+    console.log(`| js, ${rest.length} other functions | ${restOf(floor).toFixed(3)} | ${restOf(bench).toFixed(3)} | ${(restOf(bench) - restOf(floor)).toFixed(3)} |`);
+    console.log(`| all samples | ${total(floor).toFixed(2)} | ${total(bench).toFixed(2)} | ${(total(bench) - total(floor)).toFixed(2)} |`);
+    console.log(`| process CPU (user + system) | ${(floor.cpuUs / floor.messages).toFixed(2)} | ${(bench.cpuUs / bench.messages).toFixed(2)} | ratio ${(bench.cpuUs / bench.messages / (floor.cpuUs / floor.messages)).toFixed(2)}x |`);
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+if (spawnSync('perf', ['--version']).error) {
+  console.error('bench-cpu-profile: needs Linux perf on the PATH (linux-tools), allowed to sample its own processes (kernel.perf_event_paranoid <= 2)');
+  process.exit(1);
+}
+if (!process.execArgv.includes('--perf-prof')) {
+  // JIT code is named only from the jitdump V8 writes (into the working directory) under this flag.
+  const scratch = mkdtempSync(join(tmpdir(), 'bench-cpu-profile-jit-'));
+  // The child runs in the scratch directory: a loader named by package (`--import tsx`) is resolved from here.
+  const execArgv = process.execArgv.map((a, i) => (process.execArgv[i - 1] === '--import' && !/^[./]|^file:/.test(a) ? import.meta.resolve(a) : a));
+  const r = spawnSync(process.execPath, ['--perf-prof', ...execArgv, ...process.argv.slice(1)], { stdio: 'inherit', cwd: scratch });
+  rmSync(scratch, { recursive: true, force: true });
+  process.exit(r.status ?? 1);
+}
+await main();
