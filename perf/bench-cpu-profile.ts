@@ -51,9 +51,11 @@ function groupOf(dso: string, sym: string): string {
 async function sampled(measure: () => Promise<void>): Promise<Groups> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-cpu-profile-'));
   const data = join(dir, 'perf.data');
+  // perf caches every binary it sees (each jitted function's .so too, hundreds of MB) under $HOME/.debug: here, in the scratch directory.
+  const env = { ...process.env, HOME: dir };
   try {
     // -k 1: the monotonic clock, the one V8's jitdump records carry.
-    const rec = spawn('perf', ['record', '-k', '1', '-F', '999', '-e', 'cpu-clock', '-p', String(process.pid), '-o', data], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const rec = spawn('perf', ['record', '-k', '1', '-F', '999', '-e', 'cpu-clock', '-p', String(process.pid), '-o', data], { stdio: ['ignore', 'ignore', 'pipe'], env });
     let err = '';
     rec.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const exited = new Promise<void>((resolve) => rec.once('exit', () => resolve()));
@@ -62,9 +64,9 @@ async function sampled(measure: () => Promise<void>): Promise<Groups> {
     await measure();
     rec.kill('SIGINT');
     await exited;
-    const inject = spawnSync('perf', ['inject', '--jit', '-i', data, '-o', `${data}.jit`], { encoding: 'utf8', cwd: process.cwd() });
+    const inject = spawnSync('perf', ['inject', '--jit', '-i', data, '-o', `${data}.jit`], { encoding: 'utf8', env });
     if (inject.status !== 0) throw new Error(`perf inject failed: ${inject.stderr.trim().split('\n')[0]}`);
-    const out = spawnSync('perf', ['report', '-i', `${data}.jit`, '--stdio', '-F', 'period,dso,sym'], { encoding: 'utf8', maxBuffer: 256 << 20 });
+    const out = spawnSync('perf', ['report', '-i', `${data}.jit`, '--stdio', '-F', 'period,dso,sym'], { encoding: 'utf8', maxBuffer: 256 << 20, env });
     if (out.status !== 0) throw new Error(`perf report failed: ${out.stderr.trim().split('\n')[0]} ${err.trim().split('\n')[0] ?? ''}`);
     const groups: Groups = new Map();
     for (const line of out.stdout.split('\n')) {
