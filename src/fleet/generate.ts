@@ -81,8 +81,7 @@ function stamp(frame: string, arrivalNs: bigint): string {
  */
 export function serveGeneration(ctx: GenerateContext, v: NormalizedRequest, req: IncomingMessage, res: ServerResponse, arrivalNs: bigint, receivedMs: number): void {
   if (v.n > 1) {
-    ctx.metrics.countFrontend(ctx.clock.now() - receivedMs);
-    serveChoices(ctx, v, res);
+    serveChoices(ctx, v, res, receivedMs);
     return;
   }
   const { clock, engine, metrics, tokens } = ctx;
@@ -278,10 +277,11 @@ function sendRefusal(ctx: GenerateContext, res: ServerResponse, reason: string, 
  * shared through the prefix cache, as in vLLM), streamed as choices 0..n-1 of one response (a role
  * chunk per choice, one usage chunk for all) or one body with n choices.
  */
-function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerResponse): void {
+function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerResponse, receivedMs: number): void {
   const { clock, engine, metrics, tokens } = ctx;
   const arrivalMs = clock.now();
   const promptIds = withMediaIds(tokens.promptIds(v.promptText), v.media, ctx.multimodal);
+  metrics.countFrontend(clock.now() - receivedMs);
   const promptTokens = promptIds.length;
   const offset = continuedTokens(v, tokens);
   const continuous = continuousUsage(v);
@@ -328,6 +328,7 @@ function serveChoices(ctx: GenerateContext, v: NormalizedRequest, res: ServerRes
       promptTokens,
       maxTokens,
       promptTokenIds: promptIds,
+      arrivalMs: receivedMs,
       onAdmit: (now) => timeline.admit(now),
       onToken: (count, now) => {
         timeline.token(now);
