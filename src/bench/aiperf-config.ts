@@ -61,10 +61,25 @@ class Emitter {
     this.argv.push(`${name}=${typeof value === 'object' ? JSON.stringify(value) : String(value)}`);
   }
 
+  /** The handler of a key that stands for one flag, its value as given (most keys of AIPerf's schema). */
+  to(name: string): (value: unknown) => void {
+    return (value) => this.flag(name, value);
+  }
+
   /** A switch: `--x` when true, `--no-x` when false and `negatable`. */
   toggle(name: string, value: unknown, negatable = false): void {
     if (value === true) this.argv.push(name);
     else if (value === false && negatable) this.argv.push(`--no-${name.slice(2)}`);
+  }
+
+  /** The handler of a key that stands for one switch. */
+  toggleTo(name: string, negatable = false): (value: unknown) => void {
+    return (value) => this.toggle(name, value, negatable);
+  }
+
+  /** A mapping whose keys are data (header names, metric tags): each `key: value` as `name=key:value`. */
+  pairs(o: unknown, path: string, name: string): void {
+    this.map(o, path, new Proxy({}, { get: (_t, key: string) => (value: unknown) => this.flag(name, `${key}:${String(value)}`) }));
   }
 
   /** Walks a mapping: each known key to its handler; any other key is refused by name. */
@@ -109,7 +124,7 @@ function ramp(e: Emitter, path: string, v: unknown): number | undefined {
 /** `512` or `{mean: 512, stddev: 50}` into the two flags. */
 function distribution(e: Emitter, path: string, v: unknown, mean: string, stddev: string): void {
   if (typeof v === 'number') return e.flag(mean, v);
-  e.map(v, path, { mean: (x) => e.flag(mean, x), stddev: (x) => e.flag(stddev, x) });
+  e.map(v, path, { mean: e.to(mean), stddev: e.to(stddev) });
 }
 
 function endpoint(e: Emitter, v: unknown): void {
@@ -119,25 +134,25 @@ function endpoint(e: Emitter, v: unknown): void {
   e.map(v, 'benchmark.endpoint', {
     url: urls,
     urls,
-    url_strategy: (x) => e.flag('--url-strategy', x),
-    type: (x) => e.flag('--endpoint-type', x),
-    path: (x) => e.flag('--endpoint', x),
-    api_key: (x) => e.flag('--api-key', x),
+    url_strategy: e.to('--url-strategy'),
+    type: e.to('--endpoint-type'),
+    path: e.to('--endpoint'),
+    api_key: e.to('--api-key'),
     timeout: (x) => e.flag('--request-timeout-seconds', seconds(e, 'benchmark.endpoint.timeout', x)),
-    streaming: (x) => e.toggle('--streaming', x),
-    transport: (x) => e.flag('--transport', x),
-    connection_reuse: (x) => e.flag('--connection-reuse-strategy', x),
-    use_legacy_max_tokens: (x) => e.toggle('--use-legacy-max-tokens', x),
-    use_server_token_count: (x) => e.toggle('--use-server-token-count', x),
-    headers: (x) => e.map(x, 'benchmark.endpoint.headers', new Proxy({}, { get: (_t, name: string) => (val: unknown) => e.flag('--header', `${name}:${String(val)}`) })),
-    extra: (x) => e.flag('--extra-inputs', x),
-    download_video_content: (x) => e.toggle('--download-video-content', x),
-    request_content_type: (x) => e.flag('--request-content-type', x),
-    session_header: (x) => e.flag('--session-header', x),
-    uuid_and_strip: (x) => e.toggle('--uuid-and-strip', x),
-    wait_for_model_timeout: (x) => e.flag('--wait-for-model-timeout', x),
-    wait_for_model_interval: (x) => e.flag('--wait-for-model-interval', x),
-    wait_for_model_mode: (x) => e.flag('--wait-for-model-mode', x),
+    streaming: e.toggleTo('--streaming'),
+    transport: e.to('--transport'),
+    connection_reuse: e.to('--connection-reuse-strategy'),
+    use_legacy_max_tokens: e.toggleTo('--use-legacy-max-tokens'),
+    use_server_token_count: e.toggleTo('--use-server-token-count'),
+    headers: (x) => e.pairs(x, 'benchmark.endpoint.headers', '--header'),
+    extra: e.to('--extra-inputs'),
+    download_video_content: e.toggleTo('--download-video-content'),
+    request_content_type: e.to('--request-content-type'),
+    session_header: e.to('--session-header'),
+    uuid_and_strip: e.toggleTo('--uuid-and-strip'),
+    wait_for_model_timeout: e.to('--wait-for-model-timeout'),
+    wait_for_model_interval: e.to('--wait-for-model-interval'),
+    wait_for_model_mode: e.to('--wait-for-model-mode'),
   });
 }
 
@@ -146,37 +161,37 @@ function synthetic(e: Emitter, d: Obj, path: string): void {
     e.map(x, `${path}.prompts`, {
       isl: (y) => distribution(e, `${path}.prompts.isl`, y, '--isl', '--isl-stddev'),
       osl: (y) => distribution(e, `${path}.prompts.osl`, y, '--osl', '--osl-stddev'),
-      block_size: (y) => e.flag('--isl-block-size', y),
-      batch_size: (y) => e.flag('--batch-size', y),
+      block_size: e.to('--isl-block-size'),
+      batch_size: e.to('--batch-size'),
       sequence_distribution: (y) => e.flag('--sequence-distribution', sequenceDistribution(e, `${path}.prompts.sequence_distribution`, y)),
     });
   e.map(d, path, {
     name: () => {},
     type: () => {},
-    entries: (x) => e.flag('--num-dataset-entries', x),
-    random_seed: (x) => e.flag('--random-seed', x),
-    sampling: (x) => e.flag('--dataset-sampling-strategy', x),
+    entries: e.to('--num-dataset-entries'),
+    random_seed: e.to('--random-seed'),
+    sampling: e.to('--dataset-sampling-strategy'),
     prompts,
     isl: (x) => prompts({ isl: x }),
     osl: (x) => prompts({ osl: x }),
     prefix_prompts: (x) =>
       e.map(x, `${path}.prefix_prompts`, {
-        pool_size: (y) => e.flag('--num-prefix-prompts', y),
-        length: (y) => e.flag('--prefix-prompt-length', y),
-        shared_system_length: (y) => e.flag('--shared-system-prompt-length', y),
-        user_context_length: (y) => e.flag('--user-context-prompt-length', y),
+        pool_size: e.to('--num-prefix-prompts'),
+        length: e.to('--prefix-prompt-length'),
+        shared_system_length: e.to('--shared-system-prompt-length'),
+        user_context_length: e.to('--user-context-prompt-length'),
       }),
     turns: (x) => distribution(e, `${path}.turns`, x, '--session-turns-mean', '--session-turns-stddev'),
     turn_delay: (x) => distribution(e, `${path}.turn_delay`, x, '--session-turn-delay-mean', '--session-turn-delay-stddev'),
-    turn_delay_ratio: (x) => e.flag('--session-delay-ratio', x),
+    turn_delay_ratio: e.to('--session-delay-ratio'),
     images: (x) =>
       e.map(x, `${path}.images`, {
-        batch_size: (y) => e.flag('--image-batch-size', y),
+        batch_size: e.to('--image-batch-size'),
         width: (y) => distribution(e, `${path}.images.width`, y, '--image-width-mean', '--image-width-stddev'),
         height: (y) => distribution(e, `${path}.images.height`, y, '--image-height-mean', '--image-height-stddev'),
-        format: (y) => e.flag('--image-format', y),
-        source: (y) => e.flag('--image-source', y),
-        source_sampling: (y) => e.flag('--image-source-sampling', y),
+        format: e.to('--image-format'),
+        source: e.to('--image-source'),
+        source_sampling: e.to('--image-source-sampling'),
       }),
   });
 }
@@ -211,24 +226,24 @@ function dataset(e: Emitter, v: unknown): void {
   if (d === null || typeof d !== 'object') e.fail(`${path} must be a mapping`);
   const type = d['type'] ?? 'synthetic';
   if (type === 'synthetic') return synthetic(e, d, path);
-  if (type === 'public') return e.map(d, path, { name: (x) => e.flag('--public-dataset', x), type: () => {} });
+  if (type === 'public') return e.map(d, path, { name: e.to('--public-dataset'), type: () => {} });
   if (type !== 'file') e.fail(`${path}.type ${String(type)}: AIPerf's types are synthetic, file and public`);
   e.map(d, path, {
     name: () => {},
     type: () => {},
-    path: (x) => e.flag('--input-file', x),
-    format: (x) => e.flag('--custom-dataset-type', x),
-    sampling: (x) => e.flag('--dataset-sampling-strategy', x),
-    random_seed: (x) => e.flag('--random-seed', x),
+    path: e.to('--input-file'),
+    format: e.to('--custom-dataset-type'),
+    sampling: e.to('--dataset-sampling-strategy'),
+    random_seed: e.to('--random-seed'),
     synthesis: (x) =>
       e.map(x, `${path}.synthesis`, {
-        speedup_ratio: (y) => e.flag('--synthesis-speedup-ratio', y),
-        prefix_len_multiplier: (y) => e.flag('--synthesis-prefix-len-multiplier', y),
-        prefix_root_multiplier: (y) => e.flag('--synthesis-prefix-root-multiplier', y),
-        prompt_len_multiplier: (y) => e.flag('--synthesis-prompt-len-multiplier', y),
-        output_len_multiplier: (y) => e.flag('--synthesis-output-len-multiplier', y),
-        max_isl: (y) => e.flag('--synthesis-max-isl', y),
-        max_osl: (y) => e.flag('--synthesis-max-osl', y),
+        speedup_ratio: e.to('--synthesis-speedup-ratio'),
+        prefix_len_multiplier: e.to('--synthesis-prefix-len-multiplier'),
+        prefix_root_multiplier: e.to('--synthesis-prefix-root-multiplier'),
+        prompt_len_multiplier: e.to('--synthesis-prompt-len-multiplier'),
+        output_len_multiplier: e.to('--synthesis-output-len-multiplier'),
+        max_isl: e.to('--synthesis-max-isl'),
+        max_osl: e.to('--synthesis-max-osl'),
       }),
   });
 }
@@ -275,25 +290,25 @@ function phase(e: Emitter, p: Obj, path: string, warm: boolean): void {
     concurrency: (x) => (!warm ? e.flag('--concurrency', x) : RATE_TYPES.has(type as string) ? e.fail(`${path}.concurrency: a rate warm-up shares the profiling phase's concurrency cap in bench`) : undefined),
     requests: (x) => e.flag(warm ? '--warmup-request-count' : '--request-count', x),
     duration: (x) => e.flag(warm ? '--warmup-duration' : '--benchmark-duration', seconds(e, `${path}.duration`, x)),
-    sessions: profilingOnly('sessions', (x) => e.flag('--conversation-num', x)),
+    sessions: profilingOnly('sessions', e.to('--conversation-num')),
     rate: (x) => e.flag(type === 'user_centric' ? '--user-centric-rate' : w('--request-rate'), x),
-    users: profilingOnly('users', (x) => e.flag('--num-users', x)),
-    smoothness: profilingOnly('smoothness', (x) => e.flag('--arrival-smoothness', x)),
+    users: profilingOnly('users', e.to('--num-users')),
+    smoothness: profilingOnly('smoothness', e.to('--arrival-smoothness')),
     grace_period: (x) => e.flag(warm ? '--warmup-grace-period' : '--benchmark-grace-period', seconds(e, `${path}.grace_period`, x)),
     concurrency_ramp: (x) => e.flag(w('--concurrency-ramp-duration'), ramp(e, `${path}.concurrency_ramp`, x)),
     rate_ramp: (x) => e.flag(w('--request-rate-ramp-duration'), ramp(e, `${path}.rate_ramp`, x)),
     prefill_concurrency: (x) => e.flag(w('--prefill-concurrency'), x),
     prefill_ramp: (x) => e.flag(w('--prefill-concurrency-ramp-duration'), ramp(e, `${path}.prefill_ramp`, x)),
     rate_series: profilingOnly('rate_series', (x) => e.flag('--request-rate-series', rateSeriesFile(x))),
-    failed_request_threshold: profilingOnly('failed_request_threshold', (x) => e.flag('--failed-request-threshold', x)),
+    failed_request_threshold: profilingOnly('failed_request_threshold', e.to('--failed-request-threshold')),
     cancellation: profilingOnly('cancellation', (x) =>
       e.map(x, `${path}.cancellation`, {
-        rate: (y) => e.flag('--request-cancellation-rate', y),
+        rate: e.to('--request-cancellation-rate'),
         delay: (y) => e.flag('--request-cancellation-delay', seconds(e, `${path}.cancellation.delay`, y)),
       })),
-    auto_offset: profilingOnly('auto_offset', (x) => e.toggle('--fixed-schedule-auto-offset', x)),
-    start_offset: profilingOnly('start_offset', (x) => e.flag('--fixed-schedule-start-offset', x)),
-    end_offset: profilingOnly('end_offset', (x) => e.flag('--fixed-schedule-end-offset', x)),
+    auto_offset: profilingOnly('auto_offset', e.toggleTo('--fixed-schedule-auto-offset')),
+    start_offset: profilingOnly('start_offset', e.to('--fixed-schedule-start-offset')),
+    end_offset: profilingOnly('end_offset', e.to('--fixed-schedule-end-offset')),
     adaptive_scale: profilingOnly('adaptive_scale', (x) => adaptiveScale(e, `${path}.adaptive_scale`, x)),
     sla: profilingOnly('sla', (x) => slaFilters(e, `${path}.sla`, x)),
   });
@@ -304,27 +319,26 @@ function adaptiveScale(e: Emitter, path: string, v: unknown): void {
   if (typeof v === 'boolean') return e.toggle('--adaptive-scale', v);
   const o = (v ?? {}) as Obj;
   e.toggle('--adaptive-scale', o['enabled'] === undefined ? true : o['enabled']);
-  const flag = (name: string) => (x: unknown): void => e.flag(name, x);
   const secondsFlag = (name: string, key: string) => (x: unknown): void => e.flag(name, seconds(e, `${path}.${key}`, x));
   e.map(o, path, {
     enabled: () => {},
-    control: (x) => e.map(x, `${path}.control`, { variable: flag('--adaptive-control-variable'), min: flag('--adaptive-control-min'), max: flag('--adaptive-control-max') }),
-    control_variable: flag('--adaptive-control-variable'),
-    control_min: flag('--adaptive-control-min'),
-    control_max: flag('--adaptive-control-max'),
-    min_concurrency: flag('--adaptive-control-min'),
-    max_concurrency: flag('--adaptive-control-max'),
+    control: (x) => e.map(x, `${path}.control`, { variable: e.to('--adaptive-control-variable'), min: e.to('--adaptive-control-min'), max: e.to('--adaptive-control-max') }),
+    control_variable: e.to('--adaptive-control-variable'),
+    control_min: e.to('--adaptive-control-min'),
+    control_max: e.to('--adaptive-control-max'),
+    min_concurrency: e.to('--adaptive-control-min'),
+    max_concurrency: e.to('--adaptive-control-max'),
     window: secondsFlag('--adaptive-scale-assessment-period', 'window'),
     assessment_period: secondsFlag('--adaptive-scale-assessment-period', 'assessment_period'),
-    min_completed_requests: flag('--adaptive-min-completed-requests'),
+    min_completed_requests: e.to('--adaptive-min-completed-requests'),
     sustain_duration: secondsFlag('--adaptive-sustain-duration', 'sustain_duration'),
     strategy: (x) =>
       e.map(x, `${path}.strategy`, {
         type: (y) => (y === 'ramp_until_fail' ? undefined : e.fail(`${path}.strategy.type ${String(y)}: AIPerf's adaptive scale has ramp_until_fail only`)),
-        step_policy: flag('--adaptive-step-policy'),
-        base_step: flag('--adaptive-base-step'),
-        max_step_multiplier: flag('--adaptive-max-step-multiplier'),
-        step_percent: flag('--adaptive-step-percent'),
+        step_policy: e.to('--adaptive-step-policy'),
+        base_step: e.to('--adaptive-base-step'),
+        max_step_multiplier: e.to('--adaptive-max-step-multiplier'),
+        step_percent: e.to('--adaptive-step-percent'),
       }),
     sla: (x) => slaFilters(e, `${path}.sla`, x),
   });
@@ -390,23 +404,23 @@ function benchmark(e: Emitter, b: Obj): void {
     profiling: () => {},
     artifacts: (x) =>
       e.map(x, 'benchmark.artifacts', {
-        dir: (y) => e.flag('--artifact-dir', y),
-        prefix: (y) => e.flag('--profile-export-prefix', y),
+        dir: e.to('--artifact-dir'),
+        prefix: e.to('--profile-export-prefix'),
         slice_duration: (y) => e.flag('--slice-duration', seconds(e, 'benchmark.artifacts.slice_duration', y)),
         // The files bench writes are fixed (JSON and CSV summaries); a false records list is AIPerf's summary level.
         summary: () => {},
         records: (y) => (y === false ? e.flag('--export-level', 'summary') : undefined),
       }),
-    slos: (x) => e.map(x, 'benchmark.slos', new Proxy({}, { get: (_t, tag: string) => (val: unknown) => e.flag('--goodput', `${tag}:${String(val)}`) })),
+    slos: (x) => e.pairs(x, 'benchmark.slos', '--goodput'),
     tokenizer: (x) =>
       e.map(typeof x === 'string' ? { name: x } : x, 'benchmark.tokenizer', {
-        name: (y) => e.flag('--tokenizer', y),
-        revision: (y) => e.flag('--tokenizer-revision', y),
-        trust_remote_code: (y) => e.toggle('--tokenizer-trust-remote-code', y),
+        name: e.to('--tokenizer'),
+        revision: e.to('--tokenizer-revision'),
+        trust_remote_code: e.toggleTo('--tokenizer-trust-remote-code'),
       }),
     server_metrics: (x) => telemetry(e, x, 'benchmark.server_metrics', '--server-metrics', true),
     gpu_telemetry: (x) => telemetry(e, x, 'benchmark.gpu_telemetry', '--gpu-telemetry', false),
-    logging: (x) => e.map(x, 'benchmark.logging', { level: (y) => e.flag('--log-level', y) }),
+    logging: (x) => e.map(x, 'benchmark.logging', { level: e.to('--log-level') }),
   });
   phases(e, b);
 }
@@ -451,20 +465,20 @@ export function aiperfConfigArgv(text: string, source: string, env: NodeJS.Proce
     schema_version: (x) => {
       if (String(x) !== '2.0') e.fail(`schemaVersion ${String(x)}: tailgate bench reads AIPerf's schema 2.0`);
     },
-    random_seed: (x) => e.flag('--random-seed', x),
+    random_seed: e.to('--random-seed'),
     benchmark: () => {},
     ...Object.fromEntries(BODY_KEYS.map((k) => [k, () => {}])),
     multi_run: (x) =>
       e.map(x, 'multi_run', {
-        num_runs: (y) => e.flag('--num-profile-runs', y),
-        cooldown_seconds: (y) => e.flag('--profile-run-cooldown-seconds', y),
-        confidence_level: (y) => e.flag('--confidence-level', y),
-        set_consistent_seed: (y) => e.toggle('--set-consistent-seed', y, true),
-        disable_warmup_after_first: (y) => e.toggle('--profile-run-disable-warmup-after-first', y, true),
-        convergence_metric: (y) => e.flag('--convergence-metric', y),
-        convergence_stat: (y) => e.flag('--convergence-stat', y),
-        convergence_threshold: (y) => e.flag('--convergence-threshold', y),
-        convergence_mode: (y) => e.flag('--convergence-mode', y),
+        num_runs: e.to('--num-profile-runs'),
+        cooldown_seconds: e.to('--profile-run-cooldown-seconds'),
+        confidence_level: e.to('--confidence-level'),
+        set_consistent_seed: e.toggleTo('--set-consistent-seed', true),
+        disable_warmup_after_first: e.toggleTo('--profile-run-disable-warmup-after-first', true),
+        convergence_metric: e.to('--convergence-metric'),
+        convergence_stat: e.to('--convergence-stat'),
+        convergence_threshold: e.to('--convergence-threshold'),
+        convergence_mode: e.to('--convergence-mode'),
       }),
   });
   benchmark(e, body);
