@@ -1,4 +1,4 @@
-// The pieces perf/bench.ts and perf/bench-cpu-profile.ts share: the fleet they measure against and the raw-socket floor.
+// The pieces perf/bench.ts and perf/bench-cpu-profile.ts share: the fleet they measure against, the raw clients' request and the raw-socket floor.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -6,6 +6,14 @@ import { fileURLToPath } from 'node:url';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
+/** The model both scripts' requests name. */
+export const MODEL = 'Qwen/Qwen3-8B';
+
+/** The raw clients' request body: a 128-word prompt, streamed with usage, `osl` tokens out. */
+export function streamBody(osl: number): string {
+  const prompt = Array.from({ length: 128 }, (_, i) => `w${i}`).join(' ');
+  return JSON.stringify({ messages: [{ role: 'user', content: prompt }], model: MODEL, stream: true, stream_options: { include_usage: true }, max_tokens: osl });
+}
 
 /** The floor: one raw socket per stream, Node's `onread` into one buffer, counting "\n\n" and the end of each chunked body. */
 export function floorClient(urls: string[], streams: number, total: number, payload: string): Promise<{ messages: number }> {

@@ -13,20 +13,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runBench } from '../src/bench/index.js';
-import { floorClient, startFleet } from './bench-clients.js';
+import { MODEL, floorClient, startFleet, streamBody } from './bench-clients.js';
+import { numberArg } from './args.js';
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
-
-const STREAMS = Number(arg('streams', '256'));
-const REQUESTS = Number(arg('requests', String(STREAMS * 8)));
-const OSL = Number(arg('osl', '64'));
-const ROUNDS = Number(arg('rounds', '3'));
-const WARM_ROUNDS = Number(arg('warm-rounds', '2'));
-const TOP = Number(arg('top', '12'));
-const MODEL = 'Qwen/Qwen3-8B';
+const STREAMS = numberArg('--streams', 256);
+const REQUESTS = numberArg('--requests', STREAMS * 8);
+const OSL = numberArg('--osl', 64);
+const ROUNDS = numberArg('--rounds', 3);
+const WARM_ROUNDS = numberArg('--warm-rounds', 2);
+const TOP = numberArg('--top', 12);
 
 /** Sampled time per group, in ns (cpu-clock periods). */
 type Groups = Map<string, number>;
@@ -84,7 +79,7 @@ async function sampled(measure: () => Promise<void>): Promise<Groups> {
 async function main(): Promise<void> {
   const { urls, child } = await startFleet(8);
   try {
-    const payload = JSON.stringify({ messages: [{ role: 'user', content: Array.from({ length: 128 }, (_, i) => `w${i}`).join(' ') }], model: MODEL, stream: true, stream_options: { include_usage: true }, max_tokens: OSL });
+    const payload = streamBody(OSL);
     const clients: [string, () => Promise<number>][] = [
       ['floor', async () => (await floorClient(urls, STREAMS, REQUESTS, payload)).messages],
       ['bench', async () => {

@@ -15,38 +15,28 @@ import { pathToFileURL } from 'node:url';
 import { Pool, request } from 'undici';
 import { percentile } from '../src/stats/index.js';
 import { hrtimeOffsetNs } from './monotonic.js';
-import { floorClient, startFleet } from './bench-clients.js';
+import { MODEL, floorClient, startFleet, streamBody } from './bench-clients.js';
 import { runBench, type BenchOptions, type CallResult } from '../src/bench/index.js';
+import { numberArg, optionalArg, textArg } from './args.js';
 
-const MODEL = 'Qwen/Qwen3-8B';
-
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
-
-const STREAMS = arg('streams', '256,512,1024,2048').split(',').map(Number);
-const CPU_STREAMS = Number(arg('cpu-streams', '256'));
+const STREAMS = textArg('--streams', '256,512,1024,2048').split(',').map(Number);
+const CPU_STREAMS = numberArg('--cpu-streams', 256);
 // Requests per measured run of each client: enough that a run's fixed costs (workload, summary) are not counted as per-message cost.
-const CPU_REQUESTS = Number(arg('cpu-requests', String(CPU_STREAMS * 8)));
-const OSL = Number(arg('osl', '64'));
-const WORKERS = Number(arg('workers', '8'));
-const ROUNDS = Number(arg('rounds', '2'));
-const WARM_ROUNDS = Number(arg('warm-rounds', '2'));
-const BASELINE = arg('baseline', '');
+const CPU_REQUESTS = numberArg('--cpu-requests', CPU_STREAMS * 8);
+const OSL = numberArg('--osl', 64);
+const WORKERS = numberArg('--workers', 8);
+const ROUNDS = numberArg('--rounds', 2);
+const WARM_ROUNDS = numberArg('--warm-rounds', 2);
+const BASELINE = optionalArg('--baseline');
 type RunBench = typeof runBench;
 
-/** The plain client's and the floor's prompt: 128 words. */
-const PROMPT = Array.from({ length: 128 }, (_, i) => `w${i}`).join(' ');
-
-function body(prompt: string): string {
-  return JSON.stringify({ messages: [{ role: 'user', content: prompt }], model: MODEL, stream: true, stream_options: { include_usage: true }, max_tokens: OSL });
-}
+/** The plain client's and the floor's request body. */
+const BODY = streamBody(OSL);
 
 /** The plain client: undici `request()` per stream, reading the body stream and counting "\n\n". */
 async function plainClient(urls: string[], streams: number, total: number): Promise<{ messages: number }> {
   const pools = urls.map((u) => new Pool(u, { connections: streams, pipelining: 1 }));
-  const payload = body(PROMPT);
+  const payload = BODY;
   let messages = 0;
   let issued = 0;
   const slot = async (): Promise<void> => {
@@ -94,7 +84,7 @@ async function main(): Promise<void> {
   try {
     // Warm both code paths and the fleet's connections once, unmeasured.
     await plainClient(urls, 32, 64);
-    await floorClient(urls, 32, 64, body(PROMPT));
+    await floorClient(urls, 32, 64, BODY);
     await runBench(benchOpts(urls, 32, 64));
 
     const total = CPU_REQUESTS;
@@ -102,7 +92,7 @@ async function main(): Promise<void> {
     // Until V8 has compiled the hot code of each client, its compile threads' CPU lands in the figures.
     for (let round = 0; round < WARM_ROUNDS; round++) {
       await plainClient(urls, CPU_STREAMS, total);
-      await floorClient(urls, CPU_STREAMS, total, body(PROMPT));
+      await floorClient(urls, CPU_STREAMS, total, BODY);
       for (const transport of ['undici', 'socket'] as const) await runBench(benchOpts(urls, CPU_STREAMS, total, { transport }));
       if (baseRunBench) await baseRunBench(benchOpts(urls, CPU_STREAMS, total, { transport: 'socket' }));
     }
@@ -115,7 +105,7 @@ async function main(): Promise<void> {
       perMsg.plain.push(plain.us / plain.value.messages);
       sysPerMsg.plain.push(plain.sysUs / plain.value.messages);
       msgs = plain.value.messages;
-      const floor = await cpuUs(() => floorClient(urls, CPU_STREAMS, total, body(PROMPT)));
+      const floor = await cpuUs(() => floorClient(urls, CPU_STREAMS, total, BODY));
       perMsg.floor.push(floor.us / floor.value.messages);
       sysPerMsg.floor.push(floor.sysUs / floor.value.messages);
       for (const transport of ['undici', 'socket'] as const) {
