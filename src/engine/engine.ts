@@ -63,9 +63,8 @@ export class Engine {
   #slowFactor = 1;
   #stepPrefill = 0;
   #stepPlannedMs = 0;
-  /** When the last step was planned to end, and whether the step being started follows it at once. */
+  /** When the last step was planned to end. */
   #stepEndPlannedMs = 0;
-  #backToBack = false;
   /** When a step started from idle is planned to start (the kick's time), and when the pending timer is due. */
   #idlePlannedMs = 0;
   #pendingPlannedMs = 0;
@@ -404,7 +403,8 @@ export class Engine {
 
   readonly #onStepDue = (): void => this.#endStep();
 
-  #startStep(): void {
+  /** `backToBack`: the step follows the last one at once (from its end), not a kick from idle. */
+  #startStep(backToBack = false): void {
     if (this.#closed) return;
     if (this.#stalled) {
       this.#armPending();
@@ -415,9 +415,9 @@ export class Engine {
     // a step base from idle), so a live engine keeps its profile's cadence; what is not caught up is
     // counted. On the virtual clock timers are never late and this is `now`.
     const now = this.#clock.now();
-    const plannedMs = this.#backToBack ? this.#stepEndPlannedMs : this.#idlePlannedMs;
+    const plannedMs = backToBack ? this.#stepEndPlannedMs : this.#idlePlannedMs;
     const late = now - plannedMs;
-    const caughtUp = late > 0 && late <= (this.#backToBack ? this.#stepPlannedMs : this.profile.stepBaseMs * this.#slowFactor);
+    const caughtUp = late > 0 && late <= (backToBack ? this.#stepPlannedMs : this.profile.stepBaseMs * this.#slowFactor);
     const startMs = caughtUp ? plannedMs : now;
     this.#frontend.drainInto(startMs, this.#waiting);
     const run = this.#run;
@@ -537,7 +537,6 @@ export class Engine {
     this.#stepPrefill = prefill;
     if (late > 0 && !caughtUp) this.#n.lateMsTotal += late;
     this.#stepStartMs = startMs;
-    this.#backToBack = false;
     this.#stepPlannedMs = durationMs;
     this.#stepEndPlannedMs = this.#stepStartMs + durationMs;
     this.#inStep = true;
@@ -677,10 +676,6 @@ export class Engine {
     this.#onStepEnd?.(now);
     this.#kv.sink?.stepEnd(now);
     // The next step starts at once (vLLM's busy loop), not after another timer.
-    if (!this.#timer && !this.#inStep) {
-      this.#backToBack = true;
-      this.#startStep();
-      this.#backToBack = false;
-    }
+    if (!this.#timer && !this.#inStep) this.#startStep(true);
   }
 }
