@@ -20,8 +20,10 @@ const ZIGZAG = [
   35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
 ];
 // Annex K.3: code counts per length 1..16, then the symbols.
-const DC_LUMA = { bits: [0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0], vals: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] };
-const DC_CHROMA = { bits: [0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0], vals: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] };
+// Both DC tables code the categories 0..11; only their code lengths differ.
+const DC_VALS = Array.from({ length: 12 }, (_, i) => i);
+const DC_LUMA = { bits: [0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0], vals: DC_VALS };
+const DC_CHROMA = { bits: [0, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0], vals: DC_VALS };
 const AC_LUMA = {
   bits: [0, 2, 1, 3, 3, 2, 4, 3, 5, 5, 4, 4, 0, 0, 1, 0x7d],
   vals: [
@@ -61,6 +63,10 @@ function huffCodes(t: HuffSpec): HuffCodes {
   }
   return out;
 }
+
+// Luma then chroma: each component's DC and AC tables, and their codes, built once for every image.
+const TABLES = [[DC_LUMA, AC_LUMA], [DC_CHROMA, AC_CHROMA]] as const;
+const CODES = TABLES.map(([d, a]) => [huffCodes(d), huffCodes(a)] as const);
 
 /** The IJG quality scaling of a base table (quality 75: half of each entry). */
 function scaled(base: readonly number[], quality: number): number[] {
@@ -154,13 +160,11 @@ function segment(marker: number, body: number[]): number[] {
  */
 export function encodeJpeg(rgb: Uint8Array, width: number, height: number, quality = 75): Buffer {
   const qs = [scaled(LUMA_Q, quality), scaled(CHROMA_Q, quality)] as const;
-  const tables = [[DC_LUMA, AC_LUMA], [DC_CHROMA, AC_CHROMA]] as const;
-  const codes = tables.map(([d, a]) => [huffCodes(d), huffCodes(a)] as const);
   const head: number[] = [0xff, 0xd8];
   head.push(...segment(0xe0, [0x4a, 0x46, 0x49, 0x46, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0]));
   head.push(...segment(0xdb, [0, ...ZIGZAG.map((n) => qs[0][n]!), 1, ...ZIGZAG.map((n) => qs[1][n]!)]));
   head.push(...segment(0xc0, [8, height >> 8, height & 0xff, width >> 8, width & 0xff, 3, 1, 0x11, 0, 2, 0x11, 1, 3, 0x11, 1]));
-  tables.forEach(([d, a], id) => head.push(...segment(0xc4, [id, ...d.bits, ...d.vals, 0x10 | id, ...a.bits, ...a.vals])));
+  TABLES.forEach(([d, a], id) => head.push(...segment(0xc4, [id, ...d.bits, ...d.vals, 0x10 | id, ...a.bits, ...a.vals])));
   head.push(...segment(0xda, [3, 1, 0x00, 2, 0x11, 3, 0x11, 0, 63, 0]));
   const w = new BitWriter();
   const prev = [0, 0, 0];
@@ -179,7 +183,7 @@ export function encodeJpeg(rgb: Uint8Array, width: number, height: number, quali
       }
       for (let c = 0; c < 3; c++) {
         const t = c === 0 ? 0 : 1;
-        prev[c] = encodeBlock(w, fdct(blocks[c]!), qs[t], prev[c]!, codes[t]![0], codes[t]![1]);
+        prev[c] = encodeBlock(w, fdct(blocks[c]!), qs[t], prev[c]!, CODES[t]![0], CODES[t]![1]);
       }
     }
   }
