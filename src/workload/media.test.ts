@@ -88,7 +88,9 @@ test('--image-format jpeg sends JPEG data URLs; random draws png or jpeg per ima
     attachMedia(w, { image: { widthMean: 16, widthStddev: 0, heightMean: 8, heightStddev: 0, batchSize: 1, format }, audio: null }, 2);
     return w.sessions.map((s) => (s.turns[0]!.media![0] as { image_url: { url: string } }).image_url.url);
   };
-  for (const u of urls('jpeg')) {
+  const jpegs = urls('jpeg');
+  assert.equal(jpegs.length, 20, 'one image per session');
+  for (const u of jpegs) {
     assert.match(u, /^data:image\/jpeg;base64,/);
     const b = Buffer.from(u.split(',')[1]!, 'base64');
     assert.deepEqual([b[0], b[1]], [0xff, 0xd8]);
