@@ -91,6 +91,7 @@ test('ShareGPT tutorial (docs/tutorials/sharegpt.md): 20 requests at concurrency
   assert.ok(recs.every((x) => x.error === null));
   const inputs = JSON.parse(await readFile(join(out, 'inputs.json'), 'utf8')) as { data: Array<{ payloads: Array<{ messages: Array<{ content: string }>; max_completion_tokens: number }> }> };
   const asked = new Map(entries.map((e) => [e.conversations[0]!.value, e.conversations[1]!.value.split(' ').length]));
+  assert.ok(inputs.data.length > 0, 'inputs.json lists the prompts sent');
   for (const s of inputs.data) {
     const p = s.payloads[0]!;
     assert.equal(p.max_completion_tokens, asked.get(p.messages[0]!.content), 'the prompt is a ShareGPT question and asks for its answer\'s length');
