@@ -9,15 +9,18 @@ import { ALONE, PURE_TEST, REAL_TIME_SRC } from '../scripts/test-groups.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /**
- * What in a test file starts a server, a socket, a subprocess or a timer, or reads the real clock:
- * node's calls, the library's servers, and test/'s helpers and doubles that do.
+ * What in a test file starts a server, a socket or a timer, or reads the real clock: node's calls,
+ * the library's servers, and test/'s helpers and doubles that do.
  */
-const LIVE = new RegExp([
-  String.raw`\b(?:createServer|createConnection|spawn|spawnSync|setTimeout|setInterval|fetch)\(`, String.raw`\.listen\(`,
+const SERVER_OR_CLOCK = [
+  String.raw`\b(?:createServer|createConnection|setTimeout|setInterval|fetch)\(`, String.raw`\.listen\(`,
   String.raw`\bperformance\.now\(`, String.raw`\bDate\.now\(`, String.raw`\bhrtime\b`,
   String.raw`\b(?:startFleet|startRouter|startGpuMetrics)\(`,
-  String.raw`\b(?:runCli|startCli|spawnCli|listenOnLoopback|startFakeKubeApi|startFakeUpstream|startHub|startRecordingProxy|startScheduleFake|runKneeSweep|runPolicy|runScaleOut)\(`,
-].join('|'));
+  String.raw`\b(?:startCli|listenOnLoopback|startFakeKubeApi|startFakeUpstream|startHub|startRecordingProxy|startScheduleFake|runKneeSweep|runPolicy|runScaleOut)\(`,
+];
+/** A subprocess run to its end: live for a unit test under src/; test/'s pure files may run one (a CLI on virtual time). */
+const SUBPROCESS = String.raw`\b(?:spawn|spawnSync|runCli|spawnCli)\(`;
+const LIVE = new RegExp([...SERVER_OR_CLOCK, SUBPROCESS].join('|'));
 
 function testFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
@@ -34,4 +37,11 @@ test('every unit test under src/ that starts a server, a socket, a subprocess or
   assert.ok(live.length >= REAL_TIME_SRC.size, `${live.length} live files found under src/`);
   assert.deepEqual(live.filter((f) => !REAL_TIME_SRC.has(f)), [], 'unit tests that go live: add them to REAL_TIME_SRC in scripts/test-groups.mjs');
   assert.deepEqual([...REAL_TIME_SRC].filter((f) => !live.includes(f)), [], 'REAL_TIME_SRC (scripts/test-groups.mjs) names files that no longer go live: take them out');
+});
+
+test('no file in PURE_TEST starts a server, a socket or a timer, or reads the real clock', () => {
+  const serverOrClock = new RegExp(SERVER_OR_CLOCK.join('|'));
+  assert.ok(PURE_TEST.size > 0);
+  const live = [...PURE_TEST].filter((f) => serverOrClock.test(readFileSync(join(ROOT, f), 'utf8')));
+  assert.deepEqual(live, [], 'PURE_TEST (scripts/test-groups.mjs) names files that go live: take them out');
 });
