@@ -62,3 +62,22 @@ test('bench --fixed-schedule: a later turn with a timestamp is sent at max(its t
   const history = (b![1]!.body!['messages'] as Array<{ role: string }>).map((m) => m.role);
   assert.deepEqual(history, ['user', 'assistant', 'user']);
 });
+
+test('bench --fixed-schedule: a later turn with only a delay waits that delay after the answer, on the schedule\'s clock', async (t) => {
+  const upstream = await startFakeUpstream(MODEL, { ttftMs: 20 });
+  t.after(() => upstream.close());
+  const dir = await mkdtemp(join(tmpdir(), 'tailgate-turndelay-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const trace = join(dir, 'trace.jsonl');
+  const delayMs = 300;
+  const rows = [
+    { session_id: 'a', timestamp: 0, input_length: 4, output_length: 2 },
+    { session_id: 'a', delay: delayMs, input_length: 3, output_length: 2 },
+  ];
+  await writeFile(trace, `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
+  // Records' zero a minute before the process clock's: a delay measured against the other clock would come out a minute short.
+  const r = await runBench({ url: upstream.url, model: MODEL, streaming: true, useLegacyMaxTokens: true, inputFile: trace, fixedSchedule: true, blockTokens: 4, originMs: -60_000 });
+  const [first, second] = [...r.records].sort((x, y) => x.turnIndex! - y.turnIndex!);
+  assert.deepEqual(r.records.map((x) => x.outcome), ['ok', 'ok']);
+  assert.ok(second!.startMs >= first!.endMs + delayMs, `turn 1 sent ${(second!.startMs - first!.endMs).toFixed(1)} ms after the answer; its delay is ${delayMs} ms`);
+});

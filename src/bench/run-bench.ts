@@ -476,8 +476,10 @@ async function runTurns(
   for (let k = 0; k < session.turns.length && more(); k++) {
     const turn = session.turns[k]!;
     if (k > 0) {
-      const at = schedule !== null && turn.atMs !== undefined ? schedule.phaseStart + turn.atMs : performance.now() + turn.delayMs;
-      await sleepUntil(at, schedule?.now ?? (() => performance.now()), stopped);
+      // One clock for both: the schedule's when there is one (a delay read on another clock is off by the origin).
+      const now = schedule?.now ?? (() => performance.now());
+      const at = schedule !== null && turn.atMs !== undefined ? schedule.phaseStart + turn.atMs : now() + turn.delayMs;
+      await sleepUntil(at, now, stopped);
       if (!more()) break;
     }
     const r = await one(session, k, answers);
