@@ -62,8 +62,8 @@ export function applyShard(opts: BenchOptions, shard: ShardSpec): void {
     throw new TailgateError('CLI_USAGE', '--shard-count needs the whole run\'s --concurrency (or --request-rate) to split');
   }
   if (opts.adaptiveScale !== undefined) throw new TailgateError('CLI_USAGE', '--adaptive-scale finds one boundary with one controller: drop --shard-count (each pod would find its own)');
-  // A trace on its timestamps is replayed whole by whoever replays it: N pods would send it N times.
-  if (opts.inputFile !== undefined && opts.fixedSchedule !== false && (opts.fixedSchedule === true || traceHasTimestamps(opts.inputFile))) {
+  // A trace on its timestamps (bench's rule: --fixed-schedule if given, else whether it has any) is replayed whole by whoever replays it: N pods would send it N times.
+  if (opts.inputFile !== undefined && (opts.fixedSchedule ?? traceHasTimestamps(opts.inputFile))) {
     throw new TailgateError('CLI_USAGE', '--shard-count with a trace on its timestamps: each pod would replay every line; give --no-fixed-schedule to split its lines by rate or concurrency');
   }
   if (opts.concurrency !== undefined) opts.concurrency = split('--concurrency', opts.concurrency, 1);
