@@ -5,9 +5,13 @@
 // the plan, with the timers' lateness by kind.
 // Run: node --import tsx perf/fleet-plan.ts [concurrency=1] [isl=128] [osl=24] [requests=12]
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { RealClock, VirtualClock, type Clock, type Timer } from '../src/core/index.js';
 import { Engine, getProfile, type EngineProfile } from '../src/engine/index.js';
 import { startFleet } from '../src/fleet/index.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
 const PICKED: EngineProfile = { ...getProfile('small'), name: 'picked', maxNumSeqs: 12, kvBlocks: 4096, maxNumBatchedTokens: 4096, stepBaseMs: 20, prefillMsPerToken: 0.08, decodeMsPerToken: 3, frontendOverheadMs: 5 };
 const [conc = '1', isl = '128', osl = '24', reqs = '12'] = process.argv.slice(2);
@@ -34,11 +38,16 @@ engine.submit = (req) => {
   live.push(rec);
   return submit({ ...req, arrivalMs: rec.submitMs, onToken: (c, now) => (rec.tokens.push(now), req.onToken(c, now)) });
 };
-await new Promise<void>((done) => {
-  const args = ['--import', 'tsx', 'src/cli/main.ts', 'bench', '--url', fleet.workers[0]!.url, '--model', 'Qwen/Qwen3-8B', '--streaming', '--num-dataset-entries', '200', '--concurrency', conc, '--request-count', reqs, '--warmup-request-count', '0', '--isl', isl, '--osl', osl, '--artifact-dir', `/tmp/fleet-plan-c${conc}`];
-  spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'ignore'] }).on('exit', () => done());
+const benchCode = await new Promise<number | null>((done) => {
+  const args = ['--import', 'tsx', CLI, 'bench', '--url', fleet.workers[0]!.url, '--model', 'Qwen/Qwen3-8B', '--streaming', '--num-dataset-entries', '200', '--concurrency', conc, '--request-count', reqs, '--warmup-request-count', '0', '--isl', isl, '--osl', osl, '--artifact-dir', `/tmp/fleet-plan-c${conc}`];
+  // From the repository, wherever the caller runs (`--import tsx` resolves from the working directory); bench's own error line shows.
+  spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], cwd: ROOT }).on('exit', (code) => done(code));
 });
 await fleet.close();
+if (benchCode !== 0 || live.length === 0) {
+  console.error(`perf/fleet-plan: bench exited ${benchCode} after ${live.length} requests; nothing to compare`);
+  process.exit(1);
+}
 
 const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
 const byName = new Map<string, number[]>();
