@@ -90,3 +90,18 @@ test('warm-up settings fall back to the profiling phase\'s as in AIPerf, ramps i
   const own = resolveBenchOptions({ url: 'http://127.0.0.1:1', model: 'm', concurrencyRampMs: 2000, warmupConcurrencyRampMs: 500, warmupGracePeriodMs: 1000 });
   assert.deepEqual([own.warmup.concurrencyRampMs, own.warmup.gracePeriodMs], [500, 1000]);
 });
+
+test('an option whose schedule or limit is one process\'s refuses --threads with one line naming it; each runs on one thread', () => {
+  const base = { url: 'h:1', model: 'm' };
+  const cases: Array<[string, Parameters<typeof resolveBenchOptions>[0]]> = [
+    ['--fixed-schedule', { ...base, inputFile: 'trace.jsonl', fixedSchedule: true }],
+    ['--conversation-num with multi-turn conversations', { ...base, conversationNum: 4, conversationTurnMean: 2 }],
+    ['--request-rate-series', { ...base, requestRateSeries: [{ timeS: 0, qps: 1 }, { timeS: 1, qps: 2 }] }],
+    ['--user-centric-rate', { ...base, userCentricRate: 1, numUsers: 2, conversationTurnMean: 2 }],
+    ['--prefill-concurrency', { ...base, streaming: true, concurrency: 2, prefillConcurrency: 1 }],
+  ];
+  for (const [what, opts] of cases) {
+    assert.equal(resolveBenchOptions(opts).threads, 1, what);
+    assert.throws(() => resolveBenchOptions({ ...opts, threads: 2 }), { code: 'CONFIG_INVALID', message: `${what} runs on one thread: drop --threads` });
+  }
+});

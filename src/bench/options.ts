@@ -382,7 +382,7 @@ function checkSchedule(o: BenchOptions, workload: BenchWorkloadSpec, endpointTyp
   if (fixedSchedule) {
     if (o.requestRate !== undefined) throw bad('--request-rate: a trace with timestamps is sent at them, as AIPerf sends it (the rate is not used): drop --request-rate, or give --no-fixed-schedule to send its lines at the rate');
     if ((o.warmupRequestCount ?? 0) > 0 || (o.warmupDurationMs ?? 0) > 0) throw bad('--fixed-schedule has no warm-up: drop --warmup-request-count and --warmup-duration');
-    if ((o.threads ?? D.threads) > 1) throw bad('--fixed-schedule runs on one thread: drop --threads');
+    oneThread(o, '--fixed-schedule');
     if (o.benchmarkDurationMs !== undefined) throw bad('--fixed-schedule runs the trace to its end: drop --benchmark-duration');
   }
   if (endpointType === 'embeddings' && workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0)) {
@@ -437,7 +437,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   // AIPerf's --conversation-num counts conversations run: one request each unless they are multi-turn (a trace's sessions may be).
   const multiTurn = workload.kind === 'public' || workload.kind === 'trace' || (workload.kind === 'synthetic' && (workload.turnsMean > 1 || workload.turnsStddev > 0));
   const sessionCount = o.conversationNum !== undefined && multiTurn ? o.conversationNum : null;
-  if (sessionCount !== null && (o.threads ?? D.threads) > 1) throw bad('--conversation-num with multi-turn conversations runs on one thread: drop --threads');
+  if (sessionCount !== null) oneThread(o, '--conversation-num with multi-turn conversations');
   const defaultCount = sessionCount !== null || durationMs !== null || fixedSchedule ? null : Math.max(D.requestCount.min, D.requestCount.perConcurrency * concurrency);
   // A replayed trace sends every line once unless a count is given.
   const requestCount = o.requestCount ?? (o.conversationNum !== undefined && !multiTurn ? o.conversationNum : defaultCount);
@@ -516,11 +516,16 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
   };
 }
 
+/** Refuses `--threads` beside an option that runs on one thread (its schedule or its limit is one process's). */
+function oneThread(o: BenchOptions, what: string): void {
+  if ((o.threads ?? D.threads) > 1) throw bad(`${what} runs on one thread: drop --threads`);
+}
+
 /** The first rate of a `--request-rate-series`, after AIPerf's rules for what it excludes. */
 function rateSeriesStart(o: BenchOptions, series: readonly RatePoint[]): number {
   if (o.requestRate !== undefined) throw bad('--request-rate and --request-rate-series are mutually exclusive (as in AIPerf)');
   if (o.userCentricRate !== undefined) throw bad('--request-rate-series is not supported with --user-centric-rate (as in AIPerf)');
-  if ((o.threads ?? D.threads) > 1) throw bad('--request-rate-series runs on one thread: drop --threads');
+  oneThread(o, '--request-rate-series');
   checkRateSeries(series, '(the requestRateSeries option)');
   return series[0]!.qps;
 }
@@ -537,7 +542,7 @@ function userCentricOf(o: BenchOptions, workload: BenchWorkloadSpec, fixedSchedu
   if (o.requestRate !== undefined || o.requestRateMode !== undefined) throw bad('--user-centric-rate cannot be used together with --request-rate or --arrival-pattern');
   if (fixedSchedule || workload.kind !== 'synthetic') throw bad('--user-centric-rate runs synthetic conversations: drop --input-file');
   if (workload.turnsMean < 2) throw bad('--user-centric-rate requires multi-turn conversations (--session-turns-mean >= 2)');
-  if ((o.threads ?? D.threads) > 1) throw bad('--user-centric-rate runs on one thread: drop --threads');
+  oneThread(o, '--user-centric-rate');
   return { ratePerS: o.userCentricRate, numUsers: o.numUsers, sessionTurns: Math.round(workload.turnsMean) };
 }
 
@@ -553,7 +558,7 @@ function checkPrefill(o: BenchOptions): void {
   if (o.prefillConcurrency !== undefined && o.concurrency !== undefined && o.prefillConcurrency > o.concurrency) {
     throw bad(`--prefill-concurrency (${o.prefillConcurrency}) must be <= --concurrency (${o.concurrency}), as in AIPerf`);
   }
-  if ((o.threads ?? D.threads) > 1) throw bad('--prefill-concurrency runs on one thread: drop --threads');
+  oneThread(o, '--prefill-concurrency');
 }
 
 /** Checks the dataset flags and gathers them (AIPerf's rules: the two prefix styles exclude each other). */
