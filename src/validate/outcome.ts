@@ -39,7 +39,7 @@ export interface PredictedPoint {
 
 /** The sweep extended by a model (`--predict-beyond`): every figure here is predicted, labelled so, and judges nothing. */
 export interface PredictedSweep {
-  /** Where the model came from: `calibrated from sweep-16, sweep-32` or `profile mine.yaml`. */
+  /** Where the model came from: `engine model calibrated on c=16, c=32` (the levels' labels) or `profile mine.yaml`. */
   source: string;
   points: PredictedPoint[];
   /** The knee over the measured and the predicted levels together. */
