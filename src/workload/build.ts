@@ -119,7 +119,7 @@ export function buildWorkload(opts: WorkloadOptions): Workload {
   // AIPerf's floor: 1 token, or 0 when a prefix leads the first user message.
   const floor = groups > 0 && (opts.prefixRole ?? 'system') === 'user' ? 0 : 1;
   const later = opts.laterTurnReserveTokens ?? 0;
-  const reservedPrompt = (drawn: number, room = reserve, least = floor): Piece => {
+  const reservedPrompt = (drawn: number, room: number, least: number): Piece => {
     const n = Math.max(least, drawn - room);
     const text = n === 0 ? '' : promptOfLength(reserveRng, n, tokenizer);
     return textPiece(text, n);
@@ -130,7 +130,9 @@ export function buildWorkload(opts: WorkloadOptions): Workload {
     const turns: Turn[] = [];
     for (let k = 0; k < turnCounts[i]!; k++) {
       const e = entries[next++]!;
-      let body: Piece = k === 0 && reserve > 0 ? reservedPrompt(e.inputTokens) : k > 0 && later > 0 ? reservedPrompt(e.inputTokens, later, 1) : textPiece(e.prompt, e.inputTokens);
+      // Tokens kept free (AIPerf's ISL adjustments): the first turn's down to AIPerf's floor, a later one's down to 1.
+      const room = k === 0 ? reserve : later;
+      let body: Piece = room > 0 ? reservedPrompt(e.inputTokens, room, k === 0 ? floor : 1) : textPiece(e.prompt, e.inputTokens);
       if (k === 0) {
         const lead: Piece[] = [];
         if (groups > 0 && (opts.prefixRole ?? 'system') === 'user') lead.push(prefixes[i % groups]!);
