@@ -38,7 +38,8 @@ export interface WorkloadOptions {
   turnDelayRatio?: number;
   /**
    * Tokens taken off each first user message's drawn length, down to 1 (0 behind a user-side prefix):
-   * AIPerf's room for a cache-bust marker that will be added to it (`first_turn_isl_adjustment`). @default 0
+   * AIPerf's room for what will be added to it (`first_turn_isl_adjustment`): a cache-bust marker, a
+   * chat template's per-request cost and wrap. @default 0
    */
   firstTurnReserveTokens?: number;
   /** Tokens taken off each later user message's drawn length, down to 1 (`subsequent_turn_isl_adjustment`: a chat template's per-message wrap). @default 0 */
