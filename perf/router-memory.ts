@@ -17,12 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { numberArg, optionalArg, textArg, textArgs } from './args.js';
 
-const args = process.argv.slice(2);
-const option = (name: string): string | undefined => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
 const HERE = fileURLToPath(new URL('..', import.meta.url));
 
 interface Memory {
@@ -63,10 +59,10 @@ function child(cmd: string, argv: string[]): Promise<{ proc: ChildProcess; next(
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
-  const STREAMS = Number(option('--streams') ?? 64);
-  const TOKENS = Number(option('--tokens') ?? 4000);
+  const STREAMS = numberArg('--streams', 64);
+  const TOKENS = numberArg('--tokens', 4000);
   const FIRST = Math.round(TOKENS / 4);
-  const baselines = args.flatMap((a, i) => (a === '--baseline' && args[i + 1] !== undefined ? [args[i + 1]!] : []));
+  const baselines = textArgs('--baseline');
   const dir = mkdtempSync(join(tmpdir(), 'tailgate-mem-'));
   // a fast worker with room for every stream's KV: only the router's memory is in question
   const profile = join(dir, 'fast.yaml');
@@ -139,5 +135,6 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-if (option('--host') !== undefined) await host(option('--host')!, option('--backends')!.split(','), option('--migrate') === 'true');
+const hostDir = optionalArg('--host');
+if (hostDir !== undefined) await host(hostDir, textArg('--backends', '').split(','), optionalArg('--migrate') === 'true');
 else await main();
