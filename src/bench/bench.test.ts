@@ -105,3 +105,11 @@ test('an option whose schedule or limit is one process\'s refuses --threads with
     assert.throws(() => resolveBenchOptions({ ...opts, threads: 2 }), { code: 'CONFIG_INVALID', message: `${what} runs on one thread: drop --threads` });
   }
 });
+
+test('dataset sampling defaults: synthetic prompts shuffled, a trace and a public dataset read in order (BENCH_DEFAULTS.datasetSampling)', () => {
+  const base = { url: 'h:1', model: 'm' };
+  assert.equal(resolveBenchOptions(base).datasetSampling, 'shuffle');
+  assert.equal(resolveBenchOptions({ ...base, inputFile: 'trace.jsonl', fixedSchedule: false }).datasetSampling, 'sequential');
+  assert.equal(resolveBenchOptions({ ...base, publicDataset: 'sharegpt' }).datasetSampling, 'sequential');
+  assert.equal(resolveBenchOptions({ ...base, datasetSamplingStrategy: 'random' }).datasetSampling, 'random');
+});

@@ -1,7 +1,7 @@
 import { TailgateError, createRng } from '../core/index.js';
 import { GOODPUT_TAGS, type SummarizeOptions } from '../stats/index.js';
 import { checkHeader } from './flag-values.js';
-import { NO_SYNTHESIS, SAMPLING_STRATEGIES, checkRateSeries, defaultSampling, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type MediaOptions, type SynthesisOptions, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
+import { NO_SYNTHESIS, SAMPLING_STRATEGIES, checkRateSeries, defaultTokenizer, traceHasTimestamps, type ArrivalMode, type MediaOptions, type SynthesisOptions, type RatePoint, type SamplingStrategy, type SequencePair, type Tokenizer } from '../workload/index.js';
 import { ENDPOINT_PATHS, type EndpointType, type PayloadOptions } from './payload.js';
 import { mediaInputConfig, resolveMedia } from './media-options.js';
 import type { CallResult } from './request-call.js';
@@ -476,7 +476,7 @@ export function resolveBenchOptions(given: BenchOptions): ResolvedBenchOptions {
     randomSeed: o.randomSeed ?? D.randomSeed,
     workload,
     // AIPerf reads a public dataset in order, as it reads a trace.
-    datasetSampling: o.datasetSamplingStrategy ?? defaultSampling(workload.kind === 'public' ? 'trace' : workload.kind),
+    datasetSampling: o.datasetSamplingStrategy ?? D.datasetSampling[workload.kind === 'synthetic' ? 'synthetic' : 'trace'],
     fixedSchedule,
     extraInputs: { ...(o.extraInputs ?? {}) },
     useLegacyMaxTokens: o.useLegacyMaxTokens ?? false,
