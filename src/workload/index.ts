@@ -28,7 +28,7 @@ export type { PublicDatasetFile } from './public-dataset.js';
 export { SHAREGPT, loadShareGpt, resolveShareGpt, shareGptSessions } from './public-dataset.js';
 export type { AudioPart, ImagePart, MediaPart } from './content-parts.js';
 export type { AudioOptions, ImageOptions, MediaOptions } from './media.js';
-export { attachMedia, checkMediaOptions, encodePng, noisePng, noiseRgb, noiseWav } from './media.js';
+export { attachMedia, checkMediaOptions, noisePng, noiseRgb, noiseWav } from './media.js';
 export { encodeJpeg } from './jpeg.js';
 export type { SynthesisOptions } from './synthesis.js';
 export { NO_SYNTHESIS, synthesisTransforms, synthesizeTrace } from './synthesis.js';
