@@ -32,32 +32,24 @@ import { fileURLToPath } from 'node:url';
 import { runBench } from '../src/bench/index.js';
 import { socketFd, writeDirect } from '../src/router/direct-write.js';
 import { isMetricBlock } from '../src/stats/index.js';
+import { hasArg, numberArg, optionalArg, textArgs } from './args.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
-const args = process.argv.slice(2);
-const flag = (name: string, def: number): number => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
-const STREAMS = flag('--streams', 256);
-const REQUESTS = flag('--requests', 4 * STREAMS);
+const STREAMS = numberArg('--streams', 256);
+const REQUESTS = numberArg('--requests', 4 * STREAMS);
 const OUTPUT_TOKENS = 64;
-const option = (name: string): string | undefined => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
-const ONLY = option('--targets')?.split(',').filter((w) => w !== '');
-const CPU_PROF = option('--cpu-prof');
+const ONLY = optionalArg('--targets')?.split(',').filter((w) => w !== '');
+const CPU_PROF = optionalArg('--cpu-prof');
 // V8 flags for every Node process measured (tailgate's routers, baselines and the Node floors), e.g. '--max-semi-space-size=32'.
-const NODE_FLAGS = option('--node-flags')?.split(' ').filter((w) => w !== '') ?? [];
+const NODE_FLAGS = optionalArg('--node-flags')?.split(' ').filter((w) => w !== '') ?? [];
 /** Node's own options for every measured Node process. */
 const nodeArgs = [...NODE_FLAGS, ...(CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF] : [])];
-const ROUNDS = flag('--rounds', 2);
-const KV_EVENTS = args.includes('--kv-events');
+const ROUNDS = numberArg('--rounds', 2);
+const KV_EVENTS = hasArg('--kv-events');
 // ZMQ ports of the fleet's KV events: worker i publishes on base + i, its replay socket on base + 100 + i.
 const KV_BASE = 20_000 + Math.floor(Math.random() * 12_000);
 const KV_CONFIG = JSON.stringify({ enable_kv_cache_events: true, endpoint: `tcp://*:${KV_BASE}`, replay_endpoint: `tcp://*:${KV_BASE + 100}` });
-const BASELINES = args.flatMap((a, i) => (a === '--baseline' && args[i + 1] !== undefined ? [args[i + 1]!] : []));
+const BASELINES = textArgs('--baseline');
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -75,7 +67,7 @@ function which(cmd: string): string | null {
 function ensureInstalled(): { nginx: string | null; haproxy: string | null } {
   let nginx = which('nginx');
   let haproxy = which('haproxy');
-  if ((!nginx || !haproxy) && !args.includes('--no-install')) {
+  if ((!nginx || !haproxy) && !hasArg('--no-install')) {
     console.error('installing nginx and haproxy from Debian (apt-get) ...');
     spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });
     spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'nginx', 'haproxy'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
@@ -461,7 +453,7 @@ async function main(): Promise<void> {
     }
     rows.push(direct, ...running.map((x) => x.row));
     for (const r of rows) console.error(JSON.stringify(r));
-    if (!args.includes('--skip-stall')) {
+    if (!hasArg('--skip-stall')) {
       for (const { p, row } of running) {
         const t0 = performance.now();
         await addStall(backends[0]!);
@@ -521,5 +513,7 @@ async function main(): Promise<void> {
   if (!bins.nginx || !bins.haproxy) console.log('\n(nginx or haproxy not available: their rows are missing; run without --no-install as root to install them)');
 }
 
+// A Node floor's child process: `--bare-relay[-fd] URL...`.
+const args = process.argv.slice(2);
 if (args[0] === '--bare-relay' || args[0] === '--bare-relay-fd') runBareRelay(args.slice(1), args[0] === '--bare-relay-fd');
 else await main();
