@@ -3,8 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { formatProfileYaml, predictLevel, readRun, simLevelOf } from '../src/calibrate/index.js';
+import { formatProfileYaml, predictLevel, readRun, simLevelOf, type Level } from '../src/calibrate/index.js';
 import { getProfile, parseProfile, type EngineProfile } from '../src/engine/index.js';
+import { parsePrometheusText, sumSamples } from '../src/scrape/index.js';
 import { runCli, startCli } from './helpers.js';
 
 /**
@@ -54,11 +55,10 @@ const UNSEEN_REQUESTS = 48;
  * the real clock; generation requests taken, and their real time from arrival to the engine submit.
  */
 async function stepClock(url: string): Promise<{ steps: number; lateMs: number; requests: number; handlingMs: number; ttftMs: number; ttftCount: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+  const samples = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
   const read = (name: string): number => {
-    const m = new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(text);
-    assert.ok(m, `${name} missing from the fleet's /metrics`);
-    return Number(m[1]);
+    assert.ok(samples.some((s) => s.name === name), `${name} missing from the fleet's /metrics`);
+    return sumSamples(samples, name);
   };
   return {
     steps: read('tailgate_engine_steps_total'),
@@ -73,6 +73,8 @@ async function stepClock(url: string): Promise<{ steps: number; lateMs: number; 
 /** A level as the fleet ran it: its run directory, how late (ms per step) the fleet's steps ran against the profile, and its requests' handling before submit. */
 interface LiveLevel {
   dir: string;
+  /** What calibrate reads of the run directory (read once, after the bench wrote it). */
+  level: Level;
   steps: number;
   lateMs: number;
   requests: number;
@@ -110,7 +112,7 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
     const after = await stepClock(url);
     const steps = after.steps - before.steps;
     const requests = after.requests - before.requests;
-    return { dir: out, steps, lateMs: (after.lateMs - before.lateMs) / steps, requests, handlingMs: (after.handlingMs - before.handlingMs) / requests, ttftMs: (after.ttftMs - before.ttftMs) / (after.ttftCount - before.ttftCount) };
+    return { dir: out, level: readRun(out), steps, lateMs: (after.lateMs - before.lateMs) / steps, requests, handlingMs: (after.handlingMs - before.handlingMs) / requests, ttftMs: (after.ttftMs - before.ttftMs) / (after.ttftCount - before.ttftCount) };
   };
   let runs: LiveLevel[] = [];
   const unseen: LiveLevel[] = [];
@@ -129,12 +131,12 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
     await fleet.stop();
   }
   const asRun = (lateMs: number): EngineProfile => ({ ...PICKED, stepBaseMs: PICKED.stepBaseMs + lateMs });
-  const lateness = [...runs, ...unseen].map((l) => `${readRun(l.dir).label} ${l.lateMs.toFixed(2)} ms`).join(', ');
+  const lateness = [...runs, ...unseen].map((l) => `${l.level.label} ${l.lateMs.toFixed(2)} ms`).join(', ');
   process.stderr.write(`fleet steps late per step: ${lateness}\n`);
-  process.stderr.write(`fleet handling before submit per request: ${[...runs, ...unseen].map((l) => `${readRun(l.dir).label} ${l.handlingMs.toFixed(2)} ms (${l.requests} requests)`).join(', ')}\n`);
+  process.stderr.write(`fleet handling before submit per request: ${[...runs, ...unseen].map((l) => `${l.level.label} ${l.handlingMs.toFixed(2)} ms (${l.requests} requests)`).join(', ')}\n`);
   // The fleet ran as its counters say: each level's live ITL is the simulator's on the picked profile with that level's lateness.
   for (const l of [...runs, ...unseen]) {
-    const level = readRun(l.dir);
+    const { level } = l;
     const ideal = predictLevel(simLevelOf(level), asRun(l.lateMs)).itlMeanMs;
     assert.ok(Math.abs(level.measured.itlMeanMs / ideal - 1) <= KEPT_TIME, `${level.label}: live ITL ${level.measured.itlMeanMs.toFixed(2)} ms, ${ideal.toFixed(2)} on the profile as run (steps ${l.lateMs.toFixed(2)} ms late)`);
   }
@@ -153,7 +155,7 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
   // simulator on the profile the fit levels ran (the one every parameter is judged against), is part of
   // the frontend time the levels show.
   const c1 = runs[0]!;
-  const c1Level = readRun(c1.dir);
+  const c1Level = c1.level;
   const outsideMs = c1Level.measured.ttftMeanMs - predictLevel(simLevelOf(c1Level), ran).ttftMeanMs;
   const wayMs = c1Level.measured.ttftMeanMs - c1.ttftMs - c1.handlingMs;
   const handlingMs = runs.reduce((s, l) => s + l.handlingMs * l.requests, 0) / runs.reduce((s, l) => s + l.requests, 0);
@@ -167,12 +169,13 @@ test('round trip on loopback: a fleet on a picked profile, bench at 3 levels, ca
   const predictions = JSON.parse(r.stdout) as Row[];
   assert.deepEqual(predictions.map((p) => p.concurrency), UNSEEN.map((l) => l.concurrency));
   predictions.forEach((p, i) => {
-    const live = readRun(unseen[i]!.dir);
+    const live = unseen[i]!.level;
+    const sim = simLevelOf(live);
     // --predict runs the fitted profile, whose base carries the fit levels' lateness; this level ran late by its own.
-    const row = predictLevel(simLevelOf(live), { ...profile, stepBaseMs: profile.stepBaseMs + unseen[i]!.lateMs - fitLate });
+    const row = predictLevel(sim, { ...profile, stepBaseMs: profile.stepBaseMs + unseen[i]!.lateMs - fitLate });
     // What the simulator gives on the picked profile as this level ran: the model's own error, beside the fit's.
-    const truth = predictLevel(simLevelOf(live), asRun(unseen[i]!.lateMs));
-    const same = predictLevel(simLevelOf(live), profile);
+    const truth = predictLevel(sim, asRun(unseen[i]!.lateMs));
+    const same = predictLevel(sim, profile);
     assert.ok(Math.abs(p.output_token_throughput.avg / same.outputTokPerS - 1) < 0.01, `c=${p.concurrency}: --predict ran the fitted profile at the level's workload (${p.output_token_throughput.avg} against ${same.outputTokPerS})`);
     const within = (name: string, got: number, want: number, share: number): void => assert.ok(Math.abs(got / want - 1) <= share, `c=${p.concurrency} ${name}: predicted ${got.toFixed(2)}, live ${want.toFixed(2)} (TTFT p50 on the picked profile as run ${truth.ttftP50Ms.toFixed(1)}; steps late: ${lateness})`);
     const pct = (got: number, want: number): string => `${(100 * (got / want - 1)).toFixed(1)}%`;
