@@ -12,9 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startFleet, type Fleet } from '../src/fleet/index.js';
 import { getProfile, type EngineProfile } from '../src/engine/index.js';
-import { runCli, until } from './helpers.js';
 import type { ChildProcess } from 'node:child_process';
-import { spawnCli as spawnTailgate } from './helpers.js';
+import { runCli, spawnCli as spawnTailgate, until } from './helpers.js';
 
 const MODEL = 'Qwen/Qwen3-0.6B';
 
