@@ -3,7 +3,7 @@
 // threads too) over steady-state runs of each client against `tailgate fleet`, and the samples are
 // grouped by where they fell: the kernel, each JavaScript function, V8's GC, V8's compilers, libuv,
 // the rest of Node and V8, libc. Each group is printed in microseconds per SSE message, side by side.
-// Run: node --import tsx perf/bench-cpu-profile.ts [--streams 256] [--requests 2048] [--osl 64] [--rounds 3] [--warm-rounds 2] [--top 12]
+// Run: node --import tsx perf/bench-cpu-profile.ts [--streams 256] [--requests 2048] [--osl 128] [--rounds 3] [--warm-rounds 2] [--top 12]
 // Needs `perf` (linux-tools) allowed to sample its own processes (kernel.perf_event_paranoid <= 2). The
 // script restarts itself under --perf-prof in a scratch directory: V8 writes a jitdump of every code
 // object there (moves included) and `perf inject --jit` names the samples in JIT code from it; the
@@ -18,7 +18,7 @@ import { numberArg } from './args.js';
 
 const STREAMS = numberArg('--streams', 256);
 const REQUESTS = numberArg('--requests', STREAMS * 8);
-const OSL = numberArg('--osl', 64);
+const OSL = numberArg('--osl', 128);
 const ROUNDS = numberArg('--rounds', 3);
 const WARM_ROUNDS = numberArg('--warm-rounds', 2);
 const TOP = numberArg('--top', 12);
