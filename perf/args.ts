@@ -33,6 +33,17 @@ export function textArgs(name: string): string[] {
 }
 
 /**
+ * The comma-separated values after the flag `name` (or in `fallback`), each one of `allowed`.
+ *
+ * @example listArg('--clients', 'floor,socket', ['plain', 'floor', 'socket']) // ['floor', 'socket']
+ */
+export function listArg<T extends string>(name: string, fallback: string, allowed: readonly T[]): T[] {
+  const values = textArg(name, fallback).split(',');
+  for (const v of values) if (!allowed.includes(v as T)) fail(`${name}: unknown value ${v} (one of ${allowed.join(', ')})`);
+  return values as T[];
+}
+
+/**
  * The number after the flag `name`, or `fallback` when it is absent.
  *
  * @example numberArg('--rounds', 3) // 5 for `... --rounds 5`
