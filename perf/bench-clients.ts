@@ -3,11 +3,25 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { BenchOptions } from '../src/bench/index.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
 
 /** The model both scripts' requests name. */
 export const MODEL = 'Qwen/Qwen3-8B';
+
+/** The seed's workload as one GPU's share, both scripts' defaults: 256 streams (its 2048 over 8 workers), 128 output tokens. */
+export const SEED_SHARE = { streams: 256, osl: 128 } as const;
+
+/** bench's options for `total` requests of 128 prompt and `osl` output tokens over `streams` streams. */
+export function benchOptions(urls: string[], streams: number, total: number, osl: number, extra: Partial<BenchOptions> = {}): BenchOptions {
+  return { url: urls, model: MODEL, streaming: true, concurrency: streams, requestCount: total, inputTokensMean: 128, outputTokensMean: osl, randomSeed: 100, ...extra };
+}
+
+/** SSE messages of one streamed answer of `osl` tokens, as both scripts count them: its content chunks, the role and usage chunks and [DONE]. */
+export function messagesOf(osl: number): number {
+  return osl + 3;
+}
 
 /** The raw clients' request body: a 128-word prompt, streamed with usage, `osl` tokens out. */
 export function streamBody(osl: number): string {

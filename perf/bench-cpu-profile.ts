@@ -13,12 +13,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runBench } from '../src/bench/index.js';
-import { MODEL, floorClient, startFleet, streamBody } from './bench-clients.js';
+import { SEED_SHARE, benchOptions, floorClient, messagesOf, startFleet, streamBody } from './bench-clients.js';
 import { numberArg } from './args.js';
 
-const STREAMS = numberArg('--streams', 256);
+const STREAMS = numberArg('--streams', SEED_SHARE.streams);
 const REQUESTS = numberArg('--requests', STREAMS * 8);
-const OSL = numberArg('--osl', 128);
+const OSL = numberArg('--osl', SEED_SHARE.osl);
 const ROUNDS = numberArg('--rounds', 3);
 const WARM_ROUNDS = numberArg('--warm-rounds', 2);
 const TOP = numberArg('--top', 12);
@@ -84,8 +84,7 @@ async function main(): Promise<void> {
       ['floor', async () => (await floorClient(urls, STREAMS, REQUESTS, payload)).messages],
       ['bench', async () => {
         let messages = 0;
-        // perf/bench.ts's count: each request's content chunks, its role and usage chunks and [DONE].
-        await runBench({ url: urls, model: MODEL, streaming: true, concurrency: STREAMS, requestCount: REQUESTS, inputTokensMean: 128, outputTokensMean: OSL, randomSeed: 100, transport: 'socket', onCall: () => (messages += OSL + 3) });
+        await runBench(benchOptions(urls, STREAMS, REQUESTS, OSL, { transport: 'socket', onCall: () => (messages += messagesOf(OSL)) }));
         return messages;
       }],
     ];

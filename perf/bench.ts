@@ -17,15 +17,15 @@ import { pathToFileURL } from 'node:url';
 import { Pool, request } from 'undici';
 import { percentile } from '../src/stats/index.js';
 import { hrtimeOffsetNs } from './monotonic.js';
-import { MODEL, floorClient, startFleet, streamBody } from './bench-clients.js';
+import { SEED_SHARE, benchOptions, floorClient, messagesOf, startFleet, streamBody } from './bench-clients.js';
 import { runBench, type BenchOptions, type CallResult } from '../src/bench/index.js';
 import { listArg, numberArg, optionalArg, textArg } from './args.js';
 
 const STREAMS = textArg('--streams', '256,512,1024,2048').split(',').map(Number);
-const CPU_STREAMS = numberArg('--cpu-streams', 256);
+const CPU_STREAMS = numberArg('--cpu-streams', SEED_SHARE.streams);
 // Requests per measured run of each client: enough that a run's fixed costs (workload, summary) are not counted as per-message cost.
 const CPU_REQUESTS = numberArg('--cpu-requests', CPU_STREAMS * 8);
-const OSL = numberArg('--osl', 128);
+const OSL = numberArg('--osl', SEED_SHARE.osl);
 const WORKERS = numberArg('--workers', 8);
 const ROUNDS = numberArg('--rounds', 5);
 const WARM_ROUNDS = numberArg('--warm-rounds', 2);
@@ -88,7 +88,7 @@ function cpuUs<T>(fn: () => Promise<T>): Promise<{ value: T; us: number; sysUs: 
 }
 
 function benchOpts(urls: string[], streams: number, total: number, extra: Partial<BenchOptions> = {}): BenchOptions {
-  return { url: urls, model: MODEL, streaming: true, concurrency: streams, requestCount: total, inputTokensMean: 128, outputTokensMean: OSL, randomSeed: 100, ...extra };
+  return benchOptions(urls, streams, total, OSL, extra);
 }
 
 async function main(): Promise<void> {
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
       if (c === 'plain') return (await plainClient(urls, CPU_STREAMS, total)).messages;
       if (c === 'floor') return (await floorClient(urls, CPU_STREAMS, total, BODY)).messages;
       let messages = 0;
-      const onCall = (): void => void (messages += OSL + 3);
+      const onCall = (): void => void (messages += messagesOf(OSL));
       const run = c === 'baseline' ? baseRunBench! : runBench;
       await run(benchOpts(urls, CPU_STREAMS, total, { transport: c === 'undici' ? 'undici' : 'socket', onCall }));
       return messages;
