@@ -16,90 +16,118 @@ export interface TimeWeightedBlock extends ScalarMetric {
   std: number;
 }
 
-/** A step function: `values[i]` holds from `ts[i]` to `ts[i + 1]`. */
-interface Step {
-  ts: Float64Array;
-  values: Float64Array;
-}
-
-/** Events of a step function as they are added: times and deltas in typed arrays that grow by doubling. */
-class Events {
-  times = new Float64Array(1024);
-  deltas = new Float64Array(1024);
+/**
+ * The typed arrays of one `timeWeightedMetrics` call, sized for its largest curve and reused by the
+ * three curves in turn: the events' times and deltas, and a second key/tag pair for the merge.
+ */
+class Scratch {
+  readonly keys: Float64Array;
+  readonly keys2: Float64Array;
+  readonly deltas: Float64Array;
+  readonly tags: Uint32Array;
+  readonly tags2: Uint32Array;
   length = 0;
 
+  constructor(capacity: number) {
+    // One slot more than the events: a curve's values are stored after the zero before its first event.
+    this.keys = new Float64Array(capacity + 1);
+    this.keys2 = new Float64Array(capacity + 1);
+    this.deltas = new Float64Array(capacity + 1);
+    this.tags = new Uint32Array(capacity + 1);
+    this.tags2 = new Uint32Array(capacity + 1);
+  }
+
   add(t: number, d: number): void {
-    if (this.length === this.times.length) {
-      const times = new Float64Array(this.length * 2);
-      const deltas = new Float64Array(this.length * 2);
-      times.set(this.times);
-      deltas.set(this.deltas);
-      this.times = times;
-      this.deltas = deltas;
-    }
-    this.times[this.length] = t;
+    this.keys[this.length] = t;
     this.deltas[this.length++] = d;
   }
 }
 
-/** Whether event `i` sorts before event `j`: by key, then flag, then index (a total order). */
-function before(keys: Float64Array, flags: Uint8Array | null, i: number, j: number): boolean {
-  const a = keys[i]!;
-  const b = keys[j]!;
-  if (a !== b) return a < b;
-  const fa = flags === null ? 0 : flags[i]!;
-  const fb = flags === null ? 0 : flags[j]!;
-  return fa !== fb ? fa < fb : i < j;
+/** A tag's flag bit: a start sorts after an end at the same time; the low 31 bits are the event's index. */
+const START = 0x80000000;
+const INDEX = 0x7fffffff;
+
+/**
+ * Sorts `keys[0..n)` with their `tags` by (key, tag) in a merge of the natural runs (a curve's events
+ * come request by request, each already in time order), keys carried along so that each pass reads
+ * memory in order; `keys2` and `tags2` are the other buffer. Returns the pair that holds the result.
+ */
+function mergeRuns(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, tags2: Uint32Array, n: number): [Float64Array, Uint32Array] {
+  let runs = 1;
+  for (let i = 1; i < n; i++) if (keys[i]! < keys[i - 1]! || (keys[i] === keys[i - 1] && tags[i]! < tags[i - 1]!)) runs++;
+  const bounds = new Uint32Array(runs + 1);
+  for (let i = 1, r = 1; i < n; i++) if (keys[i]! < keys[i - 1]! || (keys[i] === keys[i - 1] && tags[i]! < tags[i - 1]!)) bounds[r++] = i;
+  bounds[runs] = n;
+  let [k1, t1, k2, t2] = [keys, tags, keys2, tags2];
+  while (runs > 1) {
+    let next = 0;
+    for (let r = 0; r < runs; r += 2) {
+      const lo = bounds[r]!;
+      const mid = bounds[Math.min(r + 1, runs)]!;
+      const hi = bounds[Math.min(r + 2, runs)]!;
+      let a = lo;
+      let b = mid;
+      let k = lo;
+      while (a < mid && b < hi) {
+        const ka = k1[a]!;
+        const kb = k1[b]!;
+        if (kb < ka || (kb === ka && t1[b]! < t1[a]!)) {
+          k2[k] = kb;
+          t2[k++] = t1[b++]!;
+        } else {
+          k2[k] = ka;
+          t2[k++] = t1[a++]!;
+        }
+      }
+      // One of the two runs is left over: copied as it is.
+      const [from, to] = a < mid ? [a, mid] : [b, hi];
+      k2.set(k1.subarray(from, to), k);
+      t2.set(t1.subarray(from, to), k);
+      bounds[next++] = lo;
+    }
+    bounds[next] = n;
+    runs = next;
+    [k1, t1, k2, t2] = [k2, t2, k1, t1];
+  }
+  return [k1, t1];
 }
 
 /**
- * The indices 0..n-1 ordered by (key, flag, index): a merge sort of the natural runs with the order
- * inline, since a run's events come request by request, each already in time order (no comparator calls).
+ * The indices 0..n-1 ordered by (key, flag, index), flags 0 or 1: the merge that orders a curve's events.
+ *
+ * @example [...sortedIndices(Float64Array.of(2, 1, 1), Uint8Array.of(0, 1, 0), 3)] // [2, 1, 0]
  */
 export function sortedIndices(keys: Float64Array, flags: Uint8Array | null, n: number): Uint32Array {
-  let src = new Uint32Array(n);
-  let dst = new Uint32Array(n);
-  for (let i = 0; i < n; i++) src[i] = i;
-  const starts: number[] = [0];
-  for (let i = 1; i < n; i++) if (before(keys, flags, i, i - 1)) starts.push(i);
-  let runs = starts;
-  while (runs.length > 1) {
-    const next: number[] = [];
-    for (let r = 0; r < runs.length; r += 2) {
-      const lo = runs[r]!;
-      const mid = r + 1 < runs.length ? runs[r + 1]! : n;
-      const hi = r + 2 < runs.length ? runs[r + 2]! : n;
-      next.push(lo);
-      let a = lo;
-      let b = mid;
-      for (let k = lo; k < hi; k++) dst[k] = b >= hi || (a < mid && !before(keys, flags, src[b]!, src[a]!)) ? src[a++]! : src[b++]!;
-    }
-    [src, dst] = [dst, src];
-    runs = next;
-  }
-  return src;
+  const tags = new Uint32Array(n);
+  for (let i = 0; i < n; i++) tags[i] = (flags !== null && flags[i] ? START : 0) + i;
+  const [, sorted] = mergeRuns(keys.slice(0, n), tags, new Float64Array(n), new Uint32Array(n), n);
+  return sorted.map((t) => t & INDEX);
+}
+
+/** A step function: `values[k + 1]` holds from `ts[k]` to `ts[k + 1]`, `values[0]` (zero) before `ts[0]`. */
+interface Step {
+  ts: Float64Array;
+  values: Float64Array;
+  n: number;
 }
 
 /** Sorts the events (by time, ends before starts at equal times as AIPerf's tie rule, then as added) and sums them. */
-function sweep(e: Events): Step {
-  const { times, deltas, length: n } = e;
-  const starts = new Uint8Array(n);
-  for (let i = 0; i < n; i++) starts[i] = deltas[i]! > 0 ? 1 : 0;
-  const order = sortedIndices(times, starts, n);
-  const ts = new Float64Array(n);
-  const values = new Float64Array(n);
+function sweep(s: Scratch): Step {
+  const { deltas, length: n } = s;
+  for (let i = 0; i < n; i++) s.tags[i] = (deltas[i]! > 0 ? START : 0) + i;
+  const [ts, order] = mergeRuns(s.keys, s.tags, s.keys2, s.tags2, n);
+  const values = ts === s.keys ? s.keys2 : s.keys;
+  values[0] = 0;
   let sum = 0;
   let peak = 0;
   for (let k = 0; k < n; k++) {
-    const i = order[k]!;
-    ts[k] = times[i]!;
-    sum += deltas[i]!;
-    values[k] = sum;
+    sum += deltas[order[k]! & INDEX]!;
+    values[k + 1] = sum;
     peak = Math.max(peak, Math.abs(sum));
   }
   // Snap float residue of cancelled +x/-x pairs to 0, as AIPerf does (relative 1e-9 of the peak).
-  for (let k = 0; k < n; k++) if (Math.abs(values[k]!) < 1e-9 * peak) values[k] = 0;
-  return { ts, values };
+  for (let k = 1; k <= n; k++) if (Math.abs(values[k]!) < 1e-9 * peak) values[k] = 0;
+  return { ts, values, n };
 }
 
 /**
@@ -107,51 +135,94 @@ function sweep(e: Events): Step {
  * weighted by duration over the whole window; percentiles from the duration-weighted distribution
  * (the first value whose cumulative share of time reaches q).
  */
-function timeWeightedStats(step: Step, startMs: number, endMs: number, unit: string): TimeWeightedBlock | null {
+function timeWeightedStats(s: Scratch, startMs: number, endMs: number, unit: string): TimeWeightedBlock | null {
   const total = endMs - startMs;
-  if (step.ts.length === 0 || total <= 0) return null;
-  // Zero before the first event; each value held to the next event (the last to the window's end).
-  const n = step.ts.length + 1;
-  const vals = new Float64Array(n);
-  const durs = new Float64Array(n);
-  durs[0] = Math.max(0, Math.min(step.ts[0]!, endMs) - startMs);
-  for (let k = 0; k < step.ts.length; k++) {
-    const from = Math.max(step.ts[k]!, startMs);
-    const to = Math.min(k + 1 < step.ts.length ? step.ts[k + 1]! : endMs, endMs);
-    vals[k + 1] = step.values[k]!;
-    durs[k + 1] = Math.max(0, to - from);
-  }
+  if (s.length === 0 || total <= 0) return null;
+  const { ts, values, n } = sweep(s);
+  // The values held a positive time, moved in place to the front; their durations where the deltas were.
+  const durs = s.deltas;
   let held = 0;
-  for (let i = 0; i < n; i++) if (durs[i]! > 0) held++;
-  if (held === 0) return null;
-  const heldVals = new Float64Array(held);
-  const heldDurs = new Float64Array(held);
   let area = 0;
   let min = Number.POSITIVE_INFINITY;
   let max = Number.NEGATIVE_INFINITY;
-  for (let i = 0, h = 0; i < n; i++) {
-    if (!(durs[i]! > 0)) continue;
-    heldVals[h] = vals[i]!;
-    heldDurs[h++] = durs[i]!;
-    area += vals[i]! * durs[i]!;
-    min = Math.min(min, vals[i]!);
-    max = Math.max(max, vals[i]!);
+  for (let j = 0; j <= n; j++) {
+    const from = j === 0 ? startMs : Math.max(ts[j - 1]!, startMs);
+    const to = Math.min(j < n ? ts[j]! : endMs, endMs);
+    const d = Math.max(0, to - from);
+    if (!(d > 0)) continue;
+    const v = values[j]!;
+    values[held] = v;
+    durs[held++] = d;
+    area += v * d;
+    min = Math.min(min, v);
+    max = Math.max(max, v);
   }
+  if (held === 0) return null;
   const avg = area / total;
   let m2 = 0;
-  for (let h = 0; h < held; h++) m2 += heldDurs[h]! * (heldVals[h]! - avg) ** 2;
-  const order = sortedIndices(heldVals, null, held);
-  let heldMs = 0;
-  for (const h of order) heldMs += heldDurs[h]!;
-  const pct = (q: number): number => {
-    let cum = 0;
-    for (const h of order) {
-      cum += heldDurs[h]!;
-      if (cum / heldMs >= q) return heldVals[h]!;
+  for (let h = 0; h < held; h++) m2 += durs[h]! * (values[h]! - avg) ** 2;
+  const [p50, p90, p95, p99] = heldPercentiles(s, ts, values, held, min, max);
+  return { unit, avg, min, max, p50, p90, p95, p99, std: Math.sqrt(m2 / total) };
+}
+
+/**
+ * p50, p90, p95 and p99 of the held values (`values`, durations in `s.deltas`) weighted by duration,
+ * walking them in (value, index) order: a counting sort when they are integers in a range no wider
+ * than the scratch (requests, tokens), else the merge. `free` is scratch no longer in use.
+ */
+function heldPercentiles(s: Scratch, free: Float64Array, values: Float64Array, held: number, min: number, max: number): Quartet {
+  const durs = s.deltas;
+  let integers = max - min < s.tags.length;
+  for (let h = 0; h < held && integers; h++) integers = Number.isInteger(values[h]);
+  if (integers) {
+    const ends = s.tags;
+    ends.fill(0, 0, max - min + 1);
+    for (let h = 0; h < held; h++) ends[values[h]! - min]!++;
+    for (let r = 0, at = 0; r <= max - min; r++) {
+      const count = ends[r]!;
+      ends[r] = at;
+      at += count;
     }
-    return heldVals[order[order.length - 1]!]!;
-  };
-  return { unit, avg, min, max, p50: pct(0.5), p90: pct(0.9), p95: pct(0.95), p99: pct(0.99), std: Math.sqrt(m2 / total) };
+    // Stable: each value's durations in index order; afterwards ends[r] is where value min + r ends.
+    for (let h = 0; h < held; h++) free[ends[values[h]! - min]!++] = durs[h]!;
+    return weightedPercentiles(free, held, (k) => min + firstAbove(ends, max - min + 1, k));
+  }
+  for (let h = 0; h < held; h++) s.tags[h] = h;
+  const [sorted, order] = mergeRuns(values, s.tags, free, s.tags2, held);
+  const sortedDurs = sorted === values ? free : values;
+  for (let k = 0; k < held; k++) sortedDurs[k] = durs[order[k]!]!;
+  return weightedPercentiles(sortedDurs, held, (k) => sorted[k]!);
+}
+
+/** p50, p90, p95, p99. */
+type Quartet = [number, number, number, number];
+
+/** The first index r < `n` with `ends[r] > k` (ends non-decreasing, `ends[n - 1]` above k). */
+function firstAbove(ends: Uint32Array, n: number, k: number): number {
+  let lo = 0;
+  let hi = n - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ends[mid]! > k) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/** The 50th, 90th, 95th and 99th percentiles of values whose durations are `durs[0..n)` in value order. */
+function weightedPercentiles(durs: Float64Array, n: number, valueAt: (k: number) => number): Quartet {
+  const qs: Quartet = [0.5, 0.9, 0.95, 0.99];
+  const out: Quartet = [0, 0, 0, 0];
+  let heldMs = 0;
+  for (let k = 0; k < n; k++) heldMs += durs[k]!;
+  let i = 0;
+  let cum = 0;
+  for (let k = 0; k < n && i < 4; k++) {
+    cum += durs[k]!;
+    while (i < 4 && cum / heldMs >= qs[i]!) out[i++] = valueAt(k);
+  }
+  while (i < 4) out[i++] = valueAt(n - 1);
+  return out;
 }
 
 /** Token counts of a record, as the run counts them (client tokenizer, or the server's usage). */
@@ -173,29 +244,32 @@ export function timeWeightedMetrics(records: readonly RequestRecord[], tokensOf:
   if (prof.length === 0) return {};
   const startMs = prof.reduce((m, r) => Math.min(m, r.startMs), Number.POSITIVE_INFINITY);
   const endMs = prof.reduce((m, r) => Math.max(m, r.endMs), Number.NEGATIVE_INFINITY);
-  const inFlight = new Events();
-  const prefill = new Events();
-  for (const r of prof) {
-    inFlight.add(r.startMs, 1);
-    inFlight.add(r.endMs, -1);
-    if (r.firstTokenMs === null || r.firstTokenMs < r.startMs) continue;
-    prefill.add(r.startMs, 1);
-    prefill.add(r.firstTokenMs, -1);
-  }
+  // Every curve has at most two events per record plus one per later chunk: one scratch for the three.
+  const s = new Scratch(prof.reduce((n, r) => n + Math.max(1, r.chunkMs.length) + 2, 0));
   const out: Record<string, TimeWeightedBlock> = {};
-  const put = (tag: string, step: Step, unit: string): void => {
-    const b = timeWeightedStats(step, startMs, endMs, unit);
+  const put = (tag: string, unit: string): void => {
+    const b = timeWeightedStats(s, startMs, endMs, unit);
     if (b) out[tag] = b;
+    s.length = 0;
   };
-  put('effective_concurrency', sweep(inFlight), 'requests');
-  put('effective_prefill_concurrency', sweep(prefill), 'requests');
-  put('tokens_in_flight', tokensInFlight(prof, tokensOf), 'tokens');
+  for (const r of prof) {
+    s.add(r.startMs, 1);
+    s.add(r.endMs, -1);
+  }
+  put('effective_concurrency', 'requests');
+  for (const r of prof) {
+    if (r.firstTokenMs === null || r.firstTokenMs < r.startMs) continue;
+    s.add(r.startMs, 1);
+    s.add(r.firstTokenMs, -1);
+  }
+  put('effective_prefill_concurrency', 'requests');
+  tokensInFlight(s, prof, tokensOf);
+  put('tokens_in_flight', 'tokens');
   return out;
 }
 
-/** The tokens-in-flight curve (see {@link timeWeightedMetrics}). */
-function tokensInFlight(prof: readonly RequestRecord[], tokensOf: TokensOf): Step {
-  const e = new Events();
+/** Adds the tokens-in-flight curve's events to `e` (see {@link timeWeightedMetrics}). */
+function tokensInFlight(e: Scratch, prof: readonly RequestRecord[], tokensOf: TokensOf): void {
   // AIPerf switches to the chunk-by-chunk curve when the run has inter-chunk gaps at all.
   const streamed = prof.some((r) => r.outcome === 'ok' && r.chunkMs.length >= 2);
   for (const r of prof) {
@@ -213,5 +287,4 @@ function tokensInFlight(prof: readonly RequestRecord[], tokensOf: TokensOf): Ste
       e.add(r.endMs, -(isl + osl));
     } else e.add(r.endMs, -isl);
   }
-  return sweep(e);
 }
