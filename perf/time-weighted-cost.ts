@@ -2,7 +2,9 @@
 // records of `perf/bench.ts`'s round (2048 requests x 128 tokens over 256 closed-loop streams, stamps
 // with sub-millisecond jitter as a live run has), per call: CPU ms, V8 mark-compacts, and the bytes
 // allocated (typed arrays, counted by their constructors; the JS heap, by V8's sampling heap profiler). --baseline DIR adds another checkout's code, alternated call by call in the same run.
-// Run: node --import tsx perf/time-weighted-cost.ts [--baseline DIR] [--reps 20] [--requests 2048] [--tokens 128]
+// --osl N counts N output tokens over the 128 chunks (default: one per chunk), so tokens in flight take
+// fractional values.
+// Run: node --import tsx perf/time-weighted-cost.ts [--baseline DIR] [--reps 20] [--requests 2048] [--tokens 128] [--osl N]
 import { join } from 'node:path';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import type { PerformanceEntry } from 'node:perf_hooks';
@@ -18,6 +20,7 @@ const BASELINE = optionalArg('--baseline');
 const REPS = numberArg('--reps', 20);
 const REQUESTS = numberArg('--requests', 2048);
 const TOKENS = numberArg('--tokens', 128);
+const OSL = numberArg('--osl', TOKENS);
 const STREAMS = 256;
 
 /** A closed loop of STREAMS streams: each request starts just after its stream's previous one ends. */
@@ -32,7 +35,7 @@ function records(): RequestRecord[] {
     for (let k = 1; k < TOKENS; k++) chunkMs.push(chunkMs[k - 1]! + 6 + rng.exponential(4));
     const endMs = chunkMs[chunkMs.length - 1]! + rng.next() * 0.2;
     free[s] = endMs;
-    out.push({ id: `r${i}`, phase: 'profiling', worker: null, startMs, firstTokenMs: chunkMs[0]!, chunkMs, endMs, inputTokens: { client: 128, server: 128 }, outputTokens: { client: TOKENS, server: TOKENS }, outcome: 'ok', status: 200, error: null, redispatched: false, migrated: false });
+    out.push({ id: `r${i}`, phase: 'profiling', worker: null, startMs, firstTokenMs: chunkMs[0]!, chunkMs, endMs, inputTokens: { client: 128, server: 128 }, outputTokens: { client: OSL, server: OSL }, outcome: 'ok', status: 200, error: null, redispatched: false, migrated: false });
   }
   return out;
 }
@@ -102,7 +105,7 @@ const bytes = [];
 for (const [, fn] of impls) bytes.push(await allocated(fn));
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-console.log(`${REQUESTS} requests x ${TOKENS} tokens (${events.toLocaleString('en-US')} events), ${REPS} calls each after 5 warm-up calls`);
+console.log(`${REQUESTS} requests x ${TOKENS} chunks, ${OSL} output tokens (${events.toLocaleString('en-US')} events), ${REPS} calls each after 5 warm-up calls`);
 console.log('code'.padEnd(40), 'CPU ms/call (median, min-max)'.padEnd(32), 'mark-compacts in calls'.padEnd(24), 'MB allocated/call: typed arrays, JS heap');
 for (const [i, [name]] of impls.entries()) {
   const r = results[i]!;

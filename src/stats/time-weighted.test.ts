@@ -20,6 +20,24 @@ test('sortedIndices (the natural-run merge) orders as a plain sort by key, flag,
   );
 });
 
+test('sortedIndices on clustered keys (most at nearly one time, a few far out or infinite): the same as a plain sort', () => {
+  const key = fc.oneof(
+    { weight: 8, arbitrary: fc.integer({ min: 0, max: 3 }).map((k) => 1000 + k * 1e-9) },
+    { weight: 2, arbitrary: fc.double({ min: -2000, max: 2000, noNaN: true }) },
+  );
+  const infinite = fc.constantFrom(Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY);
+  fc.assert(
+    fc.property(fc.array(fc.tuple(key, fc.integer({ min: 0, max: 1 })), { maxLength: 400, size: 'max' }), fc.option(fc.tuple(infinite, fc.nat())), (events, inf) => {
+      if (inf !== null && events.length > 0) events[inf[1] % events.length]![0] = inf[0];
+      const ks = Float64Array.from(events, ([k]) => k);
+      const flags = Uint8Array.from(events, ([, f]) => f);
+      const want = events.map((_, i) => i).sort((i, j) => (ks[i] === ks[j] ? 0 : ks[i]! - ks[j]!) || flags[i]! - flags[j]! || i - j);
+      assert.deepEqual([...sortedIndices(ks, flags, events.length)], want);
+    }),
+    { numRuns: 200, seed: 5 },
+  );
+});
+
 test('time-weighted load over random records: each curve\'s average is its area over the window (requests open, requests before a first token, tokens held), never below 0', () => {
   const one = fc.record({ startMs: fc.integer({ min: 0, max: 50 }), ttftMs: fc.integer({ min: 1, max: 20 }), itlMs: fc.integer({ min: 0, max: 10 }), tokens: fc.integer({ min: 1, max: 5 }), inputTokens: fc.integer({ min: 1, max: 300 }) });
   fc.assert(
@@ -123,7 +141,7 @@ test('timeWeightedMetrics equals the plain computation bit for bit: tied and fra
     warmup: fc.boolean(),
   });
   fc.assert(
-    fc.property(fc.array(one, { minLength: 1, maxLength: 30 }), (specs) => {
+    fc.property(fc.array(one, { minLength: 1, maxLength: 30, size: 'max' }), (specs) => {
       const records: RequestRecord[] = specs.map((s, i) => {
         const first = s.startMs + s.ttftMs;
         const chunkMs = [first];

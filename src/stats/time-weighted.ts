@@ -93,14 +93,64 @@ function mergeRuns(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, t
 }
 
 /**
- * The indices 0..n-1 ordered by (key, flag, index), flags 0 or 1: the merge that orders a curve's events.
+ * Sorts `keys[0..n)` with their `tags` by (key, tag), as {@link mergeRuns} does: a stable distribution
+ * into about n/4 buckets by key (monotone in the key, so only a bucket's own events need ordering),
+ * then each bucket ordered in place, by insertion when small, else by the merge. Returns the result pair.
+ */
+function sortPairs(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, tags2: Uint32Array, n: number): [Float64Array, Uint32Array] {
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < n; i++) {
+    lo = Math.min(lo, keys[i]!);
+    hi = Math.max(hi, keys[i]!);
+  }
+  const buckets = n >> 2;
+  const scale = (buckets - 1) / (hi - lo);
+  // Few events, all keys equal, or a NaN or infinite key: the merge alone.
+  if (buckets < 2 || !Number.isFinite(scale) || !Number.isFinite(lo) || !Number.isFinite(hi)) return mergeRuns(keys, tags, keys2, tags2, n);
+  const ends = new Uint32Array(buckets + 1);
+  for (let i = 0; i < n; i++) ends[Math.floor((keys[i]! - lo) * scale) + 1]!++;
+  for (let b = 1; b <= buckets; b++) ends[b]! += ends[b - 1]!;
+  // Stable: afterwards ends[b] is where bucket b ends.
+  for (let i = 0; i < n; i++) {
+    const at = ends[Math.floor((keys[i]! - lo) * scale)]!++;
+    keys2[at] = keys[i]!;
+    tags2[at] = tags[i]!;
+  }
+  for (let b = 0, from = 0; b < buckets; from = ends[b++]!) {
+    const to = ends[b]!;
+    if (to - from > 32) {
+      const [k, t] = mergeRuns(keys2.subarray(from, to), tags2.subarray(from, to), keys.subarray(from, to), tags.subarray(from, to), to - from);
+      if (k.buffer !== keys2.buffer) {
+        keys2.set(k, from);
+        tags2.set(t, from);
+      }
+      continue;
+    }
+    for (let i = from + 1; i < to; i++) {
+      const key = keys2[i]!;
+      const tag = tags2[i]!;
+      let j = i - 1;
+      for (; j >= from && (keys2[j]! > key || (keys2[j] === key && tags2[j]! > tag)); j--) {
+        keys2[j + 1] = keys2[j]!;
+        tags2[j + 1] = tags2[j]!;
+      }
+      keys2[j + 1] = key;
+      tags2[j + 1] = tag;
+    }
+  }
+  return [keys2, tags2];
+}
+
+/**
+ * The indices 0..n-1 ordered by (key, flag, index), flags 0 or 1: the sort that orders a curve's events.
  *
  * @example [...sortedIndices(Float64Array.of(2, 1, 1), Uint8Array.of(0, 1, 0), 3)] // [2, 1, 0]
  */
 export function sortedIndices(keys: Float64Array, flags: Uint8Array | null, n: number): Uint32Array {
   const tags = new Uint32Array(n);
   for (let i = 0; i < n; i++) tags[i] = (flags !== null && flags[i] ? START : 0) + i;
-  const [, sorted] = mergeRuns(keys.slice(0, n), tags, new Float64Array(n), new Uint32Array(n), n);
+  const [, sorted] = sortPairs(keys.slice(0, n), tags, new Float64Array(n), new Uint32Array(n), n);
   return sorted.map((t) => t & INDEX);
 }
 
@@ -115,7 +165,7 @@ interface Step {
 function sweep(s: Scratch): Step {
   const { deltas, length: n } = s;
   for (let i = 0; i < n; i++) s.tags[i] = (deltas[i]! > 0 ? START : 0) + i;
-  const [ts, order] = mergeRuns(s.keys, s.tags, s.keys2, s.tags2, n);
+  const [ts, order] = sortPairs(s.keys, s.tags, s.keys2, s.tags2, n);
   const values = ts === s.keys ? s.keys2 : s.keys;
   values[0] = 0;
   let sum = 0;
@@ -188,7 +238,7 @@ function heldPercentiles(s: Scratch, free: Float64Array, values: Float64Array, h
     return weightedPercentiles(free, held, (k) => min + firstAbove(ends, max - min + 1, k));
   }
   for (let h = 0; h < held; h++) s.tags[h] = h;
-  const [sorted, order] = mergeRuns(values, s.tags, free, s.tags2, held);
+  const [sorted, order] = sortPairs(values, s.tags, free, s.tags2, held);
   const sortedDurs = sorted === values ? free : values;
   for (let k = 0; k < held; k++) sortedDurs[k] = durs[order[k]!]!;
   return weightedPercentiles(sortedDurs, held, (k) => sorted[k]!);
