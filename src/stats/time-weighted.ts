@@ -18,14 +18,13 @@ export interface TimeWeightedBlock extends ScalarMetric {
 
 /**
  * The typed arrays of one `timeWeightedMetrics` call, sized for its largest curve and reused by the
- * three curves in turn: the events' times and deltas, and a second key/tag pair for the merge.
+ * three curves in turn: the events' times and deltas, and a second pair of the same for the sort.
  */
 class Scratch {
   readonly keys: Float64Array;
   readonly keys2: Float64Array;
   readonly deltas: Float64Array;
-  readonly tags: Uint32Array;
-  readonly tags2: Uint32Array;
+  readonly deltas2: Float64Array;
   length = 0;
 
   constructor(capacity: number) {
@@ -33,8 +32,7 @@ class Scratch {
     this.keys = new Float64Array(capacity + 1);
     this.keys2 = new Float64Array(capacity + 1);
     this.deltas = new Float64Array(capacity + 1);
-    this.tags = new Uint32Array(capacity + 1);
-    this.tags2 = new Uint32Array(capacity + 1);
+    this.deltas2 = new Float64Array(capacity + 1);
   }
 
   add(t: number, d: number): void {
@@ -43,22 +41,24 @@ class Scratch {
   }
 }
 
-/** A tag's flag bit: a start sorts after an end at the same time; the low 31 bits are the event's index. */
-const START = 0x80000000;
-const INDEX = 0x7fffffff;
+/** Whether (key a, payload pa) sorts before (b, pb): by key, then a payload not above 0 (an end) before one above (a start). */
+function precedes(a: number, pa: number, b: number, pb: number): boolean {
+  return a < b || (a === b && !(pa > 0) && pb > 0);
+}
 
 /**
- * Sorts `keys[0..n)` with their `tags` by (key, tag) in a merge of the natural runs (a curve's events
- * come request by request, each already in time order), keys carried along so that each pass reads
- * memory in order; `keys2` and `tags2` are the other buffer. Returns the pair that holds the result.
+ * Sorts `keys[0..n)` with their payloads `pay` by {@link precedes}, stably (ties stay in index order),
+ * in a merge of the natural runs (a curve's events come request by request, each in time order),
+ * pairs moved together so that each pass reads memory in order; `keys2` and `pay2` are the other
+ * buffer. Returns the pair that holds the result.
  */
-function mergeRuns(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, tags2: Uint32Array, n: number): [Float64Array, Uint32Array] {
+function mergeRuns(keys: Float64Array, pay: Float64Array, keys2: Float64Array, pay2: Float64Array, n: number): [Float64Array, Float64Array] {
   let runs = 1;
-  for (let i = 1; i < n; i++) if (keys[i]! < keys[i - 1]! || (keys[i] === keys[i - 1] && tags[i]! < tags[i - 1]!)) runs++;
+  for (let i = 1; i < n; i++) if (precedes(keys[i]!, pay[i]!, keys[i - 1]!, pay[i - 1]!)) runs++;
   const bounds = new Uint32Array(runs + 1);
-  for (let i = 1, r = 1; i < n; i++) if (keys[i]! < keys[i - 1]! || (keys[i] === keys[i - 1] && tags[i]! < tags[i - 1]!)) bounds[r++] = i;
+  for (let i = 1, r = 1; i < n; i++) if (precedes(keys[i]!, pay[i]!, keys[i - 1]!, pay[i - 1]!)) bounds[r++] = i;
   bounds[runs] = n;
-  let [k1, t1, k2, t2] = [keys, tags, keys2, tags2];
+  let [k1, p1, k2, p2] = [keys, pay, keys2, pay2];
   while (runs > 1) {
     let next = 0;
     for (let r = 0; r < runs; r += 2) {
@@ -71,33 +71,33 @@ function mergeRuns(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, t
       while (a < mid && b < hi) {
         const ka = k1[a]!;
         const kb = k1[b]!;
-        if (kb < ka || (kb === ka && t1[b]! < t1[a]!)) {
+        if (precedes(kb, p1[b]!, ka, p1[a]!)) {
           k2[k] = kb;
-          t2[k++] = t1[b++]!;
+          p2[k++] = p1[b++]!;
         } else {
           k2[k] = ka;
-          t2[k++] = t1[a++]!;
+          p2[k++] = p1[a++]!;
         }
       }
       // One of the two runs is left over: copied as it is.
       const [from, to] = a < mid ? [a, mid] : [b, hi];
       k2.set(k1.subarray(from, to), k);
-      t2.set(t1.subarray(from, to), k);
+      p2.set(p1.subarray(from, to), k);
       bounds[next++] = lo;
     }
     bounds[next] = n;
     runs = next;
-    [k1, t1, k2, t2] = [k2, t2, k1, t1];
+    [k1, p1, k2, p2] = [k2, p2, k1, p1];
   }
-  return [k1, t1];
+  return [k1, p1];
 }
 
 /**
- * Sorts `keys[0..n)` with their `tags` by (key, tag), as {@link mergeRuns} does: a stable distribution
- * into about n/4 buckets by key (monotone in the key, so only a bucket's own events need ordering),
- * then each bucket ordered in place, by insertion when small, else by the merge. Returns the result pair.
+ * Sorts as {@link mergeRuns} does, stably: a distribution into about n/4 buckets by key (monotone in
+ * the key, so only a bucket's own pairs need ordering), then each bucket ordered in place, by
+ * insertion when small, else by the merge. Returns the pair that holds the result.
  */
-function sortPairs(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, tags2: Uint32Array, n: number): [Float64Array, Uint32Array] {
+function sortPairs(keys: Float64Array, pay: Float64Array, keys2: Float64Array, pay2: Float64Array, n: number): [Float64Array, Float64Array] {
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < n; i++) {
@@ -106,8 +106,8 @@ function sortPairs(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, t
   }
   const buckets = n >> 2;
   const scale = (buckets - 1) / (hi - lo);
-  // Few events, all keys equal, or a NaN or infinite key: the merge alone.
-  if (buckets < 2 || !Number.isFinite(scale) || !Number.isFinite(lo) || !Number.isFinite(hi)) return mergeRuns(keys, tags, keys2, tags2, n);
+  // Few pairs, all keys equal, or a NaN or infinite key: the merge alone.
+  if (buckets < 2 || !Number.isFinite(scale) || !Number.isFinite(lo) || !Number.isFinite(hi)) return mergeRuns(keys, pay, keys2, pay2, n);
   const ends = new Uint32Array(buckets + 1);
   for (let i = 0; i < n; i++) ends[Math.floor((keys[i]! - lo) * scale) + 1]!++;
   for (let b = 1; b <= buckets; b++) ends[b]! += ends[b - 1]!;
@@ -115,31 +115,31 @@ function sortPairs(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, t
   for (let i = 0; i < n; i++) {
     const at = ends[Math.floor((keys[i]! - lo) * scale)]!++;
     keys2[at] = keys[i]!;
-    tags2[at] = tags[i]!;
+    pay2[at] = pay[i]!;
   }
   for (let b = 0, from = 0; b < buckets; from = ends[b++]!) {
     const to = ends[b]!;
     if (to - from > 32) {
-      const [k, t] = mergeRuns(keys2.subarray(from, to), tags2.subarray(from, to), keys.subarray(from, to), tags.subarray(from, to), to - from);
+      const [k, p] = mergeRuns(keys2.subarray(from, to), pay2.subarray(from, to), keys.subarray(from, to), pay.subarray(from, to), to - from);
       if (k.buffer !== keys2.buffer) {
         keys2.set(k, from);
-        tags2.set(t, from);
+        pay2.set(p, from);
       }
       continue;
     }
     for (let i = from + 1; i < to; i++) {
       const key = keys2[i]!;
-      const tag = tags2[i]!;
+      const p = pay2[i]!;
       let j = i - 1;
-      for (; j >= from && (keys2[j]! > key || (keys2[j] === key && tags2[j]! > tag)); j--) {
+      for (; j >= from && precedes(key, p, keys2[j]!, pay2[j]!); j--) {
         keys2[j + 1] = keys2[j]!;
-        tags2[j + 1] = tags2[j]!;
+        pay2[j + 1] = pay2[j]!;
       }
       keys2[j + 1] = key;
-      tags2[j + 1] = tag;
+      pay2[j + 1] = p;
     }
   }
-  return [keys2, tags2];
+  return [keys2, pay2];
 }
 
 /**
@@ -148,36 +148,40 @@ function sortPairs(keys: Float64Array, tags: Uint32Array, keys2: Float64Array, t
  * @example [...sortedIndices(Float64Array.of(2, 1, 1), Uint8Array.of(0, 1, 0), 3)] // [2, 1, 0]
  */
 export function sortedIndices(keys: Float64Array, flags: Uint8Array | null, n: number): Uint32Array {
-  const tags = new Uint32Array(n);
-  for (let i = 0; i < n; i++) tags[i] = (flags !== null && flags[i] ? START : 0) + i;
-  const [, sorted] = sortPairs(keys.slice(0, n), tags, new Float64Array(n), new Uint32Array(n), n);
-  return sorted.map((t) => t & INDEX);
+  // The index as the payload, its sign the flag.
+  const pay = Float64Array.from({ length: n }, (_, i) => (flags !== null && flags[i] ? i + 1 : -(i + 1)));
+  const [, sorted] = sortPairs(keys.slice(0, n), pay, new Float64Array(n), new Float64Array(n), n);
+  return Uint32Array.from(sorted, (p) => Math.abs(p) - 1);
 }
 
-/** A step function: `values[k + 1]` holds from `ts[k]` to `ts[k + 1]`, `values[0]` (zero) before `ts[0]`. */
+/**
+ * A step function: `values[k + 1]` holds from `ts[k]` to `ts[k + 1]`, `values[0]` (zero) before
+ * `ts[0]`; `spare` and `spare2` are scratch no longer in use.
+ */
 interface Step {
   ts: Float64Array;
   values: Float64Array;
   n: number;
+  spare: Float64Array;
+  spare2: Float64Array;
 }
 
 /** Sorts the events (by time, ends before starts at equal times as AIPerf's tie rule, then as added) and sums them. */
 function sweep(s: Scratch): Step {
-  const { deltas, length: n } = s;
-  for (let i = 0; i < n; i++) s.tags[i] = (deltas[i]! > 0 ? START : 0) + i;
-  const [ts, order] = sortPairs(s.keys, s.tags, s.keys2, s.tags2, n);
+  const n = s.length;
+  const [ts, deltas] = sortPairs(s.keys, s.deltas, s.keys2, s.deltas2, n);
   const values = ts === s.keys ? s.keys2 : s.keys;
   values[0] = 0;
   let sum = 0;
   let peak = 0;
   for (let k = 0; k < n; k++) {
-    sum += deltas[order[k]! & INDEX]!;
+    sum += deltas[k]!;
     values[k + 1] = sum;
     peak = Math.max(peak, Math.abs(sum));
   }
   // Snap float residue of cancelled +x/-x pairs to 0, as AIPerf does (relative 1e-9 of the peak).
   for (let k = 1; k <= n; k++) if (Math.abs(values[k]!) < 1e-9 * peak) values[k] = 0;
-  return { ts, values, n };
+  return { ts, values, n, spare: deltas, spare2: deltas === s.deltas ? s.deltas2 : s.deltas };
 }
 
 /**
@@ -188,9 +192,8 @@ function sweep(s: Scratch): Step {
 function timeWeightedStats(s: Scratch, startMs: number, endMs: number, unit: string): TimeWeightedBlock | null {
   const total = endMs - startMs;
   if (s.length === 0 || total <= 0) return null;
-  const { ts, values, n } = sweep(s);
-  // The values held a positive time, moved in place to the front; their durations where the deltas were.
-  const durs = s.deltas;
+  const { ts, values, n, spare: durs, spare2 } = sweep(s);
+  // The values held a positive time, moved in place to the front, with their durations.
   let held = 0;
   let area = 0;
   let min = Number.POSITIVE_INFINITY;
@@ -211,21 +214,20 @@ function timeWeightedStats(s: Scratch, startMs: number, endMs: number, unit: str
   const avg = area / total;
   let m2 = 0;
   for (let h = 0; h < held; h++) m2 += durs[h]! * (values[h]! - avg) ** 2;
-  const [p50, p90, p95, p99] = heldPercentiles(s, ts, values, held, min, max);
+  const [p50, p90, p95, p99] = heldPercentiles(values, durs, held, min, max, ts, spare2);
   return { unit, avg, min, max, p50, p90, p95, p99, std: Math.sqrt(m2 / total) };
 }
 
 /**
- * p50, p90, p95 and p99 of the held values (`values`, durations in `s.deltas`) weighted by duration,
- * walking them in (value, index) order: a counting sort when they are integers in a range no wider
- * than the scratch (requests, tokens), else the merge. `free` is scratch no longer in use.
+ * p50, p90, p95 and p99 of the held `values` weighted by their `durs`, walking them in (value, index)
+ * order: a counting sort when they are integers in a range no wider than the scratch (requests,
+ * tokens), else the sort of pairs. `spare` and `spare2` are scratch of the same length.
  */
-function heldPercentiles(s: Scratch, free: Float64Array, values: Float64Array, held: number, min: number, max: number): Quartet {
-  const durs = s.deltas;
-  let integers = max - min < s.tags.length;
+function heldPercentiles(values: Float64Array, durs: Float64Array, held: number, min: number, max: number, spare: Float64Array, spare2: Float64Array): Quartet {
+  let integers = max - min < spare2.length;
   for (let h = 0; h < held && integers; h++) integers = Number.isInteger(values[h]);
   if (integers) {
-    const ends = s.tags;
+    const ends = spare2;
     ends.fill(0, 0, max - min + 1);
     for (let h = 0; h < held; h++) ends[values[h]! - min]!++;
     for (let r = 0, at = 0; r <= max - min; r++) {
@@ -234,13 +236,11 @@ function heldPercentiles(s: Scratch, free: Float64Array, values: Float64Array, h
       at += count;
     }
     // Stable: each value's durations in index order; afterwards ends[r] is where value min + r ends.
-    for (let h = 0; h < held; h++) free[ends[values[h]! - min]!++] = durs[h]!;
-    return weightedPercentiles(free, held, (k) => min + firstAbove(ends, max - min + 1, k));
+    for (let h = 0; h < held; h++) spare[ends[values[h]! - min]!++] = durs[h]!;
+    return weightedPercentiles(spare, held, (k) => min + firstAbove(ends, max - min + 1, k));
   }
-  for (let h = 0; h < held; h++) s.tags[h] = h;
-  const [sorted, order] = sortPairs(values, s.tags, free, s.tags2, held);
-  const sortedDurs = sorted === values ? free : values;
-  for (let k = 0; k < held; k++) sortedDurs[k] = durs[order[k]!]!;
+  // Durations are above 0, so the pairs sort by value alone.
+  const [sorted, sortedDurs] = sortPairs(values, durs, spare, spare2, held);
   return weightedPercentiles(sortedDurs, held, (k) => sorted[k]!);
 }
 
@@ -248,7 +248,7 @@ function heldPercentiles(s: Scratch, free: Float64Array, values: Float64Array, h
 type Quartet = [number, number, number, number];
 
 /** The first index r < `n` with `ends[r] > k` (ends non-decreasing, `ends[n - 1]` above k). */
-function firstAbove(ends: Uint32Array, n: number, k: number): number {
+function firstAbove(ends: Float64Array, n: number, k: number): number {
   let lo = 0;
   let hi = n - 1;
   while (lo < hi) {
