@@ -1,7 +1,9 @@
 // What AIPerf's time-weighted metrics cost at the end of one bench run: timeWeightedMetrics on the
-// records of `perf/bench.ts`'s round (2048 requests x 128 tokens over 256 closed-loop streams, stamps
-// with sub-millisecond jitter as a live run has), per call: CPU ms, V8 mark-compacts, and the bytes
-// allocated (typed arrays, counted by their constructors; the JS heap, by V8's sampling heap profiler). --baseline DIR adds another checkout's code, alternated call by call in the same run.
+// records of `perf/bench.ts`'s round (2048 requests x 128 chunks over 256 closed-loop streams; as from
+// a vLLM-like server, every stream's chunk leaves at one of the engine's 10 ms steps and arrives up to
+// a fraction of a millisecond later), per call: CPU ms, V8 mark-compacts, and the bytes allocated
+// (typed arrays, counted by their constructors; the JS heap, by V8's sampling heap profiler).
+// --baseline DIR adds another checkout's code, alternated call by call in the same run.
 // --osl N counts N output tokens over the 128 chunks (default: one per chunk), so tokens in flight take
 // fractional values.
 // Run: node --import tsx perf/time-weighted-cost.ts [--baseline DIR] [--reps 20] [--requests 2048] [--tokens 128] [--osl N]
@@ -22,6 +24,7 @@ const REQUESTS = numberArg('--requests', 2048);
 const TOKENS = numberArg('--tokens', 128);
 const OSL = numberArg('--osl', TOKENS);
 const STREAMS = 256;
+const STEP_MS = 10;
 
 /** A closed loop of STREAMS streams: each request starts just after its stream's previous one ends. */
 function records(): RequestRecord[] {
@@ -31,8 +34,10 @@ function records(): RequestRecord[] {
   for (let i = 0; i < REQUESTS; i++) {
     const s = i % STREAMS;
     const startMs = free[s]! + 0.05 + rng.next() * 0.3;
-    const chunkMs = [startMs + 20 + rng.exponential(15)];
-    for (let k = 1; k < TOKENS; k++) chunkMs.push(chunkMs[k - 1]! + 6 + rng.exponential(4));
+    // Each chunk at the engine step after the previous one (the first after a 20 ms prefill), plus delivery.
+    const afterStep = (t: number): number => (Math.floor(t / STEP_MS) + 1) * STEP_MS + rng.exponential(0.2);
+    const chunkMs = [afterStep(startMs + 20)];
+    for (let k = 1; k < TOKENS; k++) chunkMs.push(afterStep(chunkMs[k - 1]!));
     const endMs = chunkMs[chunkMs.length - 1]! + rng.next() * 0.2;
     free[s] = endMs;
     out.push({ id: `r${i}`, phase: 'profiling', worker: null, startMs, firstTokenMs: chunkMs[0]!, chunkMs, endMs, inputTokens: { client: 128, server: 128 }, outputTokens: { client: OSL, server: OSL }, outcome: 'ok', status: 200, error: null, redispatched: false, migrated: false });

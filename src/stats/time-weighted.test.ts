@@ -20,9 +20,9 @@ test('sortedIndices (the natural-run merge) orders as a plain sort by key, flag,
   );
 });
 
-test('sortedIndices on clustered keys (most at nearly one time, a few far out or infinite): the same as a plain sort', () => {
+test('sortedIndices on clustered keys (most at nearly one of two times, a few far out or infinite): the same as a plain sort', () => {
   const key = fc.oneof(
-    { weight: 8, arbitrary: fc.integer({ min: 0, max: 3 }).map((k) => 1000 + k * 1e-9) },
+    { weight: 8, arbitrary: fc.integer({ min: 0, max: 3 }).map((k) => (k % 2 === 0 ? 1000 : -1000) + k * 1e-9) },
     { weight: 2, arbitrary: fc.double({ min: -2000, max: 2000, noNaN: true }) },
   );
   const infinite = fc.constantFrom(Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY);

@@ -95,7 +95,7 @@ function mergeRuns(keys: Float64Array, pay: Float64Array, keys2: Float64Array, p
 /**
  * Sorts as {@link mergeRuns} does, stably: a distribution into about n/4 buckets by key (monotone in
  * the key, so only a bucket's own pairs need ordering), then each bucket ordered in place, by
- * insertion when small, else by the merge. Returns the pair that holds the result.
+ * insertion when small, else by this sort again or the merge. Returns the pair that holds the result.
  */
 function sortPairs(keys: Float64Array, pay: Float64Array, keys2: Float64Array, pay2: Float64Array, n: number): [Float64Array, Float64Array] {
   let lo = Number.POSITIVE_INFINITY;
@@ -120,7 +120,10 @@ function sortPairs(keys: Float64Array, pay: Float64Array, keys2: Float64Array, p
   for (let b = 0, from = 0; b < buckets; from = ends[b++]!) {
     const to = ends[b]!;
     if (to - from > 32) {
-      const [k, p] = mergeRuns(keys2.subarray(from, to), pay2.subarray(from, to), keys.subarray(from, to), pay.subarray(from, to), to - from);
+      // A cluster (events of one engine step): its own buckets over its own range, or the merge when
+      // it holds most of the pairs (so each level at least halves the pairs: n log n at worst).
+      const sort = to - from > n / 2 ? mergeRuns : sortPairs;
+      const [k, p] = sort(keys2.subarray(from, to), pay2.subarray(from, to), keys.subarray(from, to), pay.subarray(from, to), to - from);
       if (k.buffer !== keys2.buffer) {
         keys2.set(k, from);
         pay2.set(p, from);
