@@ -5,8 +5,8 @@
 // (typed arrays, counted by their constructors; the JS heap, by V8's sampling heap profiler).
 // --baseline DIR adds another checkout's code, alternated call by call in the same run.
 // --osl N counts N output tokens over the 128 chunks (default: one per chunk), so tokens in flight take
-// fractional values.
-// Run: node --import tsx perf/time-weighted-cost.ts [--baseline DIR] [--reps 20] [--requests 2048] [--tokens 128] [--osl N]
+// fractional values. --live takes the records of one real bench round against an 8-worker fleet instead.
+// Run: node --import tsx perf/time-weighted-cost.ts [--baseline DIR] [--reps 20] [--requests 2048] [--tokens 128] [--osl N] [--live]
 import { join } from 'node:path';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import type { PerformanceEntry } from 'node:perf_hooks';
@@ -14,8 +14,10 @@ import { pathToFileURL } from 'node:url';
 import { Session } from 'node:inspector/promises';
 import { createRng } from '../src/core/index.js';
 import type { RequestRecord } from '../src/core/index.js';
+import { runBench } from '../src/bench/index.js';
 import { timeWeightedMetrics } from '../src/stats/index.js';
-import { numberArg, optionalArg } from './args.js';
+import { hasArg, numberArg, optionalArg } from './args.js';
+import { benchOptions, startFleet } from './bench-clients.js';
 
 type TimeWeighted = typeof timeWeightedMetrics;
 const BASELINE = optionalArg('--baseline');
@@ -52,7 +54,17 @@ if (BASELINE) {
   impls.push([`baseline ${BASELINE}`, mod.timeWeightedMetrics]);
 }
 
-const recs = records();
+/** The records of one bench round of REQUESTS x TOKENS at STREAMS streams against a fresh fleet. */
+async function liveRecords(): Promise<RequestRecord[]> {
+  const { urls, child } = await startFleet(8);
+  try {
+    return (await runBench(benchOptions(urls, STREAMS, REQUESTS, TOKENS, { transport: 'socket' }))).records;
+  } finally {
+    child.kill();
+  }
+}
+
+const recs = hasArg('--live') ? await liveRecords() : records();
 const events = recs.reduce((s, r) => s + r.chunkMs.length + 2, 0);
 // Mark-compacts seen by an observer, attributed afterwards to the call whose interval holds them.
 const majors: number[] = [];
@@ -110,7 +122,7 @@ const bytes = [];
 for (const [, fn] of impls) bytes.push(await allocated(fn));
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-console.log(`${REQUESTS} requests x ${TOKENS} chunks, ${OSL} output tokens (${events.toLocaleString('en-US')} events), ${REPS} calls each after 5 warm-up calls`);
+console.log(`${hasArg('--live') ? 'one live bench round: ' : ''}${REQUESTS} requests x ${TOKENS} chunks${hasArg('--live') ? '' : `, ${OSL} output tokens`} (${events.toLocaleString('en-US')} events), ${REPS} calls each after 5 warm-up calls`);
 console.log('code'.padEnd(40), 'CPU ms/call (median, min-max)'.padEnd(32), 'mark-compacts in calls'.padEnd(24), 'MB allocated/call: typed arrays, JS heap');
 for (const [i, [name]] of impls.entries()) {
   const r = results[i]!;
