@@ -148,7 +148,12 @@ async function main(): Promise<void> {
     // Each round pairs the clients under the same machine state: the median of those ratios is the figure the target is judged on.
     const vsFloor = perRound('floor');
     console.log(`per round, bench socket / floor: ${rounds(vsFloor)}; median ${percentile(Float64Array.from(vsFloor).sort(), 50).toFixed(2)}`);
-    if (baseRunBench) console.log(`per round, bench socket / baseline: ${rounds(perRound('baseline'))}`);
+    if (baseRunBench) {
+      // User CPU alone as well: the kernel's share is the same code in both and moves the most between rounds.
+      const user = (c: Client, i: number): number => perMsg.get(c)![i]! - sysPerMsg.get(c)![i]!;
+      const userRatios = socket.map((_, i) => user('socket', i) / user('baseline', i));
+      console.log(`per round, bench socket / baseline: ${rounds(perRound('baseline'))}; user CPU only: ${rounds(userRatios)}; median ${percentile(Float64Array.from(userRatios).sort(), 50).toFixed(2)}`);
+    }
 
     // Both processes read CLOCK_MONOTONIC: map this process's performance.now() onto hrtime ns.
     const offsetNs = hrtimeOffsetNs();
