@@ -33,3 +33,22 @@ test('parts of the head and tail (a payload without its framing) match bytewise'
   const event = Buffer.from('data: {"a":"zz"}\n\n');
   assert.ok(fromEvent.headAt(event, 0) && fromEvent.tailAt(event, 14), 'learned from a payload in place, with its framing');
 });
+
+test('a freed template matches nothing, and the template that reuses its slot matches only its own bytes', () => {
+  const a = EventTemplate.learn(Buffer.from('data: {"a":"'), Buffer.from('"}\n\n'))!;
+  const keep = EventTemplate.learn(Buffer.from('data: {"k":"'), Buffer.from('"}\n\n'))!;
+  const evA = Buffer.from('data: {"a":"x"}\n\n');
+  const evB = Buffer.from('data: {"b":"x"}\n\n');
+  const evK = Buffer.from('data: {"k":"x"}\n\n');
+  assert.ok(a.headAt(evA, 0));
+  a.free();
+  a.free();
+  assert.ok(!a.headAt(evA, 0) && !a.tailAt(evA, 13), 'freed: no match');
+  const b = EventTemplate.learn(Buffer.from('data: {"b":"'), Buffer.from('"}\n\n'))!;
+  assert.ok(b.headAt(evB, 0) && b.tailAt(evB, 13) && !b.headAt(evA, 0), 'the new template has its own words');
+  assert.ok(keep.headAt(evK, 0) && keep.tailAt(evK, 13) && !keep.headAt(evB, 0), 'a live template is untouched');
+  // Many live at once: the shared block grows and every template keeps its words.
+  const many = Array.from({ length: 3000 }, (_, i) => EventTemplate.learn(Buffer.from(`data: {"n${i}":"`), Buffer.from(`"}${i}\n\n`))!);
+  many.forEach((t, i) => assert.ok(t.headAt(Buffer.from(`data: {"n${i}":"`), 0) && t.tailAt(Buffer.from(`"}${i}\n\n`), 0), `template ${i}`));
+  for (const t of many) t.free();
+});

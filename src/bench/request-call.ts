@@ -3,7 +3,7 @@ import type { BenchDispatcher, BytesHandler } from './socket-pool.js';
 import type { Outcome, RequestRecord } from '../core/index.js';
 import type { Tokenizer } from '../workload/index.js';
 import { carriesReasoning, readStreamChunk } from '../openai/index.js';
-import { DATA_FIELD, EVENT_END, EventTemplate } from './event-template.js';
+import { DATA_FIELD, EVENT_END, EventTemplate, wordsAt } from './event-template.js';
 import { SseBytesReader } from './sse-bytes.js';
 
 /** One prepared request: the serialized body is built once per dataset entry and reused. */
@@ -100,12 +100,44 @@ const TEXT = '"text":';
 const FINISH = '"finish_reason":';
 
 class Call implements BytesHandler {
+  // The fields every read touches come first, so they share the object's first cache lines (V8 lays
+  // fields out in declaration order); with hundreds of streams, a read's cost is mostly cache misses.
+  // #tpl's numbers, kept here so the fast path reads the shared words without the template object.
+  #tplSlot = -1;
+  #tplHead = 0;
+  #tplTail = 0;
+  #tplHeadWords = 0;
+  #tplTailWords = 0;
+  #done = false;
+  /** `#sse.idle` after the last push, kept here so the fast path touches one object less per event. */
+  #sseIdle = false;
+  /**
+   * Arrival times, all on the transports' clock (`performance.now()`) until #finish moves them onto
+   * the run's: a read does no arithmetic on a field's boxed double. One per content message.
+   */
+  #chunks: number[] = [];
+  /**
+   * Streamed content kept as the bytes of its JSON string bodies, decoded once at the end (a JSON
+   * string body cut at escapes' edges stays valid when concatenated).
+   */
+  #content: Buffer | null = null;
+  #contentLen = 0;
+  #contentEscaped = false;
+  #firstMs: number | null = null;
+  /** First answer (not reasoning) token: AIPerf's time to first output token. */
+  #firstContentMs: number | null = null;
+  /** Arrival of the last bytes, when later than the last chunk's; NaN until some arrive (a number field from the start: stored without boxing). */
+  #lastMs = Number.NaN;
+  #sse: SseBytesReader | null = null;
+  #onFirst: (() => void) | undefined;
+  /** Arrival time of the read being decoded (stamped before any parsing). */
+  #readAtMs = 0;
   readonly #opts: CallOptions;
   readonly #req: PreparedRequest;
   readonly #dispatcher: Pick<BenchDispatcher, 'dispatch'>;
   readonly #resolve: (r: CallResult) => void;
   readonly #startMs: number;
-  /** Transports stamp reads with `performance.now()`; this maps a stamp onto the run's clock. */
+  /** Maps a transport's stamp onto the run's clock. */
   readonly #perfToRunMs: number;
   #controller: Dispatcher.DispatchController | null = null;
   #timer: NodeJS.Timeout | null = null;
@@ -114,18 +146,6 @@ class Call implements BytesHandler {
   #redispatched = false;
   #migrated = false;
   #isSse = false;
-  #sse: SseBytesReader | null = null;
-  /** `#sse.idle` after the last push, kept here so the fast path touches one object less per event. */
-  #sseIdle = false;
-  /** Arrival time of the read being decoded (stamped before any parsing). */
-  #readAtMs = 0;
-  /**
-   * Streamed content kept as the bytes of its JSON string bodies, decoded once at the end (a JSON
-   * string body cut at escapes' edges stays valid when concatenated).
-   */
-  #content: Buffer | null = null;
-  #contentLen = 0;
-  #contentEscaped = false;
   /**
    * The bytes around the content of this stream's last ordinary event: a server repeats them byte
    * for byte (same id, model, created), so later events that match are read without a search.
@@ -135,16 +155,9 @@ class Call implements BytesHandler {
   #errorBody = '';
   #body: Buffer[] = [];
   #text = '';
-  #firstMs: number | null = null;
-  /** First answer (not reasoning) token: AIPerf's time to first output token. */
-  #firstContentMs: number | null = null;
   /** Reasoning text (`reasoning_content`/`reasoning`), kept apart from the answer; '' when none came. */
   #reasoning = '';
   #serverReasoning: number | null = null;
-  /** Arrival of the last bytes; NaN until some arrive (a number field from the start: stored per event without boxing). */
-  #lastMs = Number.NaN;
-  #chunks: number[] = [];
-  #done = false;
   #finished = false;
   #serverIn: number | null = null;
   #serverOut: number | null = null;
@@ -152,7 +165,6 @@ class Call implements BytesHandler {
   #abortReason: 'timeout' | 'aborted' | 'cancelled' | null = null;
   #settled = false;
   #firstData: string | null = null;
-  #onFirst: (() => void) | undefined;
 
   constructor(dispatcher: Pick<BenchDispatcher, 'dispatch'>, req: PreparedRequest, opts: CallOptions, resolve: (r: CallResult) => void) {
     this.#dispatcher = dispatcher;
@@ -227,7 +239,7 @@ class Call implements BytesHandler {
   }
 
   onResponseBytes(b: Buffer, start: number, end: number, readAtMs: number): void {
-    const at = readAtMs + this.#perfToRunMs;
+    const at = readAtMs;
     if (this.#sse) {
       this.#readAtMs = at;
       const rest = this.#templateEvents(b, start, end, at);
@@ -247,7 +259,7 @@ class Call implements BytesHandler {
   }
 
   onResponseBytesNow(b: Buffer, start: number, end: number, readAtMs: number): number {
-    return this.#templateEvents(b, start, end, readAtMs + this.#perfToRunMs);
+    return this.#templateEvents(b, start, end, readAtMs);
   }
 
   /**
@@ -255,16 +267,19 @@ class Call implements BytesHandler {
    * (no SSE scan) while the SSE reader holds no partial event; returns where the rest starts.
    */
   #templateEvents(b: Buffer, start: number, end: number, at: number): number {
-    const t = this.#tpl;
-    if (t === null || this.#done || !this.#sseIdle) return start;
+    const slot = this.#tplSlot;
+    if (slot < 0 || this.#done || !this.#sseIdle) return start;
+    const head = this.#tplHead;
+    const tail = this.#tplTail;
+    const headWords = this.#tplHeadWords;
     let pos = start;
-    while (end - pos >= t.headLength + t.tailLength && t.headAt(b, pos)) {
-      const from = pos + t.headLength;
-      const to = stringEnd(b, from, end - t.tailLength + 1);
-      if (to < 0 || !t.tailAt(b, to)) break;
-      this.#lastMs = at;
+    while (end - pos >= head + tail && wordsAt(b, pos, slot, headWords, head)) {
+      const from = pos + head;
+      const to = stringEnd(b, from, end - tail + 1);
+      if (to < 0 || !wordsAt(b, to, slot + headWords, this.#tplTailWords, tail)) break;
+      if (to === from) this.#lastMs = at; // otherwise the chunk's stamp is the last arrival
       this.#takeContent(b, from, to, at);
-      pos = to + t.tailLength;
+      pos = to + tail;
     }
     return pos;
   }
@@ -364,9 +379,20 @@ class Call implements BytesHandler {
     if (finished) this.#finished = true;
     else if (to > from) {
       // Learn at most twice: frames that differ every time (e.g. a per-frame stamp) stay on this path, tried no more.
-      this.#tpl = this.#tplLearned++ < 2 ? EventTemplate.ofEvent(b, start, start + from, start + to, end) : null;
+      this.#setTemplate(this.#tplLearned++ < 2 ? EventTemplate.ofEvent(b, start, start + from, start + to, end) : null);
     }
     return true;
+  }
+
+  /** Replaces the learned template (the old one's slot is freed) and the fast path's copy of its numbers. */
+  #setTemplate(t: EventTemplate | null): void {
+    this.#tpl?.free();
+    this.#tpl = t;
+    this.#tplSlot = t === null ? -1 : t.slot;
+    this.#tplHead = t === null ? 0 : t.headLength;
+    this.#tplTail = t === null ? 0 : t.tailLength;
+    this.#tplHeadWords = t === null ? 0 : t.headWords;
+    this.#tplTailWords = t === null ? 0 : t.tailWords;
   }
 
   #keepContent(b: Buffer, start: number, end: number): void {
@@ -434,7 +460,7 @@ class Call implements BytesHandler {
     } else if (!this.#req.streaming && !this.#failure) {
       this.#readWholeBody();
     } else if (this.#sse && !this.#failure) {
-      this.#readAtMs = this.#opts.now();
+      this.#readAtMs = performance.now();
       this.#sse.end();
       if (!this.#done && !this.#finished && !this.#failure) this.#failure = { outcome: 'protocol_error', message: 'stream ended before [DONE]' };
     }
@@ -480,13 +506,21 @@ class Call implements BytesHandler {
   #finish(): void {
     if (this.#settled) return;
     this.#settled = true;
+    // Its words' slot goes to the next stream (a late read finds no template).
+    this.#setTemplate(null);
     if (this.#onFirst !== undefined) this.#firstToken();
     if (this.#timer) clearTimeout(this.#timer);
     this.#opts.signal?.removeEventListener('abort', this);
     this.#opts.group?.delete(this);
     if (!this.#failure && this.#abortReason) this.#failure = this.#abortFailure();
     if (this.#contentLen > 0) this.#text = this.#streamedText();
-    const endMs = this.#failure || Number.isNaN(this.#lastMs) ? this.#opts.now() : this.#lastMs;
+    // The stamps onto the run's clock; the last arrival is the later of the last chunk and #lastMs.
+    const toRun = this.#perfToRunMs;
+    const chunks = this.#chunks;
+    for (let i = 0; i < chunks.length; i++) chunks[i]! += toRun;
+    let lastMs = this.#lastMs + toRun;
+    if (chunks.length > 0 && !(lastMs >= chunks[chunks.length - 1]!)) lastMs = chunks[chunks.length - 1]!;
+    const endMs = this.#failure || Number.isNaN(lastMs) ? this.#opts.now() : lastMs;
     const f = this.#failure;
     const tokenizer = this.#opts.tokenizer;
     const answerTokens = this.#text.length > 0 ? tokenizer.count(this.#text) : 0;
@@ -496,8 +530,8 @@ class Call implements BytesHandler {
       phase: this.#opts.phase,
       worker: this.#worker,
       startMs: this.#startMs,
-      firstTokenMs: this.#firstMs,
-      chunkMs: this.#chunks,
+      firstTokenMs: this.#firstMs === null ? null : this.#firstMs + toRun,
+      chunkMs: chunks,
       endMs: Math.max(endMs, this.#startMs),
       inputTokens: { client: this.#req.inputTokens, server: this.#serverIn },
       // OSL, as AIPerf counts it: the answer's tokens plus the reasoning's, each counted on its own.
@@ -510,7 +544,7 @@ class Call implements BytesHandler {
     };
     if (this.#reasoning.length > 0 || this.#serverReasoning !== null) {
       record.reasoningTokens = { client: this.#reasoning.length > 0 ? reasoningTokens : null, server: this.#serverReasoning };
-      record.firstOutputMs = this.#firstContentMs;
+      record.firstOutputMs = this.#firstContentMs === null ? null : this.#firstContentMs + toRun;
     }
     this.#resolve({ record, firstData: this.#firstData, text: this.#text, reasoning: this.#reasoning });
   }
