@@ -23,13 +23,25 @@ export interface ConnectionWaiter {
 /** One keep-alive socket of a pool. */
 export class Connection {
   readonly socket: Socket;
-  /** Who hears this socket's reads, errors and close; bytes that come with none are a protocol error (the socket is destroyed). */
-  reader: ConnectionReader | null = null;
   /** It served a request before (a failure before any answer byte may be a keep-alive the server had closed). */
   reused = false;
+  #reader: ConnectionReader | null = null;
+  readonly #onReader: (r: ConnectionReader | null) => void;
 
-  constructor(socket: Socket) {
+  /** `onReader` hears every change of reader: the socket's read callback keeps its own copy, so a read touches one object less. */
+  constructor(socket: Socket, onReader: (r: ConnectionReader | null) => void = () => {}) {
     this.socket = socket;
+    this.#onReader = onReader;
+  }
+
+  /** Who hears this socket's reads, errors and close; bytes that come with none are a protocol error (the socket is destroyed). */
+  get reader(): ConnectionReader | null {
+    return this.#reader;
+  }
+
+  set reader(r: ConnectionReader | null) {
+    this.#reader = r;
+    this.#onReader(r);
   }
 }
 
@@ -162,14 +174,14 @@ export class KeepAlivePool {
   #connect(): Connection {
     this.#open++;
     let socket: Socket;
-    let c: Connection | null = null;
+    // The connection's reader, as the read callbacks see it (kept in step by the Connection).
+    let reader: ConnectionReader | null = null;
     if (this.#tls) {
       const host = this.#host;
       socket = tlsConnect({ host, port: this.#port, servername: isIp(host) ? '' : host, ALPNProtocols: ['http/1.1'], ...(this.#ca !== undefined ? { ca: this.#ca } : {}) });
       socket.setNoDelay(true);
       socket.on('data', (d: Buffer) => {
-        const r = c!.reader;
-        if (r) r.onBytes(d, -1);
+        if (reader) reader.onBytes(d, -1);
         else socket.destroy();
       });
     } else {
@@ -181,16 +193,14 @@ export class KeepAlivePool {
         onread: {
           buffer,
           callback: (n: number) => {
-            const r = c!.reader;
-            if (r) r.onBytes(buffer, n);
+            if (reader) reader.onBytes(buffer, n);
             else socket.destroy();
             return true;
           },
         },
       });
     }
-    c = new Connection(socket);
-    const conn = c;
+    const conn = new Connection(socket, (r) => (reader = r));
     const timeoutMs = this.#connectTimeoutMs;
     if (timeoutMs > 0) {
       // a timer of its own: one set with socket.setTimeout stays on the socket, refreshed by every read
