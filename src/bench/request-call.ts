@@ -126,11 +126,11 @@ class Call implements BytesHandler {
   #firstMs: number | null = null;
   /** First answer (not reasoning) token: AIPerf's time to first output token. */
   #firstContentMs: number | null = null;
-  /** Arrival of the last bytes, when later than the last chunk's; NaN until some arrive (a number field from the start: stored without boxing). */
+  /** Arrival of the last bytes, when later than the last chunk's; NaN until some arrive (a number from the start, so the field keeps one representation). */
   #lastMs = Number.NaN;
   #sse: SseBytesReader | null = null;
   #onFirst: (() => void) | undefined;
-  /** Arrival time of the read being decoded (stamped before any parsing). */
+  /** Arrival time of the read being decoded (stamped before any parsing, on the transports' clock). */
   #readAtMs = 0;
   readonly #opts: CallOptions;
   readonly #req: PreparedRequest;
@@ -238,8 +238,7 @@ class Call implements BytesHandler {
     this.onResponseBytes(chunk, 0, chunk.length, performance.now());
   }
 
-  onResponseBytes(b: Buffer, start: number, end: number, readAtMs: number): void {
-    const at = readAtMs;
+  onResponseBytes(b: Buffer, start: number, end: number, at: number): void {
     if (this.#sse) {
       this.#readAtMs = at;
       const rest = this.#templateEvents(b, start, end, at);
