@@ -3,7 +3,8 @@
 // threads too) over steady-state runs of each client against `tailgate fleet`, and the samples are
 // grouped by where they fell: the kernel, each JavaScript function, V8's GC, V8's compilers, libuv,
 // the rest of Node and V8, libc. Each group is printed in microseconds per SSE message, side by side.
-// Run: node --import tsx perf/bench-cpu-profile.ts [--streams 256] [--requests 2048] [--osl 128] [--rounds 3] [--warm-rounds 2] [--top 12]
+// Run: node --import tsx perf/bench-cpu-profile.ts [--streams 256] [--requests 2048] [--osl 128] [--rounds 3] [--warm-rounds 2] [--top 12] [--detail 'v8 gc,v8 builtins']
+// --detail GROUPS (comma-separated) also lists each group's heaviest symbols (e.g. which of V8's GC phases, or which runtime functions).
 // Needs `perf` (linux-tools) allowed to sample its own processes (kernel.perf_event_paranoid <= 2). The
 // script restarts itself under --perf-prof in a scratch directory: V8 writes a jitdump of every code
 // object there (moves included) and `perf inject --jit` names the samples in JIT code from it; the
@@ -14,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runBench } from '../src/bench/index.js';
 import { SEED_SHARE, benchOptions, floorClient, messagesOf, startFleet, streamBody } from './bench-clients.js';
-import { numberArg } from './args.js';
+import { numberArg, optionalArg } from './args.js';
 
 const STREAMS = numberArg('--streams', SEED_SHARE.streams);
 const REQUESTS = numberArg('--requests', STREAMS * 8);
@@ -22,9 +23,12 @@ const OSL = numberArg('--osl', SEED_SHARE.osl);
 const ROUNDS = numberArg('--rounds', 3);
 const WARM_ROUNDS = numberArg('--warm-rounds', 2);
 const TOP = numberArg('--top', 12);
+const DETAIL = new Set(optionalArg('--detail')?.split(',') ?? []);
 
 /** Sampled time per group, in ns (cpu-clock periods). */
 type Groups = Map<string, number>;
+/** Sampled time per symbol of each `--detail` group, in ns. */
+type Symbols = Map<string, Groups>;
 
 /** The group of one `perf report` row: kernel, a JS function, or a part of the runtime. */
 function groupOf(dso: string, sym: string): string {
@@ -42,8 +46,8 @@ function groupOf(dso: string, sym: string): string {
   return 'node and v8 runtime (other)';
 }
 
-/** Runs `measure` under `perf record` on this process; returns the sampled time by group. */
-async function sampled(measure: () => Promise<void>): Promise<Groups> {
+/** Runs `measure` under `perf record` on this process; returns the sampled time by group (and by symbol in the `--detail` groups). */
+async function sampled(measure: () => Promise<void>): Promise<{ groups: Groups; symbols: Symbols }> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-cpu-profile-'));
   const data = join(dir, 'perf.data');
   // perf caches every binary it sees (each jitted function's .so too, hundreds of MB) under $HOME/.debug: here, in the scratch directory.
@@ -64,13 +68,16 @@ async function sampled(measure: () => Promise<void>): Promise<Groups> {
     const out = spawnSync('perf', ['report', '-i', `${data}.jit`, '--stdio', '-F', 'period,dso,sym'], { encoding: 'utf8', maxBuffer: 256 << 20, env });
     if (out.status !== 0) throw new Error(`perf report failed: ${out.stderr.trim().split('\n')[0]} ${err.trim().split('\n')[0] ?? ''}`);
     const groups: Groups = new Map();
+    const symbols: Symbols = new Map([...DETAIL].map((d) => [d, new Map()]));
     for (const line of out.stdout.split('\n')) {
       const m = /^\s*(\d+)\s+(\S.*?)\s+\[[.k]\]\s+(.*)$/.exec(line);
       if (!m) continue;
       const g = groupOf(m[2]!, m[3]!.trim());
       groups.set(g, (groups.get(g) ?? 0) + Number(m[1]));
+      const bySymbol = symbols.get(g);
+      bySymbol?.set(m[3]!.trim(), (bySymbol.get(m[3]!.trim()) ?? 0) + Number(m[1]));
     }
-    return groups;
+    return { groups, symbols };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -88,18 +95,18 @@ async function main(): Promise<void> {
         return messages;
       }],
     ];
-    const rows = new Map<string, { groups: Groups; messages: number; cpuUs: number }>();
+    const rows = new Map<string, { groups: Groups; symbols: Symbols; messages: number; cpuUs: number }>();
     for (const [name, run] of clients) {
       for (let i = 0; i < WARM_ROUNDS; i++) await run();
       let messages = 0;
       let cpuUs = 0;
-      const groups = await sampled(async () => {
+      const { groups, symbols } = await sampled(async () => {
         const c0 = process.cpuUsage();
         for (let i = 0; i < ROUNDS; i++) messages += await run();
         const c = process.cpuUsage(c0);
         cpuUs = c.user + c.system;
       });
-      rows.set(name, { groups, messages, cpuUs });
+      rows.set(name, { groups, symbols, messages, cpuUs });
     }
     const floor = rows.get('floor')!;
     const bench = rows.get('bench')!;
@@ -124,6 +131,13 @@ async function main(): Promise<void> {
     console.log(`| js, ${rest.length} other functions | ${restOf(floor).toFixed(3)} | ${restOf(bench).toFixed(3)} | ${(restOf(bench) - restOf(floor)).toFixed(3)} |`);
     console.log(`| all samples | ${total(floor).toFixed(2)} | ${total(bench).toFixed(2)} | ${(total(bench) - total(floor)).toFixed(2)} |`);
     console.log(`| process CPU (user + system) | ${(floor.cpuUs / floor.messages).toFixed(2)} | ${(bench.cpuUs / bench.messages).toFixed(2)} | ratio ${(bench.cpuUs / bench.messages / (floor.cpuUs / floor.messages)).toFixed(2)}x |`);
+    for (const d of DETAIL) {
+      const f = floor.symbols.get(d)!;
+      const b = bench.symbols.get(d)!;
+      const heaviest = [...new Set([...f.keys(), ...b.keys()])].sort((x, y) => per(bench, b.get(y)) - per(bench, b.get(x)));
+      console.log(`\nThe heaviest symbols of "${d}":\n| symbol | floor us/message | bench us/message |\n|---|---:|---:|`);
+      for (const sym of heaviest.slice(0, TOP)) console.log(`| ${sym} | ${per(floor, f.get(sym)).toFixed(3)} | ${per(bench, b.get(sym)).toFixed(3)} |`);
+    }
   } finally {
     child.kill('SIGTERM');
   }
