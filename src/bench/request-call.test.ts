@@ -164,10 +164,10 @@ test("the router's rescue mark sets redispatched/migrated and credits the worker
   assert.equal(plain.record.redispatched || plain.record.migrated, false, 'other comments mean nothing');
 });
 
-test('a call keeps its own stamps and text when the arrays before it are used again, past their spare sizes too', async () => {
+test('a call keeps its own stamps and text across calls, with answers that outgrow its first buffers', async () => {
   const events = (id: string, pieces: readonly string[]): Buffer =>
     Buffer.concat([...pieces.map((c) => frame(0, id, c, 0)), '[DONE]'].map((e) => Buffer.from(`data: ${e}\n\n`)));
-  // 300 tokens of 3-byte characters: more stamps and content bytes than one spare holds.
+  // 300 tokens of 3-byte characters: the content outgrows its first 512-byte buffer, the stamps their first arrays.
   const long = Array.from({ length: 300 }, (_, i) => `日${i % 10}`);
   const short = ['a', ' b', ' c'];
   const cutsOf = (body: Buffer): number[] => Array.from({ length: Math.ceil(body.length / 97) }, (_, i) => i * 97);
@@ -181,7 +181,7 @@ test('a call keeps its own stamps and text when the arrays before it are used ag
   assert.deepEqual(results.map((r) => r.text), [short.join(''), long.join(''), short.join('')]);
   assert.deepEqual(results.map((r) => r.record.chunkMs.length), [3, 300, 3]);
   for (const r of [first, ...results]) {
-    // Reads are stamped 1, 2, 3, ... in each run: a chunk's stamp is its read's, so they never go back and span the run's reads.
+    // Reads are stamped 1, 2, 3, ... in each run: a chunk's stamp is its read's, so they never go back, and a long answer's span many reads.
     const c = r.record.chunkMs;
     assert.ok(c.every((t, i) => i === 0 || t >= c[i - 1]!), `stamps out of order: ${c.slice(0, 5).join(',')}`);
     assert.ok(c[c.length - 1]! - c[0]! >= (c.length === 300 ? 50 : 0), 'stamps of another call');
