@@ -202,8 +202,6 @@ class Conn implements ConnectionReader {
   readonly #head = new HeadReader();
   /** The body being read (null while the head is). */
   #body: BodyScanner | null = null;
-  /** `#body.atChunkHeader` as the last scan left it (false without a body): a fast-lane read touches the scanner only when it takes a chunk. */
-  #atChunk = false;
   /** Stamp of the read being scanned, for the scanner's sink. */
   #atMs = 0;
   readonly #sink = (b: Buffer, start: number, end: number): void => this.#deliver(b, start, end, this.#atMs);
@@ -234,7 +232,6 @@ class Conn implements ConnectionReader {
     this.#bytes = 'onResponseBytes' in handler ? (handler as BytesHandler) : null;
     this.#head.reset();
     this.#body = null;
-    this.#atChunk = false;
     this.#keepAlive = true;
     this.#unsent = true;
     if (!started) {
@@ -294,7 +291,7 @@ class Conn implements ConnectionReader {
     const body = this.#body;
     let pos = 0;
     // Only at the start of a chunk-size line: one the last read ended inside belongs to the general path.
-    while (this.#atChunk && h !== null && body !== null && pos < end) {
+    while (h !== null && body !== null && body.atChunkHeader && pos < end) {
       let i = pos;
       let size = 0;
       for (; i < end; i++) {
@@ -310,7 +307,6 @@ class Conn implements ConnectionReader {
       if (took < to) {
         // Part of the chunk was taken: the general path goes on inside its data.
         body.enterData(to - took);
-        this.#atChunk = false;
         return took;
       }
       pos = to + 2;
@@ -343,7 +339,6 @@ class Conn implements ConnectionReader {
     this.#atMs = atMs;
     body.scan(b, pos, end);
     if (this.#handler !== h) return;
-    this.#atChunk = body.atChunkHeader;
     if (body.malformed) this.#fail(Object.assign(new Error('bad chunk size in response'), { code: 'HPE_INVALID_CHUNK_SIZE' }));
     else if (body.done) this.#complete();
   }
@@ -369,7 +364,6 @@ class Conn implements ConnectionReader {
     this.#handler = null;
     this.#bytes = null;
     this.#body = null;
-    this.#atChunk = false;
     h?.onResponseEnd?.(this.#controller, {});
     if (this.#keepAlive && !this.#c.socket.destroyed) this.#pool.wire.release(this.#c);
     else this.#c.socket.destroy();
@@ -381,7 +375,6 @@ class Conn implements ConnectionReader {
     this.#handler = null;
     this.#bytes = null;
     this.#body = null;
-    this.#atChunk = false;
     if (this.#unsent) {
       // nothing was sent: the connection is as good as before and goes back to the pool
       this.#unsent = false;

@@ -23,25 +23,13 @@ export interface ConnectionWaiter {
 /** One keep-alive socket of a pool. */
 export class Connection {
   readonly socket: Socket;
+  /** Who hears this socket's reads, errors and close; bytes that come with none are a protocol error (the socket is destroyed). */
+  reader: ConnectionReader | null = null;
   /** It served a request before (a failure before any answer byte may be a keep-alive the server had closed). */
   reused = false;
-  #reader: ConnectionReader | null = null;
-  readonly #onReader: (r: ConnectionReader | null) => void;
 
-  /** `onReader` hears every change of reader: the socket's read callback keeps its own copy, so a read touches one object less. */
-  constructor(socket: Socket, onReader: (r: ConnectionReader | null) => void = () => {}) {
+  constructor(socket: Socket) {
     this.socket = socket;
-    this.#onReader = onReader;
-  }
-
-  /** Who hears this socket's reads, errors and close; bytes that come with none are a protocol error (the socket is destroyed). */
-  get reader(): ConnectionReader | null {
-    return this.#reader;
-  }
-
-  set reader(r: ConnectionReader | null) {
-    this.#reader = r;
-    this.#onReader(r);
   }
 }
 
@@ -174,14 +162,14 @@ export class KeepAlivePool {
   #connect(): Connection {
     this.#open++;
     let socket: Socket;
-    // The connection's reader, as the read callbacks see it (kept in step by the Connection).
-    let reader: ConnectionReader | null = null;
+    let c: Connection | null = null;
     if (this.#tls) {
       const host = this.#host;
       socket = tlsConnect({ host, port: this.#port, servername: isIp(host) ? '' : host, ALPNProtocols: ['http/1.1'], ...(this.#ca !== undefined ? { ca: this.#ca } : {}) });
       socket.setNoDelay(true);
       socket.on('data', (d: Buffer) => {
-        if (reader) reader.onBytes(d, -1);
+        const r = c!.reader;
+        if (r) r.onBytes(d, -1);
         else socket.destroy();
       });
     } else {
@@ -193,14 +181,16 @@ export class KeepAlivePool {
         onread: {
           buffer,
           callback: (n: number) => {
-            if (reader) reader.onBytes(buffer, n);
+            const r = c!.reader;
+            if (r) r.onBytes(buffer, n);
             else socket.destroy();
             return true;
           },
         },
       });
     }
-    const conn = new Connection(socket, (r) => (reader = r));
+    c = new Connection(socket);
+    const conn = c;
     const timeoutMs = this.#connectTimeoutMs;
     if (timeoutMs > 0) {
       // a timer of its own: one set with socket.setTimeout stays on the socket, refreshed by every read
