@@ -69,6 +69,78 @@ export function floorClient(urls: string[], streams: number, total: number, payl
   });
 }
 
+/** `content":"` as bytes: the key the stamping floor looks for after a quote. */
+const CONTENT_KEY = Buffer.from('content":"');
+
+function isContentKey(b: Buffer, at: number): boolean {
+  for (let k = 0; k < CONTENT_KEY.length; k++) if (b[at + k] !== CONTENT_KEY[k]) return false;
+  return true;
+}
+
+/**
+ * The floor plus the least any client that measures TTFT and ITL must do per message: one clock read
+ * per socket read, a stamp kept for every content message, the content's bytes kept, and at each
+ * answer's end its stamps and text kept until the run ends (as every record is). No HTTP or JSON
+ * parsing beyond finding `"content":"` and its closing quote; no summary.
+ */
+export function stampingFloorClient(urls: string[], streams: number, total: number, payload: string): Promise<{ messages: number; answers: { stamps: number[]; text: string }[] }> {
+  const buf = Buffer.allocUnsafe(256 * 1024);
+  const answers: { stamps: number[]; text: string }[] = [];
+  let issued = 0;
+  let messages = 0;
+  return new Promise((resolve) => {
+    const open = (url: string): void => {
+      const u = new URL(url);
+      const req = Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+      let lastLf = false;
+      let stamps: number[] = [];
+      let content = Buffer.allocUnsafe(1024);
+      let len = 0;
+      const socket = connect({
+        host: u.hostname,
+        port: Number(u.port),
+        onread: {
+          buffer: buf,
+          callback: (n) => {
+            const at = performance.now();
+            if (lastLf && buf[0] === 10) messages++;
+            for (let i = 0; i + 1 < n; i++) {
+              const c = buf[i];
+              if (c === 10 && buf[i + 1] === 10) messages++;
+              else if (c === 34 && buf[i + 1] === 99 && i + 10 < n && isContentKey(buf, i + 1)) {
+                let j = i + 11;
+                for (; j < n && buf[j] !== 34; j++) if (buf[j] === 92) j++;
+                if (j > i + 11) {
+                  stamps.push(at);
+                  if (len + j - i > content.length) content = Buffer.concat([content.subarray(0, len)], 2 * (len + j - i));
+                  len += buf.copy(content, len, i + 11, j);
+                }
+                i = j;
+              }
+            }
+            lastLf = buf[n - 1] === 10;
+            if (n >= 5 && buf[n - 5] === 48 && buf[n - 4] === 13 && buf[n - 3] === 10 && buf[n - 2] === 13 && buf[n - 1] === 10) {
+              answers.push({ stamps, text: content.toString('utf8', 0, len) });
+              stamps = [];
+              len = 0;
+              if (answers.length === total) resolve({ messages, answers });
+              if (issued < total) {
+                issued++;
+                socket.write(req);
+              } else socket.destroy();
+            }
+            return true;
+          },
+        },
+      });
+      socket.setNoDelay(true);
+      issued++;
+      socket.write(req);
+    };
+    for (let i = 0; i < Math.min(streams, total); i++) open(urls[i % urls.length]!);
+  });
+}
+
 /** A `tailgate fleet` of `workers` 'small' workers in a child process; resolves with its workers' URLs once it is ready. */
 export async function startFleet(workers: number): Promise<{ urls: string[]; child: ChildProcess }> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'fleet', '--workers', String(workers), '--port', '0', '--profile', 'small', '--max-waiting', '4096'], {

@@ -1,7 +1,9 @@
 // Measures the bench client against `tailgate fleet`, side by side in one run:
 //   1. client CPU microseconds per SSE message: tailgate bench (one thread) vs a plain undici
 //      `request()` client that only counts "\n\n" in the body stream, and a floor: raw sockets
-//      with Node's `onread` that only count "\n\n" (what any Node client pays per read). A
+//      with Node's `onread` that only count "\n\n" (what any Node client pays per read); with
+//      `--clients ...,stamping`, also the floor plus the least a client measuring TTFT and ITL must
+//      do (a stamp and the content kept per message, every answer kept to the end). A
 //      steady-state figure: every client first runs `--warm-rounds` unmeasured rounds at the
 //      measured size, so JIT compilation (on V8's helper threads, counted in process CPU) is done;
 //   2. stamping error: client first-token stamp minus the fleet's own send time of that chunk
@@ -9,7 +11,7 @@
 //      on one thread and, from 512 streams, on `--threads 2`.
 // The CPU figures run the seed's workload as one GPU's share of it: 256 streams (its 2048 over 8
 // workers), 128 prompt and 128 output tokens per request.
-// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--cpu-requests 2048] [--osl 128] [--rounds 5] [--warm-rounds 2] [--clients plain,floor,undici,socket] [--baseline DIR]
+// Run: node --import tsx perf/bench.ts [--streams 256,512,1024,2048] [--cpu-streams 256] [--cpu-requests 2048] [--osl 128] [--rounds 5] [--warm-rounds 2] [--clients plain,floor,stamping,undici,socket] [--baseline DIR]
 // --baseline DIR adds `tailgate bench (baseline DIR)`: the bench of another checkout DIR (with its
 // node_modules), loaded into this process and measured in the same interleaved rounds, for an A/B in one run.
 import { join } from 'node:path';
@@ -17,7 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { Pool, request } from 'undici';
 import { percentile } from '../src/stats/index.js';
 import { hrtimeOffsetNs } from './monotonic.js';
-import { SEED_SHARE, benchOptions, floorClient, messagesOf, startFleet, streamBody } from './bench-clients.js';
+import { SEED_SHARE, benchOptions, floorClient, messagesOf, stampingFloorClient, startFleet, streamBody } from './bench-clients.js';
 import { runBench, type BenchOptions, type CallResult } from '../src/bench/index.js';
 import { listArg, numberArg, optionalArg, textArg } from './args.js';
 
@@ -35,13 +37,14 @@ type RunBench = typeof runBench;
 const CLIENT_NAMES = {
   plain: 'plain undici request() counting \\n\\n',
   floor: 'floor: raw sockets, onread, counting \\n\\n',
+  stamping: 'stamping floor: the floor + a stamp and the content kept per message',
   undici: 'tailgate bench, 1 thread, --transport undici',
   socket: 'tailgate bench, 1 thread, --transport socket',
   baseline: `tailgate bench (baseline ${BASELINE}), --transport socket`,
 } as const;
 type Client = keyof typeof CLIENT_NAMES;
 /** The clients of the CPU table; the floor and bench's socket transport always run (the target compares them). */
-const CLIENTS = [...new Set<Client>(['floor', 'socket', ...listArg('--clients', 'plain,floor,undici,socket', ['plain', 'floor', 'undici', 'socket'])])];
+const CLIENTS = [...new Set<Client>(['floor', 'socket', ...listArg('--clients', 'plain,floor,undici,socket', ['plain', 'floor', 'stamping', 'undici', 'socket'])])];
 
 /** The plain client's and the floor's request body. */
 const BODY = streamBody(OSL);
@@ -106,6 +109,7 @@ async function main(): Promise<void> {
     const runClient = async (c: Client): Promise<number> => {
       if (c === 'plain') return (await plainClient(urls, CPU_STREAMS, total)).messages;
       if (c === 'floor') return (await floorClient(urls, CPU_STREAMS, total, BODY)).messages;
+      if (c === 'stamping') return (await stampingFloorClient(urls, CPU_STREAMS, total, BODY)).messages;
       let messages = 0;
       const onCall = (): void => void (messages += messagesOf(OSL));
       const run = c === 'baseline' ? baseRunBench! : runBench;
@@ -145,6 +149,7 @@ async function main(): Promise<void> {
     const socket = perMsg.get('socket')!;
     const perRound = (c: Client): number[] => socket.map((x, i) => x / perMsg.get(c)![i]!);
     if (perMsg.has('plain')) console.log(`per round, bench socket / plain: ${rounds(perRound('plain'))}`);
+    if (perMsg.has('stamping')) console.log(`per round, stamping floor / floor: ${rounds(perMsg.get('stamping')!.map((x, i) => x / perMsg.get('floor')![i]!))}`);
     // Each round pairs the clients under the same machine state: the median of those ratios is the figure the target is judged on.
     const vsFloor = perRound('floor');
     console.log(`per round, bench socket / floor: ${rounds(vsFloor)}; median ${percentile(Float64Array.from(vsFloor).sort(), 50).toFixed(2)}`);

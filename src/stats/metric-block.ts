@@ -1,4 +1,4 @@
-import { PERCENTILES, percentile } from './percentile.js';
+import { PERCENTILES, percentile, selectPercentileRanks } from './percentile.js';
 
 /** A run-level value with no distribution (AIPerf's derived/aggregate metrics: `{unit, avg}`). */
 export interface ScalarMetric {
@@ -31,7 +31,7 @@ export function isMetricBlock(m: ScalarMetric | MetricBlock | undefined): m is M
 }
 
 /**
- * Summarises values into a block; sorts `values` in place (pass a copy if you need the order).
+ * Summarises values into a block; reorders `values` in place (pass a copy if you need the order).
  * Returns null for no values: AIPerf omits a metric it has no observations for.
  *
  * @example
@@ -40,15 +40,28 @@ export function isMetricBlock(m: ScalarMetric | MetricBlock | undefined): m is M
 export function describe(values: Float64Array, unit: string): MetricBlock | null {
   const n = values.length;
   if (n === 0) return null;
-  values.sort();
+  // Sum, extremes and spread in the order the values came; then only the percentiles' ranks are put
+  // in place (a million inter-chunk gaps: about half a full sort's time).
   let sum = 0;
-  for (let i = 0; i < n; i++) sum += values[i]!;
+  let min = values[0]!;
+  let max = min;
+  for (let i = 0; i < n; i++) {
+    const v = values[i]!;
+    sum += v;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
   const avg = sum / n;
   let m2 = 0;
   for (let i = 0; i < n; i++) {
     const d = values[i]! - avg;
     m2 += d * d;
   }
+  if (Number.isNaN(sum)) {
+    values.sort();
+    min = values[0]!;
+    max = values[n - 1]!;
+  } else selectPercentileRanks(values, PERCENTILES);
   // A typed array: a plain one holds small integers for some columns and doubles for others, and
   // that change of kind de-optimized this function on every summary.
   const p = new Float64Array(PERCENTILES.length);
@@ -56,8 +69,8 @@ export function describe(values: Float64Array, unit: string): MetricBlock | null
   return {
     unit,
     avg,
-    min: values[0]!,
-    max: values[n - 1]!,
+    min,
+    max,
     p1: p[0]!,
     p5: p[1]!,
     p10: p[2]!,

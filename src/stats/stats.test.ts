@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { createRng, type RequestRecord } from '../core/index.js';
 import {
   LogHistogram, PERCENTILES, SummaryBuilder, describe, inflightEvents, isMetricBlock, peakInflight, percentile, summarize, syntheticError, syntheticRecord, timeSeries,
@@ -15,6 +16,31 @@ test('percentile interpolates linearly between ranks like numpy', () => {
   assert.ok(Math.abs(percentile([10, 20, 30, 40, 50], 99) - 49.6) < 1e-9);
   assert.ok(Number.isNaN(percentile([], 50)));
   assert.equal(percentile([7], 99), 7);
+});
+
+test("describe's percentiles, min and max are those of a full sort, with duplicates, long runs and any order", () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.oneof(fc.integer({ min: -5, max: 5 }), fc.double({ min: -1e6, max: 1e6, noNaN: true })), { minLength: 1, maxLength: 400 }),
+      fc.constantFrom('as drawn', 'ascending', 'descending', 'constant'),
+      (drawn, order) => {
+        const xs = order === 'constant' ? drawn.map(() => drawn[0]!) : order === 'ascending' ? [...drawn].sort((a, b) => a - b) : order === 'descending' ? [...drawn].sort((a, b) => b - a) : drawn;
+        const sorted = Float64Array.from(xs).sort();
+        const b = describe(Float64Array.from(xs), 'ms')!;
+        // === rather than Object.is: a selection may place -0 where a sort places 0.
+        for (const q of PERCENTILES) assert.ok(b[`p${q}`] === percentile(sorted, q), `p${q}`);
+        assert.ok(b.min === sorted[0] && b.max === sorted[sorted.length - 1]);
+        assert.equal(b.count, xs.length);
+      },
+    ),
+    { numRuns: 500 },
+  );
+  // Past the insertion-sort size and the partition depth: a million values in few distinct ones, and a sawtooth.
+  for (const xs of [Float64Array.from({ length: 1 << 20 }, (_, i) => (i * 7919) % 13), Float64Array.from({ length: 100_000 }, (_, i) => i % 1000)]) {
+    const sorted = xs.slice().sort();
+    const b = describe(xs, 'ms')!;
+    for (const q of PERCENTILES) assert.equal(b[`p${q}`], percentile(sorted, q));
+  }
 });
 
 test('describe gives every AIPerf stat with population std', () => {
