@@ -29,29 +29,28 @@ export function streamBody(osl: number): string {
   return JSON.stringify({ messages: [{ role: 'user', content: prompt }], model: MODEL, stream: true, stream_options: { include_usage: true }, max_tokens: osl });
 }
 
-/** The floor: one raw socket per stream, Node's `onread` into one buffer, counting "\n\n" and the end of each chunked body. */
-export function floorClient(urls: string[], streams: number, total: number, payload: string): Promise<{ messages: number }> {
+/**
+ * One raw socket per stream, Node's `onread` into one shared buffer: `perSocket(buf)` makes each
+ * socket's read handler, which returns true on the read that ends a response; the socket then sends
+ * the next request, or closes once `total` were sent. Resolves when `total` responses ended.
+ */
+function rawSocketClient(urls: string[], streams: number, total: number, payload: string, perSocket: (buf: Buffer) => (n: number) => boolean): Promise<void> {
   const buf = Buffer.allocUnsafe(256 * 1024);
   let issued = 0;
   let done = 0;
-  let messages = 0;
   return new Promise((resolve) => {
     const open = (url: string): void => {
       const u = new URL(url);
       const req = Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-      let lastLf = false;
+      const read = perSocket(buf);
       const socket = connect({
         host: u.hostname,
         port: Number(u.port),
         onread: {
           buffer: buf,
           callback: (n) => {
-            if (lastLf && buf[0] === 10) messages++;
-            for (let i = 0; i + 1 < n; i++) if (buf[i] === 10 && buf[i + 1] === 10) messages++;
-            lastLf = buf[n - 1] === 10;
-            // "0\r\n\r\n" ends the chunked body (the fleet sends it in the read that ends the response).
-            if (n >= 5 && buf[n - 5] === 48 && buf[n - 4] === 13 && buf[n - 3] === 10 && buf[n - 2] === 13 && buf[n - 1] === 10) {
-              if (++done === total) resolve({ messages });
+            if (read(n)) {
+              if (++done === total) resolve();
               if (issued < total) {
                 issued++;
                 socket.write(req);
@@ -67,6 +66,26 @@ export function floorClient(urls: string[], streams: number, total: number, payl
     };
     for (let i = 0; i < Math.min(streams, total); i++) open(urls[i % urls.length]!);
   });
+}
+
+/** `buf[0, n)` ends with "0\r\n\r\n", the end of a chunked body (the fleet sends it in the read that ends the response). */
+function endsBody(buf: Buffer, n: number): boolean {
+  return n >= 5 && buf[n - 5] === 48 && buf[n - 4] === 13 && buf[n - 3] === 10 && buf[n - 2] === 13 && buf[n - 1] === 10;
+}
+
+/** The floor: one raw socket per stream, Node's `onread` into one buffer, counting "\n\n" and the end of each chunked body. */
+export async function floorClient(urls: string[], streams: number, total: number, payload: string): Promise<{ messages: number }> {
+  let messages = 0;
+  await rawSocketClient(urls, streams, total, payload, (buf) => {
+    let lastLf = false;
+    return (n) => {
+      if (lastLf && buf[0] === 10) messages++;
+      for (let i = 0; i + 1 < n; i++) if (buf[i] === 10 && buf[i + 1] === 10) messages++;
+      lastLf = buf[n - 1] === 10;
+      return endsBody(buf, n);
+    };
+  });
+  return { messages };
 }
 
 /** `content":"` as bytes: the key the stamping floor looks for after a quote. */
@@ -83,62 +102,41 @@ function isContentKey(b: Buffer, at: number): boolean {
  * answer's end its stamps and text kept until the run ends (as every record is). No HTTP or JSON
  * parsing beyond finding `"content":"` and its closing quote; no summary.
  */
-export function stampingFloorClient(urls: string[], streams: number, total: number, payload: string): Promise<{ messages: number; answers: { stamps: number[]; text: string }[] }> {
-  const buf = Buffer.allocUnsafe(256 * 1024);
+export async function stampingFloorClient(urls: string[], streams: number, total: number, payload: string): Promise<{ messages: number; answers: { stamps: number[]; text: string }[] }> {
   const answers: { stamps: number[]; text: string }[] = [];
-  let issued = 0;
   let messages = 0;
-  return new Promise((resolve) => {
-    const open = (url: string): void => {
-      const u = new URL(url);
-      const req = Buffer.from(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-      let lastLf = false;
-      let stamps: number[] = [];
-      let content = Buffer.allocUnsafe(1024);
-      let len = 0;
-      const socket = connect({
-        host: u.hostname,
-        port: Number(u.port),
-        onread: {
-          buffer: buf,
-          callback: (n) => {
-            const at = performance.now();
-            if (lastLf && buf[0] === 10) messages++;
-            for (let i = 0; i + 1 < n; i++) {
-              const c = buf[i];
-              if (c === 10 && buf[i + 1] === 10) messages++;
-              else if (c === 34 && buf[i + 1] === 99 && i + 10 < n && isContentKey(buf, i + 1)) {
-                let j = i + 11;
-                for (; j < n && buf[j] !== 34; j++) if (buf[j] === 92) j++;
-                if (j > i + 11) {
-                  stamps.push(at);
-                  if (len + j - i > content.length) content = Buffer.concat([content.subarray(0, len)], 2 * (len + j - i));
-                  len += buf.copy(content, len, i + 11, j);
-                }
-                i = j;
-              }
-            }
-            lastLf = buf[n - 1] === 10;
-            if (n >= 5 && buf[n - 5] === 48 && buf[n - 4] === 13 && buf[n - 3] === 10 && buf[n - 2] === 13 && buf[n - 1] === 10) {
-              answers.push({ stamps, text: content.toString('utf8', 0, len) });
-              stamps = [];
-              len = 0;
-              if (answers.length === total) resolve({ messages, answers });
-              if (issued < total) {
-                issued++;
-                socket.write(req);
-              } else socket.destroy();
-            }
-            return true;
-          },
-        },
-      });
-      socket.setNoDelay(true);
-      issued++;
-      socket.write(req);
+  await rawSocketClient(urls, streams, total, payload, (buf) => {
+    let lastLf = false;
+    let stamps: number[] = [];
+    let content = Buffer.allocUnsafe(1024);
+    let len = 0;
+    return (n) => {
+      const at = performance.now();
+      if (lastLf && buf[0] === 10) messages++;
+      for (let i = 0; i + 1 < n; i++) {
+        const c = buf[i];
+        if (c === 10 && buf[i + 1] === 10) messages++;
+        else if (c === 34 && buf[i + 1] === 99 && i + 10 < n && isContentKey(buf, i + 1)) {
+          // The string's body up to its closing quote (escaped quotes skipped).
+          let j = i + 11;
+          for (; j < n && buf[j] !== 34; j++) if (buf[j] === 92) j++;
+          if (j > i + 11) {
+            stamps.push(at);
+            if (len + j - i > content.length) content = Buffer.concat([content.subarray(0, len)], 2 * (len + j - i));
+            len += buf.copy(content, len, i + 11, j);
+          }
+          i = j;
+        }
+      }
+      lastLf = buf[n - 1] === 10;
+      if (!endsBody(buf, n)) return false;
+      answers.push({ stamps, text: content.toString('utf8', 0, len) });
+      stamps = [];
+      len = 0;
+      return true;
     };
-    for (let i = 0; i < Math.min(streams, total); i++) open(urls[i % urls.length]!);
   });
+  return { messages, answers };
 }
 
 /** A `tailgate fleet` of `workers` 'small' workers in a child process; resolves with its workers' URLs once it is ready. */

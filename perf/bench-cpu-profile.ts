@@ -3,7 +3,8 @@
 // threads too) over steady-state runs of each client against `tailgate fleet`, and the samples are
 // grouped by where they fell: the kernel, each JavaScript function, V8's GC, V8's compilers, libuv,
 // the rest of Node and V8, libc. Each group is printed in microseconds per SSE message, side by side.
-// Run: node --import tsx perf/bench-cpu-profile.ts [--streams 256] [--requests 2048] [--osl 128] [--rounds 3] [--warm-rounds 2] [--top 12] [--detail 'v8 gc,v8 builtins']
+// Run: node --import tsx perf/bench-cpu-profile.ts [--streams 256] [--requests 2048] [--osl 128] [--rounds 3] [--warm-rounds 2] [--top 12] [--detail 'v8 gc,v8 builtins'] [--against stamping]
+// --against stamping compares bench with perf/bench.ts's stamping floor (the floor plus a stamp and the content kept per message) instead.
 // --detail GROUPS (comma-separated) also lists each group's heaviest symbols (e.g. which of V8's GC phases, or which runtime functions).
 // Needs `perf` (linux-tools) allowed to sample its own processes (kernel.perf_event_paranoid <= 2). The
 // script restarts itself under --perf-prof in a scratch directory: V8 writes a jitdump of every code
@@ -14,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runBench } from '../src/bench/index.js';
-import { SEED_SHARE, benchOptions, floorClient, messagesOf, startFleet, streamBody } from './bench-clients.js';
+import { SEED_SHARE, benchOptions, floorClient, messagesOf, stampingFloorClient, startFleet, streamBody } from './bench-clients.js';
 import { numberArg, optionalArg } from './args.js';
 
 const STREAMS = numberArg('--streams', SEED_SHARE.streams);
@@ -24,6 +25,8 @@ const ROUNDS = numberArg('--rounds', 3);
 const WARM_ROUNDS = numberArg('--warm-rounds', 2);
 const TOP = numberArg('--top', 12);
 const DETAIL = new Set(optionalArg('--detail')?.split(',') ?? []);
+/** The client bench is set against: the raw-socket floor, or the stamping floor. */
+const AGAINST = optionalArg('--against') === 'stamping' ? 'stamping floor' : 'floor';
 
 /** Sampled time per group, in ns (cpu-clock periods). */
 type Groups = Map<string, number>;
@@ -88,7 +91,7 @@ async function main(): Promise<void> {
   try {
     const payload = streamBody(OSL);
     const clients: [string, () => Promise<number>][] = [
-      ['floor', async () => (await floorClient(urls, STREAMS, REQUESTS, payload)).messages],
+      ['floor', async () => (AGAINST === 'floor' ? await floorClient(urls, STREAMS, REQUESTS, payload) : await stampingFloorClient(urls, STREAMS, REQUESTS, payload)).messages],
       ['bench', async () => {
         let messages = 0;
         await runBench(benchOptions(urls, STREAMS, REQUESTS, OSL, { transport: 'socket', onCall: () => (messages += messagesOf(OSL)) }));
@@ -113,7 +116,7 @@ async function main(): Promise<void> {
     const per = (r: { messages: number }, ns: number | undefined): number => (ns ?? 0) / 1000 / r.messages;
     const total = (r: { groups: Groups; messages: number }): number => per(r, [...r.groups.values()].reduce((a, b) => a + b, 0));
     console.log(`\nCPU per SSE message by where it was sampled (${STREAMS} streams, ${REQUESTS} requests x ${OSL} tokens, ${ROUNDS} rounds after ${WARM_ROUNDS} warm-up rounds; perf cpu-clock at 999 Hz)`);
-    console.log('| where | floor us/message | bench us/message | bench - floor |');
+    console.log(`| where | ${AGAINST} us/message | bench us/message | bench - ${AGAINST} |`);
     console.log('|---|---:|---:|---:|');
     const names = new Set([...floor.groups.keys(), ...bench.groups.keys()]);
     const ordered = [...names].sort((a, b) => per(bench, bench.groups.get(b)) - per(floor, floor.groups.get(b)) - (per(bench, bench.groups.get(a)) - per(floor, floor.groups.get(a))));
@@ -135,7 +138,7 @@ async function main(): Promise<void> {
       const f = floor.symbols.get(d)!;
       const b = bench.symbols.get(d)!;
       const heaviest = [...new Set([...f.keys(), ...b.keys()])].sort((x, y) => per(bench, b.get(y)) - per(bench, b.get(x)));
-      console.log(`\nThe heaviest symbols of "${d}":\n| symbol | floor us/message | bench us/message |\n|---|---:|---:|`);
+      console.log(`\nThe heaviest symbols of "${d}":\n| symbol | ${AGAINST} us/message | bench us/message |\n|---|---:|---:|`);
       for (const sym of heaviest.slice(0, TOP)) console.log(`| ${sym} | ${per(floor, f.get(sym)).toFixed(3)} | ${per(bench, b.get(sym)).toFixed(3)} |`);
     }
   } finally {
