@@ -3,7 +3,7 @@
 // machine's other load kept waiting is not charged to whatever ran next.
 // Run: node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx perf/simulate.ts --fleet
 //      node --import tsx perf/profile-summary.ts /tmp/prof [--top 40]
-// (a directory: its largest .cpuprofile, the main thread's; tsx's loader thread writes a small one)
+// (a directory: the main thread's .cpuprofile, else its largest)
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -27,11 +27,13 @@ if (target === undefined || !(top > 0)) {
   console.error('usage: perf/profile-summary.ts <file.cpuprofile | directory> [--top N]');
   process.exit(2);
 }
+// Node names a profile CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile; the main thread's id is 0
+// (the loader thread's profile can be the larger one when the script itself runs briefly).
 const file = statSync(target).isDirectory()
   ? readdirSync(target)
       .filter((f) => f.endsWith('.cpuprofile'))
       .map((f) => join(target, f))
-      .sort((a, b) => statSync(b).size - statSync(a).size)[0]
+      .sort((a, b) => Number(!/\.0\.\d+\.cpuprofile$/.test(a)) - Number(!/\.0\.\d+\.cpuprofile$/.test(b)) || statSync(b).size - statSync(a).size)[0]
   : target;
 if (file === undefined) {
   console.error(`no .cpuprofile in ${target}`);
