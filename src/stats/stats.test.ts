@@ -35,7 +35,7 @@ test("describe's percentiles, min and max are those of a full sort, with duplica
     ),
     { numRuns: 500 },
   );
-  // Past the insertion-sort size and the partition depth: a million values in few distinct ones, and a sawtooth.
+  // Large: a million values over 13 distinct ones (long runs of equal values), and a sawtooth.
   for (const xs of [Float64Array.from({ length: 1 << 20 }, (_, i) => (i * 7919) % 13), Float64Array.from({ length: 100_000 }, (_, i) => i % 1000)]) {
     const sorted = xs.slice().sort();
     const b = describe(xs, 'ms')!;
