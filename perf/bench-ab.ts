@@ -63,9 +63,11 @@ async function main(): Promise<void> {
   try {
     const costs = new Map<string, Cost[]>([['', []], ...dirs.map((d) => [d, []] as [string, Cost[]])]);
     console.log(`${STREAMS} streams, ${REQUESTS} requests x ${OSL} tokens per run, ${WARM_RUNS} warm-up runs per process; us per SSE message, user + kernel`);
+    const order = [...costs.keys()];
     for (let round = 0; round < ROUNDS; round++) {
       const line: string[] = [];
-      for (const d of costs.keys()) {
+      // Rotated by one each round, as perf/bench.ts does, so no checkout always runs after the same one.
+      for (const d of order.map((_, i) => order[(i + round) % order.length]!)) {
         const c = await measure(d, urls);
         costs.get(d)!.push(c);
         line.push(`${d === '' ? 'floor' : d}: ${f2(c.userUs)} + ${f2(c.sysUs)}`);
