@@ -75,10 +75,11 @@ async function sampled(measure: () => Promise<void>): Promise<{ groups: Groups; 
     for (const line of out.stdout.split('\n')) {
       const m = /^\s*(\d+)\s+(\S.*?)\s+\[[.k]\]\s+(.*)$/.exec(line);
       if (!m) continue;
-      const g = groupOf(m[2]!, m[3]!.trim());
+      const sym = m[3]!.trim();
+      const g = groupOf(m[2]!, sym);
       groups.set(g, (groups.get(g) ?? 0) + Number(m[1]));
       const bySymbol = symbols.get(g);
-      bySymbol?.set(m[3]!.trim(), (bySymbol.get(m[3]!.trim()) ?? 0) + Number(m[1]));
+      bySymbol?.set(sym, (bySymbol.get(sym) ?? 0) + Number(m[1]));
     }
     return { groups, symbols };
   } finally {

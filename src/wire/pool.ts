@@ -162,13 +162,12 @@ export class KeepAlivePool {
   #connect(): Connection {
     this.#open++;
     let socket: Socket;
-    let c: Connection | null = null;
     if (this.#tls) {
       const host = this.#host;
       socket = tlsConnect({ host, port: this.#port, servername: isIp(host) ? '' : host, ALPNProtocols: ['http/1.1'], ...(this.#ca !== undefined ? { ca: this.#ca } : {}) });
       socket.setNoDelay(true);
       socket.on('data', (d: Buffer) => {
-        const r = c!.reader;
+        const r = conn.reader;
         if (r) r.onBytes(d, -1);
         else socket.destroy();
       });
@@ -181,7 +180,7 @@ export class KeepAlivePool {
         onread: {
           buffer,
           callback: (n: number) => {
-            const r = c!.reader;
+            const r = conn.reader;
             if (r) r.onBytes(buffer, n);
             else socket.destroy();
             return true;
@@ -189,8 +188,8 @@ export class KeepAlivePool {
         },
       });
     }
-    c = new Connection(socket);
-    const conn = c;
+    // The read callbacks above run only once the socket reads, after this line.
+    const conn = new Connection(socket);
     const timeoutMs = this.#connectTimeoutMs;
     if (timeoutMs > 0) {
       // a timer of its own: one set with socket.setTimeout stays on the socket, refreshed by every read
