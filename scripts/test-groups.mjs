@@ -8,7 +8,7 @@
 export const REAL_TIME_SRC = new Set([
   'src/bench/prefill-gate.test.ts', 'src/bench/socket-pool.test.ts', 'src/core/core.test.ts', 'src/fleet/fleet-kv-events.test.ts', 'src/fleet/fleet-multimodal.test.ts',
   'src/fleet/fleet.test.ts', 'src/fleet/gpu-metrics.test.ts', 'src/kv-events/kv-events.test.ts', 'src/router/direct-write.test.ts',
-  'src/router/relay.test.ts', 'src/router/kv-index.test.ts', 'src/router/router.test.ts', 'src/router/upstream.test.ts',
+  'src/router/migration-count.test.ts', 'src/router/relay.test.ts', 'src/router/kv-index.test.ts', 'src/router/router.test.ts', 'src/router/upstream.test.ts',
   'src/scrape/collector.test.ts', 'src/validate/junit-suites.test.ts', 'src/wire/wire.test.ts',
 ]);
 

@@ -402,6 +402,23 @@ test('migration coherence: under a mid-stream stall the client gets, byte for by
   assert.match(raw, new RegExp(`: tailgate redispatched=0 migrated=1 worker=${f.workers[1 - first]!.id.replace(/\./g, '\\.')}\\n\\ndata: \\[DONE\\]\\n\\n$`));
 });
 
+test('migration coherence at 3 tokens a message (vLLM --stream-interval 3): the tokens sent are counted exactly, by the fleet\'s /tokenize or by continuous usage', async (t) => {
+  for (const streamOptions of [{ include_usage: true }, { include_usage: true, continuous_usage_stats: true }]) {
+    // a fleet each: the stalled worker stays stalled
+    const f = await fleet(t, 2, { tokensPerChunk: 3 });
+    const r = await router(t, f, { stallDeadline: 300, ttftDeadline: 'off' });
+    const res = await post(`${r.url}/v1/chat/completions`, chat(60, { stream_options: streamOptions }));
+    const { raw, worker: first } = await readStallingItsWorker(f, res, (text) => (text.match(/"content":" /g)?.length ?? 0) >= 5, 60_000);
+    const s = readSse(raw);
+    const what = JSON.stringify(streamOptions);
+    assert.deepEqual(s.errors, [], what);
+    assert.equal(s.text, words(60), `${what}: each token once, none past max_tokens`);
+    assert.equal(s.roles, 1, what);
+    assert.deepEqual(s.usage, { prompt_tokens: 3, total_tokens: 63, completion_tokens: 60 }, what);
+    assert.match(raw, new RegExp(`: tailgate redispatched=0 migrated=1 worker=${f.workers[1 - first]!.id.replace(/\./g, '\\.')}\\n\\ndata: \\[DONE\\]\\n\\n$`), what);
+  }
+});
+
 test('the official openai SDK as a real client through the router: streamed and whole chat, completions with n = 2, embeddings, an API error', async (t) => {
   const f = await fleet(t, 2, { apiKey: 'sekret' });
   const r = await router(t, f, { backendApiKey: 'sekret' });

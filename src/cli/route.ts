@@ -343,6 +343,7 @@ async function serve(flags: RouteFlags, reloaders: Reloader[]): Promise<void> {
     ...(tls !== undefined && { tls }),
     ...(log.write !== undefined && { accessLog: log.write }),
     ...(inCluster && { clusterMetrics: true }),
+    warn: (line) => say(`warning: ${line}`),
   }));
   if (typeof flags.flows === 'string') {
     reloaders.push(() => router.reloadFlows().then(

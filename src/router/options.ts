@@ -65,6 +65,8 @@ export interface RouterOptions {
   connectionsPerBackend?: number;
   /** Receives one JSON line per finished request. */
   accessLog?: (line: string) => void;
+  /** Receives a warning line for the operator (a migration that could not count the tokens already sent). @default none: not told */
+  warn?: (line: string) => void;
   /** Serve `/metrics` summed over a `--procs` cluster (set in cluster workers). @default false */
   clusterMetrics?: boolean;
   /** A client must send a request's complete head within this (then 408 and close; Node's `headersTimeout`). @default 10000 */

@@ -10,13 +10,14 @@ import type { Backend } from './backend.js';
 import type { CallFlow } from './flows.js';
 import type { SessionTable } from './sessions.js';
 import { sloTpotMsOf, sloTtftMsOf } from './slo.js';
-import { continuationBody } from './continuation.js';
+import { canContinue, continuationBody } from './continuation.js';
 import { RelayTranscript } from './relay-transcript.js';
 import { LAST_CHUNK, markHeadSent, markLastChunkSent, socketFd, unsentHead, writeDirect } from './direct-write.js';
 import type { HealthTracker } from './health.js';
 import { clientHeaders, sendError, upstreamHeaders } from './http-util.js';
 import type { RouterMetrics } from './metrics.js';
 import { EventSplitter, forEachData } from './sse-frames.js';
+import { countTokensOn } from './token-count.js';
 import type { Exchange, ExchangeHandler } from './upstream.js';
 
 /** What a call needs from the router that owns it. */
@@ -38,9 +39,19 @@ export interface CallContext {
   readonly accessLog: ((line: string) => void) | undefined;
   /** Session affinity, when on. */
   readonly sessions?: SessionTable | undefined;
+  /** Warnings for the operator (the CLI writes them to stderr); none: not told. */
+  readonly warn?: ((line: string) => void) | undefined;
 }
 
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
+
+/** What an attempt received so far (see `Attempt.received`). */
+interface Received {
+  text: string;
+  chunks: number;
+  /** The last `usage.completion_tokens` its events carried; -1 when none carried usage. */
+  usageTokens: number;
+}
 
 /**
  * What an attempt does with the response body: `track` reads each event until the first content
@@ -97,6 +108,8 @@ class Attempt implements ExchangeHandler {
   /** Content read event by event (track and continue modes; a continuation counts without keeping text). */
   #text = '';
   #chunks = 0;
+  /** `usage.completion_tokens` of the last event read that carried usage (track mode); -1: none did. */
+  #completionTokens = -1;
   /** The relay stopped reading events: what was received is read from the kept bytes when asked. */
   #lazy = false;
   /** Where its per-token samples go, looked up once (not per read): the worker's latency statistics and ITL histogram. */
@@ -158,14 +171,18 @@ class Attempt implements ExchangeHandler {
     this.release();
   }
 
-  /** The content this attempt received so far: its text ('' past the transcript's bound) and number of content messages. */
-  received(): { text: string; chunks: number } {
-    if (!this.#lazy) return { text: this.#text, chunks: this.#chunks };
+  /**
+   * The content this attempt received so far: its text ('' past the transcript's bound), number of
+   * content messages, and the worker's own count of the tokens generated when its events carried
+   * usage (vLLM's `continuous_usage_stats`), else -1.
+   */
+  received(): Received {
+    if (!this.#lazy) return { text: this.#text, chunks: this.#chunks, usageTokens: this.#completionTokens };
     const t = this.#transcript;
-    if (!t) return { text: '', chunks: 0 };
+    if (!t) return { text: '', chunks: 0, usageTokens: -1 };
     // whole events only (an unfinished one never reached the client): the transcript keeps no other
     this.#exchange?.flushKept();
-    return { text: t.text(), chunks: t.chunks };
+    return { text: t.text(), chunks: t.chunks, usageTokens: t.completionTokens };
   }
 
   /** Its text passed the per-stream bound kept for migration: it can no longer be migrated. */
@@ -457,6 +474,8 @@ class Attempt implements ExchangeHandler {
     }
     const c = readStreamChunk(data);
     this.#flags(c);
+    // once relayed, the transcript reads usage (as it counts content)
+    if (c.usage !== null && !this.#lazy) this.#completionTokens = c.usage.completion_tokens;
     if (c.content.length > 0) this.#onContent(c.content, now);
   }
 
@@ -510,6 +529,8 @@ class Attempt implements ExchangeHandler {
       } catch {
         return;
       }
+      // its role chunk, with the running usage of continuous_usage_stats: the client had its own
+      if (c.content.length === 0 && c.finishReason === null && Array.isArray(obj['choices']) && obj['choices'].length > 0) return;
       if (call.streamId !== null) obj['id'] = call.streamId;
       if (c.usage) {
         if (!call.norm.includeUsage) {
@@ -594,7 +615,14 @@ export class ProxyCall {
   firstTokenMs = -1;
   #continuation: Buffer | null = null;
   #migratedText = '';
+  /** Content messages the first worker sent (the access log's count). */
   #migratedChunks = 0;
+  /** Tokens the first worker sent: its usage's or a worker's `/tokenize` count, else its content messages. */
+  #migratedTokens = 0;
+  /** `#migratedTokens` is a count of tokens, not of messages. */
+  #migratedCounted = false;
+  /** The `/tokenize` request of a migration in flight (the continuation waits for it). */
+  #counting: AbortController | null = null;
   #everQueued = false;
   #firstWorker: string | null = null;
   /** The session its headers name (session affinity on), or undefined. */
@@ -812,26 +840,73 @@ export class ProxyCall {
     if (!this.ctx.migrate || !this.norm.stream || this.norm.n !== 1 || this.resent !== null) return false;
     // read first: it brings the transcript up to date, and with it the bound
     const chunks = a.received().chunks;
+    // each content message holds a token at least: the messages are a lower bound of the tokens sent
     return !a.overBound && (this.norm.maxTokens === null || this.norm.maxTokens - chunks >= 1);
   }
 
+  /**
+   * Moves `a`'s stream to another worker: false when it cannot be continued. The continuation goes
+   * once the tokens already sent are counted: by the worker's usage when its events carried it
+   * (`continuous_usage_stats`), else by `/tokenize` on a worker serving the model, else (no answer
+   * within TOKENIZE_TIMEOUT_MS, or no such route) as the content messages, with a warning.
+   */
   #migrate(a: Attempt): boolean {
     const got = a.received();
     // past the bound its text is gone: a continuation without it would repeat the answer
-    if (a.overBound) return false;
-    const body = continuationBody(this.norm, got.text, got.chunks);
-    if (!body) return false;
+    if (a.overBound || !canContinue(this.norm)) return false;
+    const from = a.backend.id;
     this.resent = 'migrated';
-    this.ctx.metrics.migrated.inc({ worker: a.backend.id });
-    this.#exclude(a.backend.id);
-    this.#continuation = body;
+    this.ctx.metrics.migrated.inc({ worker: from });
+    this.#exclude(from);
     this.#migratedText = got.text;
     this.#migratedChunks = got.chunks;
-    // the continuation's prompt holds the answer so far: its worker prefills that too (as the simulator counts it)
-    this.routeReq.promptTokens += got.chunks;
     this.retries = 0;
-    this.dispatch();
+    // usage below the messages is no running count of this stream (a role chunk's 0): /tokenize counts
+    if (got.usageTokens >= got.chunks) this.#continue(from, got.usageTokens, true);
+    else this.#countThenContinue(from, got.chunks);
     return true;
+  }
+
+  /**
+   * Asks a worker serving the model (not the one the stream left: every such worker has the same
+   * tokenizer, and the fewest in flight answers soonest) how many tokens the text so far is, then
+   * sends the continuation; a call that ends meanwhile cancels the request and sends nothing.
+   */
+  #countThenContinue(from: string, chunks: number): void {
+    const id = this.ctx.dispatcher.leastLoadedServer(this.routeReq.model, this.tried);
+    const b = id === undefined ? undefined : this.ctx.backends.get(id);
+    // no worker to count on is no worker to continue on either: dispatch() gives up
+    if (b === undefined) {
+      this.#continue(from, chunks, false);
+      return;
+    }
+    const abort = new AbortController();
+    this.#counting = abort;
+    void countTokensOn(b, this.routeReq.model, this.#migratedText, this.req.headers.authorization, abort.signal).then((r) => {
+      if (this.#counting !== abort) return;
+      this.#counting = null;
+      // a retokenized text may merge tokens the worker generated apart: never below the messages
+      if (r.ok) this.#continue(from, Math.max(r.count, chunks), true);
+      else {
+        this.ctx.warn?.(`a stream migrated off worker ${from}: ${b.id}'s /tokenize ${r.reason}, so its tokens already sent are counted as its ${chunks} content messages (max_tokens and usage are off if the engine sent several tokens a message)`);
+        this.#continue(from, chunks, false);
+      }
+    });
+  }
+
+  /** Sends the continuation of a migrated stream whose first worker sent `tokens` (`counted`: tokens, not messages). */
+  #continue(from: string, tokens: number, counted: boolean): void {
+    if (this.finished) return;
+    if (this.norm.maxTokens !== null && this.norm.maxTokens - tokens < 1) {
+      this.#giveUp(502, `worker ${from} stopped after the stream's last token (max_tokens ${this.norm.maxTokens}) but before its end; nothing is left to continue`, 'upstream_failed');
+      return;
+    }
+    this.#continuation = continuationBody(this.norm, this.#migratedText, tokens);
+    this.#migratedTokens = tokens;
+    this.#migratedCounted = counted;
+    // the continuation's prompt holds the answer so far: its worker prefills that too (as the simulator counts it)
+    this.routeReq.promptTokens += tokens;
+    this.dispatch();
   }
 
   /**
@@ -839,13 +914,13 @@ export class ProxyCall {
    * what a migrated stream already sent (only a one-choice stream migrates); 0 when not given.
    */
   outputTokensLeft(): number {
-    return this.norm.maxTokens === null ? 0 : Math.max(0, this.norm.n * this.norm.maxTokens - this.#migratedChunks);
+    return this.norm.maxTokens === null ? 0 : Math.max(0, this.norm.n * this.norm.maxTokens - this.#migratedTokens);
   }
 
   /** Usage of the whole answer from the continuation's usage (its prompt held the text so far). */
   spliceUsage(u: Usage): Usage {
-    const prompt = Math.max(0, u.prompt_tokens - countTokens(this.#migratedText));
-    const completion = this.#migratedChunks + u.completion_tokens;
+    const prompt = Math.max(0, u.prompt_tokens - (this.#migratedCounted ? this.#migratedTokens : countTokens(this.#migratedText)));
+    const completion = this.#migratedTokens + u.completion_tokens;
     return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
 
@@ -940,10 +1015,12 @@ export class ProxyCall {
     if (this.finished) return;
     this.finished = true;
     this.ctx.active.delete(this);
+    this.#counting?.abort();
+    this.#counting = null;
     const a = this.attempt;
     if (a && !a.released) a.release();
     const flow = this.flow;
-    if (flow) flow.finished(this.ctx.clock.now(), flow.settles && outcome === 'ok' ? this.#migratedChunks + (a ? a.received().chunks : 0) : null);
+    if (flow) flow.finished(this.ctx.clock.now(), flow.settles && outcome === 'ok' ? this.#migratedTokens + (a ? a.received().chunks : 0) : null);
     const log = this.ctx.accessLog;
     if (!log) return;
     const now = this.ctx.clock.now();

@@ -4,8 +4,9 @@ import { forEachData, lastBoundary } from './sse-frames.js';
 
 /**
  * What migration needs of a relayed stream, kept instead of its SSE bytes: the text generated so
- * far, its number of content messages, and how the stream ended. Fed the body as the worker framed
- * it, in order, a region at a time (the exchange hands on each arena's bytes once it is full, and
+ * far, its number of content messages, the running `completion_tokens` of the last event that
+ * carried usage (vLLM's `continuous_usage_stats`), and how the stream ended. Fed the body as the
+ * worker framed it, in order, a region at a time (the exchange hands on each arena's bytes once it is full, and
  * the rest when asked); each region is decoded once and only its text stays (one flat string per
  * region, ~4.5 bytes per token of English text against ~226 bytes of SSE). Past `maxTextBytes` of
  * text the text is dropped and the stream is no longer migratable (`overBound`); counts and the
@@ -20,6 +21,8 @@ export class RelayTranscript {
   #textBytes = 0;
   #batch: string[] = [];
   chunks = 0;
+  /** `usage.completion_tokens` of the last whole event that carried usage; -1 when none did. */
+  completionTokens = -1;
   sawDone = false;
   sawFinish = false;
   sawError = false;
@@ -69,6 +72,7 @@ export class RelayTranscript {
       if (c.done) this.sawDone = true;
       if (c.error) this.sawError = true;
       if (c.finishReason !== null) this.sawFinish = true;
+      if (c.usage !== null) this.completionTokens = c.usage.completion_tokens;
       if (c.content.length > 0) {
         this.chunks++;
         if (!this.overBound) this.#batch.push(c.content);

@@ -117,6 +117,7 @@ export function buildCore(opts: RouterOptions, flowConfig: FlowConfig | undefine
     migrateMaxBytes: opts.migrateMaxBytes ?? ROUTER_DEFAULTS.migrateMaxBytes,
     accessLog: opts.accessLog,
     sessions,
+    warn: opts.warn,
   };
   const workers = (): WorkerStatus[] =>
     backends.map((b) => ({ id: b.id, url: b.url, healthy: b.routable, ejected: b.ejected, inflight: dispatcher.inflight(b.id), prefillTokens: dispatcher.inflightPrefillTokens(b.id), decodeTokens: dispatcher.inflightDecodeTokens(b.id), slots: dispatcher.slots(b.id) }));

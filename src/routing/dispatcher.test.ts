@@ -92,6 +92,19 @@ test('dispatcher: requests go only to workers serving their model; models() list
   assert.equal(d.canServe('q'), false);
 });
 
+test('dispatcher: leastLoadedServer names the routable worker serving a model with the fewest in flight, never an excluded one', () => {
+  const d = fleet('least-loaded', 10, 10, ['a', 'b', 'c']);
+  d.addWorker('x', { models: ['other'] });
+  for (const id of ['a', 'a', 'b']) d.submit({ model: M, promptTokens: 1 }, () => {}, { exclude: new Set(['a', 'b', 'c'].filter((w) => w !== id)) });
+  assert.deepEqual([d.inflight('a'), d.inflight('b'), d.inflight('c')], [2, 1, 0]);
+  assert.equal(d.leastLoadedServer(M), 'c');
+  assert.equal(d.leastLoadedServer(M, new Set(['c'])), 'b');
+  d.setHealthy('b', false);
+  assert.equal(d.leastLoadedServer(M, new Set(['c'])), 'a');
+  assert.equal(d.leastLoadedServer(M, new Set(['a', 'c'])), undefined);
+  assert.equal(d.leastLoadedServer('other'), 'x');
+});
+
 test('dispatcher: auto deadlines follow fleet latency with floors; fixed and off settings', () => {
   const d = new Dispatcher({ policy: createPolicy('adaptive'), rng: createRng(1), ttftDeadlineFloorMs: 100, stallDeadlineFloorMs: 50 });
   d.addWorker('a');

@@ -492,6 +492,13 @@ export class Dispatcher {
     return false;
   }
 
+  /** The routable worker (other than the excluded ones) serving `model` with the fewest requests in flight; undefined when none. */
+  leastLoadedServer(model: string, exclude: ReadonlySet<string> = NO_EXCLUDE): string | undefined {
+    let best: WorkerEntry | undefined;
+    for (const w of this.#list) if (w.healthy && !exclude.has(w.id) && serves(w, model) && (best === undefined || w.inflight < best.inflight)) best = w;
+    return best?.id;
+  }
+
   /** Every model some worker announces (workers that serve any model are not listed); kept until a worker or its models change. */
   models(): readonly string[] {
     if (this.#models !== null) return this.#models;

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { countTokens, vocabWord } from '../../src/core/index.js';
+import { countTokens, promptTokenIds, vocabWord } from '../../src/core/index.js';
 
 /** How a fake worker behaves; mutable while it runs. */
 export interface FakeBehaviour {
@@ -16,6 +16,14 @@ export interface FakeBehaviour {
   status?: number;
   /** `/health` answers 503. */
   unhealthy?: boolean;
+  /** Tokens per content message (vLLM's `--stream-interval`, speculative decoding). @default 1 */
+  tokensPerChunk?: number;
+  /** The answer ends by itself (finish_reason `stop`) before its word with this index (counted over the whole answer, a continuation included). */
+  stopAt?: number;
+  /** `false`: `/tokenize` answers 404, as a server without it. @default true */
+  tokenize?: boolean;
+  /** `/tokenize` answers after this long (ms). @default 0 */
+  tokenizeDelayMs?: number;
 }
 
 /** A request the fake received. */
@@ -31,6 +39,10 @@ export interface FakeUpstream {
   id: string;
   behaviour: FakeBehaviour;
   readonly requests: FakeRequestLog[];
+  /** The `/tokenize` requests it received. */
+  readonly tokenizes: FakeRequestLog[];
+  /** `/tokenize` requests neither answered nor closed by their client right now. */
+  readonly tokenizing: number;
   /** Open generation streams right now. */
   readonly open: number;
   close(): Promise<void>;
@@ -38,13 +50,16 @@ export interface FakeUpstream {
 
 /**
  * Starts a fake OpenAI-compatible worker on 127.0.0.1:0 serving `model`: `/health`, `/v1/models`,
- * chat and completions, streaming (vLLM frames, usage when asked) or not. A chat request whose last
+ * chat and completions, streaming (vLLM frames, usage when asked, on every message too with
+ * `continuous_usage_stats`) or not, and `/tokenize` (one token per word). A chat request whose last
  * message is an assistant message with `continue_final_message` continues it (its words count as prompt).
  */
 export async function startFakeUpstream(model = 'fake-model', behaviour: FakeBehaviour = {}): Promise<FakeUpstream> {
   const requests: FakeRequestLog[] = [];
+  const tokenizes: FakeRequestLog[] = [];
   const sockets = new Set<Socket>();
   let open = 0;
+  let tokenizing = 0;
   let seq = 0;
   const state = { behaviour };
 
@@ -76,6 +91,21 @@ export async function startFakeUpstream(model = 'fake-model', behaviour: FakeBeh
       res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"bad json","type":"Bad Request","param":null,"code":400}}');
       return;
     }
+    if (req.url === '/tokenize') {
+      tokenizes.push({ path: req.url, headers: req.headers, body });
+      if (b.tokenize === false) {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+        return;
+      }
+      const ids = Array.from(promptTokenIds(String(body['prompt'])));
+      tokenizing++;
+      const answer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ count: ids.length, max_model_len: 4096, tokens: ids, token_strs: null })), b.tokenizeDelayMs ?? 0);
+      res.on('close', () => {
+        clearTimeout(answer);
+        tokenizing--;
+      });
+      return;
+    }
     requests.push({ path: req.url ?? '', headers: req.headers, body });
     if (b.status !== undefined) {
       res.writeHead(b.status, { 'content-type': 'application/json', 'x-tailgate-worker': 'spoofed' });
@@ -88,21 +118,27 @@ export async function startFakeUpstream(model = 'fake-model', behaviour: FakeBeh
     // a chat continuation picks up the word sequence where the text so far left it
     const startIndex = chat && body['continue_final_message'] === true ? countTokens(messages.at(-1)?.content ?? '') : 0;
     const maxTokens = typeof body['max_tokens'] === 'number' ? body['max_tokens'] : 16;
+    const length = Math.max(0, Math.min(maxTokens, (b.stopAt ?? Number.POSITIVE_INFINITY) - startIndex));
+    const reason = length < maxTokens ? 'stop' : 'length';
     const id = `${chat ? 'chatcmpl' : 'cmpl'}-${process.pid}${seq++}`;
     const promptTokens = countTokens(promptText);
-    const words = Array.from({ length: maxTokens }, (_, i) => ` ${vocabWord(startIndex + i)}`);
-    const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens + maxTokens, completion_tokens: maxTokens };
+    const words = Array.from({ length }, (_, i) => ` ${vocabWord(startIndex + i)}`);
+    const usageOf = (completion: number) => ({ prompt_tokens: promptTokens, total_tokens: promptTokens + completion, completion_tokens: completion });
+    const usage = usageOf(length);
     if (body['stream'] !== true) {
       res.writeHead(200, { 'content-type': 'application/json', 'x-tailgate-worker': 'spoofed' });
       const text = words.join('');
-      const choice = chat ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: 'length' } : { index: 0, text, finish_reason: 'length' };
+      const choice = chat ? { index: 0, message: { role: 'assistant', content: text }, finish_reason: reason } : { index: 0, text, finish_reason: reason };
       res.end(JSON.stringify({ id, object: chat ? 'chat.completion' : 'text_completion', model, choices: [choice], usage }));
       return;
     }
     open++;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'x-tailgate-worker': 'spoofed' });
+    const so = body['stream_options'] as { include_usage?: boolean; continuous_usage_stats?: boolean } | undefined;
+    // vLLM's running usage on every message: the tokens generated so far
+    const running = (sent: number) => (so?.include_usage === true && so.continuous_usage_stats === true ? `,"usage":${JSON.stringify(usageOf(sent))}` : '');
     const frame = (choice: Record<string, unknown>, extra = '') => `data: {"id":"${id}","object":"${chat ? 'chat.completion.chunk' : 'text_completion'}","created":1,"model":"${model}","choices":[${JSON.stringify(choice)}]${extra}}\n\n`;
-    if (chat) res.write(frame({ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }));
+    if (chat) res.write(frame({ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }, running(0)));
     let i = 0;
     let timer: NodeJS.Timeout | undefined;
     res.on('close', () => {
@@ -119,15 +155,17 @@ export async function startFakeUpstream(model = 'fake-model', behaviour: FakeBeh
         timer = setTimeout(step, 20);
         return;
       }
-      const last = i === maxTokens - 1;
-      const finish = last ? 'length' : null;
-      res.write(chat ? frame({ index: 0, delta: { content: words[i] }, logprobs: null, finish_reason: finish }) : frame({ index: 0, text: words[i], logprobs: null, finish_reason: finish }));
-      i++;
+      // a message holds up to tokensPerChunk tokens, and never passes the stall
+      const to = Math.min(length, i + (now.tokensPerChunk ?? 1), now.stallAfter ?? Number.POSITIVE_INFINITY);
+      const text = words.slice(i, to).join('');
+      const last = to === length;
+      const finish = last ? reason : null;
+      res.write(chat ? frame({ index: 0, delta: { content: text }, logprobs: null, finish_reason: finish }, running(to)) : frame({ index: 0, text, logprobs: null, finish_reason: finish }, running(to)));
+      i = to;
       if (!last) {
         timer = setTimeout(step, now.itlMs ?? 1);
         return;
       }
-      const so = body['stream_options'] as { include_usage?: boolean } | undefined;
       if (so?.include_usage) res.write(`data: {"id":"${id}","object":"${chat ? 'chat.completion.chunk' : 'text_completion'}","created":1,"model":"${model}","choices":[],"usage":${JSON.stringify(usage)}}\n\n`);
       res.end('data: [DONE]\n\n');
     };
@@ -146,6 +184,10 @@ export async function startFakeUpstream(model = 'fake-model', behaviour: FakeBeh
       state.behaviour = b;
     },
     requests,
+    tokenizes,
+    get tokenizing() {
+      return tokenizing;
+    },
     get open() {
       return open;
     },
