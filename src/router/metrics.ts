@@ -18,6 +18,7 @@ export class RouterMetrics {
   readonly migrated: Counter<'worker'>;
   readonly rescued: Counter<'worker'>;
   readonly unmigratable: Counter<'reason'>;
+  readonly migrationsByMessages: Counter;
   readonly retried: Counter<'worker'>;
   readonly drained: Counter<'worker'>;
   readonly ejected: Counter<'worker'>;
@@ -69,6 +70,11 @@ export class RouterMetrics {
       name: 'tailgate_router_streams_unmigratable_total',
       help: "Streams that needed a move and could not: 'budget' (re-send budget spent, no room for a rescue), 'bound' (its text passed --migrate-max-bytes).",
       labelNames: ['reason'] as const,
+      registers,
+    });
+    this.migrationsByMessages = new Counter({
+      name: 'tailgate_router_migrations_counted_by_messages_total',
+      help: "Migrated streams whose tokens already sent were counted as their content messages (no running usage, no /tokenize answer): the continuation's max_tokens and the usage are off when the engine sent several tokens a message.",
       registers,
     });
     this.retried = counter('tailgate_router_requests_retried_total', 'Requests retried elsewhere after the worker failed before any byte reached the client.');

@@ -116,7 +116,7 @@ const FALLBACKS: { name: string; behaviour: FakeBehaviour; reason: RegExp }[] = 
 
 for (const f of FALLBACKS) {
   test(`${f.name}: the migration counts the content messages, warns once, and the stream completes`, async (t) => {
-    const { stalled, other, warnings, got, status } = await migrateOnce(t, f.behaviour);
+    const { r, stalled, other, warnings, got, status } = await migrateOnce(t, f.behaviour);
     assert.equal(status, 200);
     assert.deepEqual(got.errors, []);
     assert.equal(got.done, 1);
@@ -126,6 +126,7 @@ for (const f of FALLBACKS) {
     assert.match(warnings[0]!, f.reason);
     assert.match(warnings[0]!, new RegExp(`off worker ${stalled.id.replace(/\./g, '\\.')}: .* counted as its 2 content messages`));
     assert.equal(other.tokenizing, 0, 'the unanswered /tokenize was closed');
+    assert.match(await r.metrics(), /^tailgate_router_migrations_counted_by_messages_total 1$/m);
   });
 }
 

@@ -888,6 +888,7 @@ export class ProxyCall {
       // a retokenized text may merge tokens the worker generated apart: never below the messages
       if (r.ok) this.#continue(from, Math.max(r.count, chunks), true);
       else {
+        this.ctx.metrics.migrationsByMessages.inc();
         this.ctx.warn?.(`a stream migrated off worker ${from}: ${b.id}'s /tokenize ${r.reason}, so its tokens already sent are counted as its ${chunks} content messages (max_tokens and usage are off if the engine sent several tokens a message)`);
         this.#continue(from, chunks, false);
       }
