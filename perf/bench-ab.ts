@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join, resolve } from 'node:path';
 import { percentile } from '../src/stats/index.js';
-import { SEED_SHARE, benchOptions, floorClient, messagesOf, startFleet, streamBody } from './bench-clients.js';
+import { SEED_SHARE, benchOptions, floorClient, messagesOf, rotated, startFleet, streamBody } from './bench-clients.js';
 import { numberArg, optionalArg } from './args.js';
 
 const STREAMS = numberArg('--streams', SEED_SHARE.streams);
@@ -66,8 +66,7 @@ async function main(): Promise<void> {
     const order = [...costs.keys()];
     for (let round = 0; round < ROUNDS; round++) {
       const line: string[] = [];
-      // Rotated by one each round, as perf/bench.ts does, so no checkout always runs after the same one.
-      for (const d of order.map((_, i) => order[(i + round) % order.length]!)) {
+      for (const d of rotated(order, round)) {
         const c = await measure(d, urls);
         costs.get(d)!.push(c);
         line.push(`${d === '' ? 'floor' : d}: ${f2(c.userUs)} + ${f2(c.sysUs)}`);

@@ -73,19 +73,31 @@ function endsBody(buf: Buffer, n: number): boolean {
   return n >= 5 && buf[n - 5] === 48 && buf[n - 4] === 13 && buf[n - 3] === 10 && buf[n - 2] === 13 && buf[n - 1] === 10;
 }
 
+/**
+ * The floor's read handler for one socket reading into `buf`: adds to `counter.messages` each "\n\n"
+ * that ends an SSE message in the read `buf[0, n)` (one split across two reads too); true on the read
+ * that ends a response.
+ */
+export function floorReader(buf: Buffer, counter: { messages: number }): (n: number) => boolean {
+  let lastLf = false;
+  return (n) => {
+    if (lastLf && buf[0] === 10) counter.messages++;
+    for (let i = 0; i + 1 < n; i++) if (buf[i] === 10 && buf[i + 1] === 10) counter.messages++;
+    lastLf = buf[n - 1] === 10;
+    return endsBody(buf, n);
+  };
+}
+
 /** The floor: one raw socket per stream, Node's `onread` into one buffer, counting "\n\n" and the end of each chunked body. */
 export async function floorClient(urls: string[], streams: number, total: number, payload: string): Promise<{ messages: number }> {
-  let messages = 0;
-  await rawSocketClient(urls, streams, total, payload, (buf) => {
-    let lastLf = false;
-    return (n) => {
-      if (lastLf && buf[0] === 10) messages++;
-      for (let i = 0; i + 1 < n; i++) if (buf[i] === 10 && buf[i + 1] === 10) messages++;
-      lastLf = buf[n - 1] === 10;
-      return endsBody(buf, n);
-    };
-  });
-  return { messages };
+  const counter = { messages: 0 };
+  await rawSocketClient(urls, streams, total, payload, (buf) => floorReader(buf, counter));
+  return counter;
+}
+
+/** `items` rotated left by `round` (modulo their number): interleaved rounds that start each round one further on, so no client always runs right after the same one. */
+export function rotated<T>(items: readonly T[], round: number): T[] {
+  return items.map((_, i) => items[(i + round) % items.length]!);
 }
 
 /** `content":"` as bytes: the key the stamping floor looks for after a quote. */

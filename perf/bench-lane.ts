@@ -1,7 +1,7 @@
 // The CPU of bench's fast lane per SSE event with no sockets, by the number of streams in flight:
 // `Call#onResponseBytesNow` (what `Conn#readNow` hands each steady token event) fed one vLLM-shaped
 // event at a time, round-robin over the streams as the reads come, against the raw-socket floor's
-// per-message work on the same bytes (counting "\n\n"). Each stream first takes its role and first
+// read handler on the same bytes (counting "\n\n"). Each stream first takes its role and first
 // content events on the general path, which learns the event's template, as in a run. In isolation
 // nothing else runs between two reads of a stream, so what grows with the streams is the lane's own
 // per-stream state falling out of the caches; in a real run the kernel and Node's read path sit in
@@ -12,6 +12,7 @@ import type { BytesHandler } from '../src/bench/socket-pool.js';
 import { defaultTokenizer } from '../src/workload/index.js';
 import { percentile } from '../src/stats/index.js';
 import { numberArg, textArg } from './args.js';
+import { floorReader } from './bench-clients.js';
 
 const STREAMS = textArg('--streams', '1,256,2048').split(',').map(Number);
 const EVENTS = numberArg('--events', 126);
@@ -63,24 +64,15 @@ async function laneCalls(streams: number): Promise<number> {
   return c.user + c.system;
 }
 
-/** ns of CPU per event of the floor's count over the same bytes, `streams` counters in flight. */
+/** ns of CPU per event of the floor's read handler over the same bytes, `streams` of them in flight. */
 function floorRound(streams: number): number {
-  const counters = Array.from({ length: streams }, () => {
-    let lastLf = false;
-    let messages = 0;
-    return (buf: Buffer, n: number): number => {
-      if (lastLf && buf[0] === 10) messages++;
-      for (let i = 0; i + 1 < n; i++) if (buf[i] === 10 && buf[i + 1] === 10) messages++;
-      lastLf = buf[n - 1] === 10;
-      return messages;
-    };
-  });
+  const counter = { messages: 0 };
+  const readers = Array.from({ length: streams }, () => floorReader(STEADY, counter));
   const events = Math.ceil(MIN_EVENTS / (EVENTS * streams)) * EVENTS;
-  let messages = 0;
   const c0 = process.cpuUsage();
-  for (let e = 0; e < events; e++) for (const count of counters) messages += count(STEADY, STEADY.length) > 0 ? 1 : 0;
+  for (let e = 0; e < events; e++) for (const read of readers) read(STEADY.length);
   const c = process.cpuUsage(c0);
-  if (messages !== events * streams) throw new Error(`the floor counted ${messages}`);
+  if (counter.messages !== events * streams) throw new Error(`the floor counted ${counter.messages}`);
   return ((c.user + c.system) * 1000) / (events * streams);
 }
 

@@ -19,7 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { Pool, request } from 'undici';
 import { percentile } from '../src/stats/index.js';
 import { hrtimeOffsetNs } from './monotonic.js';
-import { SEED_SHARE, benchOptions, floorClient, messagesOf, stampingFloorClient, startFleet, streamBody } from './bench-clients.js';
+import { SEED_SHARE, benchOptions, floorClient, messagesOf, rotated, stampingFloorClient, startFleet, streamBody } from './bench-clients.js';
 import { runBench, type BenchOptions, type CallResult } from '../src/bench/index.js';
 import { listArg, numberArg, optionalArg, textArg } from './args.js';
 
@@ -117,9 +117,9 @@ async function main(): Promise<void> {
       return messages;
     };
     const clients = [...CLIENTS, ...(baseRunBench ? (['baseline'] as const) : [])];
-    // Round r runs the clients rotated by r, so none always runs right after the same one: in one run
-    // the client that always followed the floor had half again the kernel time of its twin.
-    const inOrder = (round: number): Client[] => clients.map((_, i) => clients[(i + round) % clients.length]!);
+    // Round r runs the clients rotated by r: in one run the client that always followed the floor had
+    // half again the kernel time of its twin.
+    const inOrder = (round: number): Client[] => rotated(clients, round);
     // Until V8 has compiled the hot code of each client, its compile threads' CPU lands in the figures.
     for (let round = 0; round < WARM_ROUNDS; round++) for (const c of inOrder(round)) await runClient(c);
     const perMsg = new Map<Client, number[]>(clients.map((c) => [c, []]));

@@ -27,14 +27,12 @@ if (target === undefined || !(top > 0)) {
   console.error('usage: perf/profile-summary.ts <file.cpuprofile | directory> [--top N]');
   process.exit(2);
 }
-// Node names a profile CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile; the main thread's id is 0
-// (the loader thread's profile can be the larger one when the script itself runs briefly).
-const file = statSync(target).isDirectory()
-  ? readdirSync(target)
-      .filter((f) => f.endsWith('.cpuprofile'))
-      .map((f) => join(target, f))
-      .sort((a, b) => Number(!/\.0\.\d+\.cpuprofile$/.test(a)) - Number(!/\.0\.\d+\.cpuprofile$/.test(b)) || statSync(b).size - statSync(a).size)[0]
-  : target;
+/** The directory's main-thread profile, else its largest: Node names a profile CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile, the main thread's id is 0, and the loader thread's can be the larger when the script itself runs briefly. */
+function profileIn(dir: string): string | undefined {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(dir, f));
+  return files.find((f) => /\.0\.\d+\.cpuprofile$/.test(f)) ?? files.sort((a, b) => statSync(b).size - statSync(a).size)[0];
+}
+const file = statSync(target).isDirectory() ? profileIn(target) : target;
 if (file === undefined) {
   console.error(`no .cpuprofile in ${target}`);
   process.exit(2);
